@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every build, test and data dependency of flymc from Debian's archive.
+# Idempotent: packages already present are left alone, and apt is not touched at all
+# when nothing is missing. Run as root (or with sudo available).
+set -euo pipefail
+
+packages=(
+  build-essential cmake git pkg-config
+  libtbb-dev libeigen3-dev libopenblas-dev
+  libbenchmark-dev doctest-dev libcli11-dev nlohmann-json3-dev
+  zlib1g-dev dataset-fashion-mnist
+)
+# Optional extras for the sanitizer / fuzzing / format jobs: FLYMC_DEPS_EXTRA=1
+if [[ "${FLYMC_DEPS_EXTRA:-0}" == "1" ]]; then
+  packages+=(clang clang-format libclang-rt-14-dev)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

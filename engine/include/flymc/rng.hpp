@@ -11,6 +11,8 @@
 
 namespace flymc {
 
+__extension__ typedef unsigned __int128 uint128_t;  // GCC/Clang builtin, for Lemire's method
+
 /// SplitMix64 step (Steele, Lea & Flood 2014); used only to expand seeds.
 inline std::uint64_t splitmix64(std::uint64_t& s) noexcept {
   std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
@@ -49,7 +51,7 @@ class Rng {
   double uniform_pos() noexcept { return (double((*this)() >> 11) + 0.5) * 0x1.0p-53; }
   /// Uniform integer in [0, n) (Lemire's multiply-shift; bias < n / 2^64, negligible).
   std::uint64_t below(std::uint64_t n) noexcept {
-    return static_cast<std::uint64_t>((static_cast<unsigned __int128>((*this)()) * n) >> 64);
+    return static_cast<std::uint64_t>((static_cast<uint128_t>((*this)()) * n) >> 64);
   }
   /// Standard normal (Marsaglia polar method; exact in distribution, second value cached).
   double normal() noexcept {

@@ -1,0 +1,121 @@
+#pragma once
+/// @file bright_set.hpp
+/// The set of bright data (z_n = 1) of one chain, after the paper's section 3.3 (MATH.md 1.3).
+///
+/// `arr` holds every index once with the bright ones first, `tab[n]` is n's position in `arr`, and
+/// `size()` counts the bright ones, so brighten, darken, membership, the i-th bright and the i-th
+/// dark datum are all O(1). Beside `arr[0, size())` the set keeps, in the same order, a packed copy
+/// of the bright rows (so the bright evaluation is one contiguous pass) and a cached log L̃_n at the
+/// chain's current θ (so the implicit z-update needs no query for bright points).
+///
+/// Memory: 8 bytes per datum plus (stride + 1) doubles per bright datum; no copy of the data.
+/// Thread safety: none; one BrightSet belongs to one chain.
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "flymc/dataset.hpp"
+
+namespace flymc {
+
+class BrightSet {
+ public:
+  BrightSet() = default;
+  /// All N data dark.
+  explicit BrightSet(const Dataset& data) : data_(&data), stride_(data.stride()) {
+    const std::size_t n = data.n();
+    arr_.resize(n);
+    tab_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) arr_[i] = tab_[i] = static_cast<Index>(i);
+    reserve(64);
+  }
+
+  std::size_t size() const noexcept { return nb_; }              ///< bright count
+  std::size_t num_data() const noexcept { return arr_.size(); }  ///< N
+  std::size_t num_dark() const noexcept { return arr_.size() - nb_; }
+  bool is_bright(Index n) const noexcept { return tab_[n] < nb_; }
+  Index bright(std::size_t i) const noexcept { return arr_[i]; }
+  Index dark(std::size_t i) const noexcept { return arr_[nb_ + i]; }
+  /// Bright indices, in packed order.
+  const Index* bright_indices() const noexcept { return arr_.data(); }
+  /// Packed bright rows: size() rows, stride() apart, in the order of bright_indices().
+  const double* packed_rows() const noexcept { return rows_.get(); }
+  std::size_t stride() const noexcept { return stride_; }
+  /// Cached log L̃_n at the current θ, in packed order.
+  double* log_ltilde() noexcept { return llt_.data(); }
+  const double* log_ltilde() const noexcept { return llt_.data(); }
+
+  /// Sets z_n = 1 (n must be dark) with its log L̃_n at the current θ.
+  void brighten(Index n, double log_lt) {
+    const Index pos = tab_[n];
+    if (nb_ == capacity_) reserve(2 * capacity_);
+    swap_positions(pos, static_cast<Index>(nb_));
+    std::memcpy(rows_.get() + nb_ * stride_, data_->row(n), stride_ * sizeof(double));
+    llt_[nb_] = log_lt;
+    ++nb_;
+  }
+
+  /// Sets z_n = 0 (n must be bright): the last bright datum takes n's packed slot.
+  void darken(Index n) {
+    const Index pos = tab_[n];
+    --nb_;
+    swap_positions(pos, static_cast<Index>(nb_));
+    if (pos != nb_) {
+      std::memcpy(rows_.get() + std::size_t(pos) * stride_, rows_.get() + nb_ * stride_,
+                  stride_ * sizeof(double));
+      llt_[pos] = llt_[nb_];
+    }
+  }
+
+  /// Replaces the cached log L̃ array (after an accepted θ move) by swapping with `other`,
+  /// which must hold at least size() values in packed order.
+  void swap_log_ltilde(std::vector<double>& other) {
+    if (other.size() < llt_.size()) other.resize(llt_.size());
+    llt_.swap(other);
+  }
+  std::size_t capacity() const noexcept { return capacity_; }
+
+  /// Throws std::logic_error if the permutation, the packed rows or the count are inconsistent.
+  void check_invariants() const {
+    const std::size_t n = arr_.size();
+    if (nb_ > n) throw std::logic_error("BrightSet: count exceeds N");
+    std::vector<char> seen(n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Index v = arr_[i];
+      if (v >= n || seen[v]) throw std::logic_error("BrightSet: arr is not a permutation");
+      seen[v] = 1;
+      if (tab_[v] != i) throw std::logic_error("BrightSet: tab[arr[i]] != i at " + std::to_string(i));
+    }
+    for (std::size_t i = 0; i < nb_; ++i)
+      if (std::memcmp(rows_.get() + i * stride_, data_->row(arr_[i]), stride_ * sizeof(double)) != 0)
+        throw std::logic_error("BrightSet: packed row " + std::to_string(i) + " is stale");
+  }
+
+ private:
+  void swap_positions(Index p, Index q) noexcept {
+    const Index a = arr_[p], b = arr_[q];
+    arr_[p] = b;
+    arr_[q] = a;
+    tab_[b] = p;
+    tab_[a] = q;
+  }
+  void reserve(std::size_t cap) {
+    cap = std::max<std::size_t>(cap, 1);
+    AlignedBuffer rows = aligned_zeros(cap * stride_);
+    if (rows_) std::memcpy(rows.get(), rows_.get(), nb_ * stride_ * sizeof(double));
+    rows_ = std::move(rows);
+    llt_.resize(cap);
+    capacity_ = cap;
+  }
+
+  const Dataset* data_ = nullptr;
+  std::size_t stride_ = 0, nb_ = 0, capacity_ = 0;
+  std::vector<Index> arr_, tab_;
+  AlignedBuffer rows_;
+  std::vector<double> llt_;
+};
+
+}  // namespace flymc

@@ -1,0 +1,225 @@
+#pragma once
+/// @file flymc_state.hpp
+/// The building blocks of one chain: log-density targets (FlyMC's log p(θ | z) and the full
+/// posterior), the random-walk MH θ-kernel, and the two z-updaters. Templates over the target keep
+/// virtual calls out of the hot loop (Stan's static polymorphism); the runner erases the type.
+///
+/// Thread safety: none of these objects may be shared between threads; the model and bound they
+/// reference are immutable and shared by all chains.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "flymc/bright_set.hpp"
+#include "flymc/kernels/kernels.hpp"
+#include "flymc/logistic.hpp"
+#include "flymc/rng.hpp"
+
+namespace flymc {
+
+/// Counters a chain accumulates.
+struct Counters {
+  std::uint64_t queries = 0;           ///< likelihood evaluations L_n
+  std::uint64_t bound_violations = 0;  ///< Δ_n < −1e-9: a bound above its likelihood (rounding/bug)
+  std::uint64_t nonfinite = 0;         ///< proposals rejected because log density was not finite
+};
+
+/// log p(θ | data) for regular MCMC: every datum is queried at every evaluation.
+class FullTarget {
+ public:
+  explicit FullTarget(const LogisticModel& model) : model_(&model) {}
+  /// Log density at padded θ (stride() entries).
+  double eval(const double* theta, Counters& c) {
+    c.queries += model_->num_data();
+    return model_->log_prior(theta) + model_->log_lik(theta);
+  }
+  void accept() noexcept {}
+  const LogisticModel& model() const noexcept { return *model_; }
+
+ private:
+  const LogisticModel* model_;
+};
+
+/// log p(θ | z) = log p(θ) + Σ_n log B_n(θ) + Σ_{bright} log L̃_n(θ)  (MATH.md 1), evaluated with the
+/// collapsed bound and one pass over the packed bright rows.
+class FlyTarget {
+ public:
+  FlyTarget(const LogisticModel& model, const LogisticBound& bound, BrightSet& bright)
+      : model_(&model), bound_(&bound), bright_(&bright),
+        scratch_(aligned_zeros(2 * model.stride())) {}
+
+  double eval(const double* theta, Counters& c) {
+    const std::size_t nb = bright_->size();
+    if (pending_.size() < nb) pending_.resize(bright_->capacity());
+    if (dots_.size() < nb) dots_.resize(bright_->capacity());
+    const double base = model_->log_prior(theta) + bound_->log_bound_sum(theta, scratch_.get());
+    kernels::dots_packed(bright_->packed_rows(), nb, bright_->stride(), theta, dots_.data());
+    c.bound_violations += bound_->deltas(bright_->bright_indices(), dots_.data(), nb, dots_.data());
+    kernels::log_expm1(dots_.data(), pending_.data(), nb);
+    c.queries += nb;
+    pending_base_ = base;
+    return base + sum(pending_.data(), nb);
+  }
+  /// The last eval()'s θ was accepted: its per-bright log L̃ become the cached ones.
+  void accept() {
+    bright_->swap_log_ltilde(pending_);
+    base_ = pending_base_;
+  }
+  /// log p(θ | z) at the current θ from the cached values (after a z-update changed z).
+  double current() const noexcept { return base_ + sum(bright_->log_ltilde(), bright_->size()); }
+  /// Sets the cached prior+bound part for the current θ (chain start).
+  void set_base(double base) noexcept { base_ = base; }
+  double base_at(const double* theta) const {
+    return model_->log_prior(theta) + bound_->log_bound_sum(theta, scratch_.get());
+  }
+
+ private:
+  static double sum(const double* v, std::size_t n) noexcept {
+    double s = 0.0;
+    for (std::size_t i = 0; i < n; ++i) s += v[i];
+    return s;
+  }
+  const LogisticModel* model_;
+  const LogisticBound* bound_;
+  BrightSet* bright_;
+  AlignedBuffer scratch_;
+  std::vector<double> pending_, dots_;
+  double base_ = 0.0, pending_base_ = 0.0;
+};
+
+/// Random-walk Metropolis–Hastings, θ' = θ + ε·η with η ~ N(0, I) (MATH.md 3).
+struct RwmhKernel {
+  double step_size = 0.1;
+  std::size_t dim = 0;
+  AlignedBuffer proposal;  // padded θ'
+
+  RwmhKernel() = default;
+  RwmhKernel(std::size_t d, std::size_t stride, double eps)
+      : step_size(eps), dim(d), proposal(aligned_zeros(stride)) {}
+
+  /// One MH step on `target` from padded `theta` with cached log density `logp`. Returns the
+  /// acceptance probability; updates theta/logp in place on acceptance.
+  template <class Target>
+  double step(Rng& rng, double* theta, double& logp, Target& target, Counters& c) {
+    for (std::size_t j = 0; j < dim; ++j) proposal[j] = theta[j] + step_size * rng.normal();
+    const double logp_new = target.eval(proposal.get(), c);
+    double accept_prob = 0.0;
+    if (std::isnan(logp_new)) {
+      ++c.nonfinite;
+    } else {
+      const double log_ratio = logp_new - logp;
+      accept_prob = log_ratio >= 0.0 ? 1.0 : std::exp(log_ratio);
+      if (log_ratio >= 0.0 || std::log(rng.uniform_pos()) < log_ratio) {
+        for (std::size_t j = 0; j < dim; ++j) theta[j] = proposal[j];
+        logp = logp_new;
+        target.accept();
+      }
+    }
+    return accept_prob;
+  }
+};
+
+/// Shared scratch for the z-updaters.
+struct ZScratch {
+  std::vector<Index> idx, flip;
+  std::vector<double> dots, llt;
+  void resize(std::size_t k) {
+    if (idx.size() < k) {
+      idx.resize(k);
+      dots.resize(k);
+      llt.resize(k);
+    }
+  }
+};
+
+/// Gibbs updates z_n ~ Bernoulli(1 − B_n/L_n) at θ for the data `idx[0, k)` (in that order;
+/// repeated indices are fine: each is an exact Gibbs update at the same θ). Paper Algorithm 1.
+inline void gibbs_z(const LogisticBound& bound, const Dataset& data, BrightSet& bright,
+                    const double* theta, const Index* idx, std::size_t k, Rng& rng, Counters& c,
+                    ZScratch& s) {
+  s.dots.resize(std::max(s.dots.size(), k));
+  s.llt.resize(std::max(s.llt.size(), k));
+  kernels::dots_gather(data.data(), data.stride(), idx, k, theta, s.dots.data());
+  c.bound_violations += bound.deltas(idx, s.dots.data(), k, s.dots.data());  // now Δ_n
+  c.queries += k;
+  for (std::size_t i = 0; i < k; ++i) {
+    const double delta = s.dots[i];
+    // P(z = 1) = 1 − B/L = −expm1(−Δ)
+    const bool z1 = rng.uniform() < -std::expm1(-delta);
+    const Index n = idx[i];
+    if (z1 && !bright.is_bright(n)) {
+      bright.brighten(n, kernels::log_expm1(delta));
+    } else if (!z1 && bright.is_bright(n)) {
+      bright.darken(n);
+    }
+  }
+}
+
+/// Explicit z-resampling of ⌈N·f⌉ data drawn uniformly with replacement (MATH.md 1.1).
+class ExplicitZUpdater {
+ public:
+  explicit ExplicitZUpdater(double fraction) : fraction_(fraction) {}
+  void update(const LogisticBound& bound, const Dataset& data, BrightSet& bright,
+              const double* theta, Rng& rng, Counters& c) {
+    const std::size_t n = data.n();
+    const auto k = static_cast<std::size_t>(std::ceil(double(n) * fraction_));
+    s_.resize(k);
+    for (std::size_t i = 0; i < k; ++i) s_.idx[i] = static_cast<Index>(rng.below(n));
+    gibbs_z(bound, data, bright, theta, s_.idx.data(), k, rng, c, s_);
+  }
+
+ private:
+  double fraction_;
+  ZScratch s_;
+};
+
+/// Implicit z-resampling by MH with q_{d→b} = q, q_{b→d} = 1 (MATH.md 1.2): every bright datum
+/// proposes to go dark, accepted w.p. min(1, q/L̃_n) (no query: L̃_n is cached); each dark datum
+/// proposes to go bright w.p. q, chosen by geometric gaps, accepted w.p. min(1, L̃_n/q) (one query).
+/// All proposals are made against the z at the start of the sweep; the z_n are conditionally
+/// independent given θ, so the sweep is a product of valid single-datum MH kernels.
+class ImplicitZUpdater {
+ public:
+  explicit ImplicitZUpdater(double q)
+      : log_q_(std::log(q)), inv_log1mq_(q < 1.0 ? 1.0 / std::log1p(-q) : 0.0), q_one_(q >= 1.0) {}
+
+  void update(const LogisticBound& bound, const Dataset& data, BrightSet& bright,
+              const double* theta, Rng& rng, Counters& c) {
+    // 1. Bright → dark proposals, from cached log L̃.
+    s_.flip.clear();
+    const std::size_t nb = bright.size();
+    const double* llt = bright.log_ltilde();
+    for (std::size_t i = 0; i < nb; ++i)
+      if (std::log(rng.uniform_pos()) < log_q_ - llt[i]) s_.flip.push_back(bright.bright(i));
+    // 2. Dark → bright proposals: positions in the dark list with Geometric(q) gaps.
+    const std::size_t nd = bright.num_dark();
+    std::size_t k = 0;
+    s_.idx.clear();
+    for (std::uint64_t pos = next_gap(rng); pos < nd; pos += 1 + next_gap(rng)) {
+      s_.idx.push_back(bright.dark(static_cast<std::size_t>(pos)));
+      ++k;
+    }
+    s_.dots.resize(std::max(s_.dots.size(), k));
+    s_.llt.resize(std::max(s_.llt.size(), k));
+    if (k > 0) {
+      kernels::dots_gather(data.data(), data.stride(), s_.idx.data(), k, theta, s_.dots.data());
+      c.bound_violations += bound.deltas(s_.idx.data(), s_.dots.data(), k, s_.dots.data());
+      kernels::log_expm1(s_.dots.data(), s_.llt.data(), k);
+      c.queries += k;
+    }
+    // 3. Apply: darken first (their proposals were decided), then brighten the accepted darks.
+    for (Index n : s_.flip) bright.darken(n);
+    for (std::size_t i = 0; i < k; ++i)
+      if (std::log(rng.uniform_pos()) < s_.llt[i] - log_q_) bright.brighten(s_.idx[i], s_.llt[i]);
+  }
+
+ private:
+  std::uint64_t next_gap(Rng& rng) noexcept { return q_one_ ? 0 : rng.geometric(inv_log1mq_); }
+  double log_q_, inv_log1mq_;
+  bool q_one_;
+  ZScratch s_;
+};
+
+}  // namespace flymc

@@ -1,0 +1,119 @@
+// Model-contract tests for logistic regression and its Jaakkola–Jordan bound (MATH.md 2.1).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "flymc/kernels/kernels.hpp"
+#include "flymc/logistic.hpp"
+#include "test_util.hpp"
+
+using namespace flymc;
+
+namespace {
+AlignedBuffer padded(const Vec& v, std::size_t stride) {
+  AlignedBuffer p = aligned_zeros(stride);
+  for (Eigen::Index j = 0; j < v.size(); ++j) p[static_cast<std::size_t>(j)] = v[j];
+  return p;
+}
+double dot_row(const Dataset& ds, std::size_t n, const double* th) {
+  return kernels::dot(ds.row(n), th, ds.stride());
+}
+}  // namespace
+
+TEST_SUITE("unit") {
+  TEST_CASE("JJ bound never exceeds the likelihood and is tight at ±xi, up to |a| = 1e4") {
+    auto ds = test::logistic_data(200, 4, 1);
+    LogisticModel model(ds, 1.0);
+    Rng rng(7, 0);
+    for (double xi : {0.0, 1e-6, 0.3, 1.5, 7.0, 40.0, 1e3}) {
+      auto bound = LogisticBound::untuned(model, xi, Vec::Zero(4));
+      for (int k = 0; k < 20000; ++k) {
+        // margins spread log-uniformly up to 1e4 in magnitude
+        const double mag = std::pow(10.0, -3.0 + 7.0 * rng.uniform());
+        const double dot = (rng.uniform() < 0.5 ? -1.0 : 1.0) * mag;
+        const Index n = static_cast<Index>(rng.below(200));
+        const double lb = bound.log_bound(n, dot), ll = bound.log_lik(n, dot);
+        REQUIRE(std::isfinite(lb));
+        REQUIRE(std::isfinite(ll));
+        CHECK(lb <= ll + 1e-12 * (1.0 + std::fabs(ll)));
+      }
+      // tight at a = ±xi (a = t·dot, so dot = ±xi·t)
+      for (Index n = 0; n < 10; ++n) {
+        for (double s : {-1.0, 1.0}) {
+          const double dot = s * xi * ds->y()[n];
+          CHECK(bound.log_bound(n, dot) ==
+                doctest::Approx(bound.log_lik(n, dot)).epsilon(1e-12).scale(1.0));
+        }
+      }
+    }
+  }
+
+  TEST_CASE("collapsed bound sum equals the per-datum sum, and its gradient matches finite differences") {
+    auto ds = test::logistic_data(3000, 7, 2);
+    LogisticModel model(ds, 1.0);
+    const MapResult map = model.find_map();
+    for (int tuned = 0; tuned < 2; ++tuned) {
+      for (double slack : {0.0, 0.01}) {
+        auto bound = tuned ? LogisticBound::map_tuned(model, map.theta, slack)
+                           : LogisticBound::untuned(model, 1.5, map.theta, slack);
+        AlignedBuffer scratch = aligned_zeros(2 * ds->stride());
+        Rng rng(3, static_cast<std::uint64_t>(tuned));
+        for (int rep = 0; rep < 5; ++rep) {
+          Vec th = map.theta;
+          for (Eigen::Index j = 0; j < th.size(); ++j) th[j] += 0.5 * rng.normal();
+          AlignedBuffer tp = padded(th, ds->stride());
+          long double direct = 0.0L;
+          for (std::size_t n = 0; n < ds->n(); ++n)
+            direct += bound.log_bound(static_cast<Index>(n), dot_row(*ds, n, tp.get()));
+          std::vector<double> grad(7);
+          const double collapsed = bound.log_bound_sum(tp.get(), scratch.get(), grad.data());
+          CHECK(collapsed == doctest::Approx(static_cast<double>(direct)).epsilon(1e-11));
+          for (std::size_t j = 0; j < 7; ++j) {
+            const double h = 1e-5;
+            AlignedBuffer tpp = padded(th, ds->stride()), tpm = padded(th, ds->stride());
+            tpp[j] += h;
+            tpm[j] -= h;
+            const double fd = (bound.log_bound_sum(tpp.get(), scratch.get()) -
+                               bound.log_bound_sum(tpm.get(), scratch.get())) /
+                              (2 * h);
+            CHECK(grad[j] == doctest::Approx(fd).epsilon(1e-6));
+          }
+        }
+      }
+    }
+  }
+
+  TEST_CASE("MAP-tuned bound is tight at theta_MAP: every Delta_n is ~0 there") {
+    auto ds = test::logistic_data(2000, 5, 3);
+    LogisticModel model(ds, 1.0);
+    const MapResult map = model.find_map();
+    auto bound = LogisticBound::map_tuned(model, map.theta);
+    AlignedBuffer tp = padded(map.theta, ds->stride());
+    for (Index n = 0; n < ds->n(); ++n) {
+      const double dot = dot_row(*ds, n, tp.get());
+      CHECK(bound.log_lik(n, dot) - bound.log_bound(n, dot) == doctest::Approx(0.0).scale(1.0).epsilon(1e-12));
+    }
+  }
+
+  TEST_CASE("MAP: gradient vanishes and matches finite differences of the log posterior") {
+    auto ds = test::logistic_data(5000, 6, 4);
+    LogisticModel model(ds, 2.0);
+    const MapResult map = model.find_map();
+    CHECK(map.iterations < 30);
+    const Vec g = model.grad_log_post(map.theta);
+    CHECK(g.norm() < 1e-6);
+    Vec th = map.theta + Vec::Constant(6, 0.1);
+    const Vec g2 = model.grad_log_post(th);
+    for (Eigen::Index j = 0; j < 6; ++j) {
+      Vec tp = th, tm = th;
+      const double h = 1e-5;
+      tp[j] += h;
+      tm[j] -= h;
+      AlignedBuffer pp = padded(tp, ds->stride()), pm = padded(tm, ds->stride());
+      const double fd = ((model.log_lik(pp.get()) + model.log_prior(tp.data())) -
+                         (model.log_lik(pm.get()) + model.log_prior(tm.data()))) /
+                        (2 * h);
+      CHECK(g2[j] == doctest::Approx(fd).epsilon(1e-6));
+    }
+  }
+}

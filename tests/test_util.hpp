@@ -1,0 +1,30 @@
+#pragma once
+// Helpers shared by the tests: small in-memory data sets.
+#include <cmath>
+#include <memory>
+
+#include "flymc/dataset.hpp"
+#include "flymc/rng.hpp"
+
+namespace flymc::test {
+
+/// n × d logistic data: x ~ N(0, scale²) with a bias column of ones last, labels from θ_true.
+inline std::shared_ptr<const Dataset> logistic_data(std::size_t n, std::size_t d,
+                                                    std::uint64_t seed, double scale = 1.0) {
+  auto ds = std::make_shared<Dataset>(n, d, "synthetic");
+  Rng rng(seed, 12345);
+  std::vector<double> th(d);
+  for (auto& t : th) t = rng.normal();
+  for (std::size_t i = 0; i < n; ++i) {
+    double* x = ds->mutable_row(i);
+    double a = 0.0;
+    for (std::size_t j = 0; j < d; ++j) {
+      x[j] = j + 1 == d ? 1.0 : scale * rng.normal();
+      a += x[j] * th[j];
+    }
+    ds->mutable_y()[i] = rng.uniform() < 1.0 / (1.0 + std::exp(-a)) ? 1.0 : -1.0;
+  }
+  return ds;
+}
+
+}  // namespace flymc::test

@@ -48,7 +48,8 @@ TEST_SUITE("unit") {
     }
   }
 
-  TEST_CASE("collapsed bound sum equals the per-datum sum, and its gradient matches finite differences") {
+  TEST_CASE(
+      "collapsed bound sum equals the per-datum sum, and its gradient matches finite differences") {
     auto ds = test::logistic_data(3000, 7, 2);
     LogisticModel model(ds, 1.0);
     const MapResult map = model.find_map();
@@ -91,7 +92,8 @@ TEST_SUITE("unit") {
     AlignedBuffer tp = padded(map.theta, ds->stride());
     for (Index n = 0; n < ds->n(); ++n) {
       const double dot = dot_row(*ds, n, tp.get());
-      CHECK(bound.log_lik(n, dot) - bound.log_bound(n, dot) == doctest::Approx(0.0).scale(1.0).epsilon(1e-12));
+      CHECK(bound.log_lik(n, dot) - bound.log_bound(n, dot) ==
+            doctest::Approx(0.0).scale(1.0).epsilon(1e-12));
     }
   }
 

@@ -41,7 +41,9 @@ void RunConfig::validate() const {
 
 const char* to_string(Algo a) noexcept { return a == Algo::flymc ? "flymc" : "full"; }
 const char* to_string(BoundTuning b) noexcept { return b == BoundTuning::map ? "map" : "untuned"; }
-const char* to_string(ZUpdate z) noexcept { return z == ZUpdate::implicit ? "implicit" : "explicit"; }
+const char* to_string(ZUpdate z) noexcept {
+  return z == ZUpdate::implicit ? "implicit" : "explicit";
+}
 const char* to_string(KernelKind) noexcept { return "rwmh"; }
 const char* to_string(Init i) noexcept { return i == Init::map ? "map" : "prior"; }
 

@@ -17,7 +17,11 @@ AlignedBuffer aligned_zeros(std::size_t count) {
 }
 
 Dataset::Dataset(std::size_t n, std::size_t d, std::string source)
-    : n_(n), d_(d), stride_(padded_stride(d)), source_(std::move(source)),
-      x_(aligned_zeros(n * padded_stride(d))), y_(n, 0.0) {}
+    : n_(n),
+      d_(d),
+      stride_(padded_stride(d)),
+      source_(std::move(source)),
+      x_(aligned_zeros(n * padded_stride(d))),
+      y_(n, 0.0) {}
 
 }  // namespace flymc

@@ -120,13 +120,13 @@ Vec LogisticModel::grad_log_post(const Vec& theta) const {
   const Dataset& ds = *data_;
   AlignedBuffer tp = padded(theta.data(), dim(), stride());
   const auto y = ds.y();
-  Partial p = data_stats(ds, tp.get(), false, [&](std::size_t n, double dot, double& sf,
-                                                   double& sg, double& w) {
-    const double a = y[n] * dot;
-    sf = 0.0;
-    sg = y[n] * std::exp(kernels::log_sigmoid(-a));  // t σ(−a)
-    w = 0.0;
-  });
+  Partial p = data_stats(ds, tp.get(), false,
+                         [&](std::size_t n, double dot, double& sf, double& sg, double& w) {
+                           const double a = y[n] * dot;
+                           sf = 0.0;
+                           sg = y[n] * std::exp(kernels::log_sigmoid(-a));  // t σ(−a)
+                           w = 0.0;
+                         });
   return p.g - theta / (prior_sd_ * prior_sd_);
 }
 
@@ -148,14 +148,14 @@ MapResult LogisticModel::find_map(double tol, int max_iter) const {
   int it = 0;
   for (; it < max_iter; ++it) {
     for (Eigen::Index j = 0; j < d; ++j) tp[static_cast<std::size_t>(j)] = theta[j];
-    Partial p = data_stats(ds, tp.get(), true, [&](std::size_t n, double dot, double& sf,
-                                                    double& sg, double& w) {
-      const double a = y[n] * dot;
-      const double ls_pos = kernels::log_sigmoid(a), ls_neg = kernels::log_sigmoid(-a);
-      sf = ls_pos;
-      sg = y[n] * std::exp(ls_neg);
-      w = std::exp(ls_pos + ls_neg);  // σ(a)σ(−a), the negative Hessian weight
-    });
+    Partial p = data_stats(
+        ds, tp.get(), true, [&](std::size_t n, double dot, double& sf, double& sg, double& w) {
+          const double a = y[n] * dot;
+          const double ls_pos = kernels::log_sigmoid(a), ls_neg = kernels::log_sigmoid(-a);
+          sf = ls_pos;
+          sg = y[n] * std::exp(ls_neg);
+          w = std::exp(ls_pos + ls_neg);  // σ(a)σ(−a), the negative Hessian weight
+        });
     symmetrize_upper(p.h);
     Vec g = p.g - prec * theta;
     neg_hess = p.h;
@@ -176,13 +176,13 @@ MapResult LogisticModel::find_map(double tol, int max_iter) const {
   }
   // Laplace covariance at the final θ.
   for (Eigen::Index j = 0; j < d; ++j) tp[static_cast<std::size_t>(j)] = theta[j];
-  Partial p = data_stats(ds, tp.get(), true, [&](std::size_t n, double dot, double& sf,
-                                                  double& sg, double& w) {
-    const double a = y[n] * dot;
-    sf = 0.0;
-    sg = 0.0;
-    w = std::exp(kernels::log_sigmoid(a) + kernels::log_sigmoid(-a));
-  });
+  Partial p = data_stats(ds, tp.get(), true,
+                         [&](std::size_t n, double dot, double& sf, double& sg, double& w) {
+                           const double a = y[n] * dot;
+                           sf = 0.0;
+                           sg = 0.0;
+                           w = std::exp(kernels::log_sigmoid(a) + kernels::log_sigmoid(-a));
+                         });
   symmetrize_upper(p.h);
   p.h.diagonal().array() += prec;
   r.theta = theta;
@@ -233,13 +233,13 @@ LogisticBound::LogisticBound(const LogisticModel& model, std::vector<double> xi,
   AlignedBuffer tp = padded(anchor.data(), ds.d(), ds.stride());
   const auto y = ds.y();
   // One pass: f0 = Σ log B_n(θ0), ∇ = Σ (t_n/2 − 2λ_n x_n·θ0) x_n, A = Σ λ_n x_n x_nᵀ.
-  Partial p = data_stats(ds, tp.get(), true, [&](std::size_t m, double dot, double& sf,
-                                                  double& sg, double& w) {
-    const double a = y[m] * dot;
-    sf = k_[m] + 0.5 * a - lam_[m] * a * a;
-    sg = 0.5 * y[m] - 2.0 * lam_[m] * dot;
-    w = lam_[m];
-  });
+  Partial p = data_stats(ds, tp.get(), true,
+                         [&](std::size_t m, double dot, double& sf, double& sg, double& w) {
+                           const double a = y[m] * dot;
+                           sf = k_[m] + 0.5 * a - lam_[m] * a * a;
+                           sg = 0.5 * y[m] - 2.0 * lam_[m] * dot;
+                           w = lam_[m];
+                         });
   symmetrize_upper(p.h);
   f0_ = p.f;
   g0_ = p.g;

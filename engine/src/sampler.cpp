@@ -1,14 +1,14 @@
 #include "flymc/sampler.hpp"
 
+#include <tbb/info.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
 #include <string>
-
-#include <tbb/info.h>
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
 
 #include "flymc/adaptation.hpp"
 #include "flymc/errors.hpp"
@@ -37,7 +37,8 @@ struct Shared {
   double eps0;
 };
 
-/// Initial θ (padded): θ_MAP plus chain-specific jitter in Laplace standard deviations, or a prior draw.
+/// Initial θ (padded): θ_MAP plus chain-specific jitter in Laplace standard deviations, or a prior
+/// draw.
 void initial_theta(const Shared& sh, Rng& rng, double* theta) {
   const std::size_t d = sh.model.dim();
   for (std::size_t j = 0; j < d; ++j) {
@@ -242,7 +243,8 @@ RunResult run_logistic(const RunConfig& cfg, std::shared_ptr<const Dataset> data
   }
   const double setup_serial = seconds_between(t0, Clock::now());
 
-  // Initial RW step: 2.38/√D times the smallest Laplace standard deviation; dual averaging adapts it.
+  // Initial RW step: 2.38/√D times the smallest Laplace standard deviation; dual averaging adapts
+  // it.
   double eps0 = cfg.step_size;
   if (eps0 <= 0.0) {
     const double min_var = out.map.covariance.diagonal().minCoeff();

@@ -12,7 +12,11 @@ class DualAveraging {
   DualAveraging() = default;
   DualAveraging(double eps0, double target, double gamma = 0.05, double t0 = 10.0,
                 double kappa = 0.75) noexcept
-      : mu_(std::log(10.0 * eps0)), target_(target), gamma_(gamma), t0_(t0), kappa_(kappa),
+      : mu_(std::log(10.0 * eps0)),
+        target_(target),
+        gamma_(gamma),
+        t0_(t0),
+        kappa_(kappa),
         log_eps_(std::log(eps0)) {}
 
   /// Feeds one acceptance statistic; returns the step size for the next iteration.

@@ -87,10 +87,12 @@ class BrightSet {
       const Index v = arr_[i];
       if (v >= n || seen[v]) throw std::logic_error("BrightSet: arr is not a permutation");
       seen[v] = 1;
-      if (tab_[v] != i) throw std::logic_error("BrightSet: tab[arr[i]] != i at " + std::to_string(i));
+      if (tab_[v] != i)
+        throw std::logic_error("BrightSet: tab[arr[i]] != i at " + std::to_string(i));
     }
     for (std::size_t i = 0; i < nb_; ++i)
-      if (std::memcmp(rows_.get() + i * stride_, data_->row(arr_[i]), stride_ * sizeof(double)) != 0)
+      if (std::memcmp(rows_.get() + i * stride_, data_->row(arr_[i]), stride_ * sizeof(double)) !=
+          0)
         throw std::logic_error("BrightSet: packed row " + std::to_string(i) + " is stale");
   }
 

@@ -6,11 +6,11 @@
 
 namespace flymc {
 
-enum class Algo { flymc, full };              ///< FlyMC, or regular full-data MCMC
-enum class BoundTuning { map, untuned };       ///< MATH.md 1.4
-enum class ZUpdate { implicit, explicit_ };    ///< MATH.md 1.2 / 1.1
-enum class KernelKind { rwmh };                ///< θ-kernels (MATH.md 3)
-enum class Init { map, prior };                ///< chain starting points
+enum class Algo { flymc, full };             ///< FlyMC, or regular full-data MCMC
+enum class BoundTuning { map, untuned };     ///< MATH.md 1.4
+enum class ZUpdate { implicit, explicit_ };  ///< MATH.md 1.2 / 1.1
+enum class KernelKind { rwmh };              ///< θ-kernels (MATH.md 3)
+enum class Init { map, prior };              ///< chain starting points
 
 /// Everything a sampling run needs besides the data. Defaults are the measured choices.
 struct RunConfig {
@@ -20,11 +20,11 @@ struct RunConfig {
   KernelKind kernel = KernelKind::rwmh;
   Init init = Init::map;
   int chains = 4;
-  long warmup = 1000;        ///< warm-up iterations (step-size adaptation), not kept
-  long iters = 1000;         ///< sampling iterations after warm-up
-  long thin = 1;             ///< keep every thin-th sampling iteration
+  long warmup = 1000;  ///< warm-up iterations (step-size adaptation), not kept
+  long iters = 1000;   ///< sampling iterations after warm-up
+  long thin = 1;       ///< keep every thin-th sampling iteration
   std::uint64_t seed = 1;
-  int threads = 0;           ///< 0: all cores
+  int threads = 0;  ///< 0: all cores
   double prior_sd = 1.0;
   double q_dark_to_bright = 0.01;   ///< implicit z-update proposal rate q (MATH.md 1.2)
   double resample_fraction = 0.01;  ///< explicit z-update fraction f (MATH.md 1.1)

@@ -1,7 +1,8 @@
 #pragma once
 /// @file errors.hpp
 /// Exception types. Configuration and data problems are detected before sampling starts and
-/// thrown as these; the CLI maps them to sysexits codes (64 usage, 65 data, 70 software, 78 config).
+/// thrown as these; the CLI maps them to sysexits codes (64 usage, 65 data, 70 software, 78
+/// config).
 #include <stdexcept>
 #include <string>
 

@@ -42,12 +42,14 @@ class FullTarget {
   const LogisticModel* model_;
 };
 
-/// log p(θ | z) = log p(θ) + Σ_n log B_n(θ) + Σ_{bright} log L̃_n(θ)  (MATH.md 1), evaluated with the
-/// collapsed bound and one pass over the packed bright rows.
+/// log p(θ | z) = log p(θ) + Σ_n log B_n(θ) + Σ_{bright} log L̃_n(θ)  (MATH.md 1), evaluated with
+/// the collapsed bound and one pass over the packed bright rows.
 class FlyTarget {
  public:
   FlyTarget(const LogisticModel& model, const LogisticBound& bound, BrightSet& bright)
-      : model_(&model), bound_(&bound), bright_(&bright),
+      : model_(&model),
+        bound_(&bound),
+        bright_(&bright),
         scratch_(aligned_zeros(2 * model.stride())) {}
 
   double eval(const double* theta, Counters& c) {

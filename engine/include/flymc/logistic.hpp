@@ -19,11 +19,11 @@ double jj_lambda(double xi) noexcept;
 
 /// Result of the full-data MAP search.
 struct MapResult {
-  Vec theta;          ///< θ_MAP (D entries)
-  Mat covariance;     ///< Laplace covariance: inverse of −∇² log p(θ | data) at θ_MAP
-  double log_post;    ///< log p(θ_MAP | data) up to a constant
-  int iterations;     ///< Newton iterations
-  double seconds;     ///< wall time
+  Vec theta;        ///< θ_MAP (D entries)
+  Mat covariance;   ///< Laplace covariance: inverse of −∇² log p(θ | data) at θ_MAP
+  double log_post;  ///< log p(θ_MAP | data) up to a constant
+  int iterations;   ///< Newton iterations
+  double seconds;   ///< wall time
 };
 
 /// Logistic regression likelihood and prior over a shared data set.
@@ -58,7 +58,8 @@ class LogisticModel {
 };
 
 /// The Jaakkola–Jordan bound with per-datum parameters ξ_n, collapsed to a quadratic in θ.
-///   log B_n(θ) = k_n + a_n/2 − λ_n a_n²,  a_n = t_n x_n·θ,  k_n = log σ(ξ_n) − ξ_n/2 + λ_n ξ_n² − ε
+///   log B_n(θ) = k_n + a_n/2 − λ_n a_n²,  a_n = t_n x_n·θ,  k_n = log σ(ξ_n) − ξ_n/2 + λ_n ξ_n² −
+///   ε
 /// and Σ_n log B_n(θ) = f0 + g0·(θ−θ0) − (θ−θ0)ᵀA(θ−θ0), anchored at θ0 for accuracy.
 /// ε ≥ 0 is an optional slack (MATH.md 1.5): B_n e^{−ε} is still a lower bound.
 ///

@@ -4,11 +4,11 @@
 /// results are combined in chunk order, so the result is bit-identical whatever the thread count
 /// (the idea of Stan's reduce_sum_static). One parallel_for costs a few microseconds, so callers
 /// pick a grain that keeps chunks at >= ~4096 rows.
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <vector>
-
-#include <tbb/parallel_for.h>
 
 namespace flymc {
 

@@ -1,10 +1,11 @@
 #pragma once
 /// @file rng.hpp
 /// Counter-free, splittable random streams: xoshiro256++ (Blackman & Vigna 2019, "Scrambled linear
-/// pseudorandom number generators"), seeded through SplitMix64 from (seed, stream). Every chain owns
-/// one stream made up front from (seed, chain_id), so draws never depend on scheduling.
+/// pseudorandom number generators"), seeded through SplitMix64 from (seed, stream). Every chain
+/// owns one stream made up front from (seed, chain_id), so draws never depend on scheduling.
 ///
-/// Thread safety: an Rng object must not be shared between threads; distinct objects are independent.
+/// Thread safety: an Rng object must not be shared between threads; distinct objects are
+/// independent.
 #include <cmath>
 #include <cstdint>
 #include <limits>

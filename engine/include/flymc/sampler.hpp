@@ -43,10 +43,10 @@ struct ChainResult {
   std::vector<double> draws;  ///< kept × dim, row-major
   std::vector<double> lp;     ///< log density targeted (log p(θ, z) for FlyMC) per kept draw
   double step_size = 0.0;
-  double accept_rate = 0.0;   ///< mean MH acceptance probability over sampling θ-steps
-  double bright_mean = 0.0;   ///< mean bright count over sampling iterations
+  double accept_rate = 0.0;  ///< mean MH acceptance probability over sampling θ-steps
+  double bright_mean = 0.0;  ///< mean bright count over sampling iterations
   std::uint64_t sampling_queries = 0;
-  Counters counters;          ///< over the whole chain (warm-up and sampling)
+  Counters counters;  ///< over the whole chain (warm-up and sampling)
   double warmup_seconds = 0.0, sampling_seconds = 0.0;
 };
 
@@ -56,9 +56,9 @@ struct RunResult {
   std::size_t n = 0, dim = 0;
   std::vector<ChainResult> chains;
   MapResult map;
-  double setup_seconds = 0.0;     ///< MAP + bound statistics + initial z (wall)
-  double warmup_seconds = 0.0;    ///< wall time of the chains' parallel region spent in warm-up
-  double sampling_seconds = 0.0;  ///< ... and in sampling (apportioned by the chains' own timers)
+  double setup_seconds = 0.0;       ///< MAP + bound statistics + initial z (wall)
+  double warmup_seconds = 0.0;      ///< wall time of the chains' parallel region spent in warm-up
+  double sampling_seconds = 0.0;    ///< ... and in sampling (apportioned by the chains' own timers)
   double queries_per_iter() const;  ///< sampling queries per iteration, mean over chains
   double bright_mean() const;
   double accept_rate() const;

@@ -1,0 +1,199 @@
+// flymc-bench: end-to-end benchmarks in wall-clock effective samples per second.
+//   flymc-bench table1 [--data F] [--json FILE]   the FlyMC paper's Table 1, plus ESS/s
+// Every ratio is measured within one process run, on the same data, model and θ-kernel.
+#include <cblas.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "flymc/diagnostics.hpp"
+#include "flymc/errors.hpp"
+#include "flymc/kernels/kernels.hpp"
+#include "flymc/loaders.hpp"
+#include "flymc/sampler.hpp"
+
+#ifndef FLYMC_GIT_SHA
+#define FLYMC_GIT_SHA "unknown"
+#endif
+#ifndef FLYMC_BUILD_TYPE
+#define FLYMC_BUILD_TYPE "unknown"
+#endif
+
+namespace {
+
+using namespace flymc;
+
+nlohmann::json machine_info() {
+  std::string cpu = "unknown";
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  return {{"cpu", cpu},
+          {"cores", std::thread::hardware_concurrency()},
+          {"build_type", FLYMC_BUILD_TYPE},
+          {"simd", kernels::simd_name()},
+          {"blas", std::string("OpenBLAS ") + openblas_get_config()},
+          {"git_sha", FLYMC_GIT_SHA}};
+}
+
+struct RowStats {
+  std::string algo;
+  double queries_per_iter, bright_mean, ess1000_min, ess1000_median, ess_per_sec_min;
+  double ess_per_query_min, accept, step_size, sampling_seconds;
+  long iters;
+};
+
+RowStats measure(const std::string& algo, const RunConfig& cfg,
+                 const std::shared_ptr<const Dataset>& data) {
+  std::fprintf(stderr, "table1: %-14s %d chains x (%ld warm-up + %ld) iterations ...\n",
+               algo.c_str(), cfg.chains, cfg.warmup, cfg.iters);
+  const RunResult r = run_logistic(cfg, data);
+  std::vector<double> ess;
+  for (std::size_t j = 0; j < r.dim; ++j) {
+    const double e = ess_bulk(r.coordinate(j));
+    ess.push_back(std::isfinite(e) ? e : 0.0);
+  }
+  std::sort(ess.begin(), ess.end());
+  const double total_iters = double(cfg.iters) * cfg.chains;
+  RowStats s;
+  s.algo = algo;
+  s.queries_per_iter = r.queries_per_iter();
+  s.bright_mean = r.bright_mean();
+  s.ess1000_min = ess.front() / total_iters * 1000.0;
+  s.ess1000_median = ess[ess.size() / 2] / total_iters * 1000.0;
+  s.ess_per_sec_min = ess.front() / r.sampling_seconds;
+  s.ess_per_query_min = ess.front() / (s.queries_per_iter * total_iters);
+  s.accept = r.accept_rate();
+  s.step_size = r.chains[0].step_size;
+  s.sampling_seconds = r.sampling_seconds;
+  s.iters = cfg.iters;
+  return s;
+}
+
+struct Table1Options {
+  std::string data, json, name;
+  int chains = 4, threads = 0;
+  long warmup_regular = 1000, iters_regular = 10000;
+  long warmup_flymc = 20000, iters_flymc = 200000, thin_flymc = 10;
+  std::uint64_t seed = 1;
+  double q = 0.01, slack = 0.0;
+  int theta_steps = 1;
+};
+
+void table1(const Table1Options& o) {
+  auto data = std::make_shared<const Dataset>(load_dataset(o.data, LabelDomain::binary));
+  const std::string name = o.name.empty() ? o.data : o.name;
+  RunConfig base;
+  base.chains = o.chains;
+  base.threads = o.threads;
+  base.seed = o.seed;
+  base.q_dark_to_bright = o.q;
+  base.bound_slack = o.slack;
+  base.theta_steps = o.theta_steps;
+
+  RunConfig reg = base;
+  reg.algo = Algo::full;
+  reg.warmup = o.warmup_regular;
+  reg.iters = o.iters_regular;
+  RunConfig fly = base;
+  fly.algo = Algo::flymc;
+  fly.warmup = o.warmup_flymc;
+  fly.iters = o.iters_flymc;
+  fly.thin = o.thin_flymc;
+  RunConfig unt = fly;
+  unt.bound = BoundTuning::untuned;
+
+  std::vector<RowStats> rows;
+  rows.push_back(measure("regular", reg, data));
+  rows.push_back(measure("flymc-untuned", unt, data));
+  rows.push_back(measure("flymc-map", fly, data));
+
+  const RowStats& r0 = rows.front();
+  std::printf("\nTable 1 (%s, N = %zu, D = %zu, logistic regression, random-walk MH)\n",
+              name.c_str(), data->n(), data->d());
+  std::printf("%-14s %12s %9s %13s %13s %12s %10s %10s %7s\n", "algorithm", "queries/iter",
+              "bright", "ESS/1000 min", "ESS/1000 med", "min ESS/s", "x queries", "x wall",
+              "accept");
+  nlohmann::json jrows = nlohmann::json::array();
+  for (const auto& r : rows) {
+    const double sq = r.ess_per_query_min / r0.ess_per_query_min;
+    const double sw = r.ess_per_sec_min / r0.ess_per_sec_min;
+    std::printf("%-14s %12.1f %9.1f %13.3f %13.3f %12.2f %10.2f %10.2f %7.3f\n", r.algo.c_str(),
+                r.queries_per_iter, r.bright_mean, r.ess1000_min, r.ess1000_median,
+                r.ess_per_sec_min, sq, sw, r.accept);
+    jrows.push_back({{"dataset", name},
+                     {"model", "logistic"},
+                     {"kernel", "rwmh"},
+                     {"algo", r.algo},
+                     {"n", data->n()},
+                     {"d", data->d()},
+                     {"queries_per_iter", r.queries_per_iter},
+                     {"bright_mean", r.bright_mean},
+                     {"ess_per_1000_min", r.ess1000_min},
+                     {"ess_per_1000_median", r.ess1000_median},
+                     {"ess_per_second_min", r.ess_per_sec_min},
+                     {"speedup_queries", sq},
+                     {"speedup_wall", sw},
+                     {"accept_rate", r.accept},
+                     {"step_size", r.step_size},
+                     {"iters", r.iters},
+                     {"chains", o.chains},
+                     {"sampling_seconds", r.sampling_seconds}});
+  }
+  std::printf(
+      "(x queries: ratio of min ESS per likelihood query to regular MCMC, the paper's "
+      "measure; x wall: ratio of min ESS per second of wall time)\n");
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    if (!f) throw Error(o.json + ": cannot create", 73);
+    f << nlohmann::json{{"machine", machine_info()}, {"rows", jrows}}.dump(2) << '\n';
+    std::printf("wrote %s\n", o.json.c_str());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"flymc-bench: wall-clock effective samples per second"};
+  app.require_subcommand(1);
+  Table1Options t;
+  CLI::App* t1 = app.add_subcommand("table1", "FlyMC paper Table 1 (logistic regression row)");
+  t1->add_option("--data", t.data, "Logistic data set (.csv/.npy)")->required();
+  t1->add_option("--name", t.name, "Data set name in the output");
+  t1->add_option("--json", t.json, "Write the figures and the machine as JSON");
+  t1->add_option("--chains", t.chains, "Chains per algorithm")->capture_default_str();
+  t1->add_option("--threads", t.threads, "Threads (0: all cores)")->capture_default_str();
+  t1->add_option("--seed", t.seed, "Seed")->capture_default_str();
+  t1->add_option("--warmup-regular", t.warmup_regular)->capture_default_str();
+  t1->add_option("--iters-regular", t.iters_regular)->capture_default_str();
+  t1->add_option("--warmup-flymc", t.warmup_flymc)->capture_default_str();
+  t1->add_option("--iters-flymc", t.iters_flymc)->capture_default_str();
+  t1->add_option("--thin-flymc", t.thin_flymc)->capture_default_str();
+  t1->add_option("--q-dark-to-bright", t.q, "Implicit z-update rate q")->capture_default_str();
+  t1->add_option("--bound-slack", t.slack, "Slack in log B_n")->capture_default_str();
+  t1->add_option("--theta-steps", t.theta_steps, "theta-steps per z-sweep")->capture_default_str();
+  t1->callback([&] { table1(t); });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 64;
+  } catch (const flymc::Error& e) {
+    std::fprintf(stderr, "flymc-bench: error: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flymc-bench: internal error: %s\n", e.what());
+    return 70;
+  }
+  return 0;
+}

@@ -1,0 +1,115 @@
+#include "flymc/output.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "flymc/errors.hpp"
+#include "flymc/stan_csv.hpp"
+
+namespace flymc {
+namespace {
+
+std::string fmt(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+/// Stan CSV file of one chain; flushes (fflush + fsync) at adaptation, every few seconds and at
+/// end.
+class StanCsvSink final : public DrawSink {
+ public:
+  StanCsvSink(const std::string& path, std::vector<std::pair<std::string, std::string>> config)
+      : writer_(path), config_(std::move(config)) {}
+  void begin(const std::vector<std::string>& columns) override {
+    writer_.write_header(config_, columns);
+  }
+  void adaptation(double step_size, const std::vector<double>& inv_metric) override {
+    writer_.write_adaptation(step_size, inv_metric);
+    writer_.flush();
+    last_flush_ = std::chrono::steady_clock::now();
+  }
+  void row(const std::vector<double>& values) override {
+    writer_.write_row(values);
+    if ((++rows_ & 255) == 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_flush_ > std::chrono::seconds(5)) {
+        writer_.flush();
+        last_flush_ = now;
+      }
+    }
+  }
+  void end(double warmup_seconds, double sampling_seconds) override {
+    writer_.write_elapsed(warmup_seconds, sampling_seconds);
+    writer_.close();
+  }
+
+ private:
+  StanCsvWriter writer_;
+  std::vector<std::pair<std::string, std::string>> config_;
+  std::chrono::steady_clock::time_point last_flush_ = std::chrono::steady_clock::now();
+  unsigned long rows_ = 0;
+};
+
+}  // namespace
+
+SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
+                           std::vector<std::pair<std::string, std::string>> extra_config) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(dir + ": cannot create output directory: " + ec.message(), 73);
+  return [dir, cfg, extra_config](int chain_id) -> std::unique_ptr<DrawSink> {
+    // rstan::read_stan_csv reads iter (total, warm-up included), warmup, save_warmup, thin,
+    // seed and chain_id from these comments.
+    std::vector<std::pair<std::string, std::string>> c = {
+        {"flymc_version", "0.1.0"},
+        {"model", "logistic"},
+        {"algorithm", to_string(cfg.algo)},
+        {"bound", to_string(cfg.bound)},
+        {"z_update", to_string(cfg.z)},
+        {"kernel", to_string(cfg.kernel)},
+        {"sampler_t",
+         std::string(cfg.algo == Algo::flymc ? "FlyMC(" : "Full(") + to_string(cfg.kernel) + ")"},
+        {"seed", std::to_string(cfg.seed)},
+        {"chain_id", std::to_string(chain_id)},
+        {"iter", std::to_string(cfg.warmup + cfg.iters)},
+        {"warmup", std::to_string(cfg.warmup)},
+        {"save_warmup", "0"},
+        {"thin", std::to_string(cfg.thin)},
+        {"prior_sd", fmt(cfg.prior_sd)},
+        {"q_dark_to_bright", fmt(cfg.q_dark_to_bright)},
+        {"resample_fraction", fmt(cfg.resample_fraction)},
+        {"untuned_xi", fmt(cfg.untuned_xi)},
+        {"bound_slack", fmt(cfg.bound_slack)},
+        {"theta_steps", std::to_string(cfg.theta_steps)},
+        {"init", to_string(cfg.init)},
+        {"adapt_delta", fmt(cfg.target_accept)},
+    };
+    for (const auto& kv : extra_config) c.push_back(kv);
+    const std::string path = dir + "/chain-" + std::to_string(chain_id) + ".csv";
+    return std::make_unique<StanCsvSink>(path, std::move(c));
+  };
+}
+
+std::vector<NamedSummary> summarize_params(const RunResult& r) {
+  std::vector<NamedSummary> out;
+  for (std::size_t j = 0; j < r.dim; ++j)
+    out.push_back({"theta." + std::to_string(j + 1), summarize(r.coordinate(j))});
+  return out;
+}
+
+std::vector<NamedSummary> summarize_columns(const std::vector<std::string>& columns,
+                                            const std::vector<ChainDraws>& per_column) {
+  std::vector<NamedSummary> out;
+  for (std::size_t k = 0; k < columns.size(); ++k) {
+    const std::string& name = columns[k];
+    if (name.size() >= 2 && name.compare(name.size() - 2, 2, "__") == 0) continue;
+    out.push_back({name, summarize(per_column[k])});
+  }
+  return out;
+}
+
+}  // namespace flymc

@@ -1,0 +1,71 @@
+// Portable scalar reference implementations (namespace flymc::kernels::scalar). Compiled in every
+// build; the public API forwards here when no SIMD path is available.
+#include <cmath>
+#include <limits>
+
+#include "flymc/kernels/kernels.hpp"
+
+namespace flymc::kernels::scalar {
+
+namespace {
+// ln 2 split in two doubles: kLn2Hi is ln 2 correctly rounded, kLn2Lo = RN(ln 2 − kLn2Hi).
+constexpr double kLn2Hi = 0x1.62e42fefa39efp-1;
+constexpr double kLn2Lo = 0x1.abc9e3b39803fp-56;
+}  // namespace
+
+double log_sigmoid(double a) noexcept {
+  // min(a,0) − log1p(exp(−|a|)): no overflow for either sign, and no cancellation (both terms
+  // are ≤ 0), so the error is that of exp and log1p (≤ 1 ulp each in glibc).
+  return std::fmin(a, 0.0) - std::log1p(std::exp(-std::fabs(a)));
+}
+
+double log_expm1(double x) noexcept {
+  // log(expm1(x)) crosses zero at x = ln 2, where it is ill conditioned: log(expm1(x)) loses all
+  // relative accuracy there. Three formulas, each well conditioned on its range:
+  //   x ≤ 0.375        log(expm1(x))                    (expm1(x) ≤ 0.455, so |log| ≥ 0.79)
+  //   0.375 < x ≤ 2    log1p(2·expm1(x − ln 2))         (e^x − 1 = 1 + 2(e^(x−ln 2) − 1))
+  //   x > 2            x + log(−expm1(−x))              (= x + log1p(−e^(−x)))
+  // x − ln 2 uses the two-part ln 2: x − kLn2Hi is exact (Sterbenz) on the middle range.
+  if (std::isnan(x)) return x;
+  if (x < 0.0) return std::numeric_limits<double>::quiet_NaN();
+  if (x <= 0.375) return std::log(std::expm1(x));
+  if (x <= 2.0) return std::log1p(2.0 * std::expm1((x - kLn2Hi) - kLn2Lo));
+  return x + std::log(-std::expm1(-x));
+}
+
+void log_sigmoid(const double* a, double* out, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = log_sigmoid(a[i]);
+}
+
+void log_expm1(const double* x, double* out, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = log_expm1(x[i]);
+}
+
+double dot(const double* a, const double* b, std::size_t stride) noexcept {
+  double s = 0.0;
+  for (std::size_t j = 0; j < stride; ++j) s += a[j] * b[j];
+  return s;
+}
+
+void dots_packed(const double* rows, std::size_t nrows, std::size_t stride, const double* theta,
+                 double* out) noexcept {
+  for (std::size_t i = 0; i < nrows; ++i) out[i] = dot(rows + i * stride, theta, stride);
+}
+
+void dots_gather(const double* base, std::size_t stride, const Index* idx, std::size_t k,
+                 const double* theta, double* out) noexcept {
+  for (std::size_t i = 0; i < k; ++i) {
+    out[i] = dot(base + std::size_t(idx[i]) * stride, theta, stride);
+  }
+}
+
+double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t stride,
+                              const double* y, const double* theta) noexcept {
+  double s = 0.0;
+  for (std::size_t i = 0; i < nrows; ++i) {
+    s += log_sigmoid(y[i] * dot(rows + i * stride, theta, stride));
+  }
+  return s;
+}
+
+}  // namespace flymc::kernels::scalar

@@ -1,0 +1,412 @@
+// Tests of load_csv / load_npy / load_dataset / save_csv / save_npy. Fixtures live in
+// tests/data (good_*) and tests/data/bad; tests/data/make_loader_fixtures.py regenerates them.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "flymc/datagen.hpp"
+#include "flymc/dataset.hpp"
+#include "flymc/errors.hpp"
+#include "flymc/loaders.hpp"
+
+namespace {
+
+using flymc::LabelDomain;
+
+std::string fixture(const std::string& rel) { return std::string(FLYMC_TEST_DATA_DIR) + "/" + rel; }
+
+/// The message of the DataError thrown by f, or a marker string if none was thrown.
+std::string data_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const flymc::DataError& e) {
+    return e.what();
+  }
+  return "<no DataError thrown>";
+}
+
+std::string csv_error(const std::string& rel, LabelDomain dom = LabelDomain::any) {
+  return data_error([&] { (void)flymc::load_csv(fixture(rel), dom); });
+}
+std::string npy_error(const std::string& rel, LabelDomain dom = LabelDomain::any) {
+  return data_error([&] { (void)flymc::load_npy(fixture(rel), dom); });
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+/// A scratch directory removed at the end of the test.
+struct TempDir {
+  std::filesystem::path dir;
+  TempDir() {
+    static int counter = 0;
+    dir = std::filesystem::temp_directory_path() /
+          ("flymc_test_loaders_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::create_directories(dir);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
+
+/// Bitwise equality of all values (labels, features and zero padding).
+bool identical(const flymc::Dataset& a, const flymc::Dataset& b) {
+  if (a.n() != b.n() || a.d() != b.d() || a.stride() != b.stride()) return false;
+  for (std::size_t i = 0; i < a.n(); ++i) {
+    if (std::bit_cast<std::uint64_t>(a.y()[i]) != std::bit_cast<std::uint64_t>(b.y()[i]))
+      return false;
+    for (std::size_t j = 0; j < a.stride(); ++j)
+      if (std::bit_cast<std::uint64_t>(a.row(i)[j]) != std::bit_cast<std::uint64_t>(b.row(i)[j]))
+        return false;
+  }
+  return true;
+}
+
+/// Values that are hard to round-trip through text.
+flymc::Dataset awkward_dataset() {
+  const double vals[] = {0.1,
+                         1.0 / 3.0,
+                         -0.0,
+                         5e-324,
+                         DBL_MAX,
+                         -DBL_MIN,
+                         1e-310,
+                         123456789.123456789,
+                         -2.5e-300,
+                         1e300,
+                         0.30000000000000004,
+                         -7.0,
+                         6.02214076e23};
+  constexpr std::size_t nv = sizeof vals / sizeof vals[0];
+  flymc::Dataset ds(9, 11, "mem");
+  for (std::size_t i = 0; i < ds.n(); ++i) {
+    ds.mutable_y()[i] = vals[(i * 5) % nv];
+    for (std::size_t j = 0; j < ds.d(); ++j) ds.mutable_row(i)[j] = vals[(i * 7 + j * 3) % nv];
+  }
+  return ds;
+}
+
+}  // namespace
+
+TEST_SUITE("unit") {
+  // ------------------------------------------------------------------ good CSV
+  TEST_CASE("load_csv: header detection, CRLF, spaces, '+' and trailing blank lines") {
+    const auto ds = flymc::load_csv(fixture("good_header_crlf.csv"), LabelDomain::binary);
+    REQUIRE(ds.n() == 3);
+    REQUIRE(ds.d() == 2);
+    CHECK(ds.source() == fixture("good_header_crlf.csv"));
+    CHECK(ds.y()[0] == 1.0);
+    CHECK(ds.y()[1] == -1.0);
+    CHECK(ds.row(0)[0] == 0.5);
+    CHECK(ds.row(0)[1] == -2.0);
+    CHECK(ds.row(1)[0] == 1.25e-3);
+    CHECK(ds.row(2)[1] == 8.0);
+    for (std::size_t i = 0; i < ds.n(); ++i)
+      for (std::size_t j = ds.d(); j < ds.stride(); ++j) CHECK(ds.row(i)[j] == 0.0);
+  }
+
+  TEST_CASE("load_csv: a numeric first line is data, not a header") {
+    const auto ds = flymc::load_csv(fixture("good_noheader.csv"), LabelDomain::binary);
+    REQUIRE(ds.n() == 2);
+    CHECK(ds.y()[0] == 1.0);
+    CHECK(ds.row(0)[0] == 0.5);
+  }
+
+  TEST_CASE("load_csv: binary labels {0,1} are mapped to {-1,+1}") {
+    const auto ds = flymc::load_csv(fixture("good_01.csv"), LabelDomain::binary);
+    REQUIRE(ds.n() == 3);
+    CHECK(ds.y()[0] == -1.0);
+    CHECK(ds.y()[1] == 1.0);
+    CHECK(ds.y()[2] == -1.0);
+    // LabelDomain::any keeps them.
+    const auto raw = flymc::load_csv(fixture("good_01.csv"), LabelDomain::any);
+    CHECK(raw.y()[0] == 0.0);
+  }
+
+  TEST_CASE("load_csv: categorical labels") {
+    const auto ds = flymc::load_csv(fixture("good_categorical.csv"), LabelDomain::categorical);
+    REQUIRE(ds.n() == 4);
+    CHECK(ds.y()[1] == 2.0);
+    CHECK(ds.d() == 1);
+  }
+
+  // ------------------------------------------------------------------ CSV errors
+  TEST_CASE("load_csv error: missing file names the file and the OS reason") {
+    const auto msg = csv_error("bad/does_not_exist.csv");
+    CHECK(contains(msg, fixture("bad/does_not_exist.csv") + ": cannot open: "));
+    CHECK(contains(msg, "No such file or directory"));
+  }
+
+  TEST_CASE("load_csv error: a directory is not readable as a file") {
+    const auto msg = csv_error("bad");
+    CHECK(contains(msg, fixture("bad")));
+    CHECK(contains(msg, "Is a directory"));
+  }
+
+  TEST_CASE("load_csv error: empty file") {
+    CHECK(contains(csv_error("bad/empty.csv"), fixture("bad/empty.csv") + ": empty file"));
+    CHECK(contains(csv_error("bad/blank_only.csv"), "empty file"));
+    // A character device is read through the non-regular-file path.
+    CHECK(contains(data_error([] { (void)flymc::load_csv("/dev/null", LabelDomain::any); }),
+                   "/dev/null: empty file"));
+  }
+
+  TEST_CASE("load_csv error: header only") {
+    CHECK(contains(csv_error("bad/header_only.csv"),
+                   fixture("bad/header_only.csv") + ": no data rows"));
+  }
+
+  TEST_CASE("load_csv error: non-numeric field names line, field and name") {
+    const auto msg = csv_error("bad/non_numeric.csv");
+    CHECK(contains(msg, fixture("bad/non_numeric.csv") + ":3: field 3 (x2): not a number: 'abc'"));
+  }
+
+  TEST_CASE("load_csv error: empty field") {
+    CHECK(contains(csv_error("bad/empty_field.csv"), ":2: field 2 (x1): empty field"));
+  }
+
+  TEST_CASE("load_csv error: NaN") {
+    CHECK(contains(csv_error("bad/nan.csv"),
+                   fixture("bad/nan.csv") + ":3: field 2 (x1): NaN or Inf is not allowed"));
+  }
+
+  TEST_CASE("load_csv error: Inf") {
+    CHECK(contains(csv_error("bad/inf.csv"),
+                   fixture("bad/inf.csv") + ":2: field 3 (x2): NaN or Inf is not allowed: '-inf'"));
+  }
+
+  TEST_CASE("load_csv error: number outside the range of double") {
+    CHECK(contains(csv_error("bad/overflow.csv"), ":1: field 2 (x1): number out of the range"));
+  }
+
+  TEST_CASE("load_csv error: ragged row, too few fields") {
+    CHECK(contains(csv_error("bad/ragged_short.csv"),
+                   fixture("bad/ragged_short.csv") + ":3: expected 3 fields, found 2"));
+  }
+
+  TEST_CASE("load_csv error: ragged row, too many fields") {
+    CHECK(contains(csv_error("bad/ragged_long.csv"),
+                   fixture("bad/ragged_long.csv") + ":3: expected 3 fields, found 4"));
+  }
+
+  TEST_CASE("load_csv error: fewer than 2 columns") {
+    CHECK(contains(csv_error("bad/one_column.csv"), "need at least 2"));
+  }
+
+  TEST_CASE("load_csv error: blank line between rows") {
+    CHECK(contains(csv_error("bad/blank_middle.csv"), ":3: blank line"));
+  }
+
+  TEST_CASE("load_csv error: binary label 2") {
+    const auto msg = csv_error("bad/label_2.csv", LabelDomain::binary);
+    CHECK(contains(msg, fixture("bad/label_2.csv") + ":4: field 1 (label): label 2 is not"));
+    // The same file is fine for regression.
+    CHECK(flymc::load_csv(fixture("bad/label_2.csv"), LabelDomain::any).n() == 3);
+  }
+
+  TEST_CASE("load_csv error: binary label 0.5") {
+    CHECK(contains(csv_error("bad/label_half.csv", LabelDomain::binary),
+                   ":3: field 1 (label): label 0.5 is not"));
+  }
+
+  TEST_CASE("load_csv error: binary labels mixing {-1,+1} and {0,1}") {
+    const auto msg = csv_error("bad/label_mixed.csv", LabelDomain::binary);
+    CHECK(contains(msg, ":4: field 1 (label): label 0 mixes"));
+    CHECK(contains(msg, "line 2"));
+  }
+
+  TEST_CASE("load_csv error: categorical label negative or fractional") {
+    CHECK(contains(csv_error("bad/label_negative_class.csv", LabelDomain::categorical),
+                   ":3: field 1 (label): label -1 is not a class index"));
+    CHECK(contains(csv_error("bad/label_fractional_class.csv", LabelDomain::categorical),
+                   ":3: field 1 (label): label 1.5 is not a class index"));
+  }
+
+  TEST_CASE("load_csv error: line numbers stay right deep inside a large, multi-block file") {
+    TempDir tmp;
+    const auto ds = flymc::synth_logistic(60000, 4, 11);
+    const std::string path = tmp / "big.csv";
+    flymc::save_csv(ds, path);
+    {
+      std::ofstream out(path, std::ios::app);
+      out << "1,2,3\n";
+    }
+    // header is line 1, rows are lines 2..60001, the bad row is line 60002.
+    CHECK(contains(data_error([&] { (void)flymc::load_csv(path, LabelDomain::binary); }),
+                   path + ":60002: expected 5 fields, found 3"));
+  }
+
+  // ------------------------------------------------------------------ round trips
+  TEST_CASE("save_csv -> load_csv is bit-identical") {
+    TempDir tmp;
+    const auto ds = awkward_dataset();
+    const std::string path = tmp / "rt.csv";
+    flymc::save_csv(ds, path);
+    std::ifstream in(path);
+    std::string head;
+    std::getline(in, head);
+    CHECK(head == "label,x1,x2,x3,x4,x5,x6,x7,x8,x9,x10,x11");
+    const auto back = flymc::load_csv(path, LabelDomain::any);
+    CHECK(identical(ds, back));
+    CHECK(back.source() == path);
+    CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  }
+
+  TEST_CASE("save_npy -> load_npy is bit-identical") {
+    TempDir tmp;
+    const auto ds = awkward_dataset();
+    const std::string path = tmp / "rt.npy";
+    flymc::save_npy(ds, path);
+    CHECK(std::filesystem::file_size(path) % 8 == 0);
+    const auto back = flymc::load_npy(path, LabelDomain::any);
+    CHECK(identical(ds, back));
+  }
+
+  TEST_CASE("round trip of a large data set through both formats (parallel paths)") {
+    TempDir tmp;
+    const auto ds = flymc::synth_logistic(120000, 9, 5);
+    flymc::save_csv(ds, tmp / "big.csv");
+    flymc::save_npy(ds, tmp / "big.npy");
+    CHECK(identical(ds, flymc::load_dataset(tmp / "big.csv", LabelDomain::binary)));
+    CHECK(identical(ds, flymc::load_dataset(tmp / "big.npy", LabelDomain::binary)));
+  }
+
+  TEST_CASE("load_dataset dispatches on the extension") {
+    CHECK(flymc::load_dataset(fixture("good_noheader.csv"), LabelDomain::binary).n() == 2);
+    CHECK(flymc::load_dataset(fixture("good_f8.npy"), LabelDomain::binary).n() == 2);
+    const auto msg =
+        data_error([] { (void)flymc::load_dataset(fixture("good.txt"), LabelDomain::any); });
+    CHECK(contains(msg, "good.txt: unknown data file type '.txt'"));
+  }
+
+  TEST_CASE("save_csv / save_npy report an uncreatable file as an I/O error") {
+    const auto ds = awkward_dataset();
+    for (const char* path : {"/nonexistent-dir/x.csv", "/nonexistent-dir/x.npy"}) {
+      try {
+        if (std::string(path).ends_with(".csv")) {
+          flymc::save_csv(ds, path);
+        } else {
+          flymc::save_npy(ds, path);
+        }
+        FAIL("no exception");
+      } catch (const flymc::Error& e) {
+        CHECK(e.exit_code() == 74);
+        CHECK(contains(e.what(), path));
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ good NPY
+  TEST_CASE("load_npy: float64, versions 1.0, 2.0 and 3.0") {
+    for (const char* name : {"good_f8.npy", "good_v2.npy", "good_v3.npy"}) {
+      CAPTURE(name);
+      const auto ds = flymc::load_npy(fixture(name), LabelDomain::binary);
+      REQUIRE(ds.n() == 2);
+      REQUIRE(ds.d() == 2);
+      CHECK(ds.y()[0] == 1.0);
+      CHECK(ds.y()[1] == -1.0);
+      CHECK(ds.row(0)[0] == 0.5);
+      CHECK(ds.row(0)[1] == -2.0);
+      CHECK(ds.row(1)[0] == 1.25e-3);
+      CHECK(ds.row(1)[1] == 3.0);
+      CHECK(ds.row(1)[2] == 0.0);  // padding
+    }
+  }
+
+  TEST_CASE("load_npy: float32 is widened exactly") {
+    const auto ds = flymc::load_npy(fixture("good_f4.npy"), LabelDomain::binary);
+    REQUIRE(ds.n() == 2);
+    CHECK(ds.row(1)[0] == static_cast<double>(1.25e-3f));
+    CHECK(ds.row(0)[1] == -2.0);
+  }
+
+  TEST_CASE("load_npy: binary labels {0,1} are mapped to {-1,+1}") {
+    const auto ds = flymc::load_npy(fixture("good_01.npy"), LabelDomain::binary);
+    CHECK(ds.y()[0] == -1.0);
+    CHECK(ds.y()[1] == 1.0);
+  }
+
+  // ------------------------------------------------------------------ NPY errors
+  TEST_CASE("load_npy error: missing file") {
+    const auto msg = npy_error("bad/does_not_exist.npy");
+    CHECK(contains(msg, fixture("bad/does_not_exist.npy") + ": cannot open: No such file"));
+  }
+
+  TEST_CASE("load_npy error: empty file") {
+    CHECK(contains(npy_error("bad/empty.npy"), fixture("bad/empty.npy") + ": empty file"));
+  }
+
+  TEST_CASE("load_npy error: bad magic") {
+    CHECK(contains(npy_error("bad/bad_magic.npy"), "byte offset 0: bad magic"));
+    CHECK(contains(npy_error("bad/short.npy"), "bad magic"));
+    CHECK(contains(npy_error("good_noheader.csv"), "bad magic"));
+  }
+
+  TEST_CASE("load_npy error: unsupported version") {
+    CHECK(contains(npy_error("bad/version_4.npy"), "unsupported NPY format version 4.0"));
+  }
+
+  TEST_CASE("load_npy error: unsupported dtype") {
+    CHECK(contains(npy_error("bad/dtype_i8.npy"), "unsupported dtype '<i8'"));
+    CHECK(contains(npy_error("bad/dtype_big_endian.npy"), "unsupported dtype '>f8'"));
+  }
+
+  TEST_CASE("load_npy error: Fortran order") {
+    CHECK(contains(npy_error("bad/fortran.npy"), "unsupported fortran_order True"));
+  }
+
+  TEST_CASE("load_npy error: unsupported ndim") {
+    CHECK(contains(npy_error("bad/ndim1.npy"), "unsupported ndim 1 (shape (6,))"));
+    CHECK(contains(npy_error("bad/ndim3.npy"), "unsupported ndim 3 (shape (2, 2, 2))"));
+  }
+
+  TEST_CASE("load_npy error: fewer than 2 columns, no rows") {
+    CHECK(contains(npy_error("bad/one_column.npy"), "fewer than 2 columns"));
+    CHECK(contains(npy_error("bad/zero_rows.npy"), "no data rows"));
+  }
+
+  TEST_CASE("load_npy error: header parse errors name the byte offset") {
+    const auto garbage = npy_error("bad/header_garbage.npy");
+    CHECK(contains(garbage, fixture("bad/header_garbage.npy") + ": byte offset "));
+    CHECK(contains(garbage, "NPY header: expected '}'"));
+    CHECK(contains(npy_error("bad/header_missing_key.npy"), "no 'fortran_order' key"));
+    CHECK(contains(npy_error("bad/header_unterminated.npy"),
+                   "byte offset 20: NPY header: unterminated string"));
+  }
+
+  TEST_CASE("load_npy error: truncated header") {
+    CHECK(contains(npy_error("bad/header_truncated.npy"),
+                   "byte offset 10: truncated NPY header (header length 118, but only 30 bytes"));
+  }
+
+  TEST_CASE("load_npy error: truncated data names offset and expected size") {
+    CHECK(contains(npy_error("bad/truncated_data.npy"),
+                   "truncated data: expected 72 bytes of data at byte offset 128"));
+    CHECK(contains(npy_error("bad/trailing_bytes.npy"), "byte offset 200: 8 unexpected trailing"));
+  }
+
+  TEST_CASE("load_npy error: NaN and Inf name the row and field") {
+    CHECK(contains(npy_error("bad/nan.npy"),
+                   fixture("bad/nan.npy") + ": row 1: field 3 (x2): NaN is not allowed"));
+    CHECK(contains(npy_error("bad/inf_f4.npy"), ": row 1: field 1 (label): Inf is not allowed"));
+  }
+
+  TEST_CASE("load_npy error: label outside the domain") {
+    CHECK(contains(npy_error("bad/label_2.npy", LabelDomain::binary),
+                   ": row 1: field 1 (label): label 2 is not a binary label"));
+    // 1 and 2 are valid class indices.
+    CHECK(flymc::load_npy(fixture("bad/label_2.npy"), LabelDomain::categorical).n() == 2);
+  }
+}

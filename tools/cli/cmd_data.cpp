@@ -1,0 +1,118 @@
+// `flymc data fmnist|synth-logistic ...`: build a data set and write it as CSV or NPY.
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "commands.hpp"
+#include "flymc/datagen.hpp"
+#include "flymc/errors.hpp"
+#include "flymc/loaders.hpp"
+
+namespace flymc::cli {
+
+namespace {
+
+/// Lower-case extension of `path` including the dot ("" if none).
+std::string extension(const std::string& path) {
+  const std::size_t dot = path.find_last_of('.');
+  const std::size_t slash = path.find_last_of('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return {};
+  std::string ext = path.substr(dot);
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext;
+}
+
+/// Accepts output paths ending in .csv or .npy.
+CLI::Validator data_file_validator() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        const std::string ext = extension(path);
+        if (ext == ".csv" || ext == ".npy") return {};
+        return "output file '" + path + "' must end in .csv or .npy";
+      },
+      "FILE.csv|FILE.npy", "DataFile");
+}
+
+void write_dataset(const Dataset& ds, const std::string& out) {
+  const std::string ext = extension(out);
+  if (ext == ".csv") {
+    save_csv(ds, out);
+  } else if (ext == ".npy") {
+    save_npy(ds, out);
+  } else {
+    throw UsageError("output file '" + out + "' must end in .csv or .npy");
+  }
+  std::printf("wrote %s: %zu rows x %zu columns (label + %zu features)\n", out.c_str(), ds.n(),
+              ds.d() + 1, ds.d());
+  std::fflush(stdout);
+}
+
+struct SynthArgs {
+  std::size_t n = 0, d = 0;
+  std::uint64_t seed = 0;
+  std::string out;
+};
+
+struct FmnistArgs {
+  FmnistOptions opt;
+  std::string out;
+};
+
+}  // namespace
+
+void add_data_command(CLI::App& app) {
+  CLI::App* data =
+      app.add_subcommand("data", "Build a data set (Fashion-MNIST with PCA, synthetic logistic)");
+  data->require_subcommand(1);
+
+  auto fm = std::make_shared<FmnistArgs>();
+  CLI::App* fcmd = data->add_subcommand(
+      "fmnist",
+      "Fashion-MNIST classes projected on their top principal components (each scaled to unit "
+      "variance on the training rows) plus a bias column; 2 classes are labelled +1/-1, more "
+      "0..K-1");
+  fcmd->add_option("--classes", fm->opt.classes,
+                   "Classes to keep, comma-separated (2 classes: first -> +1, second -> -1)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 9))
+      ->capture_default_str();
+  fcmd->add_option("--pca", fm->opt.pca, "Number of principal components")
+      ->check(CLI::Range(1, 784))
+      ->capture_default_str();
+  fcmd->add_option("--split", fm->opt.split,
+                   "train, or test (t10k images with the training PCA and scales)")
+      ->check(CLI::IsMember({"train", "test"}))
+      ->capture_default_str();
+  fcmd->add_option("--out", fm->out, "Output file (.csv or .npy)")
+      ->required()
+      ->check(data_file_validator());
+  fcmd->add_option("--dir", fm->opt.dir,
+                   "Directory of the IDX .gz files (default: $FLYMC_FMNIST_DIR if set, else "
+                   "/usr/share/datasets/fashion-mnist)");
+  fcmd->callback([fm] { write_dataset(build_fmnist(fm->opt), fm->out); });
+
+  auto sl = std::make_shared<SynthArgs>();
+  constexpr std::size_t max_rows = std::numeric_limits<Index>::max();
+  CLI::App* scmd = data->add_subcommand(
+      "synth-logistic",
+      "Synthetic logistic regression: x ~ N(0, I) plus a bias column, theta ~ N(0, I/d), "
+      "y = +1 with probability sigmoid(x . theta), else -1");
+  scmd->add_option("--n", sl->n, "Number of rows")
+      ->required()
+      ->check(CLI::Range(std::size_t{1}, max_rows));
+  scmd->add_option("--d", sl->d, "Number of features, including the bias column")
+      ->required()
+      ->check(CLI::Range(std::size_t{1}, max_rows));
+  scmd->add_option("--seed", sl->seed, "Random seed")->capture_default_str();
+  scmd->add_option("--out", sl->out, "Output file (.csv or .npy)")
+      ->required()
+      ->check(data_file_validator());
+  scmd->callback([sl] { write_dataset(synth_logistic(sl->n, sl->d, sl->seed), sl->out); });
+}
+
+}  // namespace flymc::cli

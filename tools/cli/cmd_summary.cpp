@@ -1,0 +1,59 @@
+// `flymc summary DIR`: the posterior table from the chain files of a run.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <regex>
+
+#include "commands.hpp"
+#include "flymc/errors.hpp"
+#include "flymc/output.hpp"
+#include "flymc/stan_csv.hpp"
+#include "table.hpp"
+
+namespace flymc::cli {
+namespace {
+
+void run_summary(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw UsageError(dir + ": not a directory");
+  std::vector<std::pair<int, std::string>> files;
+  const std::regex pat("chain-([0-9]+)\\.csv");
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (std::regex_match(name, m, pat)) files.emplace_back(std::stoi(m[1]), e.path().string());
+  }
+  if (files.empty()) throw DataError(dir + ": no chain-<k>.csv files");
+  std::sort(files.begin(), files.end());
+  std::vector<StanCsv> chains;
+  for (const auto& f : files) chains.push_back(read_stan_csv(f.second));
+  const auto& cols = chains.front().columns;
+  std::size_t len = chains.front().draws.size();
+  for (const auto& c : chains) {
+    if (c.columns != cols) throw DataError(c.path + ": columns differ from " + chains[0].path);
+    len = std::min(len, c.draws.size());
+  }
+  if (len == 0) throw DataError(dir + ": the chain files hold no kept draws");
+  std::vector<ChainDraws> per_col(cols.size(), ChainDraws(chains.size()));
+  for (std::size_t c = 0; c < chains.size(); ++c)
+    for (std::size_t k = 0; k < cols.size(); ++k) {
+      auto& v = per_col[k][c];
+      v.resize(len);
+      for (std::size_t i = 0; i < len; ++i) v[i] = chains[c].draws[i][k];
+    }
+  std::printf("%zu chains x %zu draws from %s\n", chains.size(), len, dir.c_str());
+  print_summary_table(stdout, summarize_columns(cols, per_col));
+}
+
+}  // namespace
+
+void add_summary_command(CLI::App& app) {
+  auto dir = std::make_shared<std::string>();
+  CLI::App* s = app.add_subcommand("summary", "Print the posterior summary of a run directory");
+  s->add_option("DIR", *dir, "Directory with chain-<k>.csv files")->required();
+  s->callback([dir] { run_summary(*dir); });
+}
+
+}  // namespace flymc::cli

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The main job: install what is missing, build a Release, build the Fashion-MNIST 7-vs-9 data set
+# (12,000 x 51, the analog of the FlyMC paper's MNIST 7s vs 9s) and run the Table 1 benchmark on it.
+# Results: out/table1.json (and the table on stdout). Extra arguments go to `flymc-bench table1`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./tools/install-deps.sh
+BUILD_DIR=${BUILD_DIR:-build}
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release
+cmake --build "$BUILD_DIR" -j "$(nproc)"
+mkdir -p data out
+if [[ ! -s data/fmnist-7v9-train.csv ]]; then
+  "$BUILD_DIR"/tools/flymc data fmnist --classes 7,9 --pca 50 --split train \
+    --out data/fmnist-7v9-train.csv
+fi
+"$BUILD_DIR"/bench/flymc-bench table1 --data data/fmnist-7v9-train.csv --json out/table1.json "$@"

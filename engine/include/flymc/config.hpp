@@ -30,7 +30,9 @@ struct RunConfig {
   double resample_fraction = 0.01;  ///< explicit z-update fraction f (MATH.md 1.1)
   double untuned_xi = 1.5;          ///< ξ of the untuned bound (paper: 1.5)
   double bound_slack = 0.0;         ///< ε subtracted from every log B_n (MATH.md 1.5)
-  int theta_steps = 1;              ///< θ-steps per z-sweep (MATH.md 1.5)
+  /// θ-steps per z-sweep (MATH.md 1.5). An iteration is one θ-step, so z is resampled after
+  /// every theta_steps-th iteration and queries/ESS per iteration stay per θ proposal.
+  int theta_steps = 1;
   double target_accept = 0.234;     ///< step-size adaptation target for RW-MH
   double step_size = 0.0;           ///< initial step size; 0 picks one from the Laplace fit
   double init_jitter = 0.1;         ///< --init map: jitter in Laplace standard deviations

@@ -8,11 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "flymc/datagen.hpp"
 #include "flymc/diagnostics.hpp"
 #include "flymc/errors.hpp"
 #include "flymc/kernels/kernels.hpp"
@@ -161,6 +163,131 @@ void table1(const Table1Options& o) {
   }
 }
 
+/// min bulk ESS over coordinates of a run.
+double min_ess(const RunResult& r) {
+  double m = std::numeric_limits<double>::infinity();
+  for (std::size_t j = 0; j < r.dim; ++j) {
+    const double e = ess_bulk(r.coordinate(j));
+    m = std::min(m, std::isfinite(e) ? e : 0.0);
+  }
+  return m;
+}
+
+struct ScalingOptions {
+  std::string json;
+  bool large = false;
+  int chains = 2, threads = 0;
+  std::size_t d = 51;
+  std::uint64_t seed = 1;
+  long iters_flymc = 200000, warmup_flymc = 20000, thin_flymc = 10;
+  double regular_budget = 2e8;  // regular MCMC iterations = max(2000, budget / N)
+  int theta_steps = RunConfig{}.theta_steps;
+  double slack = RunConfig{}.bound_slack;
+};
+
+void scaling(const ScalingOptions& o) {
+  std::vector<std::size_t> ns = {10000, 100000, 1000000};
+  if (o.large) ns.push_back(10000000);
+  nlohmann::json jrows = nlohmann::json::array();
+  std::printf("%10s %-10s %9s %12s %12s %10s %12s %9s\n", "N", "algo", "setup_s", "s/iter",
+              "queries/it", "bright", "minESS/s", "x wall");
+  for (std::size_t n : ns) {
+    std::fprintf(stderr, "scaling: generating N = %zu, D = %zu ...\n", n, o.d);
+    auto data = std::make_shared<const Dataset>(synth_logistic(n, o.d, o.seed));
+    double ess_s_regular = 0.0;
+    for (int a = 0; a < 2; ++a) {
+      RunConfig cfg;
+      cfg.chains = o.chains;
+      cfg.threads = o.threads;
+      cfg.seed = o.seed;
+      if (a == 0) {
+        cfg.algo = Algo::full;
+        cfg.iters = std::max(2000L, static_cast<long>(o.regular_budget / double(n)));
+        cfg.warmup = std::max(500L, cfg.iters / 5);
+      } else {
+        cfg.algo = Algo::flymc;
+        cfg.iters = o.iters_flymc;
+        cfg.warmup = o.warmup_flymc;
+        cfg.thin = o.thin_flymc;
+        cfg.theta_steps = o.theta_steps;
+        cfg.bound_slack = o.slack;
+      }
+      const char* name = a == 0 ? "regular" : "flymc-map";
+      std::fprintf(stderr, "scaling: N = %zu %s %ld iterations x %d chains ...\n", n, name,
+                   cfg.iters, cfg.chains);
+      const RunResult r = run_logistic(cfg, data);
+      const double e = min_ess(r);
+      double spi = 0.0;  // each chain's own timer, averaged
+      for (const auto& c : r.chains) spi += c.sampling_seconds / double(cfg.iters);
+      spi /= double(r.chains.size());
+      const double ess_s = e / r.sampling_seconds;
+      if (a == 0) ess_s_regular = ess_s;
+      const double sw = ess_s / ess_s_regular;
+      std::printf("%10zu %-10s %9.3f %12.3g %12.1f %10.1f %12.3f %9.2f\n", n, name, r.setup_seconds,
+                  spi, r.queries_per_iter(), r.bright_mean(), ess_s, sw);
+      std::fflush(stdout);
+      jrows.push_back({{"n", n},
+                       {"d", o.d},
+                       {"algo", name},
+                       {"setup_seconds", r.setup_seconds},
+                       {"seconds_per_iter", spi},
+                       {"queries_per_iter", r.queries_per_iter()},
+                       {"bright_mean", r.bright_mean()},
+                       {"ess_per_second_min", ess_s},
+                       {"speedup_wall", sw},
+                       {"iters", cfg.iters},
+                       {"chains", cfg.chains}});
+    }
+  }
+  std::printf(
+      "(s/iter: wall seconds per iteration of one chain; set-up: MAP + bound statistics)\n");
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    if (!f) throw Error(o.json + ": cannot create", 73);
+    f << nlohmann::json{{"machine", machine_info()}, {"rows", jrows}}.dump(2) << '\n';
+  }
+}
+
+struct ChainsOptions {
+  std::string data, json;
+  long iters = 200000, warmup = 20000, thin = 10;
+  std::uint64_t seed = 1;
+  int max_chains = 0;
+};
+
+void chains_bench(const ChainsOptions& o) {
+  auto data = std::make_shared<const Dataset>(load_dataset(o.data, LabelDomain::binary));
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const int maxc = o.max_chains > 0 ? o.max_chains : cores;
+  nlohmann::json jrows = nlohmann::json::array();
+  double base = 0.0;
+  std::printf("%7s %12s %12s %10s\n", "chains", "minESS", "minESS/s", "vs 1 chain");
+  for (int c = 1; c <= maxc; ++c) {
+    RunConfig cfg;
+    cfg.chains = c;
+    cfg.threads = c;
+    cfg.iters = o.iters;
+    cfg.warmup = o.warmup;
+    cfg.thin = o.thin;
+    cfg.seed = o.seed;
+    const RunResult r = run_logistic(cfg, data);
+    const double e = min_ess(r), es = e / r.sampling_seconds;
+    if (c == 1) base = es;
+    std::printf("%7d %12.1f %12.2f %10.2f\n", c, e, es, es / base);
+    std::fflush(stdout);
+    jrows.push_back({{"chains", c},
+                     {"min_ess", e},
+                     {"ess_per_second_min", es},
+                     {"sampling_seconds", r.sampling_seconds},
+                     {"ratio_to_one_chain", es / base}});
+  }
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    if (!f) throw Error(o.json + ": cannot create", 73);
+    f << nlohmann::json{{"machine", machine_info()}, {"rows", jrows}}.dump(2) << '\n';
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -183,6 +310,32 @@ int main(int argc, char** argv) {
   t1->add_option("--bound-slack", t.slack, "Slack in log B_n")->capture_default_str();
   t1->add_option("--theta-steps", t.theta_steps, "theta-steps per z-sweep")->capture_default_str();
   t1->callback([&] { table1(t); });
+
+  ScalingOptions sc;
+  CLI::App* s1 = app.add_subcommand("scaling", "Synthetic tall data: speedup as N grows");
+  s1->add_option("--json", sc.json, "Write the figures as JSON");
+  s1->add_flag("--large", sc.large, "Also N = 10^7");
+  s1->add_option("--chains", sc.chains)->capture_default_str();
+  s1->add_option("--threads", sc.threads)->capture_default_str();
+  s1->add_option("--d", sc.d)->capture_default_str();
+  s1->add_option("--seed", sc.seed)->capture_default_str();
+  s1->add_option("--iters-flymc", sc.iters_flymc)->capture_default_str();
+  s1->add_option("--warmup-flymc", sc.warmup_flymc)->capture_default_str();
+  s1->add_option("--regular-budget", sc.regular_budget,
+                 "Regular MCMC runs max(2000, budget/N) iterations")
+      ->capture_default_str();
+  s1->add_option("--theta-steps", sc.theta_steps)->capture_default_str();
+  s1->add_option("--bound-slack", sc.slack)->capture_default_str();
+  s1->callback([&] { scaling(sc); });
+
+  ChainsOptions ch;
+  CLI::App* c1 = app.add_subcommand("chains", "min-ESS/s with 1, 2, ... concurrent chains");
+  c1->add_option("--data", ch.data, "Logistic data set")->required();
+  c1->add_option("--json", ch.json);
+  c1->add_option("--iters", ch.iters)->capture_default_str();
+  c1->add_option("--warmup", ch.warmup)->capture_default_str();
+  c1->add_option("--max-chains", ch.max_chains, "0: the core count")->capture_default_str();
+  c1->callback([&] { chains_bench(ch); });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

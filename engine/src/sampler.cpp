@@ -68,6 +68,7 @@ ChainResult run_chain(const Shared& sh, int chain_id, ZUp* zup, DrawSink* sink,
   ChainResult res;
   res.chain_id = chain_id;
   Counters& cnt = res.counters;
+  if (cfg.profile) cnt.profile = &res.profile;
   const auto t_start = Clock::now();
 
   // Target and initial state.
@@ -140,6 +141,7 @@ ChainResult run_chain(const Shared& sh, int chain_id, ZUp* zup, DrawSink* sink,
       // θ-steps and z-sweeps leaves the joint invariant).
       if (++since_z == cfg.theta_steps) {
         since_z = 0;
+        PhaseTimer t(cnt.profile, Phase::z_update);
         zup->update(*sh.bound, data, bright, theta.get(), rng, cnt);
         logp = fly->current();
       }
@@ -149,6 +151,7 @@ ChainResult run_chain(const Shared& sh, int chain_id, ZUp* zup, DrawSink* sink,
       const std::size_t nb = kFly ? bright.size() : data.n();
       bright_sum += static_cast<double>(nb);
       if (si % cfg.thin == 0) {
+        PhaseTimer t(cnt.profile, Phase::output);
         res.lp.push_back(logp);
         for (std::size_t j = 0; j < d; ++j) res.draws.push_back(theta[j]);
         if (sink) {
@@ -176,6 +179,7 @@ ChainResult run_chain(const Shared& sh, int chain_id, ZUp* zup, DrawSink* sink,
   res.bright_mean = bright_sum / static_cast<double>(cfg.iters);
   res.sampling_queries = cnt.queries - queries_at_sampling;
   if (sink) sink->end(res.warmup_seconds, res.sampling_seconds);
+  cnt.profile = nullptr;  // points into res; must not outlive this frame
   return res;
 }
 

@@ -36,6 +36,7 @@ struct RunConfig {
   double target_accept = 0.234;     ///< step-size adaptation target for RW-MH
   double step_size = 0.0;           ///< initial step size; 0 picks one from the Laplace fit
   double init_jitter = 0.1;         ///< --init map: jitter in Laplace standard deviations
+  bool profile = false;             ///< time the phases of every iteration (profiling harness)
 
   /// @throw ConfigError naming the option when a value is out of range.
   void validate() const;

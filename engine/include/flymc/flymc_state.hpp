@@ -15,6 +15,7 @@
 #include "flymc/bright_set.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/logistic.hpp"
+#include "flymc/profile.hpp"
 #include "flymc/rng.hpp"
 
 namespace flymc {
@@ -24,6 +25,7 @@ struct Counters {
   std::uint64_t queries = 0;           ///< likelihood evaluations L_n
   std::uint64_t bound_violations = 0;  ///< Δ_n < −1e-9: a bound above its likelihood (rounding/bug)
   std::uint64_t nonfinite = 0;         ///< proposals rejected because log density was not finite
+  Profile* profile = nullptr;          ///< phase timers, only in the profiling harness
 };
 
 /// log p(θ | data) for regular MCMC: every datum is queried at every evaluation.
@@ -33,7 +35,13 @@ class FullTarget {
   /// Log density at padded θ (stride() entries).
   double eval(const double* theta, Counters& c) {
     c.queries += model_->num_data();
-    return model_->log_prior(theta) + model_->log_lik(theta);
+    double lp;
+    {
+      PhaseTimer t(c.profile, Phase::prior_bound);
+      lp = model_->log_prior(theta);
+    }
+    PhaseTimer t(c.profile, Phase::likelihood);
+    return lp + model_->log_lik(theta);
   }
   void accept() noexcept {}
   const LogisticModel& model() const noexcept { return *model_; }
@@ -56,7 +64,12 @@ class FlyTarget {
     const std::size_t nb = bright_->size();
     if (pending_.size() < nb) pending_.resize(bright_->capacity());
     if (dots_.size() < nb) dots_.resize(bright_->capacity());
-    const double base = model_->log_prior(theta) + bound_->log_bound_sum(theta, scratch_.get());
+    double base;
+    {
+      PhaseTimer t(c.profile, Phase::prior_bound);
+      base = model_->log_prior(theta) + bound_->log_bound_sum(theta, scratch_.get());
+    }
+    PhaseTimer t(c.profile, Phase::likelihood);
     kernels::dots_packed(bright_->packed_rows(), nb, bright_->stride(), theta, dots_.data());
     c.bound_violations += bound_->deltas(bright_->bright_indices(), dots_.data(), nb, dots_.data());
     kernels::log_expm1(dots_.data(), pending_.data(), nb);
@@ -105,8 +118,12 @@ struct RwmhKernel {
   /// acceptance probability; updates theta/logp in place on acceptance.
   template <class Target>
   double step(Rng& rng, double* theta, double& logp, Target& target, Counters& c) {
-    for (std::size_t j = 0; j < dim; ++j) proposal[j] = theta[j] + step_size * rng.normal();
+    {
+      PhaseTimer t(c.profile, Phase::proposal);
+      for (std::size_t j = 0; j < dim; ++j) proposal[j] = theta[j] + step_size * rng.normal();
+    }
     const double logp_new = target.eval(proposal.get(), c);
+    PhaseTimer t(c.profile, Phase::accept);
     double accept_prob = 0.0;
     if (std::isnan(logp_new)) {
       ++c.nonfinite;

@@ -16,6 +16,7 @@
 #include "flymc/dataset.hpp"
 #include "flymc/flymc_state.hpp"
 #include "flymc/logistic.hpp"
+#include "flymc/profile.hpp"
 
 namespace flymc {
 
@@ -47,6 +48,7 @@ struct ChainResult {
   double bright_mean = 0.0;  ///< mean bright count over sampling iterations
   std::uint64_t sampling_queries = 0;
   Counters counters;  ///< over the whole chain (warm-up and sampling)
+  Profile profile;    ///< phase times, when RunConfig::profile is set
   double warmup_seconds = 0.0, sampling_seconds = 0.0;
 };
 

@@ -1,0 +1,361 @@
+// Tests of build_fmnist (on the Debian package dataset-fashion-mnist, a declared dependency, and on
+// small corrupt IDX files made here) and synth_logistic.
+#include <doctest/doctest.h>
+#include <tbb/global_control.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "flymc/datagen.hpp"
+#include "flymc/dataset.hpp"
+#include "flymc/errors.hpp"
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+/// Directory of the Fashion-MNIST files the tests use ($FLYMC_FMNIST_DIR or the Debian path).
+std::string fmnist_dir() {
+  const char* env = std::getenv("FLYMC_FMNIST_DIR");
+  return env != nullptr && *env != '\0' ? env : flymc::FmnistOptions{}.dir;
+}
+
+/// Fails the test with a clear message when the Fashion-MNIST files are absent.
+void require_fmnist() {
+  const std::string dir = fmnist_dir();
+  for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                        "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+    const std::string path = dir + "/" + f;
+    REQUIRE_MESSAGE(std::filesystem::exists(path),
+                    "Fashion-MNIST file " << path
+                                          << " is missing: install the Debian package "
+                                             "dataset-fashion-mnist (a declared dependency, see "
+                                             "tools/install-deps.sh) or set FLYMC_FMNIST_DIR");
+  }
+}
+
+template <class E>
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "<no exception of the expected type>";
+}
+
+/// A scratch directory removed at the end of the test.
+struct TempDir {
+  std::filesystem::path dir;
+  TempDir() {
+    static int counter = 0;
+    dir = std::filesystem::temp_directory_path() /
+          ("flymc_test_datagen_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::create_directories(dir);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
+
+void put_be32(std::string& s, std::uint32_t v) {
+  for (int sh = 24; sh >= 0; sh -= 8) s += static_cast<char>((v >> sh) & 0xff);
+}
+
+/// IDX label file content: magic 0x801, count, labels.
+std::string idx_labels(const std::vector<unsigned char>& labels, std::uint32_t magic = 0x801,
+                       std::uint32_t count = 0xffffffff) {
+  std::string s;
+  put_be32(s, magic);
+  put_be32(s, count == 0xffffffff ? static_cast<std::uint32_t>(labels.size()) : count);
+  s.append(labels.begin(), labels.end());
+  return s;
+}
+
+/// IDX image file content: magic 0x803, count, 28, 28, then `count` images (pixel = index % 251).
+std::string idx_images(std::uint32_t count, std::uint32_t magic = 0x803, std::size_t drop = 0) {
+  std::string s;
+  put_be32(s, magic);
+  put_be32(s, count);
+  put_be32(s, 28);
+  put_be32(s, 28);
+  for (std::size_t i = 0; i < std::size_t{count} * 784; ++i)
+    s += static_cast<char>((i * 7 + i / 784) % 251);
+  s.resize(s.size() - drop);
+  return s;
+}
+
+/// Writes `content` to `path` as is: zlib's gzread reads non-gzip files transparently, so plain
+/// files named *.gz exercise the IDX validation.
+void write_file(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+}
+
+std::string fmnist_error(const std::string& dir, std::vector<int> classes = {0, 1}) {
+  flymc::FmnistOptions o;
+  o.dir = dir;
+  o.classes = std::move(classes);
+  o.pca = 2;
+  return error_of<flymc::DataError>([&] { (void)flymc::build_fmnist(o); });
+}
+
+void check_standardized(const flymc::Dataset& ds, std::size_t k) {
+  const auto n = static_cast<double>(ds.n());
+  for (std::size_t c = 0; c < k; ++c) {
+    double s = 0.0;
+    for (std::size_t i = 0; i < ds.n(); ++i) s += ds.row(i)[c];
+    const double mean = s / n;
+    double ss = 0.0;
+    for (std::size_t i = 0; i < ds.n(); ++i) ss += (ds.row(i)[c] - mean) * (ds.row(i)[c] - mean);
+    CAPTURE(c);
+    CHECK(std::abs(mean) < 1e-8);
+    CHECK(std::abs(ss / n - 1.0) < 1e-8);
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("unit") {
+  TEST_CASE("build_fmnist: classes 7,9 train -> 12000 x 51, standardized components, bias") {
+    require_fmnist();
+    const flymc::Dataset ds = flymc::build_fmnist({});
+    REQUIRE(ds.n() == 12000);
+    REQUIRE(ds.d() == 51);
+    std::size_t plus = 0, minus = 0;
+    for (double y : ds.y()) {
+      if (y == 1.0) ++plus;
+      if (y == -1.0) ++minus;
+    }
+    CHECK(plus == 6000);
+    CHECK(minus == 6000);
+    check_standardized(ds, 50);
+    bool bias_ok = true, pad_ok = true;
+    for (std::size_t i = 0; i < ds.n(); ++i) {
+      bias_ok = bias_ok && ds.row(i)[50] == 1.0;
+      for (std::size_t j = ds.d(); j < ds.stride(); ++j) pad_ok = pad_ok && ds.row(i)[j] == 0.0;
+    }
+    CHECK(bias_ok);
+    CHECK(pad_ok);
+    // Components are ordered by decreasing variance before scaling; the sign convention makes the
+    // result deterministic: two builds agree exactly.
+    flymc::FmnistOptions o;
+    o.pca = 3;
+    const flymc::Dataset small = flymc::build_fmnist(o);
+    for (std::size_t i = 0; i < 100; ++i)
+      for (std::size_t c = 0; c < 3; ++c) CHECK(std::abs(small.row(i)[c] - ds.row(i)[c]) < 1e-9);
+  }
+
+  TEST_CASE("build_fmnist: test split uses the training basis; K > 2 classes are 0..K-1") {
+    require_fmnist();
+    flymc::FmnistOptions o;
+    o.split = "test";
+    const flymc::Dataset te = flymc::build_fmnist(o);
+    REQUIRE(te.n() == 2000);
+    REQUIRE(te.d() == 51);
+    std::size_t plus = 0;
+    for (double y : te.y()) plus += y == 1.0 ? 1 : 0;
+    CHECK(plus == 1000);
+    // Training scales applied to test rows: variance near (not exactly) 1, bias still 1.
+    double ss = 0.0;
+    for (std::size_t i = 0; i < te.n(); ++i) ss += te.row(i)[0] * te.row(i)[0];
+    CHECK(ss / 2000.0 > 0.5);
+    CHECK(ss / 2000.0 < 2.0);
+    CHECK(te.row(1999)[50] == 1.0);
+
+    flymc::FmnistOptions k3;
+    k3.classes = {2, 0, 5};
+    k3.pca = 4;
+    k3.split = "test";
+    const flymc::Dataset t3 = flymc::build_fmnist(k3);
+    REQUIRE(t3.n() == 3000);
+    REQUIRE(t3.d() == 5);
+    std::size_t count[3] = {0, 0, 0};
+    for (double y : t3.y()) {
+      REQUIRE((y == 0.0 || y == 1.0 || y == 2.0));
+      ++count[static_cast<int>(y)];
+    }
+    CHECK(count[0] == 1000);
+    CHECK(count[1] == 1000);
+    CHECK(count[2] == 1000);
+  }
+
+  TEST_CASE("build_fmnist: invalid options are ConfigErrors") {
+    auto config_error = [](auto edit) {
+      flymc::FmnistOptions o;
+      o.dir = "/nonexistent";  // options are checked before any file is opened
+      edit(o);
+      return error_of<flymc::ConfigError>([&] { (void)flymc::build_fmnist(o); });
+    };
+    CHECK(contains(config_error([](auto& o) { o.pca = 0; }), "pca = 0 outside 1..784"));
+    CHECK(contains(config_error([](auto& o) { o.pca = 785; }), "pca = 785 outside 1..784"));
+    CHECK(contains(config_error([](auto& o) { o.classes = {7, 10}; }), "unknown class 10"));
+    CHECK(contains(config_error([](auto& o) { o.classes = {-1, 3}; }), "unknown class -1"));
+    CHECK(contains(config_error([](auto& o) { o.classes = {7, 7}; }), "class 7 listed twice"));
+    CHECK(contains(config_error([](auto& o) { o.classes = {7}; }), "at least 2 classes"));
+    CHECK(contains(config_error([](auto& o) { o.classes = {}; }), "at least 2 classes"));
+    CHECK(contains(config_error([](auto& o) { o.split = "val"; }), "split 'val'"));
+  }
+
+  TEST_CASE("build_fmnist: pca beyond the rank of the training images is a ConfigError") {
+    require_fmnist();
+    flymc::FmnistOptions o;
+    o.pca = 784;
+    CHECK(contains(error_of<flymc::ConfigError>([&] { (void)flymc::build_fmnist(o); }),
+                   "exceeds the numerical rank"));
+  }
+
+  TEST_CASE("build_fmnist: FLYMC_FMNIST_DIR overrides the default directory only") {
+    TempDir tmp;
+    const char* old = std::getenv("FLYMC_FMNIST_DIR");
+    const std::string saved = old != nullptr ? old : "";
+    ::setenv("FLYMC_FMNIST_DIR", tmp.dir.c_str(), 1);
+    flymc::FmnistOptions o;
+    const auto msg = error_of<flymc::DataError>([&] { (void)flymc::build_fmnist(o); });
+    o.dir = (tmp.dir / "explicit").string();
+    const auto msg2 = error_of<flymc::DataError>([&] { (void)flymc::build_fmnist(o); });
+    if (old != nullptr) {
+      ::setenv("FLYMC_FMNIST_DIR", saved.c_str(), 1);
+    } else {
+      ::unsetenv("FLYMC_FMNIST_DIR");
+    }
+    CHECK(contains(msg, tmp / "train-labels-idx1-ubyte.gz: cannot open: No such file"));
+    CHECK(contains(msg2, tmp / "explicit/train-labels-idx1-ubyte.gz: cannot open"));
+  }
+
+  TEST_CASE("build_fmnist: corrupt IDX files are DataErrors naming file and byte offset") {
+    TempDir tmp;
+    const std::string lab = tmp / "train-labels-idx1-ubyte.gz";
+    const std::string img = tmp / "train-images-idx3-ubyte.gz";
+    const std::vector<unsigned char> labels = {0, 1, 0, 1, 1, 0};
+
+    SUBCASE("bad label magic") {
+      write_file(lab, idx_labels(labels, 0x803));
+      CHECK(contains(fmnist_error(tmp.dir), lab + ": byte offset 0 (decompressed): bad IDX magic"));
+    }
+    SUBCASE("truncated labels") {
+      write_file(lab, idx_labels(labels, 0x801, 10));
+      const auto msg = fmnist_error(tmp.dir);
+      CHECK(contains(msg, lab + ": byte offset 14 (decompressed): truncated label data"));
+      CHECK(contains(msg, "expected 10 bytes"));
+    }
+    SUBCASE("label outside 0..9") {
+      write_file(lab, idx_labels({0, 1, 12, 1}));
+      CHECK(contains(fmnist_error(tmp.dir), lab + ": byte offset 10 (decompressed): label 12"));
+    }
+    SUBCASE("bad image magic") {
+      write_file(lab, idx_labels(labels));
+      write_file(img, idx_images(6, 0x801));
+      CHECK(contains(fmnist_error(tmp.dir), img + ": byte offset 0 (decompressed): bad IDX magic"));
+    }
+    SUBCASE("image count differs from label count") {
+      write_file(lab, idx_labels(labels));
+      write_file(img, idx_images(5));
+      const auto msg = fmnist_error(tmp.dir);
+      CHECK(contains(msg, img + ": byte offset 4 (decompressed): 5 images"));
+      CHECK(contains(msg, "has 6 labels"));
+    }
+    SUBCASE("truncated images") {
+      write_file(lab, idx_labels(labels));
+      write_file(img, idx_images(6, 0x803, 100));
+      const auto msg = fmnist_error(tmp.dir);
+      CHECK(contains(msg, img + ": byte offset 4620 (decompressed): truncated image data"));
+      CHECK(contains(msg, "expected 4704 bytes from offset 16"));
+    }
+    SUBCASE("trailing data") {
+      write_file(lab, idx_labels(labels) + "xx");
+      CHECK(contains(fmnist_error(tmp.dir), lab + ": byte offset 14 (decompressed): unexpected"));
+    }
+    SUBCASE("corrupt gzip stream") {
+      // A gzip member header followed by bytes that are not a valid deflate stream.
+      std::string gz = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03";
+      gz += std::string(64, '\xff');
+      write_file(lab, gz);
+      CHECK(contains(fmnist_error(tmp.dir), lab + ": byte offset 0 (decompressed): corrupt"));
+    }
+    SUBCASE("valid tiny files build") {
+      write_file(lab, idx_labels(labels));
+      write_file(img, idx_images(6));
+      flymc::FmnistOptions o;
+      o.dir = tmp.dir.string();
+      o.classes = {1, 0};
+      o.pca = 2;
+      const auto ds = flymc::build_fmnist(o);
+      REQUIRE(ds.n() == 6);
+      REQUIRE(ds.d() == 3);
+      CHECK(ds.y()[0] == -1.0);  // class 0 is listed second
+      CHECK(ds.y()[1] == 1.0);
+      check_standardized(ds, 2);
+    }
+  }
+
+  TEST_CASE("synth_logistic: shape, bias column, determinism, thread independence") {
+    const std::size_t n = 150000, d = 6;  // 3 blocks of 65536 rows
+    const flymc::Dataset a = flymc::synth_logistic(n, d, 42);
+    REQUIRE(a.n() == n);
+    REQUIRE(a.d() == d);
+    const flymc::Dataset b = flymc::synth_logistic(n, d, 42);
+    flymc::Dataset serial;
+    {
+      tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
+      serial = flymc::synth_logistic(n, d, 42);
+    }
+    const std::size_t bytes = n * a.stride() * sizeof(double);
+    CHECK(std::memcmp(a.data(), b.data(), bytes) == 0);
+    CHECK(std::memcmp(a.data(), serial.data(), bytes) == 0);
+    CHECK(std::memcmp(a.y().data(), serial.y().data(), n * sizeof(double)) == 0);
+    const flymc::Dataset c = flymc::synth_logistic(n, d, 43);
+    CHECK(std::memcmp(a.data(), c.data(), bytes) != 0);
+
+    bool bias_ok = true, labels_ok = true;
+    double sum = 0.0, sumsq = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      bias_ok = bias_ok && a.row(i)[d - 1] == 1.0;
+      labels_ok = labels_ok && (a.y()[i] == 1.0 || a.y()[i] == -1.0);
+      sum += a.row(i)[0];
+      sumsq += a.row(i)[0] * a.row(i)[0];
+    }
+    CHECK(bias_ok);
+    CHECK(labels_ok);
+    CHECK(std::abs(sum / n) < 0.02);
+    CHECK(std::abs(sumsq / n - 1.0) < 0.02);
+  }
+
+  TEST_CASE("synth_logistic: label frequency matches sigmoid(x . theta_true)") {
+    const std::size_t n = 100000, d = 4;
+    const flymc::Dataset ds = flymc::synth_logistic(n, d, 7);
+    const std::vector<double> theta = flymc::synth_logistic_theta(d, 7);
+    REQUIRE(theta.size() == d);
+    double expected = 0.0, var = 0.0, observed = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      double a = 0.0;
+      for (std::size_t j = 0; j < d; ++j) a += ds.row(i)[j] * theta[j];
+      const double p = 1.0 / (1.0 + std::exp(-a));
+      expected += p;
+      var += p * (1.0 - p);
+      observed += ds.y()[i] == 1.0 ? 1.0 : 0.0;
+    }
+    CHECK(std::abs(observed - expected) < 5.0 * std::sqrt(var));
+    CHECK(observed > 0.05 * n);  // both classes present
+    CHECK(observed < 0.95 * n);
+  }
+
+  TEST_CASE("synth_logistic: n or d of 0 is a ConfigError") {
+    CHECK_THROWS_AS((void)flymc::synth_logistic(0, 3, 1), flymc::ConfigError);
+    CHECK_THROWS_AS((void)flymc::synth_logistic(3, 0, 1), flymc::ConfigError);
+    const flymc::Dataset one = flymc::synth_logistic(5, 1, 1);  // bias only
+    CHECK(one.row(4)[0] == 1.0);
+  }
+}

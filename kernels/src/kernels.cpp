@@ -32,29 +32,29 @@ inline void accumulate_rows(const double* const* rows, const double* theta, std:
                             vd* acc) noexcept {
   vd a0[R], a1[R];
 #pragma GCC unroll 8
-  for (std::size_t r = 0; r < R; ++r) a0[r] = a1[r] = simd::zero();
+  for (std::size_t r = 0; r < R; ++r) a0[r] = a1[r] = simd::zero<vd>();
 #if defined(FLYMC_KERNELS_AVX512)
   std::size_t j = 0;
   for (; j + 16 <= stride; j += 16) {
-    const vd t0 = simd::load(theta + j), t1 = simd::load(theta + j + 8);
+    const vd t0 = simd::loadu(theta + j), t1 = simd::loadu(theta + j + 8);
 #pragma GCC unroll 8
     for (std::size_t r = 0; r < R; ++r) {
-      a0[r] = simd::fmadd(simd::load(rows[r] + j), t0, a0[r]);
-      a1[r] = simd::fmadd(simd::load(rows[r] + j + 8), t1, a1[r]);
+      a0[r] = simd::fmadd(simd::loadu(rows[r] + j), t0, a0[r]);
+      a1[r] = simd::fmadd(simd::loadu(rows[r] + j + 8), t1, a1[r]);
     }
   }
   if (j < stride) {
-    const vd t0 = simd::load(theta + j);
+    const vd t0 = simd::loadu(theta + j);
 #pragma GCC unroll 8
-    for (std::size_t r = 0; r < R; ++r) a0[r] = simd::fmadd(simd::load(rows[r] + j), t0, a0[r]);
+    for (std::size_t r = 0; r < R; ++r) a0[r] = simd::fmadd(simd::loadu(rows[r] + j), t0, a0[r]);
   }
 #else
   for (std::size_t j = 0; j < stride; j += 8) {
-    const vd t0 = simd::load(theta + j), t1 = simd::load(theta + j + 4);
+    const vd t0 = simd::loadu(theta + j), t1 = simd::loadu(theta + j + 4);
 #pragma GCC unroll 8
     for (std::size_t r = 0; r < R; ++r) {
-      a0[r] = simd::fmadd(simd::load(rows[r] + j), t0, a0[r]);
-      a1[r] = simd::fmadd(simd::load(rows[r] + j + 4), t1, a1[r]);
+      a0[r] = simd::fmadd(simd::loadu(rows[r] + j), t0, a0[r]);
+      a1[r] = simd::fmadd(simd::loadu(rows[r] + j + 4), t1, a1[r]);
     }
   }
 #endif
@@ -75,16 +75,40 @@ inline vd dot_rows(const double* const* rows, const double* theta, std::size_t s
   return simd::hsum_rows(acc);
 }
 
-/// Requests every cache line of a row into L1.
-inline void prefetch_row(const double* row, std::size_t stride) noexcept {
-  for (std::size_t j = 0; j < stride; j += 8) {
-    _mm_prefetch(reinterpret_cast<const char*>(row + j), _MM_HINT_T0);
+// The prefetch helpers are forced inline: with GCC 12 -O3, a non-inlined (split-out) prefetch
+// helper was seen to be dropped as free of side effects, leaving no prefetch in the binary.
+
+/// Requests n doubles from p on into L1 (p 64-byte aligned: one request per cache line).
+[[gnu::always_inline]] inline void prefetch_span(const double* p, std::size_t n) noexcept {
+  for (std::size_t j = 0; j < n; j += 8) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + j), _MM_HINT_T0);
   }
 }
 
+/// Streaming over contiguous rows: blocks of at least kStreamMinBytes are assumed to come from
+/// DRAM, and each row group also requests the group kStreamAheadRows rows ahead. Measured on
+/// EPYC (Zen 4, d = 51): −25% time for sum_log_sigmoid_signed at N = 10^6 (the hardware
+/// prefetcher alone falls behind the arithmetic), but +20–35% on cache-resident blocks (N = 150,
+/// 10^4), hence the threshold.
+constexpr std::size_t kStreamMinBytes = std::size_t{8} << 20;
+constexpr std::size_t kStreamAheadRows = 8;
+
+/// Prefetch for row group [i, i + kLanes) of a contiguous block, if streaming.
+[[gnu::always_inline]] inline void stream_ahead(bool streaming, const double* rows, std::size_t i,
+                                                std::size_t nrows, std::size_t stride) noexcept {
+  if (streaming && i + kStreamAheadRows + kLanes <= nrows) {
+    prefetch_span(rows + (i + kStreamAheadRows) * stride, kLanes * stride);
+  }
+}
+
+inline bool is_streaming(std::size_t nrows, std::size_t stride) noexcept {
+  return nrows * stride * sizeof(double) >= kStreamMinBytes;
+}
+
 /// How many rows ahead dots_gather prefetches: enough rows in flight to cover DRAM latency
-/// (~100 ns against ~5 ns of arithmetic per row), few enough not to evict what is still needed.
-constexpr std::size_t kGatherAhead = 4 * kLanes;
+/// (~100 ns against a few ns of arithmetic per row), few enough not to evict what is still
+/// needed. Flat optimum between 12 and 32 rows (d = 51) on EPYC; 64 is 1.7x slower.
+constexpr std::size_t kGatherAhead = 16;
 
 // ---- Element functions ----------------------------------------------------------------------
 
@@ -100,13 +124,11 @@ inline void map(const double* in, double* out, std::size_t n) noexcept {
   }
 }
 
-/// The vector function on one value (all lanes equal), so that the scalar and array entry
+/// The same vector function on one value, in a 128-bit register: the scalar and array entry
 /// points agree bit for bit.
-template <vd (*F)(vd)>
+template <simd::v1 (*F)(simd::v1)>
 inline double map1(double x) noexcept {
-  double buf[kLanes];
-  simd::storeu(buf, F(simd::set1(x)));
-  return buf[0];
+  return _mm_cvtsd_f64(F(simd::set1<simd::v1>(x)));
 }
 
 }  // namespace
@@ -114,14 +136,14 @@ inline double map1(double x) noexcept {
 const char* simd_name() noexcept { return simd::kName; }
 std::size_t simd_lanes() noexcept { return kLanes; }
 
-double log_sigmoid(double a) noexcept { return map1<simd::log_sigmoid>(a); }
-double log_expm1(double x) noexcept { return map1<simd::log_expm1>(x); }
+double log_sigmoid(double a) noexcept { return map1<simd::log_sigmoid<simd::v1>>(a); }
+double log_expm1(double x) noexcept { return map1<simd::log_expm1<simd::v1>>(x); }
 
 void log_sigmoid(const double* a, double* out, std::size_t n) noexcept {
-  map<simd::log_sigmoid>(a, out, n);
+  map<simd::log_sigmoid<vd>>(a, out, n);
 }
 void log_expm1(const double* x, double* out, std::size_t n) noexcept {
-  map<simd::log_expm1>(x, out, n);
+  map<simd::log_expm1<vd>>(x, out, n);
 }
 
 double dot(const double* a, const double* b, std::size_t stride) noexcept {
@@ -130,8 +152,10 @@ double dot(const double* a, const double* b, std::size_t stride) noexcept {
 
 void dots_packed(const double* rows, std::size_t nrows, std::size_t stride, const double* theta,
                  double* out) noexcept {
+  const bool streaming = is_streaming(nrows, stride);
   std::size_t i = 0;
   for (; i + kLanes <= nrows; i += kLanes) {
+    stream_ahead(streaming, rows, i, nrows, stride);
     const double* p[kLanes];
     for (std::size_t r = 0; r < kLanes; ++r) p[r] = rows + (i + r) * stride;
     simd::storeu(out + i, dot_rows(p, theta, stride));
@@ -142,11 +166,11 @@ void dots_packed(const double* rows, std::size_t nrows, std::size_t stride, cons
 void dots_gather(const double* base, std::size_t stride, const Index* idx, std::size_t k,
                  const double* theta, double* out) noexcept {
   auto row = [&](std::size_t i) { return base + std::size_t(idx[i]) * stride; };
-  for (std::size_t i = 0; i < std::min(k, kGatherAhead); ++i) prefetch_row(row(i), stride);
+  for (std::size_t i = 0; i < std::min(k, kGatherAhead); ++i) prefetch_span(row(i), stride);
   std::size_t i = 0;
   for (; i + kLanes <= k; i += kLanes) {
     const std::size_t pend = std::min(k, i + kGatherAhead + kLanes);
-    for (std::size_t q = i + kGatherAhead; q < pend; ++q) prefetch_row(row(q), stride);
+    for (std::size_t q = i + kGatherAhead; q < pend; ++q) prefetch_span(row(q), stride);
     const double* p[kLanes];
     for (std::size_t r = 0; r < kLanes; ++r) p[r] = row(i + r);
     simd::storeu(out + i, dot_rows(p, theta, stride));
@@ -156,9 +180,11 @@ void dots_gather(const double* base, std::size_t stride, const Index* idx, std::
 
 double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t stride,
                               const double* y, const double* theta) noexcept {
-  vd total = simd::zero();
+  const bool streaming = is_streaming(nrows, stride);
+  vd total = simd::zero<vd>();
   std::size_t i = 0;
   for (; i + kLanes <= nrows; i += kLanes) {
+    stream_ahead(streaming, rows, i, nrows, stride);
     const double* p[kLanes];
     for (std::size_t r = 0; r < kLanes; ++r) p[r] = rows + (i + r) * stride;
     const vd z = simd::mul(simd::loadu(y + i), dot_rows(p, theta, stride));
@@ -170,7 +196,7 @@ double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t
     for (std::size_t r = 0; r < rem; ++r)
       z[r] = y[i + r] * dot_row(rows + (i + r) * stride, theta, stride);
     const vd ls = simd::log_sigmoid(simd::loadu(z));
-    total = simd::add(total, simd::select(simd::first_lanes(rem), ls, simd::zero()));
+    total = simd::add(total, simd::select(simd::first_lanes(rem), ls, simd::zero<vd>()));
   }
   return simd::hsum(total);
 }

@@ -5,9 +5,12 @@
 /// FLYMC_KERNELS_AVX512, FLYMC_KERNELS_AVX2 is defined when a SIMD path is available; otherwise
 /// neither is, and kernels.cpp forwards to the scalar reference.
 ///
-/// `vd` is a register of kLanes doubles, `vmask` a per-lane predicate (a k-mask on AVX-512, an
-/// all-ones/all-zeros double vector on AVX2).
-#if defined(__AVX512F__)
+/// Two register types per path: `vd`, kLanes doubles, for the array kernels, and `v1`, a 128-bit
+/// register, for one-value calls (cheaper than a full-width register with one useful lane).
+/// Every operation exists for both with the same per-lane instruction semantics (same rounding,
+/// same NaN rules, same approximation tables), so a value gets bit-identical results through
+/// either. Predicates are k-masks on AVX-512 and all-ones lanes on AVX2.
+#if defined(__AVX512F__) && defined(__AVX512VL__)
 #define FLYMC_KERNELS_AVX512 1
 #elif defined(__AVX2__) && defined(__FMA__)
 #define FLYMC_KERNELS_AVX2 1
@@ -15,8 +18,8 @@
 
 #if defined(FLYMC_KERNELS_AVX512) || defined(FLYMC_KERNELS_AVX2)
 // GCC 12.2's _mm512_undefined_pd() self-initialises (`__m512d __Y = __Y;`) and trips
-// -Wuninitialized once inlined (GCC PR 105593, seen with 12.2). Warnings are matched by location,
-// so silencing them over the include covers the header's code wherever it is inlined.
+// -Wuninitialized once inlined (GCC PR 105593). Warnings are matched by location, so silencing
+// them over the include covers the header's code wherever it is inlined.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -28,16 +31,45 @@
 
 namespace flymc::kernels::simd {
 
+using v1 = __m128d;
+
+/// Broadcast (set1<V>(x)) and zero, for either register type.
+template <class V>
+V set1(double x) noexcept;
+template <>
+inline __m128d set1<__m128d>(double x) noexcept {
+  return _mm_set1_pd(x);
+}
+template <class V>
+V zero() noexcept {
+  return set1<V>(0.0);
+}
+
+// ---- 128-bit operations shared by both paths (SSE/AVX/FMA encodings) ---------------------------
+
+inline __m128d add(__m128d a, __m128d b) noexcept { return _mm_add_pd(a, b); }
+inline __m128d sub(__m128d a, __m128d b) noexcept { return _mm_sub_pd(a, b); }
+inline __m128d mul(__m128d a, __m128d b) noexcept { return _mm_mul_pd(a, b); }
+inline __m128d div(__m128d a, __m128d b) noexcept { return _mm_div_pd(a, b); }
+inline __m128d fmadd(__m128d a, __m128d b, __m128d c) noexcept { return _mm_fmadd_pd(a, b, c); }
+inline __m128d fnmadd(__m128d a, __m128d b, __m128d c) noexcept { return _mm_fnmadd_pd(a, b, c); }
+inline __m128d min(__m128d a, __m128d b) noexcept { return _mm_min_pd(a, b); }
+inline __m128d max(__m128d a, __m128d b) noexcept { return _mm_max_pd(a, b); }
+inline __m128d abs(__m128d a) noexcept { return _mm_andnot_pd(_mm_set1_pd(-0.0), a); }
+inline __m128d round_nearest(__m128d a) noexcept {
+  return _mm_round_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
 #if defined(FLYMC_KERNELS_AVX512)
 
 inline constexpr std::size_t kLanes = 8;
 inline constexpr const char* kName = "avx512";
 using vd = __m512d;
-using vmask = __mmask8;
 
-inline vd set1(double x) noexcept { return _mm512_set1_pd(x); }
-inline vd zero() noexcept { return _mm512_setzero_pd(); }
-inline vd load(const double* p) noexcept { return _mm512_load_pd(p); }  // 64-byte aligned
+template <>
+inline __m512d set1<__m512d>(double x) noexcept {
+  return _mm512_set1_pd(x);
+}
 inline vd loadu(const double* p) noexcept { return _mm512_loadu_pd(p); }
 inline void storeu(double* p, vd v) noexcept { _mm512_storeu_pd(p, v); }
 
@@ -58,27 +90,47 @@ inline vd round_nearest(vd a) noexcept {
   return _mm512_roundscale_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-inline vmask lt(vd a, vd b) noexcept { return _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ); }
-inline vmask le(vd a, vd b) noexcept { return _mm512_cmp_pd_mask(a, b, _CMP_LE_OQ); }
-inline vmask gt(vd a, vd b) noexcept { return _mm512_cmp_pd_mask(a, b, _CMP_GT_OQ); }
-inline vmask ge(vd a, vd b) noexcept { return _mm512_cmp_pd_mask(a, b, _CMP_GE_OQ); }
-inline vmask eq(vd a, vd b) noexcept { return _mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ); }
+// Ordered comparisons (false when either side is NaN).
+inline __mmask8 lt(vd a, vd b) noexcept { return _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ); }
+inline __mmask8 le(vd a, vd b) noexcept { return _mm512_cmp_pd_mask(a, b, _CMP_LE_OQ); }
+inline __mmask8 gt(vd a, vd b) noexcept { return _mm512_cmp_pd_mask(a, b, _CMP_GT_OQ); }
+inline __mmask8 ge(vd a, vd b) noexcept { return _mm512_cmp_pd_mask(a, b, _CMP_GE_OQ); }
+inline __mmask8 eq(vd a, vd b) noexcept { return _mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ); }
+inline __mmask8 lt(v1 a, v1 b) noexcept { return _mm_cmp_pd_mask(a, b, _CMP_LT_OQ); }
+inline __mmask8 le(v1 a, v1 b) noexcept { return _mm_cmp_pd_mask(a, b, _CMP_LE_OQ); }
+inline __mmask8 gt(v1 a, v1 b) noexcept { return _mm_cmp_pd_mask(a, b, _CMP_GT_OQ); }
+inline __mmask8 ge(v1 a, v1 b) noexcept { return _mm_cmp_pd_mask(a, b, _CMP_GE_OQ); }
+inline __mmask8 eq(v1 a, v1 b) noexcept { return _mm_cmp_pd_mask(a, b, _CMP_EQ_OQ); }
 /// m ? t : f per lane.
-inline vd select(vmask m, vd t, vd f) noexcept { return _mm512_mask_blend_pd(m, f, t); }
+inline vd select(__mmask8 m, vd t, vd f) noexcept { return _mm512_mask_blend_pd(m, f, t); }
+inline v1 select(__mmask8 m, v1 t, v1 f) noexcept { return _mm_mask_blend_pd(m, f, t); }
 /// First n lanes set (n ≤ kLanes).
-inline vmask first_lanes(std::size_t n) noexcept { return static_cast<vmask>((1u << n) - 1u); }
+inline __mmask8 first_lanes(std::size_t n) noexcept {
+  return static_cast<__mmask8>((1u << n) - 1u);
+}
 
 /// x·2^k for integer-valued k, with IEEE overflow/underflow (one rounding, subnormals exact).
 inline vd ldexp(vd x, vd k) noexcept { return _mm512_scalef_pd(x, k); }
+inline v1 ldexp(v1 x, v1 k) noexcept { return _mm_scalef_pd(x, k); }
 /// 1/x to about 14 bits (for small correction terms only).
 inline vd recip_approx(vd x) noexcept { return _mm512_rcp14_pd(x); }
-/// For finite u > 0 (subnormals included): u = 2^k·m with m ∈ [√2/2, √2).
+inline v1 recip_approx(v1 x) noexcept { return _mm_rcp14_pd(x); }
+
+/// For finite u > 0 (subnormals included): u = 2^k·m with m ∈ [√2/2, √2). getexp/getmant
+/// normalise subnormal inputs.
 inline void frexp_sqrt2(vd u, vd& m, vd& k) noexcept {
-  const vd e = _mm512_getexp_pd(u);                                                 // floor(log2 u)
-  const vd f = _mm512_getmant_pd(u, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);         // [1, 2)
-  const vmask big = _mm512_cmp_pd_mask(f, set1(0x1.6a09e667f3bcdp+0), _CMP_GE_OQ);  // ≥ √2
-  m = _mm512_mask_mul_pd(f, big, f, set1(0.5));
-  k = _mm512_mask_add_pd(e, big, e, set1(1.0));
+  const vd e = _mm512_getexp_pd(u);                                          // floor(log2 u)
+  const vd f = _mm512_getmant_pd(u, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);  // [1, 2)
+  const __mmask8 big = _mm512_cmp_pd_mask(f, set1<vd>(0x1.6a09e667f3bcdp+0), _CMP_GE_OQ);
+  m = _mm512_mask_mul_pd(f, big, f, set1<vd>(0.5));
+  k = _mm512_mask_add_pd(e, big, e, set1<vd>(1.0));
+}
+inline void frexp_sqrt2(v1 u, v1& m, v1& k) noexcept {
+  const v1 e = _mm_getexp_pd(u);
+  const v1 f = _mm_getmant_pd(u, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
+  const __mmask8 big = _mm_cmp_pd_mask(f, set1<v1>(0x1.6a09e667f3bcdp+0), _CMP_GE_OQ);
+  m = _mm_mask_mul_pd(f, big, f, set1<v1>(0.5));
+  k = _mm_mask_add_pd(e, big, e, set1<v1>(1.0));
 }
 
 /// Σ of the lanes, in the fixed tree ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)). hsum_rows reproduces
@@ -113,11 +165,11 @@ inline vd hsum_rows(const vd* v) noexcept {
 inline constexpr std::size_t kLanes = 4;
 inline constexpr const char* kName = "avx2";
 using vd = __m256d;
-using vmask = __m256d;
 
-inline vd set1(double x) noexcept { return _mm256_set1_pd(x); }
-inline vd zero() noexcept { return _mm256_setzero_pd(); }
-inline vd load(const double* p) noexcept { return _mm256_load_pd(p); }  // 32-byte aligned
+template <>
+inline __m256d set1<__m256d>(double x) noexcept {
+  return _mm256_set1_pd(x);
+}
 inline vd loadu(const double* p) noexcept { return _mm256_loadu_pd(p); }
 inline void storeu(double* p, vd v) noexcept { _mm256_storeu_pd(p, v); }
 
@@ -129,18 +181,24 @@ inline vd fmadd(vd a, vd b, vd c) noexcept { return _mm256_fmadd_pd(a, b, c); }
 inline vd fnmadd(vd a, vd b, vd c) noexcept { return _mm256_fnmadd_pd(a, b, c); }
 inline vd min(vd a, vd b) noexcept { return _mm256_min_pd(a, b); }
 inline vd max(vd a, vd b) noexcept { return _mm256_max_pd(a, b); }
-inline vd abs(vd a) noexcept { return _mm256_andnot_pd(set1(-0.0), a); }
+inline vd abs(vd a) noexcept { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), a); }
 inline vd round_nearest(vd a) noexcept {
   return _mm256_round_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-inline vmask lt(vd a, vd b) noexcept { return _mm256_cmp_pd(a, b, _CMP_LT_OQ); }
-inline vmask le(vd a, vd b) noexcept { return _mm256_cmp_pd(a, b, _CMP_LE_OQ); }
-inline vmask gt(vd a, vd b) noexcept { return _mm256_cmp_pd(a, b, _CMP_GT_OQ); }
-inline vmask ge(vd a, vd b) noexcept { return _mm256_cmp_pd(a, b, _CMP_GE_OQ); }
-inline vmask eq(vd a, vd b) noexcept { return _mm256_cmp_pd(a, b, _CMP_EQ_OQ); }
-inline vd select(vmask m, vd t, vd f) noexcept { return _mm256_blendv_pd(f, t, m); }
-inline vmask first_lanes(std::size_t n) noexcept {
+inline vd lt(vd a, vd b) noexcept { return _mm256_cmp_pd(a, b, _CMP_LT_OQ); }
+inline vd le(vd a, vd b) noexcept { return _mm256_cmp_pd(a, b, _CMP_LE_OQ); }
+inline vd gt(vd a, vd b) noexcept { return _mm256_cmp_pd(a, b, _CMP_GT_OQ); }
+inline vd ge(vd a, vd b) noexcept { return _mm256_cmp_pd(a, b, _CMP_GE_OQ); }
+inline vd eq(vd a, vd b) noexcept { return _mm256_cmp_pd(a, b, _CMP_EQ_OQ); }
+inline v1 lt(v1 a, v1 b) noexcept { return _mm_cmp_pd(a, b, _CMP_LT_OQ); }
+inline v1 le(v1 a, v1 b) noexcept { return _mm_cmp_pd(a, b, _CMP_LE_OQ); }
+inline v1 gt(v1 a, v1 b) noexcept { return _mm_cmp_pd(a, b, _CMP_GT_OQ); }
+inline v1 ge(v1 a, v1 b) noexcept { return _mm_cmp_pd(a, b, _CMP_GE_OQ); }
+inline v1 eq(v1 a, v1 b) noexcept { return _mm_cmp_pd(a, b, _CMP_EQ_OQ); }
+inline vd select(vd m, vd t, vd f) noexcept { return _mm256_blendv_pd(f, t, m); }
+inline v1 select(v1 m, v1 t, v1 f) noexcept { return _mm_blendv_pd(f, t, m); }
+inline vd first_lanes(std::size_t n) noexcept {
   const auto i = static_cast<long long>(n);
   return _mm256_castsi256_pd(
       _mm256_cmpgt_epi64(_mm256_set1_epi64x(i), _mm256_setr_epi64x(0, 1, 2, 3)));
@@ -150,40 +208,65 @@ namespace detail {
 /// 2^k for integer-valued k ∈ [−1022, 1023], built from the exponent bits. Adding 1.5·2^52 puts
 /// k (two's complement) in the low mantissa bits.
 inline vd exp2i(vd k) noexcept {
-  const vd magic = set1(0x1.8p52);
+  const vd magic = _mm256_set1_pd(0x1.8p52);
   const __m256i bits = _mm256_castpd_si256(_mm256_add_pd(k, magic));
   const __m256i biased = _mm256_add_epi64(_mm256_sub_epi64(bits, _mm256_castpd_si256(magic)),
                                           _mm256_set1_epi64x(1023));
   return _mm256_castsi256_pd(_mm256_slli_epi64(biased, 52));
+}
+inline v1 exp2i(v1 k) noexcept {
+  const v1 magic = _mm_set1_pd(0x1.8p52);
+  const __m128i bits = _mm_castpd_si128(_mm_add_pd(k, magic));
+  const __m128i biased =
+      _mm_add_epi64(_mm_sub_epi64(bits, _mm_castpd_si128(magic)), _mm_set1_epi64x(1023));
+  return _mm_castsi128_pd(_mm_slli_epi64(biased, 52));
 }
 }  // namespace detail
 
 /// x·2^k for integer-valued k ∈ [−2044, 2046], in two exact-range steps so that a subnormal
 /// result is rounded once (like AVX-512 scalef).
 inline vd ldexp(vd x, vd k) noexcept {
-  const vd k1 = _mm256_floor_pd(_mm256_mul_pd(k, set1(0.5)));
+  const vd k1 = _mm256_floor_pd(_mm256_mul_pd(k, _mm256_set1_pd(0.5)));
   const vd k2 = _mm256_sub_pd(k, k1);
   return _mm256_mul_pd(_mm256_mul_pd(x, detail::exp2i(k1)), detail::exp2i(k2));
 }
+inline v1 ldexp(v1 x, v1 k) noexcept {
+  const v1 k1 = _mm_floor_pd(_mm_mul_pd(k, _mm_set1_pd(0.5)));
+  const v1 k2 = _mm_sub_pd(k, k1);
+  return _mm_mul_pd(_mm_mul_pd(x, detail::exp2i(k1)), detail::exp2i(k2));
+}
 /// 1/x to about 12 bits, |x| within the float range (for small correction terms only).
 inline vd recip_approx(vd x) noexcept { return _mm256_cvtps_pd(_mm_rcp_ps(_mm256_cvtpd_ps(x))); }
+inline v1 recip_approx(v1 x) noexcept { return _mm_cvtps_pd(_mm_rcp_ps(_mm_cvtpd_ps(x))); }
+
 /// For finite u > 0 (subnormals included): u = 2^k·m with m ∈ [√2/2, √2), by the exponent-bit
 /// trick of fdlibm's log: adding (0x3ff00000 − 0x3fe6a09e) to the high word carries into the
-/// exponent exactly when the mantissa is ≥ √2.
+/// exponent exactly when the mantissa is ≥ √2. Subnormals are scaled by 2^54 first.
 inline void frexp_sqrt2(vd u, vd& m, vd& k) noexcept {
-  const vmask sub = lt(u, set1(0x1p-1022));
-  u = select(sub, mul(u, set1(0x1p54)), u);
+  const vd sub = lt(u, _mm256_set1_pd(0x1p-1022));
+  u = select(sub, _mm256_mul_pd(u, _mm256_set1_pd(0x1p54)), u);
   const __m256i ix =
       _mm256_add_epi64(_mm256_castpd_si256(u), _mm256_set1_epi64x(0x00095f6200000000LL));
   const __m256i ex = _mm256_srli_epi64(ix, 52);  // biased exponent (u > 0: no sign bit)
-  const vd two52 = set1(0x1p52);
+  const vd two52 = _mm256_set1_pd(0x1p52);
   const vd kb = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(ex, _mm256_castpd_si256(two52))),
-                              set1(0x1p52 + 1023.0));
-  k = select(sub, _mm256_sub_pd(kb, set1(54.0)), kb);
-  const __m256i mb =
+                              _mm256_set1_pd(0x1p52 + 1023.0));
+  k = select(sub, _mm256_sub_pd(kb, _mm256_set1_pd(54.0)), kb);
+  m = _mm256_castsi256_pd(
       _mm256_add_epi64(_mm256_and_si256(ix, _mm256_set1_epi64x(0x000fffffffffffffLL)),
-                       _mm256_set1_epi64x(0x3fe6a09e00000000LL));
-  m = _mm256_castsi256_pd(mb);
+                       _mm256_set1_epi64x(0x3fe6a09e00000000LL)));
+}
+inline void frexp_sqrt2(v1 u, v1& m, v1& k) noexcept {
+  const v1 sub = lt(u, _mm_set1_pd(0x1p-1022));
+  u = select(sub, _mm_mul_pd(u, _mm_set1_pd(0x1p54)), u);
+  const __m128i ix = _mm_add_epi64(_mm_castpd_si128(u), _mm_set1_epi64x(0x00095f6200000000LL));
+  const __m128i ex = _mm_srli_epi64(ix, 52);
+  const v1 two52 = _mm_set1_pd(0x1p52);
+  const v1 kb = _mm_sub_pd(_mm_castsi128_pd(_mm_or_si128(ex, _mm_castpd_si128(two52))),
+                           _mm_set1_pd(0x1p52 + 1023.0));
+  k = select(sub, _mm_sub_pd(kb, _mm_set1_pd(54.0)), kb);
+  m = _mm_castsi128_pd(_mm_add_epi64(_mm_and_si128(ix, _mm_set1_epi64x(0x000fffffffffffffLL)),
+                                     _mm_set1_epi64x(0x3fe6a09e00000000LL)));
 }
 
 /// Σ of the lanes, in the fixed tree (v0+v2) + (v1+v3); hsum_rows reproduces it.

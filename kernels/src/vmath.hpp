@@ -13,7 +13,8 @@
 ///    < 2^-58.45; Sun Microsystems 1993), assembled as in fdlibm so that the rounding errors of the
 ///    small terms do not reach the result. log1p(t) adds the rounding error of u = 1 + t back as a
 ///    first-order correction e/u (fdlibm's s_log1p.c idea).
-/// Every function is elementwise: lane i of the result depends only on lane i of the input.
+/// Every function is elementwise (lane i of the result depends only on lane i of the input) and a
+/// template over the register type (simd::vd or simd::v1), with identical results per lane.
 #include <limits>
 
 #include "simd.hpp"
@@ -59,63 +60,78 @@ inline constexpr double kInf = std::numeric_limits<double>::infinity();
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }  // namespace cst
 
-/// expm1(r) for |r| ≤ ln2/2 (+ a little): r + r²·Σ_{n=2..13} r^(n−2)/n!. The last term kept is
-/// r^13/13!; the first dropped one is < 1.3e-17·|r|, so the result is within ~0.6 ulp.
-inline vd expm1_reduced(vd r) noexcept {
-  vd q = set1(cst::kInvFact[13]);
-  for (int n = 12; n >= 2; --n) q = fmadd(q, r, set1(cst::kInvFact[n]));
-  return fmadd(mul(r, r), q, r);
+/// expm1(r) for |r| ≤ ln2/2 (+ a little): r + r²·q(r), q(r) = Σ_{n=2..13} r^(n−2)/n!. The last
+/// term kept is r^13/13!; the first dropped one is < 1.3e-17·|r|, so the result is within ~0.6
+/// ulp. q is evaluated by Estrin's scheme (depth 4 FMAs instead of Horner's 11): one-value calls
+/// are latency bound.
+template <class V>
+inline V expm1_reduced(V r) noexcept {
+  auto c = [](int n) { return set1<V>(cst::kInvFact[n]); };
+  const V r2 = mul(r, r), r4 = mul(r2, r2), r8 = mul(r4, r4);
+  const V p0 = fmadd(c(3), r, c(2)), p1 = fmadd(c(5), r, c(4)), p2 = fmadd(c(7), r, c(6));
+  const V p3 = fmadd(c(9), r, c(8)), p4 = fmadd(c(11), r, c(10)), p5 = fmadd(c(13), r, c(12));
+  const V q0 = fmadd(p1, r2, p0), q1 = fmadd(p3, r2, p2), q2 = fmadd(p5, r2, p4);
+  const V q = fmadd(q2, r8, fmadd(q1, r4, q0));
+  return fmadd(r2, q, r);
 }
 
 /// Cody–Waite reduction x = k·ln2 + r: returns k (integer valued) and r, with rc the rounding
 /// error of r (r + rc = x − k·ln2 to ~2^-100 relative).
-inline vd reduce_ln2(vd x, vd& r, vd& rc) noexcept {
-  const vd k = round_nearest(mul(x, set1(cst::kInvLn2)));
-  const vd hi = fnmadd(k, set1(cst::kLn2HiFd), x);  // exact (Sterbenz on x − k·ln2_hi)
-  const vd lo = mul(k, set1(cst::kLn2LoFd));
+template <class V>
+inline V reduce_ln2(V x, V& r, V& rc) noexcept {
+  const V k = round_nearest(mul(x, set1<V>(cst::kInvLn2)));
+  const V hi = fnmadd(k, set1<V>(cst::kLn2HiFd), x);  // exact (Sterbenz on x − k·ln2_hi)
+  const V lo = mul(k, set1<V>(cst::kLn2LoFd));
   r = sub(hi, lo);
   rc = sub(sub(hi, r), lo);
   return k;
 }
 
 /// e^x, < 1 ulp; 0 below −745.13 (subnormal results rounded once), +inf above 709.78, NaN kept.
-inline vd exp(vd x) noexcept {
-  x = min(set1(710.0), max(set1(-746.0), x));  // x second: NaN passes through
-  vd r, rc;
-  const vd k = reduce_ln2(x, r, rc);
-  const vd em = expm1_reduced(r);
+template <class V>
+inline V exp(V x) noexcept {
+  x = min(set1<V>(710.0), max(set1<V>(-746.0), x));  // x second: NaN passes through
+  V r, rc;
+  const V k = reduce_ln2(x, r, rc);
+  const V em = expm1_reduced(r);
   // e^(r+rc) = (1 + em)(1 + rc) ≈ 1 + (em + rc·(1 + em)).
-  const vd p = add(set1(1.0), fmadd(rc, add(set1(1.0), em), em));
+  const V one = set1<V>(1.0);
+  const V p = add(one, fmadd(rc, add(one, em), em));
   return ldexp(p, k);
 }
 
 /// e^x − 1 for x ≤ 709 (larger x is clamped: only used below 2 here), < 1 ulp; −1 below −37,
 /// NaN kept.
-inline vd expm1(vd x) noexcept {
-  x = min(set1(709.0), max(set1(-60.0), x));
-  vd r, rc;
-  const vd k = reduce_ln2(x, r, rc);
-  vd em = expm1_reduced(r);
-  em = fmadd(rc, add(set1(1.0), em), em);
+template <class V>
+inline V expm1(V x) noexcept {
+  x = min(set1<V>(709.0), max(set1<V>(-60.0), x));
+  V r, rc;
+  const V k = reduce_ln2(x, r, rc);
+  const V one = set1<V>(1.0);
+  V em = expm1_reduced(r);
+  em = fmadd(rc, add(one, em), em);
   // 2^k·(1 + em) − 1 = 2^k·em + (2^k − 1): 2^k − 1 is exact for |k| ≤ 53, and the fused
   // multiply-add rounds once. For k = 0 this is em itself.
-  const vd p2 = ldexp(set1(1.0), k);
-  return fmadd(p2, em, sub(p2, set1(1.0)));
+  const V p2 = ldexp(one, k);
+  return fmadd(p2, em, sub(p2, one));
 }
 
 /// log(2^k·(1+f)) + c for the reduced f = m − 1, m ∈ [√2/2, √2), and a small correction c, as
 /// fdlibm assembles it: k·ln2_hi − ((f²/2 − (s·(f²/2 + R) + (k·ln2_lo + c))) − f).
-inline vd log_reduced(vd f, vd k, vd c) noexcept {
-  const vd s = div(f, add(set1(2.0), f));
-  const vd z = mul(s, s);
-  const vd w = mul(z, z);
-  const vd t1 = mul(w, fmadd(fmadd(set1(cst::kLg6), w, set1(cst::kLg4)), w, set1(cst::kLg2)));
-  const vd t2 = mul(z, fmadd(fmadd(fmadd(set1(cst::kLg7), w, set1(cst::kLg5)), w, set1(cst::kLg3)),
-                             w, set1(cst::kLg1)));
-  const vd R = add(t1, t2);
-  const vd hfsq = mul(mul(set1(0.5), f), f);
-  const vd small = fmadd(s, add(hfsq, R), fmadd(k, set1(cst::kLn2LoFd), c));
-  return fmadd(k, set1(cst::kLn2HiFd), sub(f, sub(hfsq, small)));
+template <class V>
+inline V log_reduced(V f, V k, V c) noexcept {
+  const V s = div(f, add(set1<V>(2.0), f));
+  const V z = mul(s, s);
+  const V w = mul(z, z);
+  const V t1 =
+      mul(w, fmadd(fmadd(set1<V>(cst::kLg6), w, set1<V>(cst::kLg4)), w, set1<V>(cst::kLg2)));
+  const V t2 =
+      mul(z, fmadd(fmadd(fmadd(set1<V>(cst::kLg7), w, set1<V>(cst::kLg5)), w, set1<V>(cst::kLg3)),
+                   w, set1<V>(cst::kLg1)));
+  const V R = add(t1, t2);
+  const V hfsq = mul(mul(set1<V>(0.5), f), f);
+  const V small = fmadd(s, add(hfsq, R), fmadd(k, set1<V>(cst::kLn2LoFd), c));
+  return fmadd(k, set1<V>(cst::kLn2HiFd), sub(f, sub(hfsq, small)));
 }
 
 /// log(u) for u ≥ 0 (subnormals included; 0 → −inf, +inf → +inf, u < 0 or NaN → NaN), where u
@@ -123,34 +139,37 @@ inline vd log_reduced(vd f, vd k, vd c) noexcept {
 /// is exact) and c = (v − u)/u, the relative rounding error. When u ∈ [√2/2, √2) the reduced
 /// argument is f0 itself, so log v keeps full relative accuracy even when u rounds to 1;
 /// elsewhere log v = log u + c to first order, and c only needs a few correct bits.
-inline vd log_corrected(vd u, vd f0, vd c) noexcept {
-  vd m, k;
+template <class V>
+inline V log_corrected(V u, V f0, V c) noexcept {
+  V m, k;
   frexp_sqrt2(u, m, k);
-  const vmask k0 = eq(k, zero());
-  vd res = log_reduced(select(k0, f0, sub(m, set1(1.0))), k, select(k0, zero(), c));
-  res = select(eq(u, zero()), set1(-cst::kInf), res);
-  res = select(eq(u, set1(cst::kInf)), set1(cst::kInf), res);
-  return select(ge(u, zero()), res, set1(cst::kNaN));  // false for NaN
+  const auto k0 = eq(k, zero<V>());
+  V res = log_reduced(select(k0, f0, sub(m, set1<V>(1.0))), k, select(k0, zero<V>(), c));
+  res = select(eq(u, zero<V>()), set1<V>(-cst::kInf), res);
+  res = select(eq(u, set1<V>(cst::kInf)), set1<V>(cst::kInf), res);
+  return select(ge(u, zero<V>()), res, set1<V>(cst::kNaN));  // false for NaN
 }
 
 /// log1p(t) for t ∈ [0, 1] (NaN kept), < 1 ulp. u = 1 + t rounds only when u ≥ √2, where the
 /// rounding error e = t − (u − 1) (exact) is added back as e/u.
-inline vd log1p_unit(vd t) noexcept {
-  const vd one = set1(1.0);
-  const vd u = add(one, t);
-  const vmask big = ge(u, set1(cst::kSqrt2));
+template <class V>
+inline V log1p_unit(V t) noexcept {
+  const V one = set1<V>(1.0);
+  const V u = add(one, t);
+  const auto big = ge(u, set1<V>(cst::kSqrt2));
   // Below √2 (k = 0) the reduced argument is t itself, exactly; above, m = u/2 and f = u/2 − 1
   // is exact (Sterbenz).
-  const vd f = select(big, fmadd(set1(0.5), u, set1(-1.0)), t);
-  const vd c = select(big, mul(sub(t, sub(u, one)), recip_approx(u)), zero());
-  return log_reduced(f, select(big, one, zero()), c);
+  const V f = select(big, fmadd(set1<V>(0.5), u, set1<V>(-1.0)), t);
+  const V c = select(big, mul(sub(t, sub(u, one)), recip_approx(u)), zero<V>());
+  return log_reduced(f, select(big, one, zero<V>()), c);
 }
 
 /// log σ(a) = min(a, 0) − log1p(e^(−|a|)). Both terms are ≤ 0, so there is no cancellation and
 /// the error stays within ~2 ulp; a = ±inf gives −inf / 0, NaN gives NaN.
-inline vd log_sigmoid(vd a) noexcept {
-  const vd t = exp(sub(zero(), abs(a)));
-  return sub(min(zero(), a), log1p_unit(t));  // a second: NaN passes through
+template <class V>
+inline V log_sigmoid(V a) noexcept {
+  const V t = exp(sub(zero<V>(), abs(a)));
+  return sub(min(zero<V>(), a), log1p_unit(t));  // a second: NaN passes through
 }
 
 /// log(e^x − 1) for x ≥ 0 (x < 0 → NaN, 0 → −inf, +inf → +inf, NaN → NaN). The function crosses
@@ -160,26 +179,26 @@ inline vd log_sigmoid(vd a) noexcept {
 ///   0.375 < x ≤ 2:  log1p(2·expm1(h)), h = x − ln 2 in two parts (x − ln2_hi is exact here)
 ///   x > 2:          x + log(−expm1(−x))
 /// One expm1 and one log per lane.
-inline vd log_expm1(vd x) noexcept {
-  const vd one = set1(1.0);
-  const vmask lo = le(x, set1(0.375));
-  const vmask hi = gt(x, set1(2.0));
-  const vd h = sub(sub(x, set1(cst::kLn2Hi)), set1(cst::kLn2Lo));
-  const vd neg_x = sub(zero(), x);
-  const vd e = expm1(select(lo, x, select(hi, neg_x, h)));
+template <class V>
+inline V log_expm1(V x) noexcept {
+  const V one = set1<V>(1.0);
+  const auto lo = le(x, set1<V>(0.375));
+  const auto hi = gt(x, set1<V>(2.0));
+  const V h = sub(sub(x, set1<V>(cst::kLn2Hi)), set1<V>(cst::kLn2Lo));
+  const V e = expm1(select(lo, x, select(hi, sub(zero<V>(), x), h)));
   // Middle range: u = 1 + y rounded; log_corrected gets y itself (exact) and the rounding error
   // of u by Fast2Sum (larger operand first), divided by u.
-  const vd y = add(e, e);
-  const vd u_mid = add(one, y);
-  const vd err = select(le(abs(y), one), sub(y, sub(u_mid, one)), sub(one, sub(u_mid, y)));
-  const vd c_mid = mul(err, recip_approx(u_mid));
-  const vd u = select(lo, e, select(hi, sub(zero(), e), u_mid));
-  const vd u_m1 = sub(u, one);  // exact wherever it is used (u ∈ [√2/2, √2))
-  const vd f0 = select(lo, u_m1, select(hi, u_m1, y));
-  const vd c = select(lo, zero(), select(hi, zero(), c_mid));
-  const vd l = log_corrected(u, f0, c);
-  const vd res = select(hi, add(x, l), l);
-  return select(lt(x, zero()), set1(cst::kNaN), res);
+  const V y = add(e, e);
+  const V u_mid = add(one, y);
+  const V err = select(le(abs(y), one), sub(y, sub(u_mid, one)), sub(one, sub(u_mid, y)));
+  const V c_mid = mul(err, recip_approx(u_mid));
+  const V u = select(lo, e, select(hi, sub(zero<V>(), e), u_mid));
+  const V u_m1 = sub(u, one);  // exact wherever it is used (u ∈ [√2/2, √2))
+  const V f0 = select(lo, u_m1, select(hi, u_m1, y));
+  const V c = select(lo, zero<V>(), select(hi, zero<V>(), c_mid));
+  const V l = log_corrected(u, f0, c);
+  const V res = select(hi, add(x, l), l);
+  return select(lt(x, zero<V>()), set1<V>(cst::kNaN), res);
 }
 
 }  // namespace flymc::kernels::simd

@@ -1,11 +1,25 @@
 #pragma once
 /// @file kernels.hpp
 /// Numeric hot loops with no notion of MCMC: row dot products over 64-byte aligned, zero-padded
-/// rows, and log-space elementwise functions. SIMD paths (AVX-512, AVX2) are chosen at compile time
-/// from the target flags; a portable scalar path is always available.
+/// rows, and log-space elementwise functions. SIMD paths (AVX-512, AVX2+FMA) are chosen at compile
+/// time from the target flags; a portable scalar path is always available (namespace `scalar`).
 ///
 /// Conventions: `stride` is a multiple of 8 (see flymc::padded_stride); row pointers and `theta`
 /// are 64-byte aligned and padded with zeros up to `stride`, so kernels never need tail handling.
+/// (Alignment is for speed; misaligned pointers still give correct results.)
+///
+/// Accuracy: log_sigmoid and log_expm1 are within 4 ulp of the exact result wherever it is not
+/// tiny (|result| ≥ 1e-300; absolute error ≤ 1e-300 below), on every path; the SIMD paths use their
+/// own vectorized exp/expm1/log/log1p, no libm. Measured maxima (tests/test_kernels.cpp, ~2M
+/// points): log_sigmoid 1.45 ulp, log_expm1 2.52 ulp. Special values: log_sigmoid(−inf) = −inf,
+/// log_sigmoid(+inf) = 0; log_expm1(0) = −inf, log_expm1(+inf) = +inf, log_expm1(x < 0) = NaN;
+/// NaN in gives NaN out.
+///
+/// Reproducibility: results depend only on the inputs (no threads, no state, fixed summation
+/// order), so repeated calls are bit-identical. Within one build, a row's dot product is
+/// bit-identical whichever of dot, dots_packed and dots_gather computes it, and the scalar and
+/// array forms of log_sigmoid / log_expm1 agree bit for bit. Different builds (SIMD paths) agree
+/// to rounding only.
 ///
 /// Thread safety: every function is reentrant; they share no state.
 #include <cstddef>
@@ -18,9 +32,11 @@ using Index = std::uint32_t;
 /// Name of the SIMD path compiled in: "avx512", "avx2" or "scalar".
 const char* simd_name() noexcept;
 
-/// log σ(a) = −log1p(exp(−a)), accurate for every finite a (and ±inf).
+/// log σ(a) = −log1p(exp(−a)), accurate for every finite a (and ±inf). Computed as
+/// min(a, 0) − log1p(exp(−|a|)).
 double log_sigmoid(double a) noexcept;
-/// log(expm1(x)) for x ≥ 0: −inf at 0, ≈ x for large x; NaN for x < 0.
+/// log(expm1(x)) for x ≥ 0: −inf at 0, ≈ x for large x; NaN for x < 0. Accurate also around
+/// x = ln 2, where the result crosses zero.
 double log_expm1(double x) noexcept;
 
 /// out[i] = log σ(a[i]), i < n.
@@ -33,10 +49,11 @@ double dot(const double* a, const double* b, std::size_t stride) noexcept;
 /// out[i] = rows[i]·theta for i < nrows (rows contiguous, `stride` apart).
 void dots_packed(const double* rows, std::size_t nrows, std::size_t stride, const double* theta,
                  double* out) noexcept;
-/// out[i] = base[idx[i]]·theta for i < k: gathered rows, prefetched ahead.
+/// out[i] = base[idx[i]]·theta for i < k: gathered rows, each prefetched 16 rows ahead.
 void dots_gather(const double* base, std::size_t stride, const Index* idx, std::size_t k,
                  const double* theta, double* out) noexcept;
-/// Σ_i log σ(y[i] · rows[i]·theta) over i < nrows: the logistic log-likelihood of a block.
+/// Σ_i log σ(y[i] · rows[i]·theta) over i < nrows: the logistic log-likelihood of a block, fused
+/// (one streaming pass; blocks ≥ 8 MB are also software-prefetched).
 double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t stride,
                               const double* y, const double* theta) noexcept;
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "flymc/kernels/kernels.hpp"
+#include "flymc/rng.hpp"
 
 namespace {
 
@@ -403,5 +404,46 @@ TEST_SUITE("unit") {
       CHECK(same_bits(s, fk::sum_log_sigmoid_signed(rows.get(), n, stride, y.data(), theta.get())));
       if (n == 0) CHECK(s == 0.0);
     }
+  }
+}
+
+TEST_SUITE("unit") {
+  TEST_CASE("kernels: array exp and log agree with libm within 2 ulp, special values kept") {
+    std::vector<double> x, out, ref;
+    flymc::Rng rng(5, 5);
+    for (int i = 0; i < 200000; ++i) x.push_back(-740.0 + 1449.0 * rng.uniform());
+    for (double v : {0.0, -0.0, 1e-300, -1e-300, 709.7, -745.0, 1.0, -1.0}) x.push_back(v);
+    out.resize(x.size());
+    flymc::kernels::exp(x.data(), out.data(), x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double r = std::exp(x[i]);
+      if (r > 1e-300) {
+        CHECK(std::fabs(out[i] - r) <= 2.0 * std::fabs(std::nextafter(r, INFINITY) - r));
+      } else {
+        CHECK(std::fabs(out[i] - r) <= 1e-300);
+      }
+    }
+    std::vector<double> y;
+    for (int i = 0; i < 200000; ++i) y.push_back(std::exp(-700.0 + 1400.0 * rng.uniform()));
+    for (double v : {1.0, 2.0, 0.5, 1e-310, 1.0 + 1e-15, 1.0 - 1e-16}) y.push_back(v);
+    out.resize(y.size());
+    flymc::kernels::log(y.data(), out.data(), y.size());
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      const double r = std::log(y[i]);
+      CHECK(std::fabs(out[i] - r) <= 2.0 * std::fabs(std::nextafter(r, INFINITY) - r) + 1e-300);
+    }
+    const double sp[] = {0.0, -1.0, INFINITY, NAN, -INFINITY};
+    double o[5];
+    flymc::kernels::log(sp, o, 5);
+    CHECK(o[0] == -INFINITY);
+    CHECK(std::isnan(o[1]));
+    CHECK(o[2] == INFINITY);
+    CHECK(std::isnan(o[3]));
+    CHECK(std::isnan(o[4]));
+    flymc::kernels::exp(sp, o, 5);
+    CHECK(o[0] == 1.0);
+    CHECK(o[2] == INFINITY);
+    CHECK(std::isnan(o[3]));
+    CHECK(o[4] == 0.0);
   }
 }

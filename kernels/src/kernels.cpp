@@ -145,6 +145,13 @@ void log_sigmoid(const double* a, double* out, std::size_t n) noexcept {
 void log_expm1(const double* x, double* out, std::size_t n) noexcept {
   map<simd::log_expm1<vd>>(x, out, n);
 }
+namespace {
+inline vd log_plain(vd x) noexcept {
+  return simd::log_corrected(x, simd::sub(x, simd::set1<vd>(1.0)), simd::zero<vd>());
+}
+}  // namespace
+void exp(const double* x, double* out, std::size_t n) noexcept { map<simd::exp<vd>>(x, out, n); }
+void log(const double* x, double* out, std::size_t n) noexcept { map<log_plain>(x, out, n); }
 
 double dot(const double* a, const double* b, std::size_t stride) noexcept {
   return dot_row(a, b, stride);
@@ -214,6 +221,8 @@ void log_sigmoid(const double* a, double* out, std::size_t n) noexcept {
 void log_expm1(const double* x, double* out, std::size_t n) noexcept {
   scalar::log_expm1(x, out, n);
 }
+void exp(const double* x, double* out, std::size_t n) noexcept { scalar::exp(x, out, n); }
+void log(const double* x, double* out, std::size_t n) noexcept { scalar::log(x, out, n); }
 double dot(const double* a, const double* b, std::size_t stride) noexcept {
   return scalar::dot(a, b, stride);
 }

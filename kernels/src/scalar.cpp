@@ -33,6 +33,14 @@ double log_expm1(double x) noexcept {
   return x + std::log(-std::expm1(-x));
 }
 
+void exp(const double* x, double* out, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = std::exp(x[i]);
+}
+
+void log(const double* x, double* out, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = std::log(x[i]);
+}
+
 void log_sigmoid(const double* a, double* out, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) out[i] = log_sigmoid(a[i]);
 }

@@ -143,12 +143,12 @@ struct RwmhKernel {
 /// Shared scratch for the z-updaters.
 struct ZScratch {
   std::vector<Index> idx, flip;
-  std::vector<double> dots, llt;
-  void resize(std::size_t k) {
-    if (idx.size() < k) {
-      idx.resize(k);
-      dots.resize(k);
-      llt.resize(k);
+  std::vector<double> a, b, c;
+  void reserve(std::size_t k) {
+    if (a.size() < k) {
+      a.resize(k);
+      b.resize(k);
+      c.resize(k);
     }
   }
 };
@@ -158,18 +158,22 @@ struct ZScratch {
 inline void gibbs_z(const LogisticBound& bound, const Dataset& data, BrightSet& bright,
                     const double* theta, const Index* idx, std::size_t k, Rng& rng, Counters& c,
                     ZScratch& s) {
-  s.dots.resize(std::max(s.dots.size(), k));
-  s.llt.resize(std::max(s.llt.size(), k));
-  kernels::dots_gather(data.data(), data.stride(), idx, k, theta, s.dots.data());
-  c.bound_violations += bound.deltas(idx, s.dots.data(), k, s.dots.data());  // now Δ_n
+  s.reserve(k);
+  double* delta = s.a.data();
+  double* p_dark = s.b.data();
+  double* llt = s.c.data();
+  kernels::dots_gather(data.data(), data.stride(), idx, k, theta, delta);
+  c.bound_violations += bound.deltas(idx, delta, k, delta);
   c.queries += k;
+  // P(z = 0) = B/L = e^{−Δ}: one vectorized exp; log L̃ = log expm1(Δ) likewise.
+  for (std::size_t i = 0; i < k; ++i) p_dark[i] = -delta[i];
+  kernels::exp(p_dark, p_dark, k);
+  kernels::log_expm1(delta, llt, k);
   for (std::size_t i = 0; i < k; ++i) {
-    const double delta = s.dots[i];
-    // P(z = 1) = 1 − B/L = −expm1(−Δ)
-    const bool z1 = rng.uniform() < -std::expm1(-delta);
+    const bool z1 = rng.uniform() >= p_dark[i];
     const Index n = idx[i];
     if (z1 && !bright.is_bright(n)) {
-      bright.brighten(n, kernels::log_expm1(delta));
+      bright.brighten(n, llt[i]);
     } else if (!z1 && bright.is_bright(n)) {
       bright.darken(n);
     }
@@ -184,7 +188,7 @@ class ExplicitZUpdater {
               const double* theta, Rng& rng, Counters& c) {
     const std::size_t n = data.n();
     const auto k = static_cast<std::size_t>(std::ceil(double(n) * fraction_));
-    s_.resize(k);
+    s_.idx.resize(k);
     for (std::size_t i = 0; i < k; ++i) s_.idx[i] = static_cast<Index>(rng.below(n));
     gibbs_z(bound, data, bright, theta, s_.idx.data(), k, rng, c, s_);
   }
@@ -199,6 +203,8 @@ class ExplicitZUpdater {
 /// proposes to go bright w.p. q, chosen by geometric gaps, accepted w.p. min(1, L̃_n/q) (one query).
 /// All proposals are made against the z at the start of the sweep; the z_n are conditionally
 /// independent given θ, so the sweep is a product of valid single-datum MH kernels.
+/// Acceptance tests compare a uniform with a probability computed by a vectorized exp, and the
+/// geometric gaps take their logs in vectorized batches: no scalar libm call per datum.
 class ImplicitZUpdater {
  public:
   explicit ImplicitZUpdater(double q)
@@ -206,36 +212,64 @@ class ImplicitZUpdater {
 
   void update(const LogisticBound& bound, const Dataset& data, BrightSet& bright,
               const double* theta, Rng& rng, Counters& c) {
-    // 1. Bright → dark proposals, from cached log L̃.
-    s_.flip.clear();
+    // 1. Bright → dark proposals: darken iff u < q/L̃_n = exp(log q − log L̃_n).
     const std::size_t nb = bright.size();
+    s_.reserve(nb);
     const double* llt = bright.log_ltilde();
+    double* thr = s_.a.data();
+    for (std::size_t i = 0; i < nb; ++i) thr[i] = log_q_ - llt[i];
+    kernels::exp(thr, thr, nb);
+    s_.flip.clear();
     for (std::size_t i = 0; i < nb; ++i)
-      if (std::log(rng.uniform_pos()) < log_q_ - llt[i]) s_.flip.push_back(bright.bright(i));
+      if (rng.uniform() < thr[i]) s_.flip.push_back(bright.bright(i));
     // 2. Dark → bright proposals: positions in the dark list with Geometric(q) gaps.
-    const std::size_t nd = bright.num_dark();
-    std::size_t k = 0;
-    s_.idx.clear();
-    for (std::uint64_t pos = next_gap(rng); pos < nd; pos += 1 + next_gap(rng)) {
-      s_.idx.push_back(bright.dark(static_cast<std::size_t>(pos)));
-      ++k;
-    }
-    s_.dots.resize(std::max(s_.dots.size(), k));
-    s_.llt.resize(std::max(s_.llt.size(), k));
+    propose_darks(bright, rng);
+    const std::size_t k = s_.idx.size();
+    // 3. One query per proposal: log L̃_n at θ; accept iff u < L̃_n/q = exp(log L̃_n − log q).
+    s_.reserve(k);
+    double* delta = s_.a.data();
+    double* acc = s_.b.data();
+    double* lt = s_.c.data();
     if (k > 0) {
-      kernels::dots_gather(data.data(), data.stride(), s_.idx.data(), k, theta, s_.dots.data());
-      c.bound_violations += bound.deltas(s_.idx.data(), s_.dots.data(), k, s_.dots.data());
-      kernels::log_expm1(s_.dots.data(), s_.llt.data(), k);
+      kernels::dots_gather(data.data(), data.stride(), s_.idx.data(), k, theta, delta);
+      c.bound_violations += bound.deltas(s_.idx.data(), delta, k, delta);
+      kernels::log_expm1(delta, lt, k);
+      for (std::size_t i = 0; i < k; ++i) acc[i] = lt[i] - log_q_;
+      kernels::exp(acc, acc, k);
       c.queries += k;
     }
-    // 3. Apply: darken first (their proposals were decided), then brighten the accepted darks.
+    // 4. Apply: darken first (their proposals were decided), then brighten the accepted darks.
     for (Index n : s_.flip) bright.darken(n);
     for (std::size_t i = 0; i < k; ++i)
-      if (std::log(rng.uniform_pos()) < s_.llt[i] - log_q_) bright.brighten(s_.idx[i], s_.llt[i]);
+      if (rng.uniform() < acc[i]) bright.brighten(s_.idx[i], lt[i]);
   }
 
  private:
-  std::uint64_t next_gap(Rng& rng) noexcept { return q_one_ ? 0 : rng.geometric(inv_log1mq_); }
+  /// Fills s_.idx with the dark data proposed to go bright: each independently w.p. q, found by
+  /// skipping Geometric(q) gaps, gap = ⌊log(u)/log(1−q)⌋, logs taken 64 at a time.
+  void propose_darks(const BrightSet& bright, Rng& rng) {
+    const std::size_t nd = bright.num_dark();
+    s_.idx.clear();
+    if (q_one_) {
+      for (std::size_t i = 0; i < nd; ++i) s_.idx.push_back(bright.dark(i));
+      return;
+    }
+    constexpr std::size_t kBatch = 64;
+    alignas(64) double lu[kBatch];
+    double pos = 0.0;  // next candidate position in the dark list
+    const double end = static_cast<double>(nd);
+    while (true) {
+      for (std::size_t i = 0; i < kBatch; ++i) lu[i] = rng.uniform_pos();
+      kernels::log(lu, lu, kBatch);
+      for (std::size_t i = 0; i < kBatch; ++i) {
+        pos += std::floor(lu[i] * inv_log1mq_);
+        if (pos >= end) return;
+        s_.idx.push_back(bright.dark(static_cast<std::size_t>(pos)));
+        pos += 1.0;
+      }
+    }
+  }
+
   double log_q_, inv_log1mq_;
   bool q_one_;
   ZScratch s_;

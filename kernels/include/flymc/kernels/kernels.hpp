@@ -44,6 +44,11 @@ void log_sigmoid(const double* a, double* out, std::size_t n) noexcept;
 /// out[i] = log(expm1(x[i])), i < n.
 void log_expm1(const double* x, double* out, std::size_t n) noexcept;
 
+/// out[i] = e^{x[i]}, i < n (< 1 ulp; 0 below −745, +inf above 709.8, NaN kept).
+void exp(const double* x, double* out, std::size_t n) noexcept;
+/// out[i] = log(x[i]), i < n (0 → −inf, negative or NaN → NaN).
+void log(const double* x, double* out, std::size_t n) noexcept;
+
 /// Σ_j a[j]·b[j] over j < stride.
 double dot(const double* a, const double* b, std::size_t stride) noexcept;
 /// out[i] = rows[i]·theta for i < nrows (rows contiguous, `stride` apart).
@@ -65,6 +70,8 @@ std::size_t simd_lanes() noexcept;
 /// use them as the libm baseline). The element functions call libm; the dot products sum in
 /// index order. They agree with the SIMD path to rounding, not bit for bit.
 namespace scalar {
+void exp(const double* x, double* out, std::size_t n) noexcept;
+void log(const double* x, double* out, std::size_t n) noexcept;
 double log_sigmoid(double a) noexcept;
 double log_expm1(double x) noexcept;
 void log_sigmoid(const double* a, double* out, std::size_t n) noexcept;

@@ -89,7 +89,7 @@ struct Table1Options {
   long warmup_flymc = 20000, iters_flymc = 200000, thin_flymc = 10;
   std::uint64_t seed = 1;
   double q = 0.01, slack = 0.0;
-  int theta_steps = 1;
+  int theta_steps = RunConfig{}.theta_steps;
 };
 
 void table1(const Table1Options& o) {

@@ -86,6 +86,7 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
         {"bound_slack", fmt(cfg.bound_slack)},
         {"theta_steps", std::to_string(cfg.theta_steps)},
         {"init", to_string(cfg.init)},
+        {"metric", to_string(cfg.metric)},
         {"adapt_delta", fmt(cfg.target_accept)},
     };
     for (const auto& kv : extra_config) c.push_back(kv);

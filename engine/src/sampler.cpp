@@ -35,6 +35,8 @@ struct Shared {
   const LogisticBound* bound;  // null for regular MCMC
   const MapResult& map;
   double eps0;
+  const double* scale;                  // RW proposal scale L (D × stride) or null
+  std::vector<double> inv_metric_diag;  // diag(LLᵀ), written to the adaptation block
 };
 
 /// Initial θ (padded): θ_MAP plus chain-specific jitter in Laplace standard deviations, or a prior
@@ -97,7 +99,7 @@ ChainResult run_chain(const Shared& sh, int chain_id, ZUp* zup, DrawSink* sink,
   const auto t_warm = Clock::now();
   z_init_seconds = seconds_between(t_start, t_warm);
 
-  RwmhKernel kernel(d, stride, sh.eps0);
+  RwmhKernel kernel(d, stride, sh.eps0, sh.scale);
   DualAveraging adapt(sh.eps0, cfg.target_accept);
   const std::vector<std::string> cols = column_names(d);
   if (sink) sink->begin(cols);
@@ -117,7 +119,7 @@ ChainResult run_chain(const Shared& sh, int chain_id, ZUp* zup, DrawSink* sink,
     const bool sampling = it >= cfg.warmup;
     if (it == cfg.warmup) {
       kernel.step_size = adapt.final_step_size();
-      if (sink) sink->adaptation(kernel.step_size, std::vector<double>(d, 1.0));
+      if (sink) sink->adaptation(kernel.step_size, sh.inv_metric_diag);
       t_sample = Clock::now();
       queries_at_sampling = queries_at_row = cnt.queries;
       window_accept = 0.0;
@@ -254,12 +256,34 @@ RunResult run_logistic(const RunConfig& cfg, std::shared_ptr<const Dataset> data
 
   // Initial RW step: 2.38/√D times the smallest Laplace standard deviation; dual averaging adapts
   // it.
+  // Proposal scale: L with LLᵀ = the Laplace covariance (or its diagonal), or the identity.
+  const std::size_t d = out.dim, stride = data->stride();
+  AlignedBuffer scale;
+  std::vector<double> metric_diag(d, 1.0);
+  if (cfg.metric != Metric::identity) {
+    scale = aligned_zeros(d * stride);
+    Mat L = Mat::Zero(static_cast<Eigen::Index>(d), static_cast<Eigen::Index>(d));
+    if (cfg.metric == Metric::dense) {
+      L = out.map.covariance.llt().matrixL();
+    } else {
+      L.diagonal() = out.map.covariance.diagonal().cwiseSqrt();
+    }
+    for (std::size_t i = 0; i < d; ++i) {
+      for (std::size_t j = 0; j <= i; ++j)
+        scale[i * stride + j] = L(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
+      metric_diag[i] =
+          out.map.covariance(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(i));
+    }
+  }
+  // Initial step: 2.38/√D in the metric's units (for the identity, times the smallest Laplace
+  // standard deviation); dual averaging adapts it.
   double eps0 = cfg.step_size;
   if (eps0 <= 0.0) {
     const double min_var = out.map.covariance.diagonal().minCoeff();
-    eps0 = 2.38 / std::sqrt(static_cast<double>(out.dim)) * std::sqrt(std::max(min_var, 1e-300));
+    eps0 = 2.38 / std::sqrt(static_cast<double>(d)) *
+           (cfg.metric == Metric::identity ? std::sqrt(std::max(min_var, 1e-300)) : 1.0);
   }
-  const Shared sh{cfg, model, bound ? &*bound : nullptr, out.map, eps0};
+  const Shared sh{cfg, model, bound ? &*bound : nullptr, out.map, eps0, scale.get(), metric_diag};
 
   const int nchains = cfg.chains;
   out.chains.resize(static_cast<std::size_t>(nchains));

@@ -105,14 +105,24 @@ class FlyTarget {
 };
 
 /// Random-walk Metropolis–Hastings, θ' = θ + ε·η with η ~ N(0, I) (MATH.md 3).
+/// With a proposal scale matrix L (lower triangular, D rows `stride` apart) the step is
+/// θ' = θ + ε·L·η, a random walk with covariance ε²LLᵀ (still symmetric: the MH ratio is the
+/// target ratio). L = null is the identity.
 struct RwmhKernel {
   double step_size = 0.1;
-  std::size_t dim = 0;
-  AlignedBuffer proposal;  // padded θ'
+  std::size_t dim = 0, stride = 0;
+  AlignedBuffer proposal;     // padded θ'
+  AlignedBuffer eta;          // padded η
+  const double* L = nullptr;  // optional scale, D × stride, lower triangular
 
   RwmhKernel() = default;
-  RwmhKernel(std::size_t d, std::size_t stride, double eps)
-      : step_size(eps), dim(d), proposal(aligned_zeros(stride)) {}
+  RwmhKernel(std::size_t d, std::size_t s, double eps, const double* scale = nullptr)
+      : step_size(eps),
+        dim(d),
+        stride(s),
+        proposal(aligned_zeros(s)),
+        eta(aligned_zeros(s)),
+        L(scale) {}
 
   /// One MH step on `target` from padded `theta` with cached log density `logp`. Returns the
   /// acceptance probability; updates theta/logp in place on acceptance.
@@ -120,7 +130,14 @@ struct RwmhKernel {
   double step(Rng& rng, double* theta, double& logp, Target& target, Counters& c) {
     {
       PhaseTimer t(c.profile, Phase::proposal);
-      for (std::size_t j = 0; j < dim; ++j) proposal[j] = theta[j] + step_size * rng.normal();
+      if (L == nullptr) {
+        for (std::size_t j = 0; j < dim; ++j) proposal[j] = theta[j] + step_size * rng.normal();
+      } else {
+        for (std::size_t j = 0; j < dim; ++j) eta[j] = rng.normal();
+        // Row j of L is zero past j (and in the padding), so a full padded dot is L_j·η.
+        for (std::size_t j = 0; j < dim; ++j)
+          proposal[j] = theta[j] + step_size * kernels::dot(L + j * stride, eta.get(), stride);
+      }
     }
     const double logp_new = target.eval(proposal.get(), c);
     PhaseTimer t(c.profile, Phase::accept);

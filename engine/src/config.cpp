@@ -1,5 +1,6 @@
 #include "flymc/config.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <string>
 
@@ -7,20 +8,39 @@
 
 namespace flymc {
 namespace {
+/// Shortest text that reads back to v ("1e-300", not std::to_string's "0.000000").
 std::string num(double v) {
-  std::string s = std::to_string(v);
-  return s;
+  char buf[40];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
+
+// Upper limits that keep the iteration arithmetic (warmup + iters, chains × iterations,
+// iters + thin − 1) far from overflowing a 64-bit long.
+constexpr long kMaxIterations = 1'000'000'000'000;  // 1e12
+constexpr int kMaxChains = 1'000'000;
+constexpr int kMaxThreads = 65'536;
+// 1/σ² must be a finite, non-zero double (LogisticModel checks the same range).
+constexpr double kMinPriorSd = 1e-150, kMaxPriorSd = 1e150;
 }  // namespace
 
 void RunConfig::validate() const {
-  if (chains < 1) throw ConfigError("--chains must be >= 1, got " + std::to_string(chains));
-  if (warmup < 0) throw ConfigError("--warmup must be >= 0, got " + std::to_string(warmup));
-  if (iters < 1) throw ConfigError("--iters must be >= 1, got " + std::to_string(iters));
-  if (thin < 1) throw ConfigError("--thin must be >= 1, got " + std::to_string(thin));
-  if (threads < 0) throw ConfigError("--threads must be >= 0, got " + std::to_string(threads));
-  if (!(prior_sd > 0.0) || !std::isfinite(prior_sd))
-    throw ConfigError("--prior-sd must be positive and finite, got " + num(prior_sd));
+  if (chains < 1 || chains > kMaxChains)
+    throw ConfigError("--chains must be in [1, " + std::to_string(kMaxChains) + "], got " +
+                      std::to_string(chains));
+  if (warmup < 0 || warmup > kMaxIterations)
+    throw ConfigError("--warmup must be in [0, 1e12], got " + std::to_string(warmup));
+  if (iters < 1 || iters > kMaxIterations)
+    throw ConfigError("--iters must be in [1, 1e12], got " + std::to_string(iters));
+  if (thin < 1 || thin > kMaxIterations)
+    throw ConfigError("--thin must be in [1, 1e12], got " + std::to_string(thin));
+  if (threads < 0 || threads > kMaxThreads)
+    throw ConfigError("--threads must be in [0, " + std::to_string(kMaxThreads) +
+                      "] (0: all cores), got " + std::to_string(threads));
+  // The prior precision 1/σ² must be a finite, non-zero double (σ = 1e-300 made it infinite and
+  // the MAP search NaN).
+  if (!(prior_sd >= kMinPriorSd && prior_sd <= kMaxPriorSd))
+    throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + num(prior_sd));
   if (!(q_dark_to_bright > 0.0 && q_dark_to_bright <= 1.0))
     throw ConfigError("--q-dark-to-bright must be in (0, 1], got " + num(q_dark_to_bright));
   if (!(resample_fraction > 0.0 && resample_fraction <= 1.0))
@@ -32,7 +52,7 @@ void RunConfig::validate() const {
   if (theta_steps < 1)
     throw ConfigError("--theta-steps must be >= 1, got " + std::to_string(theta_steps));
   if (!(target_accept > 0.0 && target_accept < 1.0))
-    throw ConfigError("target acceptance must be in (0, 1), got " + num(target_accept));
+    throw ConfigError("--target-accept must be in (0, 1), got " + num(target_accept));
   if (!(step_size >= 0.0) || !std::isfinite(step_size))
     throw ConfigError("--step-size must be finite and >= 0, got " + num(step_size));
   if (!(init_jitter >= 0.0) || !std::isfinite(init_jitter))
@@ -45,6 +65,9 @@ const char* to_string(ZUpdate z) noexcept {
   return z == ZUpdate::implicit ? "implicit" : "explicit";
 }
 const char* to_string(KernelKind) noexcept { return "rwmh"; }
+const char* to_string(Metric m) noexcept {
+  return m == Metric::identity ? "identity" : m == Metric::diag ? "diag" : "dense";
+}
 const char* to_string(Init i) noexcept { return i == Init::map ? "map" : "prior"; }
 
 }  // namespace flymc

@@ -3,15 +3,19 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "commands.hpp"
 #include "flymc/errors.hpp"
@@ -72,10 +76,25 @@ void write_summary_json(const std::string& path, const RunResult& r,
   if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error(path + ": cannot rename", 74);
 }
 
+/// Fails with exit code 73 (EX_CANTCREAT) unless a file can be created in `dir`: checked before
+/// the data are read, not when the chains open their files after the MAP search.
+void check_writable(const std::string& dir) {
+  const std::string probe = dir + "/.flymc-write-test-" + std::to_string(::getpid());
+  std::FILE* f = std::fopen(probe.c_str(), "w");
+  if (f == nullptr)
+    throw Error(dir + ": cannot create files in the output directory: " + std::strerror(errno), 73);
+  std::fclose(f);
+  std::remove(probe.c_str());
+}
+
 void run_sample(const SampleOptions& o) {
-  o.cfg.validate();  // reject bad options before any work
+  // Every option is checked before any work: values, then the output directory, then the data.
+  o.cfg.validate();
   if (o.model != "logistic")
     throw ConfigError("--model " + o.model + ": only 'logistic' is available in this build");
+  if (o.out.empty()) throw UsageError("--out must not be empty");
+  SinkFactory sinks = stan_csv_sinks(o.out, o.cfg, {{"data", o.data}});
+  check_writable(o.out);
   auto data = std::make_shared<const Dataset>(load_dataset(o.data, LabelDomain::binary));
   const bool tty = isatty(STDERR_FILENO) && !o.quiet;
   if (!o.quiet)
@@ -102,7 +121,7 @@ void run_sample(const SampleOptions& o) {
   }
   RunResult r;
   try {
-    r = run_logistic(o.cfg, data, stan_csv_sinks(o.out, o.cfg, {{"data", o.data}}), &progress);
+    r = run_logistic(o.cfg, data, sinks, &progress);
   } catch (...) {
     done = true;
     if (monitor.joinable()) monitor.join();
@@ -128,6 +147,20 @@ void run_sample(const SampleOptions& o) {
   }
 }
 
+/// An option taking one of the names in `values`, stored as the mapped enum. An unknown name is a
+/// usage error naming the option and the choices, e.g. "--kernel: nuts not in {rwmh}".
+template <class E>
+void add_enum_option(CLI::App* s, const std::string& name, E& target,
+                     const std::map<std::string, E>& values, const std::string& help,
+                     const std::string& default_name) {
+  std::vector<std::string> names;
+  for (const auto& kv : values) names.push_back(kv.first);
+  s->add_option_function<std::string>(
+       name, [&target, values](const std::string& v) { target = values.at(v); }, help)
+      ->check(CLI::IsMember(names))
+      ->default_str(default_name);
+}
+
 }  // namespace
 
 void add_sample_command(CLI::App& app) {
@@ -139,32 +172,32 @@ void add_sample_command(CLI::App& app) {
       ->check(CLI::IsMember({"logistic"}))
       ->capture_default_str();
   const std::map<std::string, Algo> algos{{"flymc", Algo::flymc}, {"full", Algo::full}};
-  s->add_option("--algo", c.algo, "flymc or full (regular MCMC)")
-      ->transform(CLI::CheckedTransformer(algos))
-      ->default_str("flymc");
+  add_enum_option(s, "--algo", c.algo, algos, "flymc or full (regular MCMC)", "flymc");
   const std::map<std::string, BoundTuning> bounds{{"map", BoundTuning::map},
                                                   {"untuned", BoundTuning::untuned}};
-  s->add_option("--bound", c.bound, "map (MAP-tuned) or untuned")
-      ->transform(CLI::CheckedTransformer(bounds))
-      ->default_str("map");
+  add_enum_option(s, "--bound", c.bound, bounds, "map (MAP-tuned) or untuned", "map");
   const std::map<std::string, ZUpdate> zs{{"implicit", ZUpdate::implicit},
                                           {"explicit", ZUpdate::explicit_}};
-  s->add_option("--z", c.z, "z-update: implicit or explicit")
-      ->transform(CLI::CheckedTransformer(zs))
-      ->default_str("implicit");
+  add_enum_option(s, "--z", c.z, zs, "z-update: implicit or explicit", "implicit");
   const std::map<std::string, KernelKind> kernels{{"rwmh", KernelKind::rwmh}};
-  s->add_option("--kernel", c.kernel, "theta-kernel")
-      ->transform(CLI::CheckedTransformer(kernels))
-      ->default_str("rwmh");
+  add_enum_option(s, "--kernel", c.kernel, kernels, "theta-kernel", "rwmh");
+  const std::map<std::string, Metric> metrics{
+      {"identity", Metric::identity}, {"diag", Metric::diag}, {"dense", Metric::dense}};
+  add_enum_option(s, "--metric", c.metric, metrics,
+                  "RW proposal covariance: identity, or the Laplace covariance (diag or dense)",
+                  "identity");
+  s->add_option("--target-accept", c.target_accept, "Step-size adaptation target")
+      ->capture_default_str();
   const std::map<std::string, Init> inits{{"map", Init::map}, {"prior", Init::prior}};
-  s->add_option("--init", c.init, "map (MAP + jitter) or prior draw")
-      ->transform(CLI::CheckedTransformer(inits))
-      ->default_str("map");
+  add_enum_option(s, "--init", c.init, inits, "map (MAP + jitter) or prior draw", "map");
   s->add_option("--chains", c.chains, "Number of chains")->capture_default_str();
   s->add_option("--warmup", c.warmup, "Warm-up iterations")->capture_default_str();
   s->add_option("--iters", c.iters, "Sampling iterations")->capture_default_str();
   s->add_option("--thin", c.thin, "Keep every K-th draw")->capture_default_str();
-  s->add_option("--seed", c.seed, "Random seed")->capture_default_str();
+  // (CLI11 would wrap a negative seed around to 2^64 - 1: refused instead.)
+  s->add_option("--seed", c.seed, "Random seed (an integer >= 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   s->add_option("--threads", c.threads, "Worker threads (0: all cores)")->capture_default_str();
   s->add_option("--prior-sd", c.prior_sd, "Gaussian prior standard deviation")
       ->capture_default_str();

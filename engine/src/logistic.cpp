@@ -94,8 +94,9 @@ double jj_lambda(double xi) noexcept {
 LogisticModel::LogisticModel(std::shared_ptr<const Dataset> data, double prior_sd)
     : data_(std::move(data)), prior_sd_(prior_sd) {
   if (!data_) throw ConfigError("logistic model: no data");
-  if (!(prior_sd > 0.0) || !std::isfinite(prior_sd))
-    throw ConfigError("--prior-sd must be positive and finite, got " + std::to_string(prior_sd));
+  // 1/σ² must be a finite, non-zero double (as RunConfig::validate checks).
+  if (!(prior_sd >= 1e-150 && prior_sd <= 1e150))
+    throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + std::to_string(prior_sd));
   blas::use_single_thread();
 }
 
@@ -163,7 +164,17 @@ MapResult LogisticModel::find_map(double tol, int max_iter) const {
     Eigen::LLT<Mat> llt(neg_hess);
     Vec step = llt.solve(g);
     const double decrement = g.dot(step);  // Newton decrement squared
-    if (!(decrement > 2.0 * tol)) break;
+    if (!(decrement > 2.0 * tol)) {
+      // Converged. The step left is tiny, but the gradient after it is smaller by orders of
+      // magnitude (quadratic convergence), so it is taken unless it lowers the objective by more
+      // than rounding. Skipping it left |∇| ~1e-6 where a build's rounding changed the path.
+      const double f_last = objective(theta + step);
+      if (f_last >= f - 1e-12 * (1.0 + std::fabs(f))) {
+        theta += step;
+        f = f_last;
+      }
+      break;
+    }
     double t = 1.0;
     double f_new = objective(theta + step);
     while (!(f_new >= f + 0.25 * t * decrement) && t > 1e-12) {

@@ -9,4 +9,6 @@ void add_data_command(CLI::App& app);
 void add_sample_command(CLI::App& app);
 /// `flymc summary DIR`
 void add_summary_command(CLI::App& app);
+/// `flymc validate sbc|geweke ...`
+void add_validate_command(CLI::App& app);
 }  // namespace flymc::cli

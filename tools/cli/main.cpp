@@ -1,5 +1,6 @@
 // flymc: the command line. Sub-commands live in cmd_*.cpp; errors map to sysexits codes
-// (64 usage, 65 data, 70 software, 73 cannot create, 74 I/O, 78 configuration).
+// (64 usage, 65 data, 70 software, 73 cannot create, 74 I/O, 78 configuration); `flymc validate`
+// exits 1 when a calibration test fails.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   flymc::cli::add_data_command(app);
   flymc::cli::add_sample_command(app);
   flymc::cli::add_summary_command(app);
+  flymc::cli::add_validate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,340 @@
+// `flymc validate sbc|geweke`: statistical validation of the samplers (engine/validate.hpp).
+// Prints the report; exits 1 when a quantity fails (unless the sampler is flagged approximate).
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "commands.hpp"
+#include "flymc/errors.hpp"
+#include "flymc/validate.hpp"
+
+namespace flymc::cli {
+namespace {
+
+/// The validation ran and found a miscalibrated sampler: exit code 1.
+class ValidationFailed : public Error {
+ public:
+  explicit ValidationFailed(const std::string& what) : Error(what, 1) {}
+};
+
+nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) throw Error(tmp + ": cannot create", 73);
+    f << j.dump(2) << '\n';
+    if (!f) throw Error(tmp + ": write failed", 74);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error(path + ": cannot rename", 74);
+}
+
+/// Polls a counter and prints a progress line on stderr while `work` runs (only on a terminal).
+template <class Counter, class Work>
+void with_progress(bool show, const Counter& counter, double total, const char* what, Work work) {
+  std::atomic<bool> done{false};
+  std::thread monitor;
+  if (show) {
+    monitor = std::thread([&] {
+      while (!done.load()) {
+        std::fprintf(stderr, "\r%s: %5.1f%%", what,
+                     100.0 * static_cast<double>(counter.load()) / total);
+        std::fflush(stderr);
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
+      std::fprintf(stderr, "\r%40s\r", "");
+    });
+  }
+  try {
+    work();
+  } catch (...) {
+    done = true;
+    if (monitor.joinable()) monitor.join();
+    throw;
+  }
+  done = true;
+  if (monitor.joinable()) monitor.join();
+}
+
+const std::map<std::string, Algo> kAlgos{{"flymc", Algo::flymc}, {"full", Algo::full}};
+const std::map<std::string, BoundTuning> kBounds{{"map", BoundTuning::map},
+                                                 {"untuned", BoundTuning::untuned}};
+const std::map<std::string, ZUpdate> kZs{{"implicit", ZUpdate::implicit},
+                                         {"explicit", ZUpdate::explicit_}};
+const std::map<std::string, KernelKind> kKernels{{"rwmh", KernelKind::rwmh}};
+const std::map<std::string, Metric> kMetrics{
+    {"identity", Metric::identity}, {"diag", Metric::diag}, {"dense", Metric::dense}};
+
+// ---------------------------------------------------------------------------------------------
+struct SbcCli {
+  SbcOptions opt;
+  std::string model = "logistic", json;
+  bool quiet = false;
+};
+
+nlohmann::json sbc_json(const SbcResult& r) {
+  const SbcOptions& o = r.options;
+  const RunConfig& c = o.run;
+  nlohmann::json j;
+  j["test"] = "sbc";
+  j["options"] = {{"model", "logistic"},
+                  {"algo", to_string(c.algo)},
+                  {"kernel", to_string(c.kernel)},
+                  {"bound", to_string(c.bound)},
+                  {"z", to_string(c.z)},
+                  {"q_dark_to_bright", c.q_dark_to_bright},
+                  {"resample_fraction", c.resample_fraction},
+                  {"untuned_xi", c.untuned_xi},
+                  {"bound_slack", c.bound_slack},
+                  {"theta_steps", c.theta_steps},
+                  {"metric", to_string(c.metric)},
+                  {"prior_sd", c.prior_sd},
+                  {"warmup", c.warmup},
+                  {"n", o.n},
+                  {"d", o.d},
+                  {"reps", o.reps},
+                  {"draws", o.draws},
+                  {"thin", o.thin},
+                  {"bins", o.bins},
+                  {"seed", o.seed},
+                  {"alpha", o.alpha},
+                  {"approximate", o.approximate}};
+  j["quantities"] = nlohmann::json::array();
+  for (const RankTest& t : r.quantities) {
+    nlohmann::json q = {{"name", t.name},
+                        {"chi2", t.chi2},
+                        {"dof", t.dof},
+                        {"p_value", num(t.p_value)},
+                        {"max_deviation", t.max_deviation},
+                        {"ess_ratio", num(t.ess_ratio)},
+                        {"lag1", num(t.lag1)},
+                        {"counts", t.counts},
+                        {"expected", t.expected},
+                        {"ranks", t.ranks}};
+    if (!o.approximate) q["pass"] = t.pass;
+    j["quantities"].push_back(q);
+  }
+  j["threshold"] = r.threshold;
+  j["passed"] = o.approximate ? nlohmann::json() : nlohmann::json(r.passed());
+  j["seconds"] = r.seconds;
+  j["accept_rate"] = r.accept_rate;
+  j["bright_mean"] = r.bright_mean;
+  j["bound_violations"] = r.bound_violations;
+  j["nonfinite"] = r.nonfinite;
+  return j;
+}
+
+void run_sbc_command(const SbcCli& c) {
+  if (c.model != "logistic")
+    throw ConfigError("--model " + c.model + ": only 'logistic' is available in this build");
+  c.opt.validate();
+  std::atomic<int> done{0};
+  SbcResult r;
+  with_progress(!c.quiet && isatty(STDERR_FILENO), done, c.opt.reps, "sbc replicates",
+                [&] { r = run_sbc(c.opt, &done); });
+  if (!c.quiet) std::fputs(format_report(r).c_str(), stdout);
+  std::fflush(stdout);
+  if (!c.json.empty()) write_json(c.json, sbc_json(r));
+  if (!r.passed()) {
+    std::string bad;
+    for (const RankTest& t : r.quantities)
+      if (!t.pass) bad += (bad.empty() ? "" : ", ") + t.name;
+    throw ValidationFailed("sbc: ranks not uniform for " + bad);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+struct GewekeCli {
+  GewekeOptions opt;
+  std::string model = "logistic", json;
+  bool quiet = false;
+};
+
+nlohmann::json geweke_json(const GewekeResult& r) {
+  const GewekeOptions& o = r.options;
+  nlohmann::json j;
+  j["test"] = "geweke";
+  j["options"] = {{"model", "logistic"},
+                  {"algo", to_string(o.algo)},
+                  {"kernel", to_string(o.kernel)},
+                  {"bound", to_string(o.bound)},
+                  {"z", to_string(o.z)},
+                  {"q_dark_to_bright", o.q_dark_to_bright},
+                  {"resample_fraction", o.resample_fraction},
+                  {"untuned_xi", o.untuned_xi},
+                  {"bound_slack", o.bound_slack},
+                  {"theta_steps", o.theta_steps},
+                  {"sweeps", o.sweeps},
+                  {"step_size", o.step_size},
+                  {"prior_sd", o.prior_sd},
+                  {"n", o.n},
+                  {"d", o.d},
+                  {"iters", o.iters},
+                  {"burn", o.burn},
+                  {"chains", o.chains},
+                  {"mc_draws", o.mc_draws},
+                  {"batches", o.batches},
+                  {"seed", o.seed},
+                  {"alpha", o.alpha},
+                  {"approximate", o.approximate}};
+  j["functions"] = nlohmann::json::array();
+  for (const GewekeStat& g : r.stats) {
+    nlohmann::json f = {{"name", g.name},       {"mc_mean", g.mc_mean},     {"mc_se", g.mc_se},
+                        {"sc_mean", g.sc_mean}, {"sc_se", g.sc_se},         {"exact", num(g.exact)},
+                        {"z", num(g.z)},        {"p_value", num(g.p_value)}};
+    if (!o.approximate) f["pass"] = g.pass;
+    j["functions"].push_back(f);
+  }
+  j["threshold"] = r.threshold;
+  j["passed"] = o.approximate ? nlohmann::json() : nlohmann::json(r.passed());
+  j["seconds"] = r.seconds;
+  j["accept_rate"] = r.accept_rate;
+  j["bound_violations"] = r.bound_violations;
+  j["nonfinite"] = r.nonfinite;
+  return j;
+}
+
+void run_geweke_command(const GewekeCli& c) {
+  if (c.model != "logistic")
+    throw ConfigError("--model " + c.model + ": only 'logistic' is available in this build");
+  c.opt.validate();
+  std::atomic<long> done{0};
+  GewekeResult r;
+  const double total =
+      static_cast<double>(c.opt.chains) * static_cast<double>(c.opt.iters + c.opt.burn);
+  with_progress(!c.quiet && isatty(STDERR_FILENO), done, total, "geweke transitions",
+                [&] { r = run_geweke(c.opt, &done); });
+  if (!c.quiet) std::fputs(format_report(r).c_str(), stdout);
+  std::fflush(stdout);
+  if (!c.json.empty()) write_json(c.json, geweke_json(r));
+  if (!r.passed()) {
+    std::string bad;
+    for (const GewekeStat& g : r.stats)
+      if (!g.pass) bad += (bad.empty() ? "" : ", ") + g.name;
+    throw ValidationFailed("geweke: simulators disagree on " + bad);
+  }
+}
+
+/// Options shared by both sub-commands, bound to the given fields.
+void add_sampler_options(CLI::App* s, std::string& model, Algo& algo, BoundTuning& bound,
+                         ZUpdate& z, KernelKind& kernel) {
+  s->add_option("--model", model, "Model")
+      ->check(CLI::IsMember({"logistic"}))
+      ->capture_default_str();
+  s->add_option("--algo", algo, "flymc or full (regular MCMC)")
+      ->transform(CLI::CheckedTransformer(kAlgos))
+      ->default_str(to_string(algo));
+  s->add_option("--kernel", kernel, "theta-kernel")
+      ->transform(CLI::CheckedTransformer(kKernels))
+      ->default_str(to_string(kernel));
+  s->add_option("--bound", bound, "map (MAP-tuned) or untuned")
+      ->transform(CLI::CheckedTransformer(kBounds))
+      ->default_str(to_string(bound));
+  s->add_option("--z", z, "z-update: implicit or explicit")
+      ->transform(CLI::CheckedTransformer(kZs))
+      ->default_str(to_string(z));
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app) {
+  CLI::App* v = app.add_subcommand(
+      "validate", "Check a sampler's exactness: simulation-based calibration or Geweke's test");
+  v->require_subcommand(1);
+
+  // flymc validate sbc
+  {
+    auto c = std::make_shared<SbcCli>();
+    SbcOptions& o = c->opt;
+    RunConfig& r = o.run;
+    CLI::App* s = v->add_subcommand(
+        "sbc",
+        "Simulation-based calibration (Talts et al. 2018): ranks of the true parameters "
+        "among posterior draws, tested for uniformity");
+    add_sampler_options(s, c->model, r.algo, r.bound, r.z, r.kernel);
+    s->add_option("--reps", o.reps, "Replicates (simulated data sets)")->capture_default_str();
+    s->add_option("--n", o.n, "Rows per simulated data set")->capture_default_str();
+    s->add_option("--d", o.d, "Coefficients, the bias column included")->capture_default_str();
+    s->add_option("--draws", o.draws, "Kept posterior draws L per replicate")
+        ->capture_default_str();
+    s->add_option("--thin", o.thin, "Sampling iterations per kept draw")->capture_default_str();
+    s->add_option("--warmup", r.warmup, "Warm-up iterations per replicate")->capture_default_str();
+    s->add_option("--bins", o.bins, "Rank histogram bins")->capture_default_str();
+    s->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+    s->add_option("--threads", o.threads, "Worker threads over replicates (0: all cores)")
+        ->capture_default_str();
+    s->add_option("--prior-sd", r.prior_sd, "Gaussian prior standard deviation")
+        ->capture_default_str();
+    s->add_option("--q-dark-to-bright", r.q_dark_to_bright, "Implicit z-update proposal rate q")
+        ->capture_default_str();
+    s->add_option("--resample-fraction", r.resample_fraction, "Explicit z-update fraction")
+        ->capture_default_str();
+    s->add_option("--untuned-xi", r.untuned_xi, "xi of the untuned bound")->capture_default_str();
+    s->add_option("--bound-slack", r.bound_slack, "Slack subtracted from every log B_n")
+        ->capture_default_str();
+    s->add_option("--theta-steps", r.theta_steps, "theta-steps per z-sweep")->capture_default_str();
+    s->add_option("--metric", r.metric, "RW proposal metric: identity, diag or dense (Laplace)")
+        ->transform(CLI::CheckedTransformer(kMetrics))
+        ->default_str(to_string(r.metric));
+    s->add_option("--alpha", o.alpha, "Family-wise significance level (Bonferroni)")
+        ->capture_default_str();
+    s->add_flag("--approximate", o.approximate,
+                "The sampler is approximate: report deviations, no pass/fail");
+    s->add_option("--json", c->json, "Write the results to this JSON file");
+    s->add_flag("--quiet", c->quiet, "No report on stdout");
+    s->callback([c] { run_sbc_command(*c); });
+  }
+
+  // flymc validate geweke
+  {
+    auto c = std::make_shared<GewekeCli>();
+    GewekeOptions& o = c->opt;
+    CLI::App* s = v->add_subcommand(
+        "geweke",
+        "Geweke's (2004) joint-distribution test of the FlyMC transition, z-updates "
+        "included: marginal-conditional vs successive-conditional simulator");
+    add_sampler_options(s, c->model, o.algo, o.bound, o.z, o.kernel);
+    s->add_option("--n", o.n, "Rows of the fixed design")->capture_default_str();
+    s->add_option("--d", o.d, "Coefficients, the bias column included")->capture_default_str();
+    s->add_option("--iters", o.iters, "Successive-conditional transitions per chain")
+        ->capture_default_str();
+    s->add_option("--burn", o.burn, "Discarded transitions per chain")->capture_default_str();
+    s->add_option("--chains", o.chains, "Successive-conditional chains")->capture_default_str();
+    s->add_option("--mc-draws", o.mc_draws, "Marginal-conditional draws")->capture_default_str();
+    s->add_option("--batches", o.batches, "Batches per chain for batch-means standard errors")
+        ->capture_default_str();
+    s->add_option("--step-size", o.step_size, "Fixed RW-MH step size")->capture_default_str();
+    s->add_option("--theta-steps", o.theta_steps, "theta-steps per z-sweep")->capture_default_str();
+    s->add_option("--sweeps", o.sweeps, "(theta-steps, z-sweep) rounds per transition")
+        ->capture_default_str();
+    s->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+    s->add_option("--threads", o.threads, "Worker threads (0: all cores)")->capture_default_str();
+    s->add_option("--prior-sd", o.prior_sd, "Gaussian prior standard deviation")
+        ->capture_default_str();
+    s->add_option("--q-dark-to-bright", o.q_dark_to_bright, "Implicit z-update proposal rate q")
+        ->capture_default_str();
+    s->add_option("--resample-fraction", o.resample_fraction, "Explicit z-update fraction")
+        ->capture_default_str();
+    s->add_option("--untuned-xi", o.untuned_xi, "xi of the untuned bound")->capture_default_str();
+    s->add_option("--bound-slack", o.bound_slack, "Slack subtracted from every log B_n")
+        ->capture_default_str();
+    s->add_option("--alpha", o.alpha, "Family-wise significance level (Bonferroni)")
+        ->capture_default_str();
+    s->add_flag("--approximate", o.approximate,
+                "The sampler is approximate: report deviations, no pass/fail");
+    s->add_option("--json", c->json, "Write the results to this JSON file");
+    s->add_flag("--quiet", c->quiet, "No report on stdout");
+    s->callback([c] { run_geweke_command(*c); });
+  }
+}
+
+}  // namespace flymc::cli

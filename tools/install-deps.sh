@@ -10,9 +10,11 @@ packages=(
   libbenchmark-dev doctest-dev libcli11-dev nlohmann-json3-dev
   zlib1g-dev dataset-fashion-mnist
 )
-# Optional extras for the sanitizer / fuzzing / format jobs: FLYMC_DEPS_EXTRA=1
+# Extras for the sanitizer / fuzzing / format jobs (CI sets it): FLYMC_DEPS_EXTRA=1. clang and
+# its runtimes build the libFuzzer targets; llvm brings llvm-symbolizer for readable sanitizer
+# stack traces.
 if [[ "${FLYMC_DEPS_EXTRA:-0}" == "1" ]]; then
-  packages+=(clang clang-format libclang-rt-14-dev)
+  packages+=(clang clang-format libclang-rt-14-dev llvm)
 fi
 
 missing=()

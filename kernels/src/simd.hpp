@@ -20,11 +20,15 @@
 // GCC 12.2's _mm512_undefined_pd() self-initialises (`__m512d __Y = __Y;`) and trips
 // -Wuninitialized once inlined (GCC PR 105593). Warnings are matched by location, so silencing
 // them over the include covers the header's code wherever it is inlined.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 #include <cstddef>
 #include <cstdint>

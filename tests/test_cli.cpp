@@ -119,4 +119,78 @@ TEST_SUITE("unit") {
     CHECK(r.code == 64);
     fs::remove_all(dir);
   }
+
+  TEST_CASE("flymc sample rejects every invalid option before reading the data") {
+    // The data file does not exist: an option checked only after loading would give 65 here.
+    const fs::path dir = temp_dir("options");
+    const std::string base =
+        "sample --data " + (dir / "missing.csv").string() + " --out " + (dir / "o").string() + " ";
+    struct Bad {
+      const char* args;
+      int code;
+      const char* mentions;  // the option named in the message
+    };
+    const Bad cases[] = {
+        {"--chains -1", 78, "--chains"},
+        {"--chains 0", 78, "--chains"},
+        {"--chains 1.5", 64, "--chains"},
+        {"--chains x", 64, "--chains"},
+        {"--warmup -1", 78, "--warmup"},
+        {"--iters -5", 78, "--iters"},
+        {"--iters 0", 78, "--iters"},
+        {"--iters 10000000000000", 78, "--iters"},
+        {"--thin 0", 78, "--thin"},
+        {"--thin -3", 78, "--thin"},
+        {"--threads -1", 78, "--threads"},
+        {"--theta-steps 0", 78, "--theta-steps"},
+        {"--seed -1", 64, "--seed"},
+        {"--seed x", 64, "--seed"},
+        {"--q-dark-to-bright 0", 78, "--q-dark-to-bright"},
+        {"--q-dark-to-bright -0.5", 78, "--q-dark-to-bright"},
+        {"--q-dark-to-bright 1.0001", 78, "--q-dark-to-bright"},
+        {"--q-dark-to-bright nan", 78, "--q-dark-to-bright"},
+        {"--resample-fraction 0", 78, "--resample-fraction"},
+        {"--resample-fraction 2", 78, "--resample-fraction"},
+        {"--prior-sd 0", 78, "--prior-sd"},
+        {"--prior-sd -1", 78, "--prior-sd"},
+        {"--prior-sd nan", 78, "--prior-sd"},
+        {"--prior-sd inf", 78, "--prior-sd"},
+        {"--prior-sd 1e-300", 78, "--prior-sd"},  // 1/σ² overflowed: NaN MAP search
+        {"--bound-slack -1", 78, "--bound-slack"},
+        {"--bound-slack nan", 78, "--bound-slack"},
+        {"--untuned-xi -1", 78, "--untuned-xi"},
+        {"--step-size -1", 78, "--step-size"},
+        {"--step-size inf", 78, "--step-size"},
+        {"--target-accept 1", 78, "--target-accept"},
+        {"--kernel nuts", 64, "--kernel"},
+        {"--algo hmc", 64, "--algo"},
+        {"--bound tight", 64, "--bound"},
+        {"--z sometimes", 64, "--z"},
+        {"--init random", 64, "--init"},
+        {"--metric full", 64, "--metric"},
+        {"--model probit", 64, "--model"},
+    };
+    for (const Bad& b : cases) {
+      CAPTURE(b.args);
+      const Result r = run_cli(base + b.args, dir);
+      CAPTURE(r.err);
+      CHECK(r.code == b.code);
+      CHECK(r.err.find(b.mentions) != std::string::npos);
+      CHECK(r.err.find("missing.csv") == std::string::npos);
+    }
+    // An output directory that cannot be made is EX_CANTCREAT (73), also before the data.
+    {
+      std::ofstream f(dir / "file");
+      f << "x\n";
+    }
+    Result r = run_cli(
+        "sample --data " + (dir / "missing.csv").string() + " --out " + (dir / "file").string(),
+        dir);
+    CHECK(r.code == 73);
+    CHECK(r.err.find("file") != std::string::npos);
+    r = run_cli("sample --data " + (dir / "missing.csv").string() + " --out ''", dir);
+    CHECK(r.code == 64);
+    CHECK(r.err.find("--out") != std::string::npos);
+    fs::remove_all(dir);
+  }
 }

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "flymc/datagen.hpp"
@@ -408,5 +409,95 @@ TEST_SUITE("unit") {
                    ": row 1: field 1 (label): label 2 is not a binary label"));
     // 1 and 2 are valid class indices.
     CHECK(flymc::load_npy(fixture("bad/label_2.npy"), LabelDomain::categorical).n() == 2);
+  }
+
+  // ------------------------------------------------------------------ in memory, piece sizes
+  TEST_CASE("parse_csv / parse_npy read text in memory exactly as the file loaders read files") {
+    namespace fs = std::filesystem;
+    const fs::path dir(FLYMC_TEST_DATA_DIR);
+    int compared = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+      const std::string path = entry.path().string(), ext = entry.path().extension().string();
+      if (ext != ".csv" && ext != ".npy") continue;
+      if (entry.path().filename() == "stan-csv-example.csv") continue;
+      CAPTURE(path);
+      std::ifstream f(path, std::ios::binary);
+      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      for (LabelDomain dom : {LabelDomain::any, LabelDomain::binary, LabelDomain::categorical}) {
+        const bool csv = ext == ".csv";
+        std::string file_error, mem_error, tiny_error;
+        std::optional<flymc::Dataset> from_file, from_mem, from_tiny;
+        flymc::detail::LoaderBlocks tiny;
+        tiny.io_bytes = 5;
+        tiny.parse_bytes = 2;
+        tiny.npy_bytes = 1;
+        file_error = data_error([&] {
+          from_file.emplace(csv ? flymc::load_csv(path, dom) : flymc::load_npy(path, dom));
+        });
+        mem_error = data_error([&] {
+          from_mem.emplace(csv ? flymc::parse_csv(text, path, dom)
+                               : flymc::parse_npy(text, path, dom));
+        });
+        tiny_error = data_error([&] {
+          from_tiny.emplace(csv ? flymc::detail::parse_csv_blocks(text, path, dom, tiny)
+                                : flymc::detail::parse_npy_blocks(text, path, dom, tiny));
+        });
+        CHECK(mem_error == file_error);
+        CHECK(tiny_error == file_error);
+        REQUIRE(from_mem.has_value() == from_file.has_value());
+        REQUIRE(from_tiny.has_value() == from_file.has_value());
+        if (from_file) {
+          CHECK(identical(*from_mem, *from_file));
+          CHECK(identical(*from_tiny, *from_file));
+        }
+        ++compared;
+      }
+    }
+    CHECK(compared >= 3 * 40);  // the fixtures of tests/data and tests/data/bad, 3 domains each
+  }
+
+  TEST_CASE("CSV and NPY parsed in pieces of a few bytes give the same data set") {
+    // Larger than a few pieces: every block, carry-over and parallel-chunk boundary is crossed.
+    TempDir tmp;
+    const auto ds = awkward_dataset();
+    flymc::save_csv(ds, tmp / "a.csv");
+    flymc::save_npy(ds, tmp / "a.npy");
+    for (const std::string name : {"a.csv", "a.npy"}) {
+      CAPTURE(name);
+      std::ifstream f(tmp / name, std::ios::binary);
+      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      for (std::size_t io : {1, 3, 64, 1000}) {
+        for (std::size_t piece : {1, 7, 100}) {
+          flymc::detail::LoaderBlocks b;
+          b.io_bytes = io;
+          b.parse_bytes = piece;
+          b.npy_bytes = piece * 8;
+          const auto got = name == "a.csv"
+                               ? flymc::detail::parse_csv_blocks(text, "mem", LabelDomain::any, b)
+                               : flymc::detail::parse_npy_blocks(text, "mem", LabelDomain::any, b);
+          CHECK(identical(got, ds));
+        }
+      }
+    }
+  }
+
+  TEST_CASE("load_csv error: a long first line and many short rows do not allocate N x D first") {
+    // 20000 fields on line 1, then 200001 more lines: N x D would be 200002 x 19999 doubles
+    // (32 GB) if it were allocated before parsing. The rows are malformed, so the loader must
+    // report the first bad row instead, without allocating it.
+    std::string text = "1";
+    for (int i = 1; i < 20000; ++i) text += ",1";
+    text += '\n';
+    std::string blank = text + std::string(200000, '\n') + "1,2\n";
+    CHECK(data_error([&] { (void)flymc::parse_csv(blank, "big.csv", LabelDomain::any); }) ==
+          "big.csv:2: blank line between data rows");
+    std::string short_rows = text;
+    for (int i = 0; i < 200001; ++i) short_rows += "1,2\n";
+    CHECK(data_error([&] { (void)flymc::parse_csv(short_rows, "big.csv", LabelDomain::any); }) ==
+          "big.csv:2: expected 20000 fields, found 2");
+    // An empty field in an otherwise full row also makes a row shorter than 2·ncols − 1 bytes.
+    std::string empty_field = "1,2,3\n4,,6\n" + std::string(40, '\n') + "7,8,9\n";
+    CHECK(data_error([&] { (void)flymc::parse_csv(empty_field, "e.csv", LabelDomain::any); }) ==
+          "e.csv:2: field 2 (x1): empty field");
   }
 }

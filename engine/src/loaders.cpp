@@ -74,11 +74,14 @@ std::string quote(const char* b, const char* e) {
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-/// Read access to an input file by byte offset, without holding it in memory: regular files are
+/// Read access to an input by byte offset, without holding a file in memory: regular files are
 /// read with pread() (the loaders stream through them in blocks, twice for CSV); anything else
-/// (a pipe, a character device) is read into memory once.
+/// (a pipe, a character device) is read into memory once; text already in memory is used as is.
 class InputFile {
  public:
+  /// A view of `text` (not copied; it must outlive this object), named `name` in messages.
+  InputFile(std::string_view text, const std::string& name)
+      : path_(name), size_(text.size()), in_memory_(true), mem_(text.data()) {}
   explicit InputFile(const std::string& path) : path_(path) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) fail(path + ": cannot open: " + errno_text(errno));
@@ -105,7 +108,9 @@ class InputFile {
   }
   InputFile(const InputFile&) = delete;
   InputFile& operator=(const InputFile&) = delete;
-  ~InputFile() { ::close(fd_); }
+  ~InputFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
 
   const std::string& path() const { return path_; }
   std::size_t size() const { return size_; }
@@ -113,7 +118,7 @@ class InputFile {
   /// Reads exactly `len` bytes at `off` (off + len <= size()). Safe to call from several threads.
   void read_at(char* dst, std::size_t off, std::size_t len) const {
     if (in_memory_) {
-      if (len != 0) std::memcpy(dst, memory_.data() + off, len);
+      if (len != 0) std::memcpy(dst, mem_ + off, len);
       return;
     }
     std::size_t done = 0;
@@ -147,6 +152,7 @@ class InputFile {
     }
     buf.resize(size_);
     memory_ = std::move(buf);
+    mem_ = memory_.data();
     in_memory_ = true;
   }
 
@@ -154,7 +160,8 @@ class InputFile {
   int fd_ = -1;
   std::size_t size_ = 0;
   bool in_memory_ = false;
-  std::vector<char> memory_;  // content of a non-regular file
+  const char* mem_ = nullptr;  // in memory: the content (memory_ or the caller's text)
+  std::vector<char> memory_;   // content of a non-regular file
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -352,8 +359,8 @@ namespace {
 /// row0.. of `ds`, in parallel pieces. Throws the first problem in file order. Returns the number
 /// of rows parsed.
 std::size_t parse_region(const char* b, const char* e, std::size_t row0, std::size_t ncols,
-                         std::size_t first_data_line, const std::string& path, Dataset& ds) {
-  constexpr std::size_t chunk_bytes = std::size_t{1} << 20;
+                         std::size_t first_data_line, const std::string& path, Dataset& ds,
+                         std::size_t chunk_bytes) {
   std::vector<Chunk> chunks;
   for (const char* s = b; s < e;) {
     const char* end = static_cast<std::size_t>(e - s) > chunk_bytes ? s + chunk_bytes : e;
@@ -395,10 +402,46 @@ std::size_t parse_region(const char* b, const char* e, std::size_t row0, std::si
 
 }  // namespace
 
-Dataset load_csv(const std::string& path, LabelDomain labels) {
-  const InputFile f(path);
+namespace {
+
+/// The first data row (0-based) that is blank, has a field count other than `ncols` or an empty
+/// field, and the byte offset just past its line break (or `end`). Scans [begin, end) of `f`.
+std::pair<std::size_t, std::size_t> first_malformed_row(const InputFile& f, std::size_t begin,
+                                                        std::size_t end, std::size_t ncols,
+                                                        std::size_t block, std::vector<char>& buf) {
+  std::size_t row = 0, fields = 1;
+  bool field_blank = true, line_ok = true;
+  for (std::size_t off = begin; off < end;) {
+    const std::size_t len = std::min(block, end - off);
+    buf.resize(std::max(buf.size(), len));
+    f.read_at(buf.data(), off, len);
+    for (std::size_t i = 0; i < len; ++i) {
+      const char c = buf[i];
+      if (c == ',' || c == '\n') {
+        line_ok = line_ok && !field_blank;
+        field_blank = true;
+        if (c == ',') {
+          ++fields;
+          continue;
+        }
+        if (!line_ok || fields != ncols) return {row, off + i + 1};
+        ++row;
+        fields = 1;
+        line_ok = true;
+      } else if (!is_space(c)) {
+        field_blank = false;
+      }
+    }
+    off += len;
+  }
+  return {row, end};  // the last line, or (if the caller's count was wrong) past it
+}
+
+Dataset csv_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlocks& blocks) {
+  const std::string& path = f.path();
   const std::size_t size = f.size();
-  constexpr std::size_t block = std::size_t{16} << 20;
+  const std::size_t block = std::max<std::size_t>(1, blocks.io_bytes);
+  const std::size_t chunk_bytes = std::max<std::size_t>(1, blocks.parse_bytes);
   std::vector<char> buf;
 
   // Pass 1: where the data ends (after the last non-blank byte; trailing blank lines are
@@ -431,7 +474,7 @@ Dataset load_csv(const std::string& path, LabelDomain labels) {
   std::string first;
   bool first_has_newline = false;
   for (std::size_t pos = start; pos < end && !first_has_newline;) {
-    const std::size_t len = std::min<std::size_t>(std::size_t{1} << 16, end - pos);
+    const std::size_t len = std::min({std::size_t{1} << 16, block, end - pos});
     const std::size_t old = first.size();
     first.resize(old + len);
     f.read_at(first.data() + old, pos, len);
@@ -468,18 +511,31 @@ Dataset load_csv(const std::string& path, LabelDomain labels) {
     fail(path + ": " + std::to_string(n) + " data rows; at most " +
          std::to_string(std::numeric_limits<Index>::max()) + " are supported");
 
+  // A valid row has ncols non-empty fields and ncols - 1 commas, and rows are separated by line
+  // breaks, so valid data has at least 2·ncols·n − 1 bytes. With fewer, the N × D matrix would
+  // be allocated (and zeroed) for nothing: a small malformed file with a long first line and
+  // many line breaks could ask for terabytes. Then only the rows up to the first malformed one
+  // are parsed, which throws the same first problem in file order as the full parse.
+  std::size_t rows = n, parse_end = end;
+  std::size_t need = 0;
+  if (__builtin_mul_overflow(n, 2 * ncols, &need) || need - 1 > end - data_begin) {
+    const auto [bad_row, bad_end] = first_malformed_row(f, data_begin, end, ncols, block, buf);
+    rows = bad_row + 1;
+    parse_end = bad_end;
+  }
+
   // Pass 2: parse block by block; a block is cut after its last line break and the rest is
   // carried over to the next one.
-  Dataset ds(n, ncols - 1, path);
+  Dataset ds(rows, ncols - 1, path);
   std::size_t row = 0, carry = 0;
-  for (std::size_t pos = data_begin; pos < end;) {
-    const std::size_t len = std::min(block, end - pos);
+  for (std::size_t pos = data_begin; pos < parse_end;) {
+    const std::size_t len = std::min(block, parse_end - pos);
     if (carry + len > buf.size()) buf.resize(carry + len);
     f.read_at(buf.data() + carry, pos, len);
     pos += len;
     const std::size_t total = carry + len;
     std::size_t cut = total;
-    if (pos < end) {
+    if (pos < parse_end) {
       const void* nl = ::memrchr(buf.data(), '\n', total);
       if (nl == nullptr) {  // one line longer than a block: read more
         carry = total;
@@ -487,14 +543,29 @@ Dataset load_csv(const std::string& path, LabelDomain labels) {
       }
       cut = static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data()) + 1;
     }
-    row += parse_region(buf.data(), buf.data() + cut, row, ncols, first_data_line, path, ds);
+    row += parse_region(buf.data(), buf.data() + cut, row, ncols, first_data_line, path, ds,
+                        chunk_bytes);
     std::memmove(buf.data(), buf.data() + cut, total - cut);
     carry = total - cut;
   }
+  if (rows != n) fail(path + ": the file changed while being read (no malformed row found)");
   if (row != n) fail(path + ": the file changed while being read (fewer rows than counted)");
 
   check_labels(ds.mutable_y(), labels, RowLocator{path, true, first_data_line});
   return ds;
+}
+
+}  // namespace
+
+Dataset load_csv(const std::string& path, LabelDomain labels) {
+  return csv_from(InputFile(path), labels, {});
+}
+Dataset parse_csv(std::string_view text, const std::string& name, LabelDomain labels) {
+  return csv_from(InputFile(text, name), labels, {});
+}
+Dataset detail::parse_csv_blocks(std::string_view text, const std::string& name, LabelDomain labels,
+                                 const LoaderBlocks& blocks) {
+  return csv_from(InputFile(text, name), labels, blocks);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -677,8 +748,10 @@ std::uint64_t read_le(const char* p, int bytes) {
 
 }  // namespace
 
-Dataset load_npy(const std::string& path, LabelDomain labels) {
-  const InputFile f(path);
+namespace {
+
+Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlocks& blocks) {
+  const std::string& path = f.path();
   const std::size_t size = f.size();
   if (size == 0) fail(path + ": empty file (not an NPY file)");
   char pre[12] = {};
@@ -756,7 +829,7 @@ Dataset load_npy(const std::string& path, LabelDomain labels) {
   Dataset ds(n, ncols - 1, path);
   std::vector<double>& y = ds.mutable_y();
   const std::size_t row_bytes = ncols * item;
-  const std::size_t block = std::max<std::size_t>(1, (std::size_t{4} << 20) / row_bytes);
+  const std::size_t block = std::max<std::size_t>(1, blocks.npy_bytes / row_bytes);
   const std::size_t nblocks = (n + block - 1) / block;
   constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
   std::vector<std::pair<std::size_t, double>> bad(nblocks, {none, 0.0});
@@ -806,6 +879,19 @@ Dataset load_npy(const std::string& path, LabelDomain labels) {
 
   check_labels(y, labels, RowLocator{path, false, 0});
   return ds;
+}
+
+}  // namespace
+
+Dataset load_npy(const std::string& path, LabelDomain labels) {
+  return npy_from(InputFile(path), labels, {});
+}
+Dataset parse_npy(std::string_view text, const std::string& name, LabelDomain labels) {
+  return npy_from(InputFile(text, name), labels, {});
+}
+Dataset detail::parse_npy_blocks(std::string_view text, const std::string& name, LabelDomain labels,
+                                 const LoaderBlocks& blocks) {
+  return npy_from(InputFile(text, name), labels, blocks);
 }
 
 Dataset load_dataset(const std::string& path, LabelDomain labels) {

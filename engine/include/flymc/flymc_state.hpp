@@ -146,6 +146,9 @@ struct RwmhKernel {
       ++c.nonfinite;
     } else {
       const double log_ratio = logp_new - logp;
+      // -inf - -inf is NaN: a move between two zero-density points is rejected (probability 0),
+      // so no NaN reaches the step-size adaptation.
+      if (std::isnan(log_ratio)) return 0.0;
       accept_prob = log_ratio >= 0.0 ? 1.0 : std::exp(log_ratio);
       if (log_ratio >= 0.0 || std::log(rng.uniform_pos()) < log_ratio) {
         for (std::size_t j = 0; j < dim; ++j) theta[j] = proposal[j];

@@ -31,7 +31,9 @@ struct MapResult {
 /// Thread safety: all const members may be called concurrently.
 class LogisticModel {
  public:
-  /// @throw ConfigError if prior_sd is not positive and finite.
+  /// @throw ConfigError if prior_sd is outside [1e-150, 1e150] (1/σ² must be a finite double).
+  /// @throw DataError if a feature is not finite or exceeds 1e100 in magnitude (sums of x² must
+  /// stay finite).
   LogisticModel(std::shared_ptr<const Dataset> data, double prior_sd);
 
   std::size_t dim() const noexcept { return data_->d(); }

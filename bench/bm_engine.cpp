@@ -1,0 +1,200 @@
+// Google Benchmark micro-benchmarks for the engine's FlyMC hot paths, on a realistic state:
+// synthetic logistic data (D = 51, N = 12,000 as Fashion-MNIST 7-vs-9), MAP-tuned bounds, θ a
+// Laplace draw around θ_MAP and z drawn from p(z | θ) by one Gibbs pass (about as many bright
+// points as a FlyMC chain keeps). The z-updaters run at a fixed θ, so the bright count stays at its
+// stationary level while they are timed.
+//
+//   flymc_bm --benchmark_filter='Engine' --benchmark_min_time=0.5
+//
+// Counters: rows/s (bright rows or queried data per second), t/row its inverse; for the full-data
+// log-likelihood bytes/s of row data read.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "flymc/bright_set.hpp"
+#include "flymc/datagen.hpp"
+#include "flymc/flymc_state.hpp"
+#include "flymc/logistic.hpp"
+
+namespace {
+
+using namespace flymc;
+
+constexpr std::size_t kD = 51;
+
+/// Data, model, bound and θ_MAP shared by the benchmarks of one size, built on first use.
+struct World {
+  std::shared_ptr<const Dataset> data;
+  std::unique_ptr<LogisticModel> model;
+  std::unique_ptr<LogisticBound> bound;
+  AlignedBuffer theta;  // θ_MAP, padded
+
+  explicit World(std::size_t n) {
+    data = std::make_shared<const Dataset>(synth_logistic(n, kD, 7));
+    model = std::make_unique<LogisticModel>(data, 1.0);
+    const MapResult map = model->find_map();
+    bound = std::make_unique<LogisticBound>(LogisticBound::map_tuned(*model, map.theta));
+    // θ: a draw from the Laplace approximation N(θ_MAP, Σ), a typical posterior point (at θ_MAP
+    // itself every MAP-tuned bound is tight and no datum is bright).
+    const Eigen::LLT<Mat> llt(map.covariance);
+    Rng rng(11, 0);
+    Vec eta(static_cast<Eigen::Index>(kD));
+    for (auto& e : eta) e = rng.normal();
+    const Vec t = map.theta + llt.matrixL() * eta;
+    theta = aligned_zeros(data->stride());
+    for (std::size_t j = 0; j < kD; ++j) theta[j] = t[static_cast<Eigen::Index>(j)];
+  }
+
+  /// z ~ p(z | θ) by one Gibbs pass over all data.
+  BrightSet initial_z(Rng& rng) const {
+    BrightSet bright(*data);
+    std::vector<Index> all(data->n());
+    std::iota(all.begin(), all.end(), Index{0});
+    Counters c;
+    ZScratch s;
+    gibbs_z(*bound, *data, bright, theta.get(), all.data(), all.size(), rng, c, s);
+    return bright;
+  }
+
+  /// initial_z, then random dark data made bright up to `target` (synthetic data keeps only a
+  /// handful bright; Fashion-MNIST 7-vs-9 about 150): for timing the θ-step at that size.
+  BrightSet padded_z(Rng& rng, std::size_t target) const {
+    BrightSet bright = initial_z(rng);
+    while (bright.size() < target) {
+      const Index n = bright.dark(rng.below(bright.num_dark()));
+      const double dot = kernels::dot(data->row(n), theta.get(), data->stride());
+      const double delta = bound->log_lik(n, dot) - bound->log_bound(n, dot);
+      bright.brighten(n, std::log(std::expm1(std::max(delta, 1e-300))));
+    }
+    return bright;
+  }
+};
+
+const World& fmnist_sized() {
+  static const World w(12000);
+  return w;
+}
+
+void set_rows(benchmark::State& state, double rows) {
+  using C = benchmark::Counter;
+  state.counters["rows/s"] = C(rows, C::kIsRate);
+  state.counters["t/row"] = C(rows, C::kIsRate | C::kInvert);
+}
+
+/// FlyMC's log p(θ | z): prior + collapsed bound (O(D²)) + one pass over the packed bright rows
+/// (dot, Δ_n = log L_n − log B_n, log expm1 Δ_n). The bright-set log-likelihood of a θ-step.
+void BM_EngineFlyTargetEval(benchmark::State& state) {
+  const World& w = fmnist_sized();
+  Rng rng(1, 0);
+  BrightSet bright = w.padded_z(rng, 150);
+  FlyTarget target(*w.model, *w.bound, bright);
+  AlignedBuffer prop = aligned_zeros(w.data->stride());
+  for (std::size_t j = 0; j < kD; ++j) prop[j] = w.theta[j] + 1e-3 * rng.normal();
+  Counters c;
+  for (auto _ : state) benchmark::DoNotOptimize(target.eval(prop.get(), c));
+  state.counters["bright"] = static_cast<double>(bright.size());
+  set_rows(state, static_cast<double>(bright.size()) * static_cast<double>(state.iterations()));
+}
+BENCHMARK(BM_EngineFlyTargetEval);
+
+/// The collapsed-bound quadratic form Σ_n log B_n(θ) = f0 + g0·δ − δᵀAδ alone.
+void BM_EngineCollapsedBound(benchmark::State& state) {
+  const World& w = fmnist_sized();
+  AlignedBuffer scratch = aligned_zeros(2 * w.data->stride());
+  AlignedBuffer th = aligned_zeros(w.data->stride());
+  for (std::size_t j = 0; j < kD; ++j) th[j] = w.theta[j] + 1e-3;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(w.bound->log_bound_sum(th.get(), scratch.get()));
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_EngineCollapsedBound);
+
+/// One random-walk θ-step of FlyMC: proposal (51 normals), log p(θ' | z), MH accept.
+void BM_EngineThetaStep(benchmark::State& state) {
+  const World& w = fmnist_sized();
+  Rng rng(2, 0);
+  BrightSet bright = w.padded_z(rng, 150);
+  FlyTarget target(*w.model, *w.bound, bright);
+  AlignedBuffer th = aligned_zeros(w.data->stride());
+  std::copy_n(w.theta.get(), w.data->stride(), th.get());
+  target.set_base(target.base_at(th.get()));
+  double logp = target.current();
+  RwmhKernel kernel(kD, w.data->stride(), 0.008);  // Table 1's adapted step size
+  Counters c;
+  double acc = 0.0;
+  for (auto _ : state) acc += kernel.step(rng, th.get(), logp, target, c);
+  state.counters["bright"] = static_cast<double>(bright.size());
+  state.counters["accept"] = acc / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_EngineThetaStep);
+
+/// Explicit z-resampling of a batch of ⌈N·f⌉ data drawn with replacement (gathered dots, bound
+/// deltas, vectorized exp and log expm1, BrightSet flips). Arg: f in percent.
+void BM_EngineExplicitZ(benchmark::State& state) {
+  const World& w = fmnist_sized();
+  Rng rng(3, 0);
+  BrightSet bright = w.initial_z(rng);
+  const double f = static_cast<double>(state.range(0)) / 100.0;
+  ExplicitZUpdater z(f);
+  Counters c;
+  for (auto _ : state) z.update(*w.bound, *w.data, bright, w.theta.get(), rng, c);
+  state.counters["bright"] = static_cast<double>(bright.size());
+  set_rows(state, static_cast<double>(c.queries));
+}
+BENCHMARK(BM_EngineExplicitZ)->Arg(1)->Arg(5)->ArgName("f%");
+
+/// Implicit z sweep: every bright datum proposes dark (no query), Geometric(q) gaps pick the dark
+/// proposals (one query each). Arg: q in units of 0.001.
+void BM_EngineImplicitZ(benchmark::State& state) {
+  const World& w = fmnist_sized();
+  Rng rng(4, 0);
+  BrightSet bright = w.initial_z(rng);
+  ImplicitZUpdater z(static_cast<double>(state.range(0)) / 1000.0);
+  Counters c;
+  for (auto _ : state) z.update(*w.bound, *w.data, bright, w.theta.get(), rng, c);
+  state.counters["bright"] = static_cast<double>(bright.size());
+  state.counters["queries/sweep"] =
+      static_cast<double>(c.queries) / static_cast<double>(state.iterations());
+  set_rows(state, static_cast<double>(c.queries));
+}
+BENCHMARK(BM_EngineImplicitZ)->Arg(10)->Arg(50)->ArgName("q_milli");
+
+/// BrightSet flips: brighten a random dark datum (row copied into the packed block) and darken a
+/// random bright one (last packed row moved into its slot), at a bright count of about 150.
+void BM_EngineBrightSetFlips(benchmark::State& state) {
+  const World& w = fmnist_sized();
+  BrightSet bright(*w.data);
+  Rng rng(5, 0);
+  while (bright.size() < 150) bright.brighten(bright.dark(rng.below(bright.num_dark())), -1.0);
+  for (auto _ : state) {
+    bright.brighten(bright.dark(rng.below(bright.num_dark())), -1.0);
+    bright.darken(bright.bright(rng.below(bright.size())));
+  }
+  set_rows(state, 2.0 * static_cast<double>(state.iterations()));  // flips
+}
+BENCHMARK(BM_EngineBrightSetFlips);
+
+/// Regular MCMC's cost: the full-data log-likelihood (all N rows; the model parallelizes the
+/// reduction over cores above its grain, hence real time). Arg: N.
+void BM_EngineFullLogLik(benchmark::State& state) {
+  static std::unique_ptr<World> big;
+  const auto n = static_cast<std::size_t>(state.range(0));
+  if (!big || big->data->n() != n) big = std::make_unique<World>(n);
+  for (auto _ : state) benchmark::DoNotOptimize(big->model->log_lik(big->theta.get()));
+  const double rows = static_cast<double>(n) * static_cast<double>(state.iterations());
+  set_rows(state, rows);
+  using C = benchmark::Counter;
+  state.counters["bytes/s"] =
+      C(rows * static_cast<double>(big->data->stride() * sizeof(double) + sizeof(double)),
+        C::kIsRate);
+}
+BENCHMARK(BM_EngineFullLogLik)->Arg(12000)->Arg(1000000)->ArgName("N")->UseRealTime();
+
+}  // namespace

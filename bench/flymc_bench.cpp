@@ -192,7 +192,10 @@ struct ScalingOptions {
   std::size_t d = 51;
   std::uint64_t seed = 1;
   long iters_flymc = 200000, warmup_flymc = 20000, thin_flymc = 10;
-  double regular_budget = 2e8;  // regular MCMC iterations = max(2000, budget / N)
+  // Regular MCMC iterations = clamp(budget / N, 10^4, 2·10^5): at least 10^4 so that its min ESS
+  // is in the tens to hundreds (an ESS estimated from a handful of effective draws is biased),
+  // and N = 10^6 still costs only a few minutes.
+  double regular_budget = 2e9;
   int theta_steps = RunConfig{}.theta_steps;
   double slack = RunConfig{}.bound_slack;
 };
@@ -214,8 +217,9 @@ void scaling(const ScalingOptions& o) {
       cfg.seed = o.seed;
       if (a == 0) {
         cfg.algo = Algo::full;
-        cfg.iters = std::max(2000L, static_cast<long>(o.regular_budget / double(n)));
-        cfg.warmup = std::max(500L, cfg.iters / 5);
+        cfg.iters = std::clamp(static_cast<long>(o.regular_budget / double(n)), 10000L, 200000L);
+        cfg.warmup = std::max(2000L, cfg.iters / 5);
+        cfg.thin = std::max(1L, cfg.iters / 20000);
       } else {
         cfg.algo = Algo::flymc;
         cfg.iters = o.iters_flymc;
@@ -342,7 +346,7 @@ int main(int argc, char** argv) {
   s1->add_option("--iters-flymc", sc.iters_flymc)->capture_default_str();
   s1->add_option("--warmup-flymc", sc.warmup_flymc)->capture_default_str();
   s1->add_option("--regular-budget", sc.regular_budget,
-                 "Regular MCMC runs max(2000, budget/N) iterations")
+                 "Regular MCMC runs clamp(budget/N, 1e4, 2e5) iterations")
       ->capture_default_str();
   s1->add_option("--theta-steps", sc.theta_steps)->capture_default_str();
   s1->add_option("--bound-slack", sc.slack)->capture_default_str();

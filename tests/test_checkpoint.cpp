@@ -474,6 +474,21 @@ TEST_SUITE("unit") {
     cfg2.seed = 3;
     CHECK_THROWS_WITH_AS(run_in(cfg2, ds, dir, &ck), doctest::Contains("configuration"),
                          ConfigError);
+    // A chain state with a valid checksum whose contents do not fit the run.
+    {
+      const ChainCheckpoint saved = *load_chain_checkpoint(ck.dir, 1);
+      ChainCheckpoint bad = saved;
+      bad.order[0] = bad.order[1];
+      save_chain_checkpoint(ck.dir, bad);
+      CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck), doctest::Contains("not a permutation"),
+                           ConfigError);
+      bad = saved;
+      bad.kept += 1;
+      save_chain_checkpoint(ck.dir, bad);
+      CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck), doctest::Contains("kept-draw count"),
+                           ConfigError);
+      save_chain_checkpoint(ck.dir, saved);
+    }
     // A draw file shorter than its checkpoint says.
     const fs::path csv = dir / "chain-2.csv";
     fs::resize_file(csv, fs::file_size(csv) / 2);

@@ -377,6 +377,16 @@ void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size
     bad = "kept-draw count inconsistent";
   else if (c.since_z >= cfg.theta_steps)
     bad = "z-sweep schedule out of range";
+  if (bad.empty() && !c.order.empty()) {
+    std::vector<char> seen(n, 0);
+    for (Index v : c.order) {
+      if (v >= n || seen[v]) {
+        bad = "the bright-set order is not a permutation of the data";
+        break;
+      }
+      seen[v] = 1;
+    }
+  }
   if (!bad.empty())
     throw ConfigError(chain_checkpoint_path(dir, c.chain_id) +
                       ": does not fit the run's configuration (" + bad + ")");

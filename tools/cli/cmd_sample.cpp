@@ -389,6 +389,12 @@ void add_sample_command(CLI::App& app) {
                 "--checkpoint-every and --quiet may change); the draws are bit-identical to an "
                 "uninterrupted run's")
       ->type_name("DIR");
+  s->footer(
+      "Checkpoint and resume: with --checkpoint-every K, DIR/checkpoint holds every chain's "
+      "state; after a kill or a reboot, 'flymc sample --resume DIR' continues, and the draws "
+      "equal an uninterrupted run's. Exit codes: 0 done, 64 usage, 65 data, 73/74 output, 75 "
+      "stopped by SIGINT/SIGTERM after a checkpoint (resume it), 78 configuration or "
+      "checkpoint.");
   // Test hook, hidden from --help: an invalid bound, to test violation reporting end to end.
   s->add_option("--test-bound-excess", c.test_bound_excess)->group("");
   s->callback([o] { run_sample(*o); });

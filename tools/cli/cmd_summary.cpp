@@ -46,7 +46,10 @@ void print_bound_checks(const std::vector<StanCsv>& chains) {
       "clamps, %llu non-finite proposals\n",
       violations, clamps, nonfinite);
   if (!unfinished.empty())
-    std::printf("(no end comments in chain %s: not finished, not counted)\n", unfinished.c_str());
+    std::printf(
+        "(chain %s: no bound-check comments, not counted: the chain has not finished, "
+        "or an older flymc wrote it)\n",
+        unfinished.c_str());
   if (violations > 0)
     std::fprintf(stderr,
                  "flymc: warning: %llu bound violations in chain %s: the bound is invalid and "

@@ -51,6 +51,8 @@ using SinkFactory = std::function<std::unique_ptr<DrawSink>(int chain_id)>;
 /// draws to an uninterrupted run (at any thread count). Saving does not touch the random
 /// streams, so the draws do not depend on `every` either. Off when `dir` is empty; with it off,
 /// a run costs one predictable branch per iteration more.
+///
+/// Thread safety: read by every chain's task; only `*stop` may change during a run.
 struct CheckpointOptions {
   std::string dir;        ///< directory of the checkpoint files (created if missing)
   long every = 0;         ///< K >= 1: each chain saves after every K-th iteration; 0: on stop only

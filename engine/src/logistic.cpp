@@ -328,16 +328,17 @@ BoundCheck LogisticBound::deltas(const Index* idx, const double* dots, std::size
     kernels::log_sigmoid(a, ls, m);
     for (std::size_t i = 0; i < m; ++i) {
       const Index n = idx[b0 + i];
-      const double quad = lam_[n] * a[i] * a[i];
-      const double dl = ls[i] - (k_[n] + 0.5 * a[i] - quad);
+      const double dl = ls[i] - (k_[n] + 0.5 * a[i] - lam_[n] * a[i] * a[i]);
       if (dl >= 0.0) {
         delta[b0 + i] = dl;
         continue;
       }
       // Off the hot path: Δ < 0 (or NaN) is clamped, and classified (BoundCheck).
       constexpr double kUlps = 64.0 * std::numeric_limits<double>::epsilon();
-      const double tol =
-          1e-9 + kUlps * (std::fabs(ls[i]) + std::fabs(k_[n]) + 0.5 * std::fabs(a[i]) + quad);
+      // (λ·(a·a), not λ·a·a: sharing that product with `dl` would stop GCC from fusing it
+      // into dl's subtraction, which changes dl's rounding and so every draw.)
+      const double tol = 1e-9 + kUlps * (std::fabs(ls[i]) + std::fabs(k_[n]) +
+                                         0.5 * std::fabs(a[i]) + lam_[n] * (a[i] * a[i]));
       if (dl >= -tol) {
         ++check.clamped;
       } else {

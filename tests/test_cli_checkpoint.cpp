@@ -110,35 +110,40 @@ std::string long_run_options() {
 }  // namespace
 
 TEST_SUITE("unit") {
-  TEST_CASE("flymc sample: SIGTERM stops after a checkpoint (exit 75); --resume completes it") {
+  TEST_CASE(
+      "flymc sample: SIGTERM or SIGINT stops after a checkpoint (exit 75); --resume completes it") {
     const fs::path dir = temp_dir("sigterm");
     flymc::save_csv(*flymc::test::logistic_data(20000, 6, 3), (dir / "d.csv").string());
     const std::string base = "sample --data " + (dir / "d.csv").string() + long_run_options();
     REQUIRE(run(base + " --threads 2 --out " + (dir / "ref").string(), dir).code == 0);
 
-    const fs::path out = dir / "run";
-    const pid_t pid =
-        spawn(base + " --threads 2 --checkpoint-every 5000 --out " + out.string(), dir);
-    // Wait until the chains are sampling (a first state is saved), then ask it to stop.
-    const auto t0 = std::chrono::steady_clock::now();
-    while (!fs::exists(out / "checkpoint" / "chain-1.ckpt") &&
-           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    ::kill(pid, SIGTERM);
-    const Status s = wait_for(pid, dir);
-    CAPTURE(s.err);
-    CHECK(s.code == 75);
-    CHECK(s.err.find("stopped by SIGTERM") != std::string::npos);
-    CHECK(s.err.find("--resume") != std::string::npos);
-    CHECK(!fs::exists(out / "summary.json"));
-    // Resumed on another thread count; must not accept other options.
-    Status r = run("sample --resume " + out.string() + " --chains 3", dir);
-    CHECK(r.code == 64);
-    CHECK(r.err.find("--chains") != std::string::npos);
-    r = run("sample --resume " + out.string() + " --threads 1 --quiet", dir);
-    CAPTURE(r.err);
-    REQUIRE(r.code == 0);
-    check_same_run(dir / "ref", out, 2);
+    for (const int sig : {SIGTERM, SIGINT}) {
+      const std::string sig_name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+      CAPTURE(sig_name);
+      const fs::path out = dir / ("run-" + sig_name);
+      const pid_t pid =
+          spawn(base + " --threads 2 --checkpoint-every 5000 --out " + out.string(), dir);
+      // Wait until the chains are sampling (a first state is saved), then ask it to stop.
+      const auto t0 = std::chrono::steady_clock::now();
+      while (!fs::exists(out / "checkpoint" / "chain-1.ckpt") &&
+             std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      ::kill(pid, sig);
+      const Status s = wait_for(pid, dir);
+      CAPTURE(s.err);
+      CHECK(s.code == 75);
+      CHECK(s.err.find("stopped by " + sig_name) != std::string::npos);
+      CHECK(s.err.find("--resume") != std::string::npos);
+      CHECK(!fs::exists(out / "summary.json"));
+      // Resumed on another thread count; must not accept other options.
+      Status r = run("sample --resume " + out.string() + " --chains 3", dir);
+      CHECK(r.code == 64);
+      CHECK(r.err.find("--chains") != std::string::npos);
+      r = run("sample --resume " + out.string() + " --threads 1 --quiet", dir);
+      CAPTURE(r.err);
+      REQUIRE(r.code == 0);
+      check_same_run(dir / "ref", out, 2);
+    }
     fs::remove_all(dir);
   }
 

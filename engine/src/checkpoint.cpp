@@ -64,6 +64,7 @@ class ByteWriter {
   template <class T>
   void put_array(const T* v, std::size_t count) {
     put<std::uint64_t>(count);
+    if (count == 0) return;
     const auto* p = reinterpret_cast<const unsigned char*>(v);
     out_.insert(out_.end(), p, p + count * sizeof(T));
   }
@@ -112,7 +113,7 @@ class ByteReader {
   std::vector<T> get_array() {
     const auto n = count(sizeof(T));
     std::vector<T> v(n);
-    std::memcpy(v.data(), p_, n * sizeof(T));
+    if (n > 0) std::memcpy(v.data(), p_, n * sizeof(T));  // (memcpy from null is UB even for 0)
     p_ += n * sizeof(T);
     return v;
   }

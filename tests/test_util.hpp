@@ -1,7 +1,9 @@
 #pragma once
 // Helpers shared by the tests: small in-memory data sets.
 #include <cmath>
+#include <fstream>
 #include <memory>
+#include <string>
 
 #include "flymc/dataset.hpp"
 #include "flymc/rng.hpp"
@@ -25,6 +27,21 @@ inline std::shared_ptr<const Dataset> logistic_data(std::size_t n, std::size_t d
     ds->mutable_y()[i] = rng.uniform() < 1.0 / (1.0 + std::exp(-a)) ? 1.0 : -1.0;
   }
   return ds;
+}
+
+/// A draw file's text without its Elapsed Time lines (`# ... seconds (Warm-up|Sampling|Total)`),
+/// the only lines in which a resumed run's file may differ from an uninterrupted run's.
+inline std::string read_without_timing(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string out, line;
+  while (std::getline(f, line)) {
+    const bool timing = !line.empty() && line[0] == '#' &&
+                        (line.find(" seconds (Warm-up)") != std::string::npos ||
+                         line.find(" seconds (Sampling)") != std::string::npos ||
+                         line.find(" seconds (Total)") != std::string::npos);
+    if (!timing) out += line + "\n";
+  }
+  return out;
 }
 
 }  // namespace flymc::test

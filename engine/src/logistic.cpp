@@ -314,10 +314,10 @@ double LogisticBound::log_bound_sum(const double* theta, double* scratch,
   return f0_ + lin - quad;
 }
 
-std::size_t LogisticBound::deltas(const Index* idx, const double* dots, std::size_t k,
-                                  double* delta) const noexcept {
+BoundCheck LogisticBound::deltas(const Index* idx, const double* dots, std::size_t k,
+                                 double* delta) const noexcept {
   const auto y = data_->y();
-  std::size_t violations = 0;
+  BoundCheck check;
   // Blocks of 256 on the stack: the log-sigmoid runs vectorized over each block.
   constexpr std::size_t kBlock = 256;
   alignas(64) double a[kBlock];
@@ -329,16 +329,30 @@ std::size_t LogisticBound::deltas(const Index* idx, const double* dots, std::siz
     for (std::size_t i = 0; i < m; ++i) {
       const Index n = idx[b0 + i];
       const double dl = ls[i] - (k_[n] + 0.5 * a[i] - lam_[n] * a[i] * a[i]);
-      // Rounding can leave Δ a hair below 0 at the tight point; a real violation is counted.
-      if (!(dl >= 0.0)) {
-        if (dl < -1e-9 || std::isnan(dl)) ++violations;
-        delta[b0 + i] = 0.0;
-      } else {
+      if (dl >= 0.0) {
         delta[b0 + i] = dl;
+        continue;
       }
+      // Off the hot path: Δ < 0 (or NaN) is clamped, and classified (BoundCheck).
+      constexpr double kUlps = 64.0 * std::numeric_limits<double>::epsilon();
+      // (λ·(a·a), not λ·a·a: sharing that product with `dl` would stop GCC from fusing it
+      // into dl's subtraction, which changes dl's rounding and so every draw.)
+      const double tol = 1e-9 + kUlps * (std::fabs(ls[i]) + std::fabs(k_[n]) +
+                                         0.5 * std::fabs(a[i]) + lam_[n] * (a[i] * a[i]));
+      if (dl >= -tol) {
+        ++check.clamped;
+      } else {
+        ++check.violations;  // also NaN
+      }
+      delta[b0 + i] = 0.0;
     }
   }
-  return violations;
+  return check;
+}
+
+void LogisticBound::raise_for_testing(double excess) noexcept {
+  for (double& kn : k_) kn += excess;
+  f0_ += excess * static_cast<double>(k_.size());
 }
 
 double LogisticBound::log_bound(Index n, double dot) const noexcept {

@@ -1,10 +1,13 @@
 #include "flymc/output.hpp"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "flymc/errors.hpp"
 #include "flymc/stan_csv.hpp"
@@ -18,38 +21,70 @@ std::string fmt(double v) {
   return buf;
 }
 
-/// Stan CSV file of one chain; flushes (fflush + fsync) at adaptation, every few seconds and at
-/// end.
+/// Stan CSV file of one chain; flushes (fflush + fsync) at adaptation, every few seconds, at
+/// each checkpoint (sync) and at the end. The file is opened by begin() (truncated) or by
+/// resume() (cut back to a checkpointed length and appended to), not before.
 class StanCsvSink final : public DrawSink {
  public:
-  StanCsvSink(const std::string& path, std::vector<std::pair<std::string, std::string>> config)
-      : writer_(path), config_(std::move(config)) {}
+  StanCsvSink(std::string path, std::vector<std::pair<std::string, std::string>> config)
+      : path_(std::move(path)), config_(std::move(config)) {}
   void begin(const std::vector<std::string>& columns) override {
-    writer_.write_header(config_, columns);
+    writer_.emplace(path_);
+    writer_->write_header(config_, columns);
   }
   void adaptation(double step_size, const std::vector<double>& inv_metric) override {
-    writer_.write_adaptation(step_size, inv_metric);
-    writer_.flush();
+    writer_->write_adaptation(step_size, inv_metric);
+    writer_->flush();
     last_flush_ = std::chrono::steady_clock::now();
   }
   void row(const std::vector<double>& values) override {
-    writer_.write_row(values);
+    writer_->write_row(values);
     if ((++rows_ & 255) == 0) {
       const auto now = std::chrono::steady_clock::now();
       if (now - last_flush_ > std::chrono::seconds(5)) {
-        writer_.flush();
+        writer_->flush();
         last_flush_ = now;
       }
     }
   }
-  void end(double warmup_seconds, double sampling_seconds) override {
-    writer_.write_elapsed(warmup_seconds, sampling_seconds);
-    writer_.close();
+  void end(double warmup_seconds, double sampling_seconds, const Counters& counters) override {
+    // Diagnostics first: the Elapsed Time block stays the file's last lines (rstan looks for it
+    // there), and it is the only part that differs between an uninterrupted and a resumed run.
+    writer_->write_comments({{"bound_violations", std::to_string(counters.bound_violations)},
+                             {"bound_clamps", std::to_string(counters.bound_clamps)},
+                             {"nonfinite_proposals", std::to_string(counters.nonfinite)}});
+    writer_->write_elapsed(warmup_seconds, sampling_seconds);
+    writer_->close();
+    closed_ = true;
+  }
+  std::uint64_t sync() override {
+    if (!closed_) writer_->flush();
+    return writer_->size();
+  }
+  std::vector<std::vector<double>> resume(const std::vector<std::string>& columns,
+                                          std::uint64_t position) override {
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0)
+      throw ConfigError(path_ + ": cannot resume: the draw file is missing (" +
+                        std::strerror(errno) + ")");
+    if (static_cast<std::uint64_t>(st.st_size) < position)
+      throw ConfigError(path_ + ": cannot resume: the draw file has " + std::to_string(st.st_size) +
+                        " bytes, fewer than the " + std::to_string(position) +
+                        " its checkpoint records (cut or replaced since)");
+    writer_ = StanCsvWriter::reopen(path_, position, columns.size());
+    StanCsv csv = read_stan_csv(path_);
+    if (csv.columns != columns)
+      throw ConfigError(path_ + ": cannot resume: its columns differ from the run's");
+    if (csv.truncated_lines != 0)
+      throw ConfigError(path_ + ": cannot resume: the checkpointed length ends inside a line");
+    return std::move(csv.draws);
   }
 
  private:
-  StanCsvWriter writer_;
+  std::string path_;
   std::vector<std::pair<std::string, std::string>> config_;
+  std::optional<StanCsvWriter> writer_;
+  bool closed_ = false;
   std::chrono::steady_clock::time_point last_flush_ = std::chrono::steady_clock::now();
   unsigned long rows_ = 0;
 };
@@ -89,6 +124,8 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
         {"metric", to_string(cfg.metric)},
         {"adapt_delta", fmt(cfg.target_accept)},
     };
+    if (cfg.test_bound_excess > 0.0)
+      c.emplace_back("test_bound_excess", fmt(cfg.test_bound_excess));
     for (const auto& kv : extra_config) c.push_back(kv);
     const std::string path = dir + "/chain-" + std::to_string(chain_id) + ".csv";
     return std::make_unique<StanCsvSink>(path, std::move(c));

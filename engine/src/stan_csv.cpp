@@ -308,6 +308,17 @@ class Reader {
       dense_metric_ = t.front() == 'E';
       return;
     }
+    if (const std::size_t eq = t.find('='); eq != std::string_view::npos && eq > 0) {
+      const std::string_view key = t.substr(0, eq);
+      const bool key_ok = std::all_of(key.begin(), key.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_';
+      });
+      if (key_ok) {
+        out_.diagnostics.emplace_back(std::string(key), std::string(trim(t.substr(eq + 1))));
+        return;
+      }
+    }
     std::string_view rest = t;
     if (starts_with(rest, "Elapsed Time:")) rest = trim(rest.substr(std::strlen("Elapsed Time:")));
     double* target = nullptr;
@@ -374,6 +385,27 @@ StanCsvWriter::StanCsvWriter(const std::string& path) : path_(path) {
   std::setvbuf(file_, stdio_buffer_.get(), _IOFBF, kStdioBufferSize);
 }
 
+StanCsvWriter StanCsvWriter::reopen(const std::string& path, std::uint64_t length,
+                                    std::size_t columns) {
+  if (columns == 0) throw Error(path + ": reopen: no columns", kExSoftware);
+  if (::truncate(path.c_str(), static_cast<off_t>(length)) != 0)
+    throw Error(
+        path + ": cannot cut back to " + std::to_string(length) + " bytes: " + errno_text(errno),
+        kExIoErr);
+  std::FILE* f = std::fopen(path.c_str(), "ab");
+  if (f == nullptr) throw Error(path + ": cannot open: " + errno_text(errno), kExCantCreate);
+  StanCsvWriter w;
+  w.path_ = path;
+  w.file_ = f;
+  w.stdio_buffer_ = std::make_unique<char[]>(kStdioBufferSize);
+  std::setvbuf(w.file_, w.stdio_buffer_.get(), _IOFBF, kStdioBufferSize);
+  w.size_ = length;
+  w.columns_ = columns;
+  w.header_written_ = true;
+  w.line_.assign(columns * (kMaxNumberChars + 1) + 1, '\0');
+  return w;
+}
+
 StanCsvWriter::~StanCsvWriter() {
   if (file_ != nullptr) std::fclose(file_);
 }
@@ -383,6 +415,7 @@ StanCsvWriter::StanCsvWriter(StanCsvWriter&& other) noexcept
       file_(std::exchange(other.file_, nullptr)),
       stdio_buffer_(std::move(other.stdio_buffer_)),
       pending_(other.pending_),
+      size_(other.size_),
       columns_(other.columns_),
       header_written_(other.header_written_),
       line_(std::move(other.line_)) {}
@@ -394,6 +427,7 @@ StanCsvWriter& StanCsvWriter::operator=(StanCsvWriter&& other) noexcept {
     file_ = std::exchange(other.file_, nullptr);
     stdio_buffer_ = std::move(other.stdio_buffer_);
     pending_ = other.pending_;
+    size_ = other.size_;
     columns_ = other.columns_;
     header_written_ = other.header_written_;
     line_ = std::move(other.line_);
@@ -425,6 +459,7 @@ void StanCsvWriter::put(const char* data, std::size_t size) {
   }
   if (std::fwrite(data, 1, size, file_) != size) io_error("write failed");
   pending_ += size;
+  size_ += size;
   if (pending_ >= kStdioBufferSize) {  // a line longer than the whole buffer
     if (std::fflush(file_) != 0) io_error("write failed");
     pending_ = 0;
@@ -491,6 +526,25 @@ void StanCsvWriter::write_adaptation(double step_size, std::span<const double> i
     text.append(number, format_number(number, number + sizeof number, inv_metric_diag[k]));
   }
   text += '\n';
+  put(text.data(), text.size());
+}
+
+void StanCsvWriter::write_comments(
+    const std::vector<std::pair<std::string, std::string>>& entries) {
+  require_header("write_comments");
+  std::string text;
+  for (const auto& [key, value] : entries) {
+    const bool key_ok = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    });
+    if (!key_ok || value.find_first_of("\r\n") != std::string::npos)
+      throw Error(path_ + ": write_comments: invalid entry " + quoted(key), kExSoftware);
+    text += "# ";
+    text += key;
+    text += '=';
+    text += value;
+    text += '\n';
+  }
   put(text.data(), text.size());
 }
 

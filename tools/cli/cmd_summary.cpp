@@ -1,8 +1,10 @@
 // `flymc summary DIR`: the posterior table from the chain files of a run.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <regex>
 
 #include "commands.hpp"
@@ -13,6 +15,47 @@
 
 namespace flymc::cli {
 namespace {
+
+/// The bound checks from the chains' end comments (bound_violations, bound_clamps,
+/// nonfinite_proposals); a chain without them has not finished.
+void print_bound_checks(const std::vector<StanCsv>& chains) {
+  unsigned long long violations = 0, clamps = 0, nonfinite = 0;
+  std::string violating, unfinished;
+  for (const StanCsv& c : chains) {
+    auto value = [&](const char* key) -> std::optional<unsigned long long> {
+      for (const auto& [k, v] : c.diagnostics)
+        if (k == key) {
+          char* end = nullptr;
+          const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+          if (end != v.c_str() && *end == '\0') return x;
+        }
+      return std::nullopt;
+    };
+    const auto bv = value("bound_violations");
+    if (!bv) {
+      unfinished += (unfinished.empty() ? "" : ", ") + c.config_value("chain_id");
+      continue;
+    }
+    violations += *bv;
+    if (*bv > 0) violating += (violating.empty() ? "" : ", ") + c.config_value("chain_id");
+    clamps += value("bound_clamps").value_or(0);
+    nonfinite += value("nonfinite_proposals").value_or(0);
+  }
+  std::printf(
+      "\nbound checks: %llu violations (log B_n > log L_n beyond rounding), %llu rounding "
+      "clamps, %llu non-finite proposals\n",
+      violations, clamps, nonfinite);
+  if (!unfinished.empty())
+    std::printf(
+        "(chain %s: no bound-check comments, not counted: the chain has not finished, "
+        "or an older flymc wrote it)\n",
+        unfinished.c_str());
+  if (violations > 0)
+    std::fprintf(stderr,
+                 "flymc: warning: %llu bound violations in chain %s: the bound is invalid and "
+                 "the draws are not exact\n",
+                 violations, violating.c_str());
+}
 
 void run_summary(const std::string& dir) {
   namespace fs = std::filesystem;
@@ -45,6 +88,7 @@ void run_summary(const std::string& dir) {
     }
   std::printf("%zu chains x %zu draws from %s\n", chains.size(), len, dir.c_str());
   print_summary_table(stdout, summarize_columns(cols, per_col));
+  print_bound_checks(chains);
 }
 
 }  // namespace

@@ -3,6 +3,10 @@
 #include <CLI/CLI.hpp>
 
 namespace flymc::cli {
+/// Thrown by a sub-command to end the program with `code` after printing its own message.
+struct ExitStatus {
+  int code;
+};
 /// `flymc data fmnist|synth-logistic ...`
 void add_data_command(CLI::App& app);
 /// `flymc sample ...`

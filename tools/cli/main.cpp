@@ -1,5 +1,6 @@
 // flymc: the command line. Sub-commands live in cmd_*.cpp; errors map to sysexits codes
-// (64 usage, 65 data, 70 software, 73 cannot create, 74 I/O, 78 configuration); `flymc validate`
+// (64 usage, 65 data, 70 software, 73 cannot create, 74 I/O, 75 stopped by SIGINT/SIGTERM after
+// a checkpoint, 78 configuration); `flymc validate`
 // exits 1 when a calibration test fails.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -28,6 +29,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 64;  // EX_USAGE
+  } catch (const flymc::cli::ExitStatus& e) {
+    return e.code;
   } catch (const flymc::Error& e) {
     std::fprintf(stderr, "flymc: error: %s\n", e.what());
     return e.exit_code();

@@ -78,6 +78,36 @@ class BrightSet {
   }
   std::size_t capacity() const noexcept { return capacity_; }
 
+  /// The whole order `arr` (num_data() entries, the size() bright indices first): with
+  /// log_ltilde() it is the complete state, for checkpoints. The dark order matters too (the
+  /// implicit z-update picks darks by position).
+  const Index* order() const noexcept { return arr_.data(); }
+  /// Restores a state saved from order(), size() and log_ltilde(): `order` must be a permutation
+  /// of [0, num_data()) with the `nb` bright indices first, `llt` their cached log L̃ (nb values).
+  /// @throw std::invalid_argument if `order` is not such a permutation.
+  void restore(const std::vector<Index>& order, std::size_t nb, const double* llt) {
+    const std::size_t n = arr_.size();
+    if (order.size() != n || nb > n)
+      throw std::invalid_argument("bright set: order has " + std::to_string(order.size()) +
+                                  " entries and " + std::to_string(nb) +
+                                  " bright, for N = " + std::to_string(n));
+    std::vector<Index> tab(n, static_cast<Index>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+      const Index v = order[i];
+      if (v >= n || tab[v] != n)
+        throw std::invalid_argument("bright set: order is not a permutation of 0..N-1");
+      tab[v] = static_cast<Index>(i);
+    }
+    arr_ = order;
+    tab_ = std::move(tab);
+    nb_ = 0;
+    reserve(std::max<std::size_t>(64, nb));
+    for (std::size_t i = 0; i < nb; ++i)
+      std::memcpy(rows_.get() + i * stride_, data_->row(arr_[i]), stride_ * sizeof(double));
+    std::copy(llt, llt + nb, llt_.begin());
+    nb_ = nb;
+  }
+
   /// Throws std::logic_error if the permutation, the packed rows or the count are inconsistent.
   void check_invariants() const {
     const std::size_t n = arr_.size();

@@ -23,9 +23,15 @@ namespace flymc {
 /// Counters a chain accumulates.
 struct Counters {
   std::uint64_t queries = 0;           ///< likelihood evaluations L_n
-  std::uint64_t bound_violations = 0;  ///< Δ_n < −1e-9: a bound above its likelihood (rounding/bug)
+  std::uint64_t bound_violations = 0;  ///< log B_n > log L_n beyond rounding (BoundCheck): a bug
+  std::uint64_t bound_clamps = 0;      ///< log B_n > log L_n within rounding, clamped (BoundCheck)
   std::uint64_t nonfinite = 0;         ///< proposals rejected because log density was not finite
   Profile* profile = nullptr;          ///< phase timers, only in the profiling harness
+
+  void add(const BoundCheck& b) noexcept {
+    bound_violations += b.violations;
+    bound_clamps += b.clamped;
+  }
 };
 
 /// log p(θ | data) for regular MCMC: every datum is queried at every evaluation.
@@ -71,7 +77,7 @@ class FlyTarget {
     }
     PhaseTimer t(c.profile, Phase::likelihood);
     kernels::dots_packed(bright_->packed_rows(), nb, bright_->stride(), theta, dots_.data());
-    c.bound_violations += bound_->deltas(bright_->bright_indices(), dots_.data(), nb, dots_.data());
+    c.add(bound_->deltas(bright_->bright_indices(), dots_.data(), nb, dots_.data()));
     kernels::log_expm1(dots_.data(), pending_.data(), nb);
     c.queries += nb;
     pending_base_ = base;
@@ -183,7 +189,7 @@ inline void gibbs_z(const LogisticBound& bound, const Dataset& data, BrightSet& 
   double* p_dark = s.b.data();
   double* llt = s.c.data();
   kernels::dots_gather(data.data(), data.stride(), idx, k, theta, delta);
-  c.bound_violations += bound.deltas(idx, delta, k, delta);
+  c.add(bound.deltas(idx, delta, k, delta));
   c.queries += k;
   // P(z = 0) = B/L = e^{−Δ}: one vectorized exp; log L̃ = log expm1(Δ) likewise.
   for (std::size_t i = 0; i < k; ++i) p_dark[i] = -delta[i];
@@ -252,7 +258,7 @@ class ImplicitZUpdater {
     double* lt = s_.c.data();
     if (k > 0) {
       kernels::dots_gather(data.data(), data.stride(), s_.idx.data(), k, theta, delta);
-      c.bound_violations += bound.deltas(s_.idx.data(), delta, k, delta);
+      c.add(bound.deltas(s_.idx.data(), delta, k, delta));
       kernels::log_expm1(delta, lt, k);
       for (std::size_t i = 0; i < k; ++i) acc[i] = lt[i] - log_q_;
       kernels::exp(acc, acc, k);

@@ -31,11 +31,43 @@ class DrawSink {
   virtual void adaptation(double step_size, const std::vector<double>& inv_metric) = 0;
   /// One kept draw, values in column order.
   virtual void row(const std::vector<double>& values) = 0;
-  /// At the end, the chain's warm-up and sampling wall seconds.
-  virtual void end(double warmup_seconds, double sampling_seconds) = 0;
+  /// At the end: the chain's warm-up and sampling seconds and its counters (bound checks).
+  virtual void end(double warmup_seconds, double sampling_seconds, const Counters& counters) = 0;
+  /// Checkpoints: makes everything written so far durable and returns the position to record
+  /// with the chain's state (for a file, its byte length). The default returns 0.
+  virtual std::uint64_t sync() { return 0; }
+  /// Resuming, instead of begin(): cuts the output back to `position` (a value sync()
+  /// returned), continues after it, and returns the rows written before it, each as passed to
+  /// row(). `columns` are the columns begin() was given. The default throws ConfigError.
+  virtual std::vector<std::vector<double>> resume(const std::vector<std::string>& columns,
+                                                  std::uint64_t position);
 };
 /// Makes the sink of chain `chain_id` (1-based), or returns nullptr for none.
 using SinkFactory = std::function<std::unique_ptr<DrawSink>(int chain_id)>;
+
+/// Checkpointing of a run (file formats in checkpoint.hpp). Each chain saves its complete state
+/// every `every` iterations (warm-up included) and when it stops, after making its draw sink
+/// durable; a resumed run continues every chain from its latest state and gives bit-identical
+/// draws to an uninterrupted run (at any thread count). Saving does not touch the random
+/// streams, so the draws do not depend on `every` either. Off when `dir` is empty; with it off,
+/// a run costs one predictable branch per iteration more.
+///
+/// Thread safety: read by every chain's task; only `*stop` may change during a run.
+struct CheckpointOptions {
+  std::string dir;        ///< directory of the checkpoint files (created if missing)
+  long every = 0;         ///< K >= 1: each chain saves after every K-th iteration; 0: on stop only
+  bool resume = false;    ///< continue from the states in `dir`; its manifest must match
+  std::string data_arg;   ///< the data file as given, recorded in the manifest (fresh runs)
+  std::string data_path;  ///< its absolute path, recorded in the manifest (fresh runs)
+  /// Polled by every chain at each iteration boundary; when it becomes true, each chain saves
+  /// its state and returns, and the run returns with RunResult::stopped. Set it from a signal
+  /// handler (std::atomic<bool> is lock-free).
+  const std::atomic<bool>* stop = nullptr;
+  /// Test hooks: every chain stops when it reaches iteration `stop_at` (-1: never), as if
+  /// `stop` were raised; with `stop_without_saving` it saves nothing, as if killed.
+  long stop_at = -1;
+  bool stop_without_saving = false;
+};
 
 /// One chain's kept draws and statistics.
 struct ChainResult {
@@ -50,6 +82,7 @@ struct ChainResult {
   Counters counters;  ///< over the whole chain (warm-up and sampling)
   Profile profile;    ///< phase times, when RunConfig::profile is set
   double warmup_seconds = 0.0, sampling_seconds = 0.0;
+  bool stopped = false;  ///< stopped before the end (CheckpointOptions::stop); draws are partial
 };
 
 /// Everything a run produced.
@@ -58,13 +91,16 @@ struct RunResult {
   std::size_t n = 0, dim = 0;
   std::vector<ChainResult> chains;
   MapResult map;
-  double setup_seconds = 0.0;       ///< MAP + bound statistics + initial z (wall)
-  double warmup_seconds = 0.0;      ///< wall time of the chains' parallel region spent in warm-up
-  double sampling_seconds = 0.0;    ///< ... and in sampling (apportioned by the chains' own timers)
-  double queries_per_iter() const;  ///< sampling queries per iteration, mean over chains
+  double setup_seconds = 0.0;     ///< MAP + bound statistics + initial z (wall)
+  double warmup_seconds = 0.0;    ///< wall time of the chains' parallel region spent in warm-up
+  double sampling_seconds = 0.0;  ///< ... and in sampling (apportioned by the chains' own timers)
+  bool stopped = false;           ///< stopped on request: chains are partial, resume to finish
+  std::vector<std::string> warnings;  ///< for the user, e.g. a resume on other SIMD kernels
+  double queries_per_iter() const;    ///< sampling queries per iteration, mean over chains
   double bright_mean() const;
   double accept_rate() const;
   std::uint64_t bound_violations() const;
+  std::uint64_t bound_clamps() const;
   std::uint64_t nonfinite() const;
   /// Kept draws of coordinate j as chains × iterations (for diagnostics).
   std::vector<std::vector<double>> coordinate(std::size_t j) const;
@@ -79,7 +115,12 @@ struct Progress {
 
 /// Runs `cfg` on logistic regression over `data`. Throws ConfigError for an invalid config.
 /// @param sinks optional per-chain draw sinks (files); @param progress optional counters.
+/// @param checkpoint optional checkpointing (needs `sinks`: the draws before a checkpoint are
+/// read back from them on resume).
+/// @throw ConfigError for a missing, corrupt or mismatching checkpoint on resume, DataError if
+/// the data differ from the checkpointed run's.
 RunResult run_logistic(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-                       const SinkFactory& sinks = {}, Progress* progress = nullptr);
+                       const SinkFactory& sinks = {}, Progress* progress = nullptr,
+                       const CheckpointOptions* checkpoint = nullptr);
 
 }  // namespace flymc

@@ -14,6 +14,7 @@
 ///     # Diagonal elements of inverse mass matrix:
 ///     # 1, 1, 1
 ///     ...                             kept draws
+///     # bound_violations=0            run diagnostics (flymc; write_comments)
 ///     #
 ///     #  Elapsed Time: 0.001124 seconds (Warm-up)
 ///     #                0.000609 seconds (Sampling)
@@ -23,6 +24,7 @@
 /// rstan::read_stan_csv takes `iter` as the total number of iterations *including* warm-up,
 /// and reads `warmup`, `save_warmup` (0/1), `thin`, `seed` and `chain_id` from the config.
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -49,6 +51,11 @@ class StanCsvWriter {
  public:
   /// Opens (truncates) `path` for writing.
   explicit StanCsvWriter(const std::string& path);
+  /// Reopens `path`, a file this class wrote, cut back to its first `length` bytes, to append
+  /// after them (resuming a checkpointed run). Those bytes must end at a line boundary and hold
+  /// the header row, with `columns` columns.
+  /// @throw Error 73 if the file cannot be opened, 74 if it cannot be cut.
+  static StanCsvWriter reopen(const std::string& path, std::uint64_t length, std::size_t columns);
   ~StanCsvWriter();
   StanCsvWriter(StanCsvWriter&& other) noexcept;
   StanCsvWriter& operator=(StanCsvWriter&& other) noexcept;
@@ -67,14 +74,22 @@ class StanCsvWriter {
   /// Writes the closing Elapsed Time block (seconds in plain decimal notation: rstan strips
   /// everything but digits and '.' from these lines, so exponents must not appear).
   void write_elapsed(double warmup_seconds, double sampling_seconds);
+  /// Writes `# key=value` comment lines (after the header; flymc writes its run diagnostics
+  /// before the Elapsed Time block). Keys are letters, digits and '_'; values without line
+  /// breaks.
+  void write_comments(const std::vector<std::pair<std::string, std::string>>& entries);
   /// fflush + fsync: everything written so far survives a kill or a crash of the machine.
   void flush();
+  /// Bytes written to the file so far, including those still buffered (the file's length after
+  /// the next flush()).
+  std::uint64_t size() const noexcept { return size_; }
   /// Flushes, syncs and closes the file. Further writes throw. The destructor closes silently.
   void close();
 
   const std::string& path() const noexcept { return path_; }
 
  private:
+  StanCsvWriter() = default;
   void put(const char* data, std::size_t size);
   void require_open() const;
   void require_header(const char* what) const;
@@ -84,6 +99,7 @@ class StanCsvWriter {
   std::FILE* file_ = nullptr;
   std::unique_ptr<char[]> stdio_buffer_;
   std::size_t pending_ = 0;  // bytes in the stdio buffer since the last flush
+  std::uint64_t size_ = 0;   // bytes written in total
   std::size_t columns_ = 0;
   bool header_written_ = false;
   std::vector<char> line_;  // reusable row buffer
@@ -107,6 +123,10 @@ struct StanCsv {
   /// dense_e (`# Elements of inverse mass matrix:` followed by one comment line per row).
   double step_size = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> inv_metric;
+  /// `# key=value` lines after the header (keys of letters, digits and '_'), in file order:
+  /// flymc writes its run diagnostics there (bound_violations, bound_clamps,
+  /// nonfinite_proposals).
+  std::vector<std::pair<std::string, std::string>> diagnostics;
   /// From the Elapsed Time block, if present.
   double warmup_seconds = std::numeric_limits<double>::quiet_NaN();
   double sampling_seconds = std::numeric_limits<double>::quiet_NaN();

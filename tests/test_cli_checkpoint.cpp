@@ -1,0 +1,286 @@
+// The real `flymc` binary, checkpointed: SIGKILL at random (seeded) instants and resumed until
+// done, or SIGTERM and resumed, must give the draw files (minus their Elapsed Time lines) and the
+// summary draws of an uninterrupted run; bad resumes fail with clear messages and sysexits codes;
+// a forced bound violation is reported by `flymc sample` and `flymc summary`.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "flymc/loaders.hpp"
+#include "flymc/rng.hpp"
+#include "test_util.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d =
+      fs::temp_directory_path() / ("flymc-cli-ckpt-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::vector<std::string> split(const std::string& args) {
+  std::istringstream in(args);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+/// Starts `flymc args...` with stdout and stderr in dir/stdout.txt and dir/stderr.txt.
+pid_t spawn(const std::string& args, const fs::path& dir) {
+  std::vector<std::string> words = split(args);
+  words.insert(words.begin(), FLYMC_CLI_PATH);
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  const std::string out = (dir / "stdout.txt").string(), err = (dir / "stderr.txt").string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // only async-signal-safe calls until exec
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o < 0 || e < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) ::_exit(126);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  REQUIRE(pid > 0);
+  return pid;
+}
+
+struct Status {
+  int code = -1;   // exit code, or -1 if killed by a signal
+  int signal = 0;  // the signal that killed it
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+Status wait_for(pid_t pid, const fs::path& dir) {
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  Status s;
+  if (WIFEXITED(st)) s.code = WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) s.signal = WTERMSIG(st);
+  s.out = slurp(dir / "stdout.txt");
+  s.err = slurp(dir / "stderr.txt");
+  return s;
+}
+
+Status run(const std::string& args, const fs::path& dir) { return wait_for(spawn(args, dir), dir); }
+
+/// Draw files equal up to their Elapsed Time lines, and summary.json's params equal.
+void check_same_run(const fs::path& a, const fs::path& b, int chains) {
+  for (int c = 1; c <= chains; ++c) {
+    CAPTURE(c);
+    const std::string name = "chain-" + std::to_string(c) + ".csv";
+    const std::string ta = flymc::test::read_without_timing((a / name).string());
+    REQUIRE(ta.size() > 1000);
+    CHECK(ta == flymc::test::read_without_timing((b / name).string()));
+  }
+  const auto ja = nlohmann::json::parse(slurp(a / "summary.json"));
+  const auto jb = nlohmann::json::parse(slurp(b / "summary.json"));
+  CHECK(ja["params"] == jb["params"]);
+  CHECK(ja["run"]["queries_per_iter"] == jb["run"]["queries_per_iter"]);
+  CHECK(ja["run"]["accept_rate"] == jb["run"]["accept_rate"]);
+}
+
+/// A workload of about a second on an idle core: long enough to be interrupted many times.
+std::string long_run_options() {
+  return " --chains 2 --warmup 20000 --iters 300000 --thin 10 --seed 7 --quiet";
+}
+
+}  // namespace
+
+TEST_SUITE("unit") {
+  TEST_CASE(
+      "flymc sample: SIGTERM or SIGINT stops after a checkpoint (exit 75); --resume completes it") {
+    const fs::path dir = temp_dir("sigterm");
+    flymc::save_csv(*flymc::test::logistic_data(20000, 6, 3), (dir / "d.csv").string());
+    const std::string base = "sample --data " + (dir / "d.csv").string() + long_run_options();
+    REQUIRE(run(base + " --threads 2 --out " + (dir / "ref").string(), dir).code == 0);
+
+    for (const int sig : {SIGTERM, SIGINT}) {
+      const std::string sig_name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+      CAPTURE(sig_name);
+      const fs::path out = dir / ("run-" + sig_name);
+      const pid_t pid =
+          spawn(base + " --threads 2 --checkpoint-every 5000 --out " + out.string(), dir);
+      // Wait until the chains are sampling (a first state is saved), then ask it to stop.
+      const auto t0 = std::chrono::steady_clock::now();
+      while (!fs::exists(out / "checkpoint" / "chain-1.ckpt") &&
+             std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      ::kill(pid, sig);
+      const Status s = wait_for(pid, dir);
+      CAPTURE(s.err);
+      CHECK(s.code == 75);
+      CHECK(s.err.find("stopped by " + sig_name) != std::string::npos);
+      CHECK(s.err.find("--resume") != std::string::npos);
+      CHECK(!fs::exists(out / "summary.json"));
+      // Resumed on another thread count; must not accept other options.
+      Status r = run("sample --resume " + out.string() + " --chains 3", dir);
+      CHECK(r.code == 64);
+      CHECK(r.err.find("--chains") != std::string::npos);
+      r = run("sample --resume " + out.string() + " --threads 1 --quiet", dir);
+      CAPTURE(r.err);
+      REQUIRE(r.code == 0);
+      check_same_run(dir / "ref", out, 2);
+    }
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("flymc sample --resume: clear errors for a missing, corrupt, busy or mismatched run") {
+    const fs::path dir = temp_dir("resume-errors");
+    flymc::save_csv(*flymc::test::logistic_data(500, 3, 5), (dir / "d.csv").string());
+    const fs::path out = dir / "run";
+    const std::string fresh = "sample --data " + (dir / "d.csv").string() +
+                              " --chains 2 --warmup 100 --iters 300 --quiet --out " + out.string();
+    Status s = run(fresh + " --checkpoint-every 0", dir);
+    CHECK(s.code == 78);
+    CHECK(s.err.find("--checkpoint-every") != std::string::npos);
+    s = run(fresh, dir);  // no checkpointing
+    REQUIRE(s.code == 0);
+    s = run("sample --resume " + out.string(), dir);
+    CHECK(s.code == 78);
+    CHECK(s.err.find("no checkpoint") != std::string::npos);
+    s = run("sample --resume " + (dir / "nowhere").string(), dir);
+    CHECK(s.code == 78);
+    s = run("sample", dir);
+    CHECK(s.code == 64);
+    CHECK(s.err.find("--data") != std::string::npos);
+
+    REQUIRE(run(fresh + " --checkpoint-every 100", dir).code == 0);
+    REQUIRE(run("sample --resume " + out.string() + " --quiet", dir).code == 0);  // idempotent
+    // Held by another process: refused, nothing touched.
+    {
+      const int fd = ::open((out / "checkpoint" / "lock").c_str(), O_RDWR);
+      REQUIRE(fd >= 0);
+      REQUIRE(::flock(fd, LOCK_EX) == 0);
+      s = run("sample --resume " + out.string(), dir);
+      CHECK(s.code == 73);
+      CHECK(s.err.find("another flymc process") != std::string::npos);
+      ::close(fd);
+    }
+    // A corrupted manifest: the checksum catches it.
+    const fs::path manifest = out / "checkpoint" / "run.ckpt";
+    std::string bytes = slurp(manifest);
+    bytes[bytes.size() / 2] ^= 0x5a;
+    std::ofstream(manifest, std::ios::binary) << bytes;
+    s = run("sample --resume " + out.string(), dir);
+    CHECK(s.code == 78);
+    CHECK(s.err.find("checksum") != std::string::npos);
+    CHECK(s.err.find("run.ckpt") != std::string::npos);
+    // The data file changed since the run started: 65, naming it.
+    REQUIRE(run(fresh + " --checkpoint-every 100", dir).code == 0);
+    flymc::save_csv(*flymc::test::logistic_data(500, 3, 6), (dir / "d.csv").string());
+    s = run("sample --resume " + out.string(), dir);
+    CHECK(s.code == 65);
+    CHECK(s.err.find("d.csv") != std::string::npos);
+    CHECK(s.err.find("differ") != std::string::npos);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("a forced bound violation is reported by flymc sample and flymc summary") {
+    const fs::path dir = temp_dir("violation");
+    flymc::save_csv(*flymc::test::logistic_data(2000, 3, 5), (dir / "d.csv").string());
+    const std::string base = "sample --data " + (dir / "d.csv").string() +
+                             " --chains 2 --warmup 200 --iters 500 --quiet --out ";
+    Status s = run(base + (dir / "ok").string(), dir);
+    REQUIRE(s.code == 0);
+    CHECK(s.err.find("bound violation") == std::string::npos);
+    s = run("summary " + (dir / "ok").string(), dir);
+    CHECK(s.code == 0);
+    CHECK(s.out.find("bound checks: 0 violations") != std::string::npos);
+
+    s = run(base + (dir / "bad").string() + " --test-bound-excess 1e-3", dir);
+    CAPTURE(s.err);
+    CHECK(s.code == 0);
+    CHECK(s.err.find("warning:") != std::string::npos);
+    CHECK(s.err.find("bound violations") != std::string::npos);
+    s = run("summary " + (dir / "bad").string(), dir);
+    CHECK(s.code == 0);
+    CHECK(s.out.find("bound checks: ") != std::string::npos);
+    CHECK(s.out.find("bound checks: 0 violations") == std::string::npos);
+    CHECK(s.err.find("bound violations in chain 1, 2") != std::string::npos);
+    // The hook stays out of --help; the checkpoint options are in it.
+    s = run("sample --help", dir);
+    CHECK(s.out.find("--checkpoint-every") != std::string::npos);
+    CHECK(s.out.find("--resume") != std::string::npos);
+    CHECK(s.out.find("--test-bound-excess") == std::string::npos);
+    fs::remove_all(dir);
+  }
+}
+
+TEST_SUITE("slow") {
+  // SIGKILL at seeded random instants (set-up, warm-up, sampling, writing the end), then resume
+  // (or restart, if killed before the run manifest existed) until the run completes. Timing on a
+  // loaded machine varies, so the instants at which the kills land vary from run to run; every
+  // outcome must give the uninterrupted run's files.
+  TEST_CASE(
+      "flymc sample killed with SIGKILL at random instants and resumed equals an "
+      "uninterrupted run") {
+    const fs::path dir = temp_dir("sigkill");
+    flymc::save_csv(*flymc::test::logistic_data(20000, 6, 3), (dir / "d.csv").string());
+    const std::string base = "sample --data " + (dir / "d.csv").string() + long_run_options();
+    const auto t_ref = std::chrono::steady_clock::now();
+    REQUIRE(run(base + " --out " + (dir / "ref").string(), dir).code == 0);
+    const double ref_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_ref).count();
+    MESSAGE("uninterrupted run: " << ref_seconds << " s");
+
+    const fs::path out = dir / "run";
+    const std::string fresh = base + " --checkpoint-every 2000 --out " + out.string();
+    const std::string resume = "sample --resume " + out.string() + " --quiet";
+    flymc::Rng rng(20240601, 0);
+    int kills = 0, resumed_kills = 0, sessions = 0;
+    bool done = false;
+    for (int k = 0; k < 8 && !done; ++k, ++sessions) {
+      const bool started = fs::exists(out / "checkpoint" / "run.ckpt");
+      const pid_t pid = spawn(started ? resume + (k % 2 ? " --threads 1" : "") : fresh, dir);
+      // Up to ~40% of an uninterrupted run: each session gets killed part-way.
+      const double delay = (0.02 + 0.4 * rng.uniform()) * std::max(ref_seconds, 0.3);
+      std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+      ::kill(pid, SIGKILL);
+      const Status s = wait_for(pid, dir);
+      if (s.signal == SIGKILL) {
+        ++kills;
+        resumed_kills += started ? 1 : 0;
+      } else {
+        CAPTURE(s.err);
+        REQUIRE(s.code == 0);  // finished before the kill
+        done = true;
+      }
+    }
+    for (int k = 0; k < 3 && !done; ++k, ++sessions) {
+      const bool started = fs::exists(out / "checkpoint" / "run.ckpt");
+      const Status s = run(started ? resume : fresh, dir);
+      CAPTURE(s.err);
+      REQUIRE(s.code == 0);
+      done = true;
+    }
+    MESSAGE(kills << " kills landed over " << sessions << " sessions, " << resumed_kills
+                  << " of them in resumed sessions");
+    CHECK(kills >= 3);
+    CHECK(resumed_kills >= 2);
+    check_same_run(dir / "ref", out, 2);
+    fs::remove_all(dir);
+  }
+}

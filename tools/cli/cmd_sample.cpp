@@ -365,15 +365,7 @@ void add_sample_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   s->add_option("--threads", c.threads, "Worker threads (0: all cores)")->capture_default_str();
-  s->add_option("--prior-sd", c.prior_sd, "Gaussian prior standard deviation")
-      ->capture_default_str();
-  s->add_option("--q-dark-to-bright", c.q_dark_to_bright, "Implicit z-update proposal rate q")
-      ->capture_default_str();
-  s->add_option("--resample-fraction", c.resample_fraction, "Explicit z-update fraction")
-      ->capture_default_str();
-  s->add_option("--untuned-xi", c.untuned_xi, "xi of the untuned bound")->capture_default_str();
-  s->add_option("--bound-slack", c.bound_slack, "Slack subtracted from every log B_n")
-      ->capture_default_str();
+  add_model_z_options(s, c);
   s->add_option("--theta-steps", c.theta_steps, "theta-steps per z-sweep")->capture_default_str();
   s->add_option("--step-size", c.step_size, "Initial step size (0: from the Laplace fit)")
       ->capture_default_str();

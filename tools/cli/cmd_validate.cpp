@@ -272,15 +272,7 @@ void add_validate_command(CLI::App& app) {
     s->add_option("--seed", o.seed, "Random seed")->capture_default_str();
     s->add_option("--threads", o.threads, "Worker threads over replicates (0: all cores)")
         ->capture_default_str();
-    s->add_option("--prior-sd", r.prior_sd, "Gaussian prior standard deviation")
-        ->capture_default_str();
-    s->add_option("--q-dark-to-bright", r.q_dark_to_bright, "Implicit z-update proposal rate q")
-        ->capture_default_str();
-    s->add_option("--resample-fraction", r.resample_fraction, "Explicit z-update fraction")
-        ->capture_default_str();
-    s->add_option("--untuned-xi", r.untuned_xi, "xi of the untuned bound")->capture_default_str();
-    s->add_option("--bound-slack", r.bound_slack, "Slack subtracted from every log B_n")
-        ->capture_default_str();
+    add_model_z_options(s, r);
     s->add_option("--theta-steps", r.theta_steps, "theta-steps per z-sweep")->capture_default_str();
     s->add_option("--metric", r.metric, "RW proposal metric: identity, diag or dense (Laplace)")
         ->transform(CLI::CheckedTransformer(kMetrics))
@@ -318,15 +310,7 @@ void add_validate_command(CLI::App& app) {
         ->capture_default_str();
     s->add_option("--seed", o.seed, "Random seed")->capture_default_str();
     s->add_option("--threads", o.threads, "Worker threads (0: all cores)")->capture_default_str();
-    s->add_option("--prior-sd", o.prior_sd, "Gaussian prior standard deviation")
-        ->capture_default_str();
-    s->add_option("--q-dark-to-bright", o.q_dark_to_bright, "Implicit z-update proposal rate q")
-        ->capture_default_str();
-    s->add_option("--resample-fraction", o.resample_fraction, "Explicit z-update fraction")
-        ->capture_default_str();
-    s->add_option("--untuned-xi", o.untuned_xi, "xi of the untuned bound")->capture_default_str();
-    s->add_option("--bound-slack", o.bound_slack, "Slack subtracted from every log B_n")
-        ->capture_default_str();
+    add_model_z_options(s, o);
     s->add_option("--alpha", o.alpha, "Family-wise significance level (Bonferroni)")
         ->capture_default_str();
     s->add_flag("--approximate", o.approximate,

@@ -7,6 +7,20 @@ namespace flymc::cli {
 struct ExitStatus {
   int code;
 };
+/// The model and FlyMC options shared by `flymc sample` and `flymc validate` (any options struct
+/// with these fields: RunConfig, GewekeOptions): prior, z-update rates, untuned ξ, bound slack.
+template <class Options>
+void add_model_z_options(CLI::App* s, Options& o) {
+  s->add_option("--prior-sd", o.prior_sd, "Gaussian prior standard deviation")
+      ->capture_default_str();
+  s->add_option("--q-dark-to-bright", o.q_dark_to_bright, "Implicit z-update proposal rate q")
+      ->capture_default_str();
+  s->add_option("--resample-fraction", o.resample_fraction, "Explicit z-update fraction")
+      ->capture_default_str();
+  s->add_option("--untuned-xi", o.untuned_xi, "xi of the untuned bound")->capture_default_str();
+  s->add_option("--bound-slack", o.bound_slack, "Slack subtracted from every log B_n")
+      ->capture_default_str();
+}
 /// `flymc data fmnist|synth-logistic ...`
 void add_data_command(CLI::App& app);
 /// `flymc sample ...`

@@ -21,6 +21,7 @@
 #include "flymc/datagen.hpp"
 #include "flymc/flymc_state.hpp"
 #include "flymc/logistic.hpp"
+#include "flymc/theta_kernels.hpp"
 
 namespace {
 
@@ -116,24 +117,55 @@ void BM_EngineCollapsedBound(benchmark::State& state) {
 }
 BENCHMARK(BM_EngineCollapsedBound);
 
-/// One random-walk θ-step of FlyMC: proposal (51 normals), log p(θ' | z), MH accept.
-void BM_EngineThetaStep(benchmark::State& state) {
+/// FlyMC's log p(θ | z) with its gradient (MALA, HMC): the evaluation above plus ∂Δ/∂ψ, one
+/// vectorized exp and the weighted sum of the packed bright rows.
+void BM_EngineFlyTargetGrad(benchmark::State& state) {
+  const World& w = fmnist_sized();
+  Rng rng(1, 0);
+  BrightSet bright = w.padded_z(rng, 150);
+  FlyTarget target(*w.model, *w.bound, bright);
+  std::vector<double> prop(kD), grad(kD);
+  for (std::size_t j = 0; j < kD; ++j) prop[j] = w.theta[j] + 1e-3 * rng.normal();
+  Counters c;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(target.eval_grad(prop.data(), grad.data(), c));
+    benchmark::ClobberMemory();
+  }
+  state.counters["bright"] = static_cast<double>(bright.size());
+  set_rows(state, static_cast<double>(bright.size()) * static_cast<double>(state.iterations()));
+}
+BENCHMARK(BM_EngineFlyTargetGrad);
+
+/// One θ-step of FlyMC with a θ-kernel at Table 1's adapted step size (identity metric): RW-MH
+/// (proposal, log p(θ' | z), MH accept), MALA (one gradient evaluation) or HMC (arg: leapfrog
+/// steps, one gradient evaluation each).
+void theta_step(benchmark::State& state, KernelKind kind, double eps) {
   const World& w = fmnist_sized();
   Rng rng(2, 0);
   BrightSet bright = w.padded_z(rng, 150);
   FlyTarget target(*w.model, *w.bound, bright);
-  AlignedBuffer th = aligned_zeros(w.data->stride());
-  std::copy_n(w.theta.get(), w.data->stride(), th.get());
-  target.set_base(target.base_at(th.get()));
-  double logp = target.current();
-  RwmhKernel kernel(kD, w.data->stride(), 0.008);  // Table 1's adapted step size
+  ThetaState s;
+  s.theta.assign(w.theta.get(), w.theta.get() + kD);
+  s.grad.assign(kD, 0.0);
+  target.set_current(s.theta.data());
   Counters c;
+  s.logp = target.eval_grad(s.theta.data(), s.grad.data(), c);
+  target.accept();
+  RunConfig cfg;
+  cfg.kernel = kind;
+  cfg.hmc_steps = static_cast<int>(state.range(0));
+  ThetaKernel kernel(cfg, kD, InverseMetric::identity(kD), eps);
   double acc = 0.0;
-  for (auto _ : state) acc += kernel.step(rng, th.get(), logp, target, c);
+  for (auto _ : state) acc += kernel.step(rng, s, target, c).accept_stat;
   state.counters["bright"] = static_cast<double>(bright.size());
   state.counters["accept"] = acc / static_cast<double>(state.iterations());
 }
-BENCHMARK(BM_EngineThetaStep);
+void BM_EngineThetaStep(benchmark::State& state) { theta_step(state, KernelKind::rwmh, 0.008); }
+BENCHMARK(BM_EngineThetaStep)->Arg(1)->ArgName("L");
+void BM_EngineMalaStep(benchmark::State& state) { theta_step(state, KernelKind::mala, 0.01); }
+BENCHMARK(BM_EngineMalaStep)->Arg(1)->ArgName("L");
+void BM_EngineHmcStep(benchmark::State& state) { theta_step(state, KernelKind::hmc, 0.01); }
+BENCHMARK(BM_EngineHmcStep)->Arg(16)->ArgName("L");
 
 /// Explicit z-resampling of a batch of ⌈N·f⌉ data drawn with replacement (gathered dots, bound
 /// deltas, vectorized exp and log expm1, BrightSet flips). Arg: f in percent.
@@ -196,5 +228,25 @@ void BM_EngineFullLogLik(benchmark::State& state) {
         C::kIsRate);
 }
 BENCHMARK(BM_EngineFullLogLik)->Arg(12000)->Arg(1000000)->ArgName("N")->UseRealTime();
+
+/// Regular MALA/HMC's cost: the full-data log-likelihood and its gradient in one pass (dot
+/// products, log-sigmoid, exp, weighted row sums per 256-row block). Arg: N.
+void BM_EngineFullLogLikGrad(benchmark::State& state) {
+  static std::unique_ptr<World> big;
+  const auto n = static_cast<std::size_t>(state.range(0));
+  if (!big || big->data->n() != n) big = std::make_unique<World>(n);
+  AlignedBuffer grad = aligned_zeros(big->data->stride());
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(big->model->log_lik_grad(big->theta.get(), grad.get()));
+    benchmark::ClobberMemory();
+  }
+  const double rows = static_cast<double>(n) * static_cast<double>(state.iterations());
+  set_rows(state, rows);
+  using C = benchmark::Counter;
+  state.counters["bytes/s"] =
+      C(rows * static_cast<double>(big->data->stride() * sizeof(double) + sizeof(double)),
+        C::kIsRate);
+}
+BENCHMARK(BM_EngineFullLogLikGrad)->Arg(12000)->Arg(1000000)->ArgName("N")->UseRealTime();
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "flymc/checkpoint.hpp"
 #include "flymc/errors.hpp"
 #include "flymc/kernels/kernels.hpp"
+#include "flymc/logistic.hpp"
 #include "flymc/output.hpp"
 #include "flymc/sampler.hpp"
 #include "flymc/stan_csv.hpp"
@@ -44,7 +45,9 @@ ChainCheckpoint sample_chain_state(std::size_t n, bool sparse) {
   c.rng = Rng(5, 6).state();
   c.theta = {0.5, -1.25, 3e-300, -0.0};
   c.step_size = 0.0123;
-  c.adapt = DualAveraging(0.1, 0.234).state();
+  c.kernel_state = {0.0123, 1.5, -2.5, 3e-300};
+  c.grad_evals = 17;
+  c.divergences = 4;
   c.since_z = 2;
   c.window_steps = 3;
   c.window_accept = 0.75;
@@ -85,7 +88,9 @@ void check_equal(const ChainCheckpoint& a, const ChainCheckpoint& b) {
   CHECK(a.theta.size() == b.theta.size());
   CHECK(std::memcmp(a.theta.data(), b.theta.data(), a.theta.size() * sizeof(double)) == 0);
   CHECK(a.step_size == b.step_size);
-  CHECK(std::memcmp(&a.adapt, &b.adapt, sizeof a.adapt) == 0);
+  CHECK(a.kernel_state == b.kernel_state);
+  CHECK(a.grad_evals == b.grad_evals);
+  CHECK(a.divergences == b.divergences);
   CHECK(a.since_z == b.since_z);
   CHECK(a.window_steps == b.window_steps);
   CHECK(a.window_accept == b.window_accept);
@@ -251,10 +256,11 @@ TEST_SUITE("unit") {
     CHECK(error_of(encode_checkpoint(m)).find("run manifest") != std::string::npos);
     // Another format version (with a valid checksum): named as such.
     auto v2 = good;
-    v2[8] = 2;
+    v2[8] = static_cast<unsigned char>(kCheckpointFormat + 1);
     const std::uint64_t h = hash_bytes(v2.data(), v2.size() - 8);
     std::memcpy(v2.data() + v2.size() - 8, &h, 8);
-    CHECK(error_of(v2).find("version 2") != std::string::npos);
+    CHECK(error_of(v2).find("version " + std::to_string(kCheckpointFormat + 1)) !=
+          std::string::npos);
     // A damaged file on disk: ConfigError from the loader, naming the file.
     const fs::path dir = temp_dir("corrupt");
     auto bad = good;

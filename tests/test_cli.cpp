@@ -142,7 +142,7 @@ TEST_SUITE("unit") {
         {"--thin 0", 78, "--thin"},
         {"--thin -3", 78, "--thin"},
         {"--threads -1", 78, "--threads"},
-        {"--theta-steps 0", 78, "--theta-steps"},
+        {"--theta-steps -1", 78, "--theta-steps"},
         {"--seed -1", 64, "--seed"},
         {"--seed x", 64, "--seed"},
         {"--q-dark-to-bright 0", 78, "--q-dark-to-bright"},

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "flymc/logistic.hpp"
 #include "flymc/sampler.hpp"
 #include "test_util.hpp"
 

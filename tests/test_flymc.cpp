@@ -7,6 +7,7 @@
 
 #include "flymc/bright_set.hpp"
 #include "flymc/flymc_state.hpp"
+#include "flymc/logistic.hpp"
 #include "flymc/sampler.hpp"
 #include "test_util.hpp"
 

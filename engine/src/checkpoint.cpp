@@ -172,6 +172,13 @@ std::span<const unsigned char> unframe(std::span<const unsigned char> bytes, std
 }
 
 void put_config(ByteWriter& w, const RunConfig& c) {
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.model));
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.prior));
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.slice_mode));
+  w.put<std::uint8_t>(c.adapt_metric ? 1 : 0);
+  w.put<std::int64_t>(c.hmc_steps);
+  w.put(c.student_nu);
+  w.put(c.noise_scale);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(c.algo));
   w.put<std::uint32_t>(static_cast<std::uint32_t>(c.bound));
   w.put<std::uint32_t>(static_cast<std::uint32_t>(c.z));
@@ -202,12 +209,21 @@ RunConfig get_config(ByteReader& r) {
     if (v > max) r.fail("invalid option value in the stored configuration");
     return v;
   };
+  c.model = static_cast<ModelKind>(e(2));
+  c.prior = static_cast<PriorKind>(e(1));
+  c.slice_mode = static_cast<SliceMode>(e(1));
+  c.adapt_metric = r.get_bool();
+  const auto hs = r.get<std::int64_t>();
+  if (hs < 1 || hs > std::numeric_limits<int>::max()) r.fail("invalid hmc_steps");
+  c.hmc_steps = static_cast<int>(hs);
+  c.student_nu = r.get<double>();
+  c.noise_scale = r.get<double>();
   c.algo = static_cast<Algo>(e(1));
   c.bound = static_cast<BoundTuning>(e(1));
   c.z = static_cast<ZUpdate>(e(1));
-  c.kernel = static_cast<KernelKind>(e(0));
+  c.kernel = static_cast<KernelKind>(e(3));
   c.init = static_cast<Init>(e(1));
-  c.metric = static_cast<Metric>(e(2));
+  c.metric = static_cast<Metric>(e(3));
   const auto chains = r.get<std::int64_t>();
   if (chains < 1 || chains > std::numeric_limits<int>::max()) r.fail("invalid chain count");
   c.chains = static_cast<int>(chains);
@@ -221,7 +237,7 @@ RunConfig get_config(ByteReader& r) {
   c.untuned_xi = r.get<double>();
   c.bound_slack = r.get<double>();
   const auto ts = r.get<std::int64_t>();
-  if (ts < 1 || ts > std::numeric_limits<int>::max()) r.fail("invalid theta_steps");
+  if (ts < 0 || ts > std::numeric_limits<int>::max()) r.fail("invalid theta_steps");
   c.theta_steps = static_cast<int>(ts);
   c.target_accept = r.get<double>();
   c.step_size = r.get<double>();
@@ -397,13 +413,15 @@ std::vector<unsigned char> encode_checkpoint(const ChainCheckpoint& c) {
   w.put(c.rng);
   w.put_array(c.theta.data(), c.theta.size());
   w.put(c.step_size);
-  w.put(c.adapt);
+  w.put_array(c.kernel_state.data(), c.kernel_state.size());
   w.put<std::int64_t>(c.since_z);
   w.put<std::int64_t>(c.window_steps);
   w.put(c.window_accept);
   w.put(c.accept_sum);
   w.put(c.bright_sum);
   w.put(c.queries);
+  w.put(c.grad_evals);
+  w.put(c.divergences);
   w.put(c.bound_violations);
   w.put(c.bound_clamps);
   w.put(c.nonfinite);
@@ -451,7 +469,7 @@ ChainCheckpoint decode_chain_checkpoint(std::span<const unsigned char> bytes,
   c.rng = r.get<Rng::State>();
   c.theta = r.get_array<double>();
   c.step_size = r.get<double>();
-  c.adapt = r.get<DualAveraging::State>();
+  c.kernel_state = r.get_array<double>();
   c.since_z = r.get<std::int64_t>();
   c.window_steps = r.get<std::int64_t>();
   if (c.iteration < 0 || c.since_z < 0 || c.window_steps < 0) r.fail("negative counter");
@@ -459,6 +477,8 @@ ChainCheckpoint decode_chain_checkpoint(std::span<const unsigned char> bytes,
   c.accept_sum = r.get<double>();
   c.bright_sum = r.get<double>();
   c.queries = r.get<std::uint64_t>();
+  c.grad_evals = r.get<std::uint64_t>();
+  c.divergences = r.get<std::uint64_t>();
   c.bound_violations = r.get<std::uint64_t>();
   c.bound_clamps = r.get<std::uint64_t>();
   c.nonfinite = r.get<std::uint64_t>();

@@ -49,10 +49,18 @@ void RunConfig::validate() const {
     throw ConfigError("--untuned-xi must be finite and >= 0, got " + num(untuned_xi));
   if (!(bound_slack >= 0.0) || !std::isfinite(bound_slack))
     throw ConfigError("--bound-slack must be finite and >= 0, got " + num(bound_slack));
-  if (theta_steps < 1)
-    throw ConfigError("--theta-steps must be >= 1, got " + std::to_string(theta_steps));
-  if (!(target_accept > 0.0 && target_accept < 1.0))
-    throw ConfigError("--target-accept must be in (0, 1), got " + num(target_accept));
+  if (!(target_accept >= 0.0 && target_accept < 1.0))
+    throw ConfigError("--target-accept must be in (0, 1) (0: the kernel's default), got " +
+                      num(target_accept));
+  if (theta_steps < 0)
+    throw ConfigError("--theta-steps must be >= 1 (0: the kernel's default), got " +
+                      std::to_string(theta_steps));
+  if (hmc_steps < 1 || hmc_steps > 100000)
+    throw ConfigError("--hmc-steps must be in [1, 100000], got " + std::to_string(hmc_steps));
+  if (!(student_nu > 0.0) || !std::isfinite(student_nu))
+    throw ConfigError("--nu must be finite and > 0, got " + num(student_nu));
+  if (!(noise_scale > 0.0) || !std::isfinite(noise_scale))
+    throw ConfigError("--noise-scale must be finite and > 0, got " + num(noise_scale));
   if (!(step_size >= 0.0) || !std::isfinite(step_size))
     throw ConfigError("--step-size must be finite and >= 0, got " + num(step_size));
   if (!(init_jitter >= 0.0) || !std::isfinite(init_jitter))
@@ -66,9 +74,63 @@ const char* to_string(BoundTuning b) noexcept { return b == BoundTuning::map ? "
 const char* to_string(ZUpdate z) noexcept {
   return z == ZUpdate::implicit ? "implicit" : "explicit";
 }
-const char* to_string(KernelKind) noexcept { return "rwmh"; }
+const char* to_string(KernelKind k) noexcept {
+  switch (k) {
+    case KernelKind::rwmh:
+      return "rwmh";
+    case KernelKind::mala:
+      return "mala";
+    case KernelKind::hmc:
+      return "hmc";
+    case KernelKind::slice:
+      return "slice";
+  }
+  return "?";
+}
 const char* to_string(Metric m) noexcept {
-  return m == Metric::identity ? "identity" : m == Metric::diag ? "diag" : "dense";
+  switch (m) {
+    case Metric::automatic:
+      return "auto";
+    case Metric::identity:
+      return "identity";
+    case Metric::diag:
+      return "diag";
+    case Metric::dense:
+      return "dense";
+  }
+  return "?";
+}
+const char* to_string(ModelKind m) noexcept {
+  return m == ModelKind::logistic ? "logistic" : m == ModelKind::softmax ? "softmax" : "robust";
+}
+const char* to_string(PriorKind p) noexcept {
+  return p == PriorKind::gaussian ? "gaussian" : "laplace";
+}
+const char* to_string(SliceMode s) noexcept {
+  return s == SliceMode::coordinate ? "coordinate" : "direction";
+}
+
+Metric RunConfig::resolved_metric() const noexcept {
+  if (metric != Metric::automatic) return metric;
+  return kernel == KernelKind::rwmh ? Metric::identity : Metric::diag;
+}
+int RunConfig::resolved_theta_steps() const noexcept {
+  if (theta_steps > 0) return theta_steps;
+  return kernel == KernelKind::rwmh ? 10 : 1;
+}
+double RunConfig::resolved_target_accept() const noexcept {
+  if (target_accept > 0.0) return target_accept;
+  switch (kernel) {
+    case KernelKind::rwmh:
+      return 0.234;
+    case KernelKind::mala:
+      return 0.574;
+    case KernelKind::hmc:
+      return 0.8;
+    case KernelKind::slice:
+      return 0.5;
+  }
+  return 0.234;
 }
 const char* to_string(Init i) noexcept { return i == Init::map ? "map" : "prior"; }
 

@@ -125,20 +125,28 @@ double jj_lambda(double xi) noexcept {
 }
 
 // ----------------------------------------------------------------------------------------------
-LogisticModel::LogisticModel(std::shared_ptr<const Dataset> data, double prior_sd)
-    : data_(std::move(data)), prior_sd_(prior_sd) {
-  if (!data_) throw ConfigError("logistic model: no data");
+LogisticModel::LogisticModel(std::shared_ptr<const Dataset> data, Prior prior)
+    : data_(std::move(data)), prior_(prior) {
+  if (!data_ || data_->n() == 0 || data_->d() == 0)
+    throw DataError("logistic regression needs at least one row and one feature");
   // 1/σ² must be a finite, non-zero double (as RunConfig::validate checks).
-  if (!(prior_sd >= 1e-150 && prior_sd <= 1e150))
-    throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + std::to_string(prior_sd));
+  if (!(prior.sd >= 1e-150 && prior.sd <= 1e150))
+    throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + std::to_string(prior.sd));
+  for (std::size_t i = 0; i < data_->n(); ++i) {
+    const double t = data_->y()[i];
+    if (t != 1.0 && t != -1.0)
+      throw DataError(data_->source() + ": row " + std::to_string(i + 1) +
+                      ": field 1 (label): logistic regression needs labels -1/+1 (or 0/1), got " +
+                      std::to_string(t));
+  }
   check_features(*data_);
   blas::use_single_thread();
 }
 
-double LogisticModel::log_prior(const double* theta) const noexcept {
-  double s = 0.0;
-  for (std::size_t j = 0; j < dim(); ++j) s += theta[j] * theta[j];
-  return -0.5 * s / (prior_sd_ * prior_sd_);
+std::vector<std::string> LogisticModel::param_names() const {
+  std::vector<std::string> names;
+  for (std::size_t j = 1; j <= dim(); ++j) names.push_back("theta." + std::to_string(j));
+  return names;
 }
 
 double LogisticModel::log_lik(const double* theta) const {
@@ -152,6 +160,53 @@ double LogisticModel::log_lik(const double* theta) const {
       [](double a, double b) { return a + b; });
 }
 
+namespace {
+/// Rows per inner block of the fused log-likelihood + gradient pass: the block's rows are read
+/// from memory by the dot products and again, from L2, by the weighted row sum.
+constexpr std::size_t kGradBlock = 256;
+
+struct LikGrad {
+  double f = 0.0;
+  std::vector<double> g;  // stride entries
+};
+}  // namespace
+
+double LogisticModel::log_lik_grad(const double* theta, double* grad) const {
+  const Dataset& ds = *data_;
+  const std::size_t stride = ds.stride();
+  const auto y = ds.y();
+  LikGrad total = deterministic_reduce(
+      ds.n(), kReduceGrain, LikGrad{},
+      [&](std::size_t lo, std::size_t hi) {
+        LikGrad p;
+        p.g.assign(stride, 0.0);
+        alignas(64) double a[kGradBlock], ls[kGradBlock], c[kGradBlock];
+        for (std::size_t b0 = lo; b0 < hi; b0 += kGradBlock) {
+          const std::size_t m = std::min(kGradBlock, hi - b0);
+          kernels::dots_packed(ds.row(b0), m, stride, theta, a);
+          for (std::size_t i = 0; i < m; ++i) a[i] *= y[b0 + i];
+          kernels::log_sigmoid(a, ls, m);
+          // ∂ log σ(a)/∂(x·θ) = t σ(−a) = t exp(log σ(a) − a).
+          for (std::size_t i = 0; i < m; ++i) {
+            p.f += ls[i];
+            c[i] = ls[i] - a[i];
+          }
+          kernels::exp(c, c, m);
+          for (std::size_t i = 0; i < m; ++i) c[i] *= y[b0 + i];
+          kernels::weighted_row_sum(ds.row(b0), m, stride, c, 1, p.g.data());
+        }
+        return p;
+      },
+      [](LikGrad acc, LikGrad p) {
+        if (acc.g.empty()) return p;
+        acc.f += p.f;
+        for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += p.g[j];
+        return acc;
+      });
+  std::copy(total.g.begin(), total.g.end(), grad);
+  return total.f;
+}
+
 Vec LogisticModel::grad_log_post(const Vec& theta) const {
   const Dataset& ds = *data_;
   AlignedBuffer tp = padded(theta.data(), dim(), stride());
@@ -163,20 +218,32 @@ Vec LogisticModel::grad_log_post(const Vec& theta) const {
                            sg = y[n] * std::exp(kernels::log_sigmoid(-a));  // t σ(−a)
                            w = 0.0;
                          });
-  return p.g - theta / (prior_sd_ * prior_sd_);
+  Vec g = p.g;
+  prior_.add_gradient(theta.data(), dim(), g.data());
+  return g;
 }
 
 MapResult LogisticModel::find_map(double tol, int max_iter) const {
   const auto t0 = Clock::now();
+  const Vec zero = Vec::Zero(static_cast<Eigen::Index>(dim()));
+  MapResult r = newton(Prior{PriorKind::gaussian, prior_.sd}, zero, tol, max_iter);
+  if (prior_.kind != PriorKind::gaussian) {
+    const int it = r.iterations;
+    r = newton(prior_, r.theta, tol, max_iter);
+    r.iterations += it;
+  }
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+MapResult LogisticModel::newton(const Prior& prior, Vec theta, double tol, int max_iter) const {
   const Dataset& ds = *data_;
   const auto d = static_cast<Eigen::Index>(dim());
-  const double prec = 1.0 / (prior_sd_ * prior_sd_);
   const auto y = ds.y();
-  Vec theta = Vec::Zero(d);
   AlignedBuffer tp = aligned_zeros(stride());
   auto objective = [&](const Vec& th) {
     for (Eigen::Index j = 0; j < d; ++j) tp[static_cast<std::size_t>(j)] = th[j];
-    return log_lik(tp.get()) - 0.5 * prec * th.squaredNorm();
+    return log_lik(tp.get()) + prior.log_density(th.data(), dim());
   };
   MapResult r;
   double f = objective(theta);
@@ -193,9 +260,10 @@ MapResult LogisticModel::find_map(double tol, int max_iter) const {
           w = std::exp(ls_pos + ls_neg);  // σ(a)σ(−a), the negative Hessian weight
         });
     symmetrize_upper(p.h);
-    Vec g = p.g - prec * theta;
+    Vec g = p.g;
+    prior.add_gradient(theta.data(), dim(), g.data());
     neg_hess = p.h;
-    neg_hess.diagonal().array() += prec;
+    for (Eigen::Index j = 0; j < d; ++j) neg_hess(j, j) += prior.map_curvature(theta[j]);
     Eigen::LLT<Mat> llt(neg_hess);
     Vec step = llt.solve(g);
     const double decrement = g.dot(step);  // Newton decrement squared
@@ -230,16 +298,22 @@ MapResult LogisticModel::find_map(double tol, int max_iter) const {
                            w = std::exp(kernels::log_sigmoid(a) + kernels::log_sigmoid(-a));
                          });
   symmetrize_upper(p.h);
-  p.h.diagonal().array() += prec;
+  p.h.diagonal().array() += prior.precision();
   r.theta = theta;
   r.covariance = p.h.llt().solve(Mat::Identity(d, d));
   r.log_post = f;
   r.iterations = it;
-  r.seconds = seconds_since(t0);
+  r.seconds = 0.0;
   return r;
 }
 
 // ----------------------------------------------------------------------------------------------
+LogisticBound LogisticBound::make(const LogisticModel& model, const RunConfig& cfg,
+                                  const MapResult& map) {
+  return cfg.bound == BoundTuning::map ? map_tuned(model, map.theta, cfg.bound_slack)
+                                       : untuned(model, cfg.untuned_xi, map.theta, cfg.bound_slack);
+}
+
 LogisticBound LogisticBound::untuned(const LogisticModel& model, double xi, const Vec& anchor,
                                      double slack) {
   if (!(xi >= 0.0) || !std::isfinite(xi))
@@ -345,6 +419,28 @@ BoundCheck LogisticBound::deltas(const Index* idx, const double* dots, std::size
         ++check.violations;  // also NaN
       }
       delta[b0 + i] = 0.0;
+    }
+  }
+  return check;
+}
+
+BoundCheck LogisticBound::delta_grads(const Index* idx, const double* dots, std::size_t k,
+                                      double* delta, double* dpsi) const noexcept {
+  const BoundCheck check = deltas(idx, dots, k, delta);
+  const auto y = data_->y();
+  constexpr std::size_t kBlock = 256;
+  alignas(64) double a[kBlock];
+  alignas(64) double e[kBlock];
+  for (std::size_t b0 = 0; b0 < k; b0 += kBlock) {
+    const std::size_t m = std::min(kBlock, k - b0);
+    for (std::size_t i = 0; i < m; ++i) a[i] = y[idx[b0 + i]] * dots[b0 + i];
+    // σ(−a) = exp(log σ(a) − a), accurate for both signs of a.
+    kernels::log_sigmoid(a, e, m);
+    for (std::size_t i = 0; i < m; ++i) e[i] -= a[i];
+    kernels::exp(e, e, m);
+    for (std::size_t i = 0; i < m; ++i) {
+      const Index n = idx[b0 + i];
+      dpsi[b0 + i] = delta[b0 + i] > 0.0 ? y[n] * (e[i] - 0.5 + 2.0 * lam_[n] * a[i]) : 0.0;
     }
   }
   return check;

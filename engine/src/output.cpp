@@ -32,8 +32,8 @@ class StanCsvSink final : public DrawSink {
     writer_.emplace(path_);
     writer_->write_header(config_, columns);
   }
-  void adaptation(double step_size, const std::vector<double>& inv_metric) override {
-    writer_->write_adaptation(step_size, inv_metric);
+  void adaptation(double step_size, const std::vector<double>& inv_metric, bool dense) override {
+    writer_->write_adaptation(step_size, inv_metric, dense);
     writer_->flush();
     last_flush_ = std::chrono::steady_clock::now();
   }
@@ -101,7 +101,8 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
     // seed and chain_id from these comments.
     std::vector<std::pair<std::string, std::string>> c = {
         {"flymc_version", "0.1.0"},
-        {"model", "logistic"},
+        {"model", to_string(cfg.model)},
+        {"prior", to_string(cfg.prior)},
         {"algorithm", to_string(cfg.algo)},
         {"bound", to_string(cfg.bound)},
         {"z_update", to_string(cfg.z)},
@@ -119,11 +120,18 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
         {"resample_fraction", fmt(cfg.resample_fraction)},
         {"untuned_xi", fmt(cfg.untuned_xi)},
         {"bound_slack", fmt(cfg.bound_slack)},
-        {"theta_steps", std::to_string(cfg.theta_steps)},
+        {"theta_steps", std::to_string(cfg.resolved_theta_steps())},
         {"init", to_string(cfg.init)},
-        {"metric", to_string(cfg.metric)},
-        {"adapt_delta", fmt(cfg.target_accept)},
+        {"metric", to_string(cfg.resolved_metric())},
+        {"adapt_metric", cfg.adapt_metric ? "1" : "0"},
+        {"adapt_delta", fmt(cfg.resolved_target_accept())},
     };
+    if (cfg.kernel == KernelKind::hmc) c.emplace_back("hmc_steps", std::to_string(cfg.hmc_steps));
+    if (cfg.kernel == KernelKind::slice) c.emplace_back("slice_mode", to_string(cfg.slice_mode));
+    if (cfg.model == ModelKind::robust) {
+      c.emplace_back("student_nu", fmt(cfg.student_nu));
+      c.emplace_back("noise_scale", fmt(cfg.noise_scale));
+    }
     if (cfg.test_bound_excess > 0.0)
       c.emplace_back("test_bound_excess", fmt(cfg.test_bound_excess));
     for (const auto& kv : extra_config) c.push_back(kv);
@@ -135,7 +143,8 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
 std::vector<NamedSummary> summarize_params(const RunResult& r) {
   std::vector<NamedSummary> out;
   for (std::size_t j = 0; j < r.dim; ++j)
-    out.push_back({"theta." + std::to_string(j + 1), summarize(r.coordinate(j))});
+    out.push_back({j < r.names.size() ? r.names[j] : "theta." + std::to_string(j + 1),
+                   summarize(r.coordinate(j))});
   return out;
 }
 

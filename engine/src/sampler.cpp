@@ -1,369 +1,25 @@
 #include "flymc/sampler.hpp"
 
-#include <tbb/info.h>
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <exception>
-#include <limits>
 #include <string>
 
-#include "flymc/adaptation.hpp"
-#include "flymc/checkpoint.hpp"
 #include "flymc/errors.hpp"
-#include "flymc/kernels/kernels.hpp"
+#include "flymc/metric.hpp"
+#include "sampler_impl.hpp"
 
 namespace flymc {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
+// The runner per model (sampler_<model>.cpp).
+RunResult run_logistic_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
+                             Progress*, const CheckpointOptions*);
 
-std::vector<std::string> column_names(std::size_t d) {
-  std::vector<std::string> cols = {"lp__", "accept_stat__", "stepsize__", "n_bright__",
-                                   "n_queries__"};
-  for (std::size_t j = 1; j <= d; ++j) cols.push_back("theta." + std::to_string(j));
-  return cols;
-}
+namespace detail {
 
-/// Everything shared read-only by the chains of one run.
-struct Shared {
-  const RunConfig& cfg;
-  const LogisticModel& model;
-  const LogisticBound* bound;  // null for regular MCMC
-  const MapResult& map;
-  double eps0;
-  const double* scale;                  // RW proposal scale L (D × stride) or null
-  std::vector<double> inv_metric_diag;  // diag(LLᵀ), written to the adaptation block
-};
-
-/// Initial θ (padded): θ_MAP plus chain-specific jitter in Laplace standard deviations, or a prior
-/// draw.
-void initial_theta(const Shared& sh, Rng& rng, double* theta) {
-  const std::size_t d = sh.model.dim();
-  for (std::size_t j = 0; j < d; ++j) {
-    const auto jj = static_cast<Eigen::Index>(j);
-    if (sh.cfg.init == Init::map) {
-      theta[j] = sh.map.theta[jj] +
-                 sh.cfg.init_jitter * std::sqrt(sh.map.covariance(jj, jj)) * rng.normal();
-    } else {
-      theta[j] = sh.model.prior_sd() * rng.normal();
-    }
-  }
-}
-
-/// Per chain, per session: checkpointing and resume inputs, and the session's timer deltas.
-struct ChainSession {
-  const CheckpointOptions* ck = nullptr;              // null: checkpointing off
-  const ChainCheckpoint* state = nullptr;             // resume from this state
-  std::vector<std::vector<double>> rows;              // rows already in the draw file (resume)
-  double concurrency = 1.0;                           // min(chains, threads) of this session
-  double z_init = 0.0, warmup = 0.0, sampling = 0.0;  // this session's timer seconds (out)
-};
-
-/// Kept draws after `it` iterations: sampling iterations si = it' − warmup with si % thin == 0.
-std::uint64_t kept_after(const RunConfig& cfg, long it) {
-  if (it <= cfg.warmup) return 0;
-  return static_cast<std::uint64_t>((it - cfg.warmup + cfg.thin - 1) / cfg.thin);
-}
-
-/// Fills the draws, lp and end-of-run statistics of a chain from a saved state and its rows.
-void restore_draws(std::size_t d, std::vector<std::vector<double>>& rows, ChainResult& res) {
-  res.draws.reserve(res.kept * d);
-  res.lp.reserve(res.kept);
-  for (const auto& r : rows) {
-    res.lp.push_back(r[0]);
-    for (std::size_t j = 0; j < d; ++j) res.draws.push_back(r[5 + j]);
-  }
-  rows.clear();
-  rows.shrink_to_fit();
-}
-
-/// The chain loop, shared by both algorithms. An iteration is one θ-step (one MH proposal), for
-/// FlyMC on p(θ | z); FlyMC resamples z after every `theta_steps`-th iteration. Each θ-step and
-/// each z-sweep leaves the joint p(θ, z) invariant (MATH.md 1.5).
-/// Checkpoints are taken at the top of an iteration: the saved state is everything the rest of
-/// the loop reads, so a chain restored from it continues exactly as the original would have.
-template <bool kFly, class ZUp>
-ChainResult run_chain(const Shared& sh, int chain_id, ZUp* zup, DrawSink* sink,
-                      std::atomic<long>* progress, ChainSession& ses) {
-  const RunConfig& cfg = sh.cfg;
-  const Dataset& data = sh.model.data();
-  const std::size_t d = sh.model.dim(), stride = sh.model.stride();
-  const CheckpointOptions* ck = ses.ck;
-  const ChainCheckpoint* st = ses.state;
-  const long total = cfg.warmup + cfg.iters;
-
-  ChainResult res;
-  res.chain_id = chain_id;
-  res.kept = static_cast<std::size_t>((cfg.iters + cfg.thin - 1) / cfg.thin);
-  Counters& cnt = res.counters;
-  auto stop_requested = [ck](long it) {
-    return ck != nullptr &&
-           (it == ck->stop_at || (ck->stop && ck->stop->load(std::memory_order_relaxed)));
-  };
-  if (st == nullptr && stop_requested(0)) {  // stopped before it started: nothing to save
-    res.stopped = true;
-    res.kept = 0;
-    return res;
-  }
-  if (st != nullptr && st->finished) {  // done in an earlier session
-    restore_draws(d, ses.rows, res);
-    res.step_size = st->step_size;
-    res.accept_rate = st->accept_sum / static_cast<double>(cfg.iters);
-    res.bright_mean = st->bright_sum / static_cast<double>(cfg.iters);
-    res.sampling_queries = st->queries - st->queries_at_sampling;
-    cnt.queries = st->queries;
-    cnt.bound_violations = st->bound_violations;
-    cnt.bound_clamps = st->bound_clamps;
-    cnt.nonfinite = st->nonfinite;
-    res.warmup_seconds = st->warmup_seconds;
-    res.sampling_seconds = st->sampling_seconds;
-    if (progress) progress->store(total, std::memory_order_relaxed);
-    return res;
-  }
-
-  Rng rng(cfg.seed, static_cast<std::uint64_t>(chain_id));
-  AlignedBuffer theta = aligned_zeros(stride);
-  if (st == nullptr) initial_theta(sh, rng, theta.get());
-  if (cfg.profile) cnt.profile = &res.profile;
-  const auto t_start = Clock::now();
-
-  // Target and initial state.
-  BrightSet bright;
-  std::optional<FlyTarget> fly;
-  std::optional<FullTarget> full;
-  double logp;
-  RwmhKernel kernel(d, stride, sh.eps0, sh.scale);
-  DualAveraging adapt(sh.eps0, cfg.target_accept);
-  const std::vector<std::string> cols = column_names(d);
-  std::vector<double> row(cols.size());
-  res.draws.reserve(res.kept * d);
-  res.lp.reserve(res.kept);
-  double accept_sum = 0.0, bright_sum = 0.0, window_accept = 0.0;
-  std::uint64_t queries_at_sampling = 0, queries_at_row = 0;
-  long window_steps = 0, since_z = 0, it0 = 0;
-  // The chain's own timers over earlier sessions, and their wall-clock shares.
-  double z_prev = 0.0, warm_prev = 0.0, samp_prev = 0.0;
-  double wall_z_prev = 0.0, wall_warm_prev = 0.0, wall_samp_prev = 0.0;
-
-  if constexpr (kFly) {
-    bright = BrightSet(data);
-    fly.emplace(sh.model, *sh.bound, bright);
-  } else {
-    full.emplace(sh.model);
-  }
-  if (st == nullptr) {
-    if constexpr (kFly) {
-      // z ~ p(z | θ0) exactly: one Gibbs pass over all data, in fixed blocks.
-      ZScratch zs;
-      std::vector<Index> block;
-      for (std::size_t lo = 0; lo < data.n(); lo += 4096) {
-        const std::size_t hi = std::min(data.n(), lo + 4096);
-        block.resize(hi - lo);
-        for (std::size_t i = lo; i < hi; ++i) block[i - lo] = static_cast<Index>(i);
-        gibbs_z(*sh.bound, data, bright, theta.get(), block.data(), block.size(), rng, cnt, zs);
-      }
-      fly->set_base(fly->base_at(theta.get()));
-      logp = fly->current();
-    } else {
-      logp = full->eval(theta.get(), cnt);
-    }
-    if (sink) sink->begin(cols);
-    queries_at_sampling = queries_at_row = cnt.queries;
-  } else {
-    rng.set_state(st->rng);
-    std::copy(st->theta.begin(), st->theta.end(), theta.get());
-    // The cached densities are recomputed from θ and the cached log L̃: the same functions on
-    // the same values as when they were cached, so bit-identical, and consistent with this
-    // build's kernels even if the run moved to another machine.
-    if constexpr (kFly) {
-      bright.restore(st->order, static_cast<std::size_t>(st->num_bright), st->log_ltilde.data());
-      fly->set_base(fly->base_at(theta.get()));
-      logp = fly->current();
-    } else {
-      Counters scratch;  // not a query of the chain: the uninterrupted run cached this value
-      logp = full->eval(theta.get(), scratch);
-    }
-    kernel.step_size = st->step_size;
-    adapt.set_state(st->adapt);
-    it0 = st->iteration;
-    since_z = st->since_z;
-    window_steps = st->window_steps;
-    window_accept = st->window_accept;
-    accept_sum = st->accept_sum;
-    bright_sum = st->bright_sum;
-    cnt.queries = st->queries;
-    cnt.bound_violations = st->bound_violations;
-    cnt.bound_clamps = st->bound_clamps;
-    cnt.nonfinite = st->nonfinite;
-    queries_at_sampling = st->queries_at_sampling;
-    queries_at_row = st->queries_at_row;
-    z_prev = st->z_init_seconds;
-    warm_prev = st->warmup_seconds;
-    samp_prev = st->sampling_seconds;
-    wall_z_prev = st->wall_z_init;
-    wall_warm_prev = st->wall_warmup;
-    wall_samp_prev = st->wall_sampling;
-    restore_draws(d, ses.rows, res);
-    if (progress) progress->store(it0, std::memory_order_relaxed);
-  }
-  // Timers: this session's time goes to warm-up until the start of iteration `warmup`.
-  auto seg_start = Clock::now();
-  ses.z_init = st == nullptr ? seconds_between(t_start, seg_start) : 0.0;
-  bool in_warmup = it0 <= cfg.warmup;
-  auto session_times = [&](double& warm, double& samp) {
-    const double open = seconds_between(seg_start, Clock::now());
-    warm = ses.warmup + (in_warmup ? open : 0.0);
-    samp = ses.sampling + (in_warmup ? 0.0 : open);
-  };
-
-  auto save = [&](long it, bool finished) {
-    ChainCheckpoint c;
-    c.chain_id = chain_id;
-    c.finished = finished;
-    c.iteration = it;
-    c.sink_position = sink->sync();  // the draw file is durable before the state that cites it
-    c.kept = res.lp.size();
-    c.rng = rng.state();
-    c.theta.assign(theta.get(), theta.get() + d);
-    c.step_size = kernel.step_size;
-    c.adapt = adapt.state();
-    c.since_z = since_z;
-    c.window_steps = window_steps;
-    c.window_accept = window_accept;
-    c.accept_sum = accept_sum;
-    c.bright_sum = bright_sum;
-    c.queries = cnt.queries;
-    c.bound_violations = cnt.bound_violations;
-    c.bound_clamps = cnt.bound_clamps;
-    c.nonfinite = cnt.nonfinite;
-    c.queries_at_sampling = queries_at_sampling;
-    c.queries_at_row = queries_at_row;
-    double warm, samp;
-    session_times(warm, samp);
-    c.z_init_seconds = z_prev + ses.z_init;
-    c.warmup_seconds = warm_prev + warm;
-    c.sampling_seconds = samp_prev + samp;
-    c.wall_z_init = wall_z_prev + ses.z_init / ses.concurrency;
-    c.wall_warmup = wall_warm_prev + warm / ses.concurrency;
-    c.wall_sampling = wall_samp_prev + samp / ses.concurrency;
-    if constexpr (kFly) {
-      c.num_bright = bright.size();
-      c.order.assign(bright.order(), bright.order() + bright.num_data());
-      c.log_ltilde.assign(bright.log_ltilde(), bright.log_ltilde() + bright.size());
-    }
-    save_chain_checkpoint(ck->dir, c);
-  };
-
-  const long every = ck != nullptr ? ck->every : 0;
-  long next_save = every > 0 ? (it0 / every + 1) * every : std::numeric_limits<long>::max();
-  long saved_at = st != nullptr ? it0 : -1;  // the state on disk is at this iteration
-  for (long it = it0; it < total; ++it) {
-    if (ck != nullptr) {
-      if (it == next_save) {
-        save(it, false);
-        saved_at = it;
-        next_save += every;
-      }
-      if (stop_requested(it)) {
-        if (!ck->stop_without_saving && saved_at != it) save(it, false);
-        res.stopped = true;
-        break;
-      }
-    }
-    const bool sampling = it >= cfg.warmup;
-    if (it == cfg.warmup) {
-      kernel.step_size = adapt.final_step_size();
-      if (sink) sink->adaptation(kernel.step_size, sh.inv_metric_diag);
-      const auto now = Clock::now();
-      ses.warmup += seconds_between(seg_start, now);
-      seg_start = now;
-      in_warmup = false;
-      queries_at_sampling = queries_at_row = cnt.queries;
-      window_accept = 0.0;
-      window_steps = 0;
-    }
-    double a;
-    if constexpr (kFly) {
-      a = kernel.step(rng, theta.get(), logp, *fly, cnt);
-    } else {
-      a = kernel.step(rng, theta.get(), logp, *full, cnt);
-    }
-    if (!sampling) {
-      kernel.step_size = adapt.update(a);
-    } else {
-      accept_sum += a;
-    }
-    window_accept += a;
-    ++window_steps;
-    if constexpr (kFly) {
-      // z is resampled after every theta_steps-th θ-step (MATH.md 1.5: any fixed schedule of
-      // θ-steps and z-sweeps leaves the joint invariant).
-      if (++since_z == cfg.theta_steps) {
-        since_z = 0;
-        PhaseTimer t(cnt.profile, Phase::z_update);
-        zup->update(*sh.bound, data, bright, theta.get(), rng, cnt);
-        logp = fly->current();
-      }
-    }
-    if (sampling) {
-      const long si = it - cfg.warmup;
-      const std::size_t nb = kFly ? bright.size() : data.n();
-      bright_sum += static_cast<double>(nb);
-      if (si % cfg.thin == 0) {
-        PhaseTimer t(cnt.profile, Phase::output);
-        res.lp.push_back(logp);
-        for (std::size_t j = 0; j < d; ++j) res.draws.push_back(theta[j]);
-        if (sink) {
-          row[0] = logp;
-          row[1] = window_accept / static_cast<double>(std::max(1L, window_steps));
-          row[2] = kernel.step_size;
-          row[3] = static_cast<double>(nb);
-          row[4] = static_cast<double>(cnt.queries - queries_at_row);
-          for (std::size_t j = 0; j < d; ++j) row[5 + j] = theta[j];
-          sink->row(row);
-        }
-        queries_at_row = cnt.queries;
-        window_accept = 0.0;
-        window_steps = 0;
-      }
-    }
-    if (progress && ((it & 1023) == 1023 || it + 1 == total))
-      progress->store(it + 1, std::memory_order_relaxed);
-  }
-  double warm, samp;
-  session_times(warm, samp);
-  ses.warmup = warm;
-  ses.sampling = samp;
-  res.step_size = kernel.step_size;
-  res.warmup_seconds = warm_prev + warm;
-  res.sampling_seconds = samp_prev + samp;
-  cnt.profile = nullptr;  // points into res; must not outlive this frame
-  if (res.stopped) {
-    res.kept = res.lp.size();
-    return res;
-  }
-  res.accept_rate = accept_sum / static_cast<double>(cfg.iters);
-  res.bright_mean = bright_sum / static_cast<double>(cfg.iters);
-  res.sampling_queries = cnt.queries - queries_at_sampling;
-  if (sink) sink->end(res.warmup_seconds, res.sampling_seconds, cnt);
-  if (ck != nullptr) save(total, true);
-  return res;
-}
-
-/// Throws ConfigError unless a loaded chain state fits the run (a state from another run or a
-/// damaged file that still passed its checksum).
-void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size_t n, std::size_t d,
+void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size_t n, std::size_t p,
                        const std::string& dir) {
   const long total = cfg.warmup + cfg.iters;
   std::string bad;
-  if (c.theta.size() != d)
+  if (c.theta.size() != p)
     bad = "theta has " + std::to_string(c.theta.size()) + " entries";
   else if (cfg.algo == Algo::flymc && c.order.size() != n)
     bad = "bright-set size differs from N";
@@ -375,7 +31,7 @@ void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size
     bad = "inconsistent completion flag";
   else if (c.kept != kept_after(cfg, c.iteration))
     bad = "kept-draw count inconsistent";
-  else if (c.since_z >= cfg.theta_steps)
+  else if (c.since_z >= cfg.resolved_theta_steps())
     bad = "z-sweep schedule out of range";
   if (bad.empty() && !c.order.empty()) {
     std::vector<char> seen(n, 0);
@@ -392,7 +48,50 @@ void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size
                       ": does not fit the run's configuration (" + bad + ")");
 }
 
-}  // namespace
+InverseMetric initial_metric(const RunConfig& cfg, const MapResult& map) {
+  const auto p = static_cast<std::size_t>(map.theta.size());
+  switch (cfg.resolved_metric()) {
+    case Metric::automatic:
+    case Metric::identity:
+      return InverseMetric::identity(p);
+    case Metric::diag: {
+      std::vector<double> var(p);
+      for (std::size_t j = 0; j < p; ++j) {
+        const auto jj = static_cast<Eigen::Index>(j);
+        var[j] = std::max(map.covariance(jj, jj), 1e-300);
+      }
+      return InverseMetric::diagonal(std::move(var));
+    }
+    case Metric::dense:
+      return InverseMetric::dense(map.covariance);
+  }
+  return InverseMetric::identity(p);
+}
+
+double initial_step_size(const RunConfig& cfg, const MapResult& map, std::size_t p) {
+  if (cfg.step_size > 0.0) return cfg.step_size;
+  // In the metric's units the posterior has sd ≈ 1 (Laplace); with the identity metric the
+  // smallest Laplace sd sets the scale. Then the textbook optimal scalings in dimension P:
+  // RW 2.38/√P (Roberts, Gelman & Gilks 1997), MALA 1.65·P^(−1/6) (Roberts & Rosenthal 1998),
+  // HMC P^(−1/4) (Beskos et al. 2013), slice width 2 sd (Neal 2003: about the slice's size).
+  double scale = 1.0;
+  if (cfg.resolved_metric() == Metric::identity)
+    scale = std::sqrt(std::max(map.covariance.diagonal().minCoeff(), 1e-300));
+  const double dp = static_cast<double>(std::max<std::size_t>(p, 1));
+  switch (cfg.kernel) {
+    case KernelKind::rwmh:
+      return scale * 2.38 / std::sqrt(dp);
+    case KernelKind::mala:
+      return scale * 1.65 * std::pow(dp, -1.0 / 6.0);
+    case KernelKind::hmc:
+      return scale * std::pow(dp, -0.25);
+    case KernelKind::slice:
+      return scale * 2.0;
+  }
+  return scale;
+}
+
+}  // namespace detail
 
 double RunResult::queries_per_iter() const {
   double q = 0.0;
@@ -424,6 +123,11 @@ std::uint64_t RunResult::nonfinite() const {
   for (const auto& c : chains) s += c.counters.nonfinite;
   return s;
 }
+std::uint64_t RunResult::divergences() const {
+  std::uint64_t s = 0;
+  for (const auto& c : chains) s += c.counters.divergences;
+  return s;
+}
 std::vector<std::vector<double>> RunResult::coordinate(std::size_t j) const {
   std::vector<std::vector<double>> out;
   for (const auto& c : chains) {
@@ -443,201 +147,30 @@ std::vector<std::vector<double>> DrawSink::resume(const std::vector<std::string>
   throw ConfigError("this draw sink cannot resume a checkpointed chain");
 }
 
-RunResult run_logistic(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-                       const SinkFactory& sinks, Progress* progress,
-                       const CheckpointOptions* checkpoint) {
+LabelDomain label_domain(ModelKind model) noexcept {
+  switch (model) {
+    case ModelKind::logistic:
+      return LabelDomain::binary;
+    case ModelKind::softmax:
+      return LabelDomain::categorical;
+    case ModelKind::robust:
+      return LabelDomain::any;
+  }
+  return LabelDomain::any;
+}
+
+RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const SinkFactory& sinks,
+              Progress* progress, const CheckpointOptions* checkpoint) {
   cfg.validate();
-  if (!data || data->n() == 0 || data->d() == 0)
-    throw DataError("logistic regression needs at least one row and one feature");
-  for (std::size_t i = 0; i < data->n(); ++i) {
-    const double t = data->y()[i];
-    if (t != 1.0 && t != -1.0)
-      throw DataError(data->source() + ": row " + std::to_string(i + 1) +
-                      ": field 1 (label): logistic regression needs labels -1/+1 (or 0/1), got " +
-                      std::to_string(t));
+  if (!data) throw DataError("no data");
+  switch (cfg.model) {
+    case ModelKind::logistic:
+      return run_logistic_model(cfg, std::move(data), sinks, progress, checkpoint);
+    case ModelKind::softmax:
+    case ModelKind::robust:
+      break;
   }
-  const CheckpointOptions* ck =
-      checkpoint != nullptr && !checkpoint->dir.empty() ? checkpoint : nullptr;
-  if (ck != nullptr) {
-    if (ck->every < 0)
-      throw ConfigError("--checkpoint-every must be >= 1, got " + std::to_string(ck->every));
-    if (!sinks)
-      throw ConfigError(
-          "checkpointing needs a draw sink per chain: the draws before a "
-          "checkpoint are read back from it on resume");
-  }
-  const auto t0 = Clock::now();
-  RunResult out;
-  out.config = cfg;
-  out.n = data->n();
-  out.dim = data->d();
-  const std::uint64_t fingerprint = ck != nullptr ? data_fingerprint(*data) : 0;
-  std::optional<RunManifest> manifest;
-  if (ck != nullptr && ck->resume) {
-    manifest = load_run_manifest(ck->dir);
-    const std::string where = run_manifest_path(ck->dir);
-    if (manifest->n != data->n() || manifest->d != data->d() || manifest->data_hash != fingerprint)
-      throw DataError(data->source() + ": the data differ from those of the checkpointed run (" +
-                      std::to_string(manifest->n) + " x " + std::to_string(manifest->d) +
-                      " with another fingerprint in " + where + ", now " +
-                      std::to_string(data->n()) + " x " + std::to_string(data->d()) +
-                      "): resume with the original data file");
-    // Every stored option must match (threads and profile are not stored).
-    auto options = [](const RunConfig& c) {
-      RunManifest m;
-      m.config = c;
-      return encode_checkpoint(m);
-    };
-    if (options(cfg) != options(manifest->config))
-      throw ConfigError(where + ": the run configuration differs from the checkpointed run's");
-    if (manifest->simd != kernels::simd_name())
-      out.warnings.push_back(
-          "the run was started by a build with " + manifest->simd + " kernels and resumed with " +
-          kernels::simd_name() +
-          " kernels: the chains remain valid, but their draws are not bit-identical to an "
-          "uninterrupted run's");
-  }
-  LogisticModel model(data, cfg.prior_sd);
-  // On resume the MAP fit is the checkpointed one: the bounds and proposal scale built from it
-  // are then those of the first session, bit for bit.
-  out.map = manifest ? manifest->map : model.find_map();
-  std::optional<LogisticBound> bound;
-  if (cfg.algo == Algo::flymc) {
-    bound = cfg.bound == BoundTuning::map
-                ? LogisticBound::map_tuned(model, out.map.theta, cfg.bound_slack)
-                : LogisticBound::untuned(model, cfg.untuned_xi, out.map.theta, cfg.bound_slack);
-    if (cfg.test_bound_excess > 0.0) bound->raise_for_testing(cfg.test_bound_excess);
-  }
-  if (ck != nullptr && !ck->resume) {
-    remove_checkpoints(ck->dir);  // stale states of an earlier run in the same directory
-    RunManifest m;
-    m.config = cfg;
-    m.checkpoint_every = ck->every;
-    m.data_arg = ck->data_arg;
-    m.data_path = ck->data_path;
-    m.n = data->n();
-    m.d = data->d();
-    m.data_hash = fingerprint;
-    m.map = out.map;
-    m.setup_seconds = seconds_between(t0, Clock::now());
-    m.simd = kernels::simd_name();
-    save_run_manifest(ck->dir, m);
-  }
-  const double setup_serial = seconds_between(t0, Clock::now());
-
-  // Proposal scale: L with LLᵀ = the Laplace covariance (or its diagonal), or the identity.
-  const std::size_t d = out.dim, stride = data->stride();
-  AlignedBuffer scale;
-  std::vector<double> metric_diag(d, 1.0);
-  if (cfg.metric != Metric::identity) {
-    scale = aligned_zeros(d * stride);
-    Mat L = Mat::Zero(static_cast<Eigen::Index>(d), static_cast<Eigen::Index>(d));
-    if (cfg.metric == Metric::dense) {
-      L = out.map.covariance.llt().matrixL();
-    } else {
-      L.diagonal() = out.map.covariance.diagonal().cwiseSqrt();
-    }
-    for (std::size_t i = 0; i < d; ++i) {
-      for (std::size_t j = 0; j <= i; ++j)
-        scale[i * stride + j] = L(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
-      metric_diag[i] =
-          out.map.covariance(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(i));
-    }
-  }
-  // Initial step: 2.38/√D in the metric's units (for the identity, times the smallest Laplace
-  // standard deviation); dual averaging adapts it.
-  double eps0 = cfg.step_size;
-  if (eps0 <= 0.0) {
-    const double min_var = out.map.covariance.diagonal().minCoeff();
-    eps0 = 2.38 / std::sqrt(static_cast<double>(d)) *
-           (cfg.metric == Metric::identity ? std::sqrt(std::max(min_var, 1e-300)) : 1.0);
-  }
-  const Shared sh{cfg, model, bound ? &*bound : nullptr, out.map, eps0, scale.get(), metric_diag};
-
-  const int nchains = cfg.chains;
-  const auto nc = static_cast<std::size_t>(nchains);
-  const int threads = cfg.threads > 0 ? cfg.threads : tbb::info::default_concurrency();
-  out.chains.resize(nc);
-  std::vector<std::exception_ptr> errors(nc);
-  std::vector<std::unique_ptr<DrawSink>> chain_sinks(nc);
-  std::vector<std::optional<ChainCheckpoint>> states(nc);
-  std::vector<ChainSession> sessions(nc);
-  double prev_wall_z = 0.0, prev_wall_w = 0.0, prev_wall_s = 0.0;
-  for (std::size_t c = 0; c < nc; ++c) {
-    const int id = static_cast<int>(c) + 1;
-    if (sinks) chain_sinks[c] = sinks(id);
-    ChainSession& ses = sessions[c];
-    ses.ck = ck;
-    ses.concurrency = static_cast<double>(std::max(1, std::min(nchains, threads)));
-    if (ck == nullptr || !ck->resume) continue;
-    // Every chain state and draw file is checked before any chain runs.
-    states[c] = load_chain_checkpoint(ck->dir, id);
-    if (!states[c]) continue;  // never saved: the chain starts afresh
-    const ChainCheckpoint& st = *states[c];
-    check_chain_state(st, cfg, data->n(), d, ck->dir);
-    if (!chain_sinks[c])
-      throw ConfigError("resuming needs a draw sink for chain " + std::to_string(id));
-    ses.rows = chain_sinks[c]->resume(column_names(d), st.sink_position);
-    if (ses.rows.size() != st.kept)
-      throw ConfigError(chain_checkpoint_path(ck->dir, id) + ": records " +
-                        std::to_string(st.kept) + " kept draws, the draw file holds " +
-                        std::to_string(ses.rows.size()) + " up to the recorded length");
-    ses.state = &st;
-    prev_wall_z += st.wall_z_init;
-    prev_wall_w += st.wall_warmup;
-    prev_wall_s += st.wall_sampling;
-  }
-  if (manifest) out.setup_seconds = manifest->setup_seconds;
-
-  tbb::task_arena arena(threads);
-  const auto t_par = Clock::now();
-  arena.execute([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int>(0, nchains, 1),
-        [&](const tbb::blocked_range<int>& r) {
-          for (int c = r.begin(); c != r.end(); ++c) {
-            const auto ci = static_cast<std::size_t>(c);
-            try {
-              DrawSink* sink = chain_sinks[ci].get();
-              std::atomic<long>* prog = progress ? &progress->done[ci] : nullptr;
-              ChainSession& ses = sessions[ci];
-              if (cfg.algo == Algo::full) {
-                out.chains[ci] =
-                    run_chain<false, ImplicitZUpdater>(sh, c + 1, nullptr, sink, prog, ses);
-              } else if (cfg.z == ZUpdate::implicit) {
-                ImplicitZUpdater z(cfg.q_dark_to_bright);
-                out.chains[ci] = run_chain<true>(sh, c + 1, &z, sink, prog, ses);
-              } else {
-                ExplicitZUpdater z(cfg.resample_fraction);
-                out.chains[ci] = run_chain<true>(sh, c + 1, &z, sink, prog, ses);
-              }
-              chain_sinks[ci].reset();  // closes the file in the chain's own task
-            } catch (...) {
-              errors[ci] = std::current_exception();
-            }
-          }
-        },
-        tbb::simple_partitioner());
-  });
-  const double par_seconds = seconds_between(t_par, Clock::now());
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-  for (const auto& c : out.chains) out.stopped = out.stopped || c.stopped;
-
-  // Wall time of the parallel region, split between z set-up, warm-up and sampling in proportion
-  // to the chains' own timers (chains may outnumber threads, so there is no common barrier).
-  // Earlier sessions of a resumed run add their chains' timers divided by their concurrency.
-  double zi = 0.0, w = 0.0, s = 0.0;
-  for (const ChainSession& ses : sessions) {
-    zi += ses.z_init;
-    w += ses.warmup;
-    s += ses.sampling;
-  }
-  const double tot = std::max(zi + w + s, 1e-300);
-  out.setup_seconds += setup_serial + prev_wall_z + par_seconds * zi / tot;
-  out.warmup_seconds = prev_wall_w + par_seconds * w / tot;
-  out.sampling_seconds = prev_wall_s + par_seconds * s / tot;
-  return out;
+  throw ConfigError(std::string("model ") + to_string(cfg.model) + " is not available yet");
 }
 
 }  // namespace flymc

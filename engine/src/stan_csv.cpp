@@ -515,16 +515,26 @@ void StanCsvWriter::write_row(std::span<const double> values) {
   put(line_.data(), static_cast<std::size_t>(p - line_.data()));
 }
 
-void StanCsvWriter::write_adaptation(double step_size, std::span<const double> inv_metric_diag) {
+void StanCsvWriter::write_adaptation(double step_size, std::span<const double> inv_metric,
+                                     bool dense) {
   require_header("write_adaptation");
   std::string text = "# Adaptation terminated\n# Step size = ";
   char number[kMaxNumberChars];
   text.append(number, format_number(number, number + sizeof number, step_size));
-  text += "\n# Diagonal elements of inverse mass matrix:\n#";
-  for (std::size_t k = 0; k < inv_metric_diag.size(); ++k) {
-    text += k == 0 ? " " : ", ";
-    text.append(number, format_number(number, number + sizeof number, inv_metric_diag[k]));
+  // Stan's two layouts: the diagonal on one line, or a dense matrix one row per line.
+  std::size_t per_line = inv_metric.size();
+  if (dense) {
+    while (per_line * per_line > inv_metric.size()) --per_line;
+    text += "\n# Elements of inverse mass matrix:";
+  } else {
+    text += "\n# Diagonal elements of inverse mass matrix:";
   }
+  for (std::size_t k = 0; k < inv_metric.size(); ++k) {
+    if (per_line == 0 || k % per_line == 0) text += "\n#";
+    text += k % std::max<std::size_t>(per_line, 1) == 0 ? " " : ", ";
+    text.append(number, format_number(number, number + sizeof number, inv_metric[k]));
+  }
+  if (inv_metric.empty()) text += "\n#";
   text += '\n';
   put(text.data(), text.size());
 }

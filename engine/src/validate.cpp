@@ -23,6 +23,7 @@
 #include "flymc/logistic.hpp"
 #include "flymc/rng.hpp"
 #include "flymc/sampler.hpp"
+#include "flymc/theta_kernels.hpp"
 
 namespace flymc {
 namespace {
@@ -215,6 +216,10 @@ void SbcOptions::validate() const {
                       std::to_string(bins));
   if (threads < 0) throw ConfigError("--threads must be >= 0, got " + std::to_string(threads));
   if (!(alpha > 0.0 && alpha < 1.0)) throw ConfigError("--alpha must be in (0, 1)");
+  if (run.model != ModelKind::logistic || run.prior != PriorKind::gaussian)
+    throw ConfigError(
+        "SBC simulates logistic-regression data from a Gaussian prior: --model logistic and "
+        "--prior gaussian");
   RunConfig c = run;
   c.chains = 1;
   c.iters = draws * thin;
@@ -380,7 +385,9 @@ std::string format_report(const SbcResult& r) {
                   ", d = " + std::to_string(o.d) + fmt(", prior sd %g\n", c.prior_sd);
   s += "sampler: " + sampler_description(c.algo, c.bound, c.z, c.kernel, c.q_dark_to_bright,
                                          c.resample_fraction, c.bound_slack, c.theta_steps);
-  if (c.metric != Metric::identity) s += std::string(", metric ") + to_string(c.metric);
+  if (c.resolved_metric() != Metric::identity)
+    s += std::string(", metric ") + to_string(c.resolved_metric()) +
+         (c.adapt_metric ? " (adapted)" : " (Laplace)");
   s += "\n" + std::to_string(o.reps) + " replicates x " + std::to_string(o.draws) +
        " kept draws (thin " + std::to_string(o.thin) + ", warm-up " + std::to_string(c.warmup) +
        "), " + std::to_string(o.bins) + " bins, seed " + std::to_string(o.seed) +
@@ -450,6 +457,7 @@ void GewekeOptions::validate() const {
   if (!(step_size > 0.0) || !std::isfinite(step_size))
     throw ConfigError("--step-size must be positive and finite");
   if (theta_steps < 1) throw ConfigError("--theta-steps must be >= 1");
+  if (hmc_steps < 1) throw ConfigError("--hmc-steps must be >= 1");
   if (sweeps < 1) throw ConfigError("--sweeps must be >= 1");
   if (chains < 1) throw ConfigError("--chains must be >= 1");
   if (batches < 2) throw ConfigError("--batches must be >= 2");
@@ -549,12 +557,22 @@ Accum successive_conditional(const GewekeOptions& o, const Dataset& design, int 
   auto ds = std::make_shared<Dataset>(n, d, "geweke chain " + std::to_string(chain));
   for (std::size_t i = 0; i < n; ++i)
     std::copy(design.row(i), design.row(i) + stride, ds->mutable_row(i));
-  AlignedBuffer theta = aligned_zeros(stride);
-  for (std::size_t j = 0; j < d; ++j) theta[j] = o.prior_sd * rng.normal();
+  ThetaState st;
+  st.theta.resize(d);
+  st.grad.assign(d, 0.0);
+  for (std::size_t j = 0; j < d; ++j) st.theta[j] = o.prior_sd * rng.normal();
+  const double* theta = st.theta.data();
 
   std::vector<Index> all(n);
   for (std::size_t i = 0; i < n; ++i) all[i] = static_cast<Index>(i);
-  RwmhKernel kernel(d, stride, o.step_size);
+  // A fixed step size and metric: adaptation would break the invariance being tested.
+  RunConfig kc;
+  kc.kernel = o.kernel;
+  kc.hmc_steps = o.hmc_steps;
+  kc.slice_mode = o.slice_mode;
+  kc.metric = Metric::identity;
+  kc.adapt_metric = false;
+  ThetaKernel kernel(kc, d, InverseMetric::identity(d), o.step_size);
   Counters cnt;
   ZScratch zs;
   ImplicitZUpdater imp(o.q_dark_to_bright);
@@ -566,43 +584,55 @@ Accum successive_conditional(const GewekeOptions& o, const Dataset& design, int 
   std::vector<double> g(ng);
   for (long t = 0; t < total; ++t) {
     // (y, z) | θ: y ~ p(y | θ), then z ~ p(z | θ, y) exactly under the bound rebuilt for y.
-    simulate_labels(*ds, theta.get(), rng);
+    {
+      AlignedBuffer tp = aligned_zeros(stride);
+      std::copy(theta, theta + d, tp.get());
+      simulate_labels(*ds, tp.get(), rng);
+    }
     const LogisticModel model(ds, o.prior_sd);
-    double logp;
     double a_sum = 0.0;
     if (lay.fly) {
-      const LogisticBound bound = make_bound(o, model, theta.get());
+      const LogisticBound bound = make_bound(o, model, theta);
       BrightSet bright(*ds);
-      gibbs_z(bound, *ds, bright, theta.get(), all.data(), n, rng, cnt, zs);
       FlyTarget fly(model, bound, bright);
-      fly.set_base(fly.base_at(theta.get()));
-      logp = fly.current();
+      fly.set_current(theta);
+      gibbs_z(bound, *ds, bright, fly.current_padded(), all.data(), n, rng, cnt, zs);
+      auto refresh = [&] {
+        if (kernel.needs_gradient()) {
+          st.logp = fly.eval_grad(theta, st.grad.data(), cnt);
+          fly.accept();
+        } else {
+          st.logp = fly.current();
+        }
+      };
+      refresh();
       // (θ, z) | y: the FlyMC transition, `sweeps` rounds of θ-steps then a z-sweep.
       for (int s = 0; s < o.sweeps; ++s) {
         for (int k = 0; k < o.theta_steps; ++k) {
-          a_sum += kernel.step(rng, theta.get(), logp, fly, cnt);
+          a_sum += kernel.step(rng, st, fly, cnt).accept_stat;
         }
         if (o.z == ZUpdate::implicit) {
-          imp.update(bound, *ds, bright, theta.get(), rng, cnt);
+          imp.update(bound, *ds, bright, fly.current_padded(), rng, cnt);
         } else {
-          expl.update(bound, *ds, bright, theta.get(), rng, cnt);
+          expl.update(bound, *ds, bright, fly.current_padded(), rng, cnt);
         }
-        logp = fly.current();
+        refresh();
       }
-      theta_y_functions(*ds, theta.get(), g.data());
+      theta_y_functions(*ds, theta, g.data());
       double margin = 0.0;
       for (std::size_t i = 0; i < bright.size(); ++i) {
         const Index m = bright.bright(i);
-        margin += ds->y()[m] * kernels::dot(ds->row(m), theta.get(), stride);
+        margin += ds->y()[m] * kernels::dot(ds->row(m), fly.current_padded(), stride);
       }
       g[3 * d] = static_cast<double>(bright.size()) / static_cast<double>(n);
       g[3 * d + 1] = margin / static_cast<double>(n);
     } else {
       FullTarget full(model);
-      logp = full.eval(theta.get(), cnt);
+      st.logp = kernel.needs_gradient() ? full.eval_grad(theta, st.grad.data(), cnt)
+                                        : full.eval(theta, cnt);
       for (int s = 0; s < o.sweeps * o.theta_steps; ++s)
-        a_sum += kernel.step(rng, theta.get(), logp, full, cnt);
-      theta_y_functions(*ds, theta.get(), g.data());
+        a_sum += kernel.step(rng, st, full, cnt).accept_stat;
+      theta_y_functions(*ds, theta, g.data());
     }
     if (t >= o.burn) {
       acc.accept += a_sum;

@@ -185,6 +185,80 @@ void dots_gather(const double* base, std::size_t stride, const Index* idx, std::
   for (; i < k; ++i) out[i] = dot_row(row(i), theta, stride);
 }
 
+void dots_packed_multi(const double* rows, std::size_t nrows, std::size_t stride,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept {
+  const bool streaming = is_streaming(nrows, stride);
+  std::size_t i = 0;
+  for (; i + kLanes <= nrows; i += kLanes) {
+    stream_ahead(streaming, rows, i, nrows, stride);
+    const double* p[kLanes];
+    for (std::size_t r = 0; r < kLanes; ++r) p[r] = rows + (i + r) * stride;
+    // The group's rows (kLanes · stride doubles) stay in L1 across the m passes.
+    for (std::size_t k = 0; k < m; ++k) {
+      alignas(64) double v[kLanes];
+      simd::storeu(v, dot_rows(p, thetas + k * tstride, stride));
+      for (std::size_t r = 0; r < kLanes; ++r) out[(i + r) * m + k] = v[r];
+    }
+  }
+  for (; i < nrows; ++i)
+    for (std::size_t k = 0; k < m; ++k)
+      out[i * m + k] = dot_row(rows + i * stride, thetas + k * tstride, stride);
+}
+
+void dots_gather_multi(const double* base, std::size_t stride, const Index* idx, std::size_t k,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept {
+  auto row = [&](std::size_t i) { return base + std::size_t(idx[i]) * stride; };
+  for (std::size_t i = 0; i < std::min(k, kGatherAhead); ++i) prefetch_span(row(i), stride);
+  std::size_t i = 0;
+  for (; i + kLanes <= k; i += kLanes) {
+    const std::size_t pend = std::min(k, i + kGatherAhead + kLanes);
+    for (std::size_t q = i + kGatherAhead; q < pend; ++q) prefetch_span(row(q), stride);
+    const double* p[kLanes];
+    for (std::size_t r = 0; r < kLanes; ++r) p[r] = row(i + r);
+    for (std::size_t c = 0; c < m; ++c) {
+      alignas(64) double v[kLanes];
+      simd::storeu(v, dot_rows(p, thetas + c * tstride, stride));
+      for (std::size_t r = 0; r < kLanes; ++r) out[(i + r) * m + c] = v[r];
+    }
+  }
+  for (; i < k; ++i)
+    for (std::size_t c = 0; c < m; ++c)
+      out[i * m + c] = dot_row(row(i), thetas + c * tstride, stride);
+}
+
+void weighted_row_sum(const double* rows, std::size_t nrows, std::size_t stride, const double* c,
+                      std::size_t cstride, double* out) noexcept {
+  // Columns in panels of up to kPanel registers held across all rows: every row is read once per
+  // panel (once in all when stride ≤ kPanel·kLanes, e.g. 64 doubles on AVX-512), and each lane
+  // sums its rows in index order.
+  constexpr std::size_t kPanel = 8;
+  const std::size_t nreg = stride / kLanes;
+  for (std::size_t r0 = 0; r0 < nreg; r0 += kPanel) {
+    const std::size_t nr = std::min(kPanel, nreg - r0);
+    vd acc[kPanel];
+    for (std::size_t r = 0; r < nr; ++r) acc[r] = simd::loadu(out + (r0 + r) * kLanes);
+    if (nr == kPanel) {
+      for (std::size_t i = 0; i < nrows; ++i) {
+        const vd w = simd::set1<vd>(c[i * cstride]);
+        const double* x = rows + i * stride + r0 * kLanes;
+#pragma GCC unroll 8
+        for (std::size_t r = 0; r < kPanel; ++r)
+          acc[r] = simd::fmadd(w, simd::loadu(x + r * kLanes), acc[r]);
+      }
+    } else {
+      for (std::size_t i = 0; i < nrows; ++i) {
+        const vd w = simd::set1<vd>(c[i * cstride]);
+        const double* x = rows + i * stride + r0 * kLanes;
+        for (std::size_t r = 0; r < nr; ++r)
+          acc[r] = simd::fmadd(w, simd::loadu(x + r * kLanes), acc[r]);
+      }
+    }
+    for (std::size_t r = 0; r < nr; ++r) simd::storeu(out + (r0 + r) * kLanes, acc[r]);
+  }
+}
+
 double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t stride,
                               const double* y, const double* theta) noexcept {
   const bool streaming = is_streaming(nrows, stride);
@@ -237,6 +311,20 @@ void dots_gather(const double* base, std::size_t stride, const Index* idx, std::
 double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t stride,
                               const double* y, const double* theta) noexcept {
   return scalar::sum_log_sigmoid_signed(rows, nrows, stride, y, theta);
+}
+void dots_packed_multi(const double* rows, std::size_t nrows, std::size_t stride,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept {
+  scalar::dots_packed_multi(rows, nrows, stride, thetas, m, tstride, out);
+}
+void dots_gather_multi(const double* base, std::size_t stride, const Index* idx, std::size_t k,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept {
+  scalar::dots_gather_multi(base, stride, idx, k, thetas, m, tstride, out);
+}
+void weighted_row_sum(const double* rows, std::size_t nrows, std::size_t stride, const double* c,
+                      std::size_t cstride, double* out) noexcept {
+  scalar::weighted_row_sum(rows, nrows, stride, c, cstride, out);
 }
 
 #endif

@@ -76,4 +76,29 @@ double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t
   return s;
 }
 
+void dots_packed_multi(const double* rows, std::size_t nrows, std::size_t stride,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept {
+  for (std::size_t i = 0; i < nrows; ++i)
+    for (std::size_t k = 0; k < m; ++k)
+      out[i * m + k] = dot(rows + i * stride, thetas + k * tstride, stride);
+}
+
+void dots_gather_multi(const double* base, std::size_t stride, const Index* idx, std::size_t k,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept {
+  for (std::size_t i = 0; i < k; ++i)
+    for (std::size_t c = 0; c < m; ++c)
+      out[i * m + c] = dot(base + std::size_t(idx[i]) * stride, thetas + c * tstride, stride);
+}
+
+void weighted_row_sum(const double* rows, std::size_t nrows, std::size_t stride, const double* c,
+                      std::size_t cstride, double* out) noexcept {
+  for (std::size_t i = 0; i < nrows; ++i) {
+    const double w = c[i * cstride];
+    const double* r = rows + i * stride;
+    for (std::size_t j = 0; j < stride; ++j) out[j] += w * r[j];
+  }
+}
+
 }  // namespace flymc::kernels::scalar

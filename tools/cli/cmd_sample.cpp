@@ -34,7 +34,7 @@ namespace flymc::cli {
 namespace {
 
 struct SampleOptions {
-  std::string data, model = "logistic", out = "flymc-out", resume;
+  std::string data, out = "flymc-out", resume;
   RunConfig cfg;
   long checkpoint_every = 0;
   bool quiet = false;
@@ -210,8 +210,6 @@ void run_sample(const SampleOptions& o) {
   } else {
     // Every option is checked before any work: values, then the output directory, then the data.
     if (o.data.empty()) throw UsageError("--data is required (or --resume DIR)");
-    if (o.model != "logistic")
-      throw ConfigError("--model " + o.model + ": only 'logistic' is available in this build");
     if (out.empty()) throw UsageError("--out must not be empty");
     data_path = o.data;
   }
@@ -238,13 +236,15 @@ void run_sample(const SampleOptions& o) {
     ck.resume = resume;
     ck.stop = &g_stop;
   }
-  auto data = std::make_shared<const Dataset>(load_dataset(data_path, LabelDomain::binary));
+  auto data = std::make_shared<const Dataset>(load_dataset(data_path, label_domain(cfg.model)));
   const bool tty = isatty(STDERR_FILENO) && !o.quiet;
   if (!o.quiet)
     std::fprintf(stderr,
-                 "flymc: %s: %zu rows x %zu features; %s, %d chains, %ld+%ld iterations%s\n",
-                 data_path.c_str(), data->n(), data->d(), to_string(cfg.algo), cfg.chains,
-                 cfg.warmup, cfg.iters, resume ? " (resuming)" : "");
+                 "flymc: %s: %zu rows x %zu features; %s %s, %s kernel, %d chains, %ld+%ld "
+                 "iterations%s\n",
+                 data_path.c_str(), data->n(), data->d(), to_string(cfg.model), to_string(cfg.algo),
+                 to_string(cfg.kernel), cfg.chains, cfg.warmup, cfg.iters,
+                 resume ? " (resuming)" : "");
   Progress progress(cfg.chains);
   std::atomic<bool> done{false};
   std::thread monitor;
@@ -267,7 +267,7 @@ void run_sample(const SampleOptions& o) {
   try {
     std::optional<StopSignals> signals;
     if (checkpointing) signals.emplace();
-    r = run_logistic(cfg, data, sinks, &progress, checkpointing ? &ck : nullptr);
+    r = run(cfg, data, sinks, &progress, checkpointing ? &ck : nullptr);
   } catch (...) {
     done = true;
     if (monitor.joinable()) monitor.join();
@@ -306,26 +306,58 @@ void run_sample(const SampleOptions& o) {
                  "chain in the draw files' end comments): the bound is invalid and the draws "
                  "are not exact\n",
                  static_cast<unsigned long long>(r.bound_violations()));
+  if (r.divergences() > 0)
+    std::fprintf(stderr,
+                 "flymc: warning: %llu divergent HMC trajectories (rejected; the draws stay exact, "
+                 "but a smaller step size mixes better)\n",
+                 static_cast<unsigned long long>(r.divergences()));
   if (r.nonfinite() > 0)
     std::fprintf(stderr, "flymc: warning: %llu proposals rejected for a non-finite density\n",
                  static_cast<unsigned long long>(r.nonfinite()));
 }
 
-/// An option taking one of the names in `values`, stored as the mapped enum. An unknown name is a
-/// usage error naming the option and the choices, e.g. "--kernel: nuts not in {rwmh}".
-template <class E>
-void add_enum_option(CLI::App* s, const std::string& name, E& target,
-                     const std::map<std::string, E>& values, const std::string& help,
-                     const std::string& default_name) {
-  std::vector<std::string> names;
-  for (const auto& kv : values) names.push_back(kv.first);
-  s->add_option_function<std::string>(
-       name, [&target, values](const std::string& v) { target = values.at(v); }, help)
-      ->check(CLI::IsMember(names))
-      ->default_str(default_name);
-}
-
 }  // namespace
+
+void add_kernel_options(CLI::App* s, RunConfig& c) {
+  const std::map<std::string, KernelKind> kernels{{"rwmh", KernelKind::rwmh},
+                                                  {"mala", KernelKind::mala},
+                                                  {"hmc", KernelKind::hmc},
+                                                  {"slice", KernelKind::slice}};
+  add_enum_option(s, "--kernel", c.kernel, kernels,
+                  "theta-kernel: random-walk MH, MALA, HMC (leapfrog) or slice sampling", "rwmh");
+  const std::map<std::string, Metric> metrics{{"auto", Metric::automatic},
+                                              {"identity", Metric::identity},
+                                              {"diag", Metric::diag},
+                                              {"dense", Metric::dense}};
+  add_enum_option(s, "--metric", c.metric, metrics,
+                  "Kernel metric (RW proposal covariance, MALA preconditioner, HMC inverse mass "
+                  "matrix, slice scale): identity, or diag/dense starting from the Laplace "
+                  "covariance; auto: identity for rwmh, diag otherwise",
+                  "auto");
+  s->add_flag("--adapt-metric,!--no-adapt-metric", c.adapt_metric,
+              "Re-estimate a diag/dense metric from warm-up draws in Stan's windows (default on)");
+  s->add_option("--hmc-steps", c.hmc_steps, "Leapfrog steps per HMC trajectory")
+      ->capture_default_str();
+  const std::map<std::string, SliceMode> modes{{"direction", SliceMode::direction},
+                                               {"coordinate", SliceMode::coordinate}};
+  add_enum_option(s, "--slice-mode", c.slice_mode, modes,
+                  "Slice sampling along a random direction or every coordinate in turn",
+                  "direction");
+  s->add_option("--target-accept", c.target_accept,
+                "Step-size adaptation target (0: 0.234 rwmh, 0.574 mala, 0.8 hmc, 0.5 slice)")
+      ->capture_default_str();
+  s->add_option("--step-size", c.step_size,
+                "Initial step size (slice: interval width; 0: from the Laplace fit)")
+      ->capture_default_str();
+  const std::map<std::string, PriorKind> priors{{"gaussian", PriorKind::gaussian},
+                                                {"laplace", PriorKind::laplace}};
+  add_enum_option(s, "--prior", c.prior, priors,
+                  "Prior on every coefficient: gaussian or laplace (sd --prior-sd)", "gaussian");
+  s->add_option("--nu", c.student_nu, "Robust regression: Student-t degrees of freedom")
+      ->capture_default_str();
+  s->add_option("--noise-scale", c.noise_scale, "Robust regression: Student-t scale")
+      ->capture_default_str();
+}
 
 void add_sample_command(CLI::App& app) {
   auto o = std::make_shared<SampleOptions>();
@@ -334,9 +366,13 @@ void add_sample_command(CLI::App& app) {
   o->app = s;
   s->add_option("--data", o->data,
                 "Data file (.csv or .npy; label first); required unless --resume");
-  s->add_option("--model", o->model, "Model")
-      ->check(CLI::IsMember({"logistic"}))
-      ->capture_default_str();
+  const std::map<std::string, ModelKind> models{{"logistic", ModelKind::logistic},
+                                                {"softmax", ModelKind::softmax},
+                                                {"robust", ModelKind::robust}};
+  add_enum_option(s, "--model", c.model, models,
+                  "logistic (labels +-1 or 0/1), softmax (labels 0..K-1) or robust (Student-t "
+                  "linear regression, real responses)",
+                  "logistic");
   const std::map<std::string, Algo> algos{{"flymc", Algo::flymc}, {"full", Algo::full}};
   add_enum_option(s, "--algo", c.algo, algos, "flymc or full (regular MCMC)", "flymc");
   const std::map<std::string, BoundTuning> bounds{{"map", BoundTuning::map},
@@ -345,15 +381,7 @@ void add_sample_command(CLI::App& app) {
   const std::map<std::string, ZUpdate> zs{{"implicit", ZUpdate::implicit},
                                           {"explicit", ZUpdate::explicit_}};
   add_enum_option(s, "--z", c.z, zs, "z-update: implicit or explicit", "implicit");
-  const std::map<std::string, KernelKind> kernels{{"rwmh", KernelKind::rwmh}};
-  add_enum_option(s, "--kernel", c.kernel, kernels, "theta-kernel", "rwmh");
-  const std::map<std::string, Metric> metrics{
-      {"identity", Metric::identity}, {"diag", Metric::diag}, {"dense", Metric::dense}};
-  add_enum_option(s, "--metric", c.metric, metrics,
-                  "RW proposal covariance: identity, or the Laplace covariance (diag or dense)",
-                  "identity");
-  s->add_option("--target-accept", c.target_accept, "Step-size adaptation target")
-      ->capture_default_str();
+  add_kernel_options(s, c);
   const std::map<std::string, Init> inits{{"map", Init::map}, {"prior", Init::prior}};
   add_enum_option(s, "--init", c.init, inits, "map (MAP + jitter) or prior draw", "map");
   s->add_option("--chains", c.chains, "Number of chains")->capture_default_str();
@@ -366,8 +394,8 @@ void add_sample_command(CLI::App& app) {
       ->capture_default_str();
   s->add_option("--threads", c.threads, "Worker threads (0: all cores)")->capture_default_str();
   add_model_z_options(s, c);
-  s->add_option("--theta-steps", c.theta_steps, "theta-steps per z-sweep")->capture_default_str();
-  s->add_option("--step-size", c.step_size, "Initial step size (0: from the Laplace fit)")
+  s->add_option("--theta-steps", c.theta_steps,
+                "theta-steps per z-sweep (0: 10 for rwmh, 1 for the other kernels)")
       ->capture_default_str();
   s->add_option("--out", o->out, "Output directory")->capture_default_str();
   s->add_flag("--quiet", o->quiet, "No progress line or table");

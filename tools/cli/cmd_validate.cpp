@@ -70,9 +70,12 @@ const std::map<std::string, BoundTuning> kBounds{{"map", BoundTuning::map},
                                                  {"untuned", BoundTuning::untuned}};
 const std::map<std::string, ZUpdate> kZs{{"implicit", ZUpdate::implicit},
                                          {"explicit", ZUpdate::explicit_}};
-const std::map<std::string, KernelKind> kKernels{{"rwmh", KernelKind::rwmh}};
-const std::map<std::string, Metric> kMetrics{
-    {"identity", Metric::identity}, {"diag", Metric::diag}, {"dense", Metric::dense}};
+const std::map<std::string, KernelKind> kKernels{{"rwmh", KernelKind::rwmh},
+                                                 {"mala", KernelKind::mala},
+                                                 {"hmc", KernelKind::hmc},
+                                                 {"slice", KernelKind::slice}};
+const std::map<std::string, SliceMode> kSliceModes{{"direction", SliceMode::direction},
+                                                   {"coordinate", SliceMode::coordinate}};
 
 // ---------------------------------------------------------------------------------------------
 struct SbcCli {
@@ -226,16 +229,13 @@ void run_geweke_command(const GewekeCli& c) {
 
 /// Options shared by both sub-commands, bound to the given fields.
 void add_sampler_options(CLI::App* s, std::string& model, Algo& algo, BoundTuning& bound,
-                         ZUpdate& z, KernelKind& kernel) {
+                         ZUpdate& z) {
   s->add_option("--model", model, "Model")
       ->check(CLI::IsMember({"logistic"}))
       ->capture_default_str();
   s->add_option("--algo", algo, "flymc or full (regular MCMC)")
       ->transform(CLI::CheckedTransformer(kAlgos))
       ->default_str(to_string(algo));
-  s->add_option("--kernel", kernel, "theta-kernel")
-      ->transform(CLI::CheckedTransformer(kKernels))
-      ->default_str(to_string(kernel));
   s->add_option("--bound", bound, "map (MAP-tuned) or untuned")
       ->transform(CLI::CheckedTransformer(kBounds))
       ->default_str(to_string(bound));
@@ -260,7 +260,8 @@ void add_validate_command(CLI::App& app) {
         "sbc",
         "Simulation-based calibration (Talts et al. 2018): ranks of the true parameters "
         "among posterior draws, tested for uniformity");
-    add_sampler_options(s, c->model, r.algo, r.bound, r.z, r.kernel);
+    add_sampler_options(s, c->model, r.algo, r.bound, r.z);
+    add_kernel_options(s, r);
     s->add_option("--reps", o.reps, "Replicates (simulated data sets)")->capture_default_str();
     s->add_option("--n", o.n, "Rows per simulated data set")->capture_default_str();
     s->add_option("--d", o.d, "Coefficients, the bias column included")->capture_default_str();
@@ -274,9 +275,6 @@ void add_validate_command(CLI::App& app) {
         ->capture_default_str();
     add_model_z_options(s, r);
     s->add_option("--theta-steps", r.theta_steps, "theta-steps per z-sweep")->capture_default_str();
-    s->add_option("--metric", r.metric, "RW proposal metric: identity, diag or dense (Laplace)")
-        ->transform(CLI::CheckedTransformer(kMetrics))
-        ->default_str(to_string(r.metric));
     s->add_option("--alpha", o.alpha, "Family-wise significance level (Bonferroni)")
         ->capture_default_str();
     s->add_flag("--approximate", o.approximate,
@@ -294,7 +292,15 @@ void add_validate_command(CLI::App& app) {
         "geweke",
         "Geweke's (2004) joint-distribution test of the FlyMC transition, z-updates "
         "included: marginal-conditional vs successive-conditional simulator");
-    add_sampler_options(s, c->model, o.algo, o.bound, o.z, o.kernel);
+    add_sampler_options(s, c->model, o.algo, o.bound, o.z);
+    s->add_option("--kernel", o.kernel, "theta-kernel (fixed step size, identity metric)")
+        ->transform(CLI::CheckedTransformer(kKernels))
+        ->default_str(to_string(o.kernel));
+    s->add_option("--hmc-steps", o.hmc_steps, "Leapfrog steps per HMC trajectory")
+        ->capture_default_str();
+    s->add_option("--slice-mode", o.slice_mode, "Slice sampling: direction or coordinate")
+        ->transform(CLI::CheckedTransformer(kSliceModes))
+        ->default_str(to_string(o.slice_mode));
     s->add_option("--n", o.n, "Rows of the fixed design")->capture_default_str();
     s->add_option("--d", o.d, "Coefficients, the bias column included")->capture_default_str();
     s->add_option("--iters", o.iters, "Successive-conditional transitions per chain")
@@ -304,7 +310,9 @@ void add_validate_command(CLI::App& app) {
     s->add_option("--mc-draws", o.mc_draws, "Marginal-conditional draws")->capture_default_str();
     s->add_option("--batches", o.batches, "Batches per chain for batch-means standard errors")
         ->capture_default_str();
-    s->add_option("--step-size", o.step_size, "Fixed RW-MH step size")->capture_default_str();
+    s->add_option("--step-size", o.step_size,
+                  "Fixed step size of the theta-kernel (slice: interval width)")
+        ->capture_default_str();
     s->add_option("--theta-steps", o.theta_steps, "theta-steps per z-sweep")->capture_default_str();
     s->add_option("--sweeps", o.sweeps, "(theta-steps, z-sweep) rounds per transition")
         ->capture_default_str();

@@ -1,6 +1,11 @@
 #pragma once
 // Sub-command registration for the flymc command line. Each sub-command lives in its own file.
 #include <CLI/CLI.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "flymc/config.hpp"
 
 namespace flymc::cli {
 /// Thrown by a sub-command to end the program with `code` after printing its own message.
@@ -11,7 +16,8 @@ struct ExitStatus {
 /// with these fields: RunConfig, GewekeOptions): prior, z-update rates, untuned ξ, bound slack.
 template <class Options>
 void add_model_z_options(CLI::App* s, Options& o) {
-  s->add_option("--prior-sd", o.prior_sd, "Gaussian prior standard deviation")
+  s->add_option("--prior-sd", o.prior_sd,
+                "Prior standard deviation of every coefficient (Gaussian or Laplace)")
       ->capture_default_str();
   s->add_option("--q-dark-to-bright", o.q_dark_to_bright, "Implicit z-update proposal rate q")
       ->capture_default_str();
@@ -21,6 +27,21 @@ void add_model_z_options(CLI::App* s, Options& o) {
   s->add_option("--bound-slack", o.bound_slack, "Slack subtracted from every log B_n")
       ->capture_default_str();
 }
+/// An option taking one of the names in `values`, stored as the mapped enum. An unknown name is a
+/// usage error naming the option and the choices, e.g. "--kernel: nuts not in {hmc,...}".
+template <class E>
+void add_enum_option(CLI::App* s, const std::string& name, E& target,
+                     const std::map<std::string, E>& values, const std::string& help,
+                     const std::string& default_name) {
+  std::vector<std::string> names;
+  for (const auto& kv : values) names.push_back(kv.first);
+  s->add_option_function<std::string>(
+       name, [&target, values](const std::string& v) { target = values.at(v); }, help)
+      ->check(CLI::IsMember(names))
+      ->default_str(default_name);
+}
+/// The θ-kernel options shared by `flymc sample` and `flymc validate sbc` (RunConfig fields).
+void add_kernel_options(CLI::App* s, RunConfig& c);
 /// `flymc data fmnist|synth-logistic ...`
 void add_data_command(CLI::App& app);
 /// `flymc sample ...`

@@ -35,12 +35,13 @@
 #include "flymc/adaptation.hpp"
 #include "flymc/config.hpp"
 #include "flymc/dataset.hpp"
-#include "flymc/logistic.hpp"
+#include "flymc/model.hpp"
 #include "flymc/rng.hpp"
 
 namespace flymc {
 
-inline constexpr std::uint32_t kCheckpointFormat = 1;
+/// 2: models, θ-kernels and their adaptation state (metric, windows); 1 held RW-MH only.
+inline constexpr std::uint32_t kCheckpointFormat = 2;
 
 /// 64-bit hash of a byte string (not cryptographic): four independent lanes of 8-byte words,
 /// each step w ↦ rotl(h ^ w·K1, 27)·K2 + K3 a bijection of h and of w, so a change confined to
@@ -80,11 +81,13 @@ struct ChainCheckpoint {
   Rng::State rng{};
   std::vector<double> theta;  ///< D entries
   double step_size = 0.0;
-  DualAveraging::State adapt{};
+  /// ThetaKernel::save(): step size, dual averaging, metric and metric-adaptation sums.
+  std::vector<double> kernel_state;
   long since_z = 0;       ///< θ-steps since the last z-sweep
   long window_steps = 0;  ///< θ-steps since the last kept row (its accept_stat__ window)
   double window_accept = 0.0, accept_sum = 0.0, bright_sum = 0.0;
-  std::uint64_t queries = 0, bound_violations = 0, bound_clamps = 0, nonfinite = 0;
+  std::uint64_t queries = 0, grad_evals = 0, divergences = 0;
+  std::uint64_t bound_violations = 0, bound_clamps = 0, nonfinite = 0;
   std::uint64_t queries_at_sampling = 0, queries_at_row = 0;
   /// The chain's own timers, summed over sessions (the draw file's Elapsed Time block).
   double z_init_seconds = 0.0, warmup_seconds = 0.0, sampling_seconds = 0.0;

@@ -9,20 +9,40 @@ namespace flymc {
 enum class Algo { flymc, full };             ///< FlyMC, or regular full-data MCMC
 enum class BoundTuning { map, untuned };     ///< MATH.md 1.4
 enum class ZUpdate { implicit, explicit_ };  ///< MATH.md 1.2 / 1.1
-enum class KernelKind { rwmh };              ///< θ-kernels (MATH.md 3)
-enum class Init { map, prior };              ///< chain starting points
-/// Random-walk proposal covariance: identity (the paper's isotropic walk), or the Laplace
-/// covariance at θ_MAP, its diagonal or in full (as MCMCpack's MCMClogit does).
-enum class Metric { identity, diag, dense };
+/// θ-kernels (MATH.md 3): random-walk MH, MALA, HMC (leapfrog), slice sampling (Neal 2003).
+enum class KernelKind { rwmh, mala, hmc, slice };
+enum class Init { map, prior };  ///< chain starting points
+/// The kernels' metric (the RW proposal covariance, MALA's preconditioner, HMC's inverse mass
+/// matrix, the slice directions' scale): the identity (the paper's isotropic walk), or a
+/// diagonal or dense covariance, which starts from the Laplace covariance at θ_MAP and, with
+/// RunConfig::adapt_metric, is re-estimated from the warm-up draws in Stan's windows.
+/// `automatic` is the measured default per kernel: identity for RW-MH (Table 1's comparison),
+/// diag for MALA, HMC and slice sampling.
+enum class Metric { automatic, identity, diag, dense };
+/// Models (MATH.md 2): logistic regression (labels ±1), softmax classification (labels
+/// 0..K−1), robust linear regression with a Student-t likelihood (real responses).
+enum class ModelKind { logistic, softmax, robust };
+/// Prior on every coefficient: N(0, sd²), or Laplace with the same standard deviation.
+enum class PriorKind { gaussian, laplace };
+/// Slice sampling: one univariate slice update per coordinate in turn, or one along a random
+/// direction drawn from N(0, metric).
+enum class SliceMode { coordinate, direction };
 
 /// Everything a sampling run needs besides the data. Defaults are the measured choices.
 struct RunConfig {
+  ModelKind model = ModelKind::logistic;
+  PriorKind prior = PriorKind::gaussian;
   Algo algo = Algo::flymc;
   BoundTuning bound = BoundTuning::map;
   ZUpdate z = ZUpdate::implicit;
   KernelKind kernel = KernelKind::rwmh;
   Init init = Init::map;
-  Metric metric = Metric::identity;
+  Metric metric = Metric::automatic;
+  /// Re-estimate a diag/dense metric from warm-up draws (Stan's windowed adaptation: 15% fast,
+  /// doubling slow windows, 10% fast; regularized toward 1e-3·I). Off: the Laplace covariance.
+  bool adapt_metric = true;
+  SliceMode slice_mode = SliceMode::direction;
+  int hmc_steps = 16;  ///< leapfrog steps per HMC trajectory (L)
   int chains = 4;
   long warmup = 1000;  ///< warm-up iterations (step-size adaptation), not kept
   long iters = 1000;   ///< sampling iterations after warm-up
@@ -30,25 +50,43 @@ struct RunConfig {
   std::uint64_t seed = 1;
   int threads = 0;  ///< 0: all cores
   double prior_sd = 1.0;
+  double student_nu = 4.0;   ///< robust regression: Student-t degrees of freedom ν (paper: 4)
+  double noise_scale = 1.0;  ///< robust regression: the Student-t scale s
   double q_dark_to_bright = 0.01;   ///< implicit z-update proposal rate q (MATH.md 1.2)
   double resample_fraction = 0.01;  ///< explicit z-update fraction f (MATH.md 1.1)
-  double untuned_xi = 1.5;          ///< ξ of the untuned bound (paper: 1.5)
-  double bound_slack = 0.0;         ///< ε subtracted from every log B_n (MATH.md 1.5)
+  /// ξ of the untuned bound: logistic, the tangent point |a| (paper: 1.5); robust regression,
+  /// the residual |r| where the Gaussian bound touches the Student-t; unused by softmax (its
+  /// untuned bound is anchored at W = 0).
+  double untuned_xi = 1.5;
+  double bound_slack = 0.0;  ///< ε subtracted from every log B_n (MATH.md 1.5)
   /// θ-steps per z-sweep (MATH.md 1.5). An iteration is one θ-step, so z is resampled after
   /// every theta_steps-th iteration and queries/ESS per iteration stay per θ proposal.
-  /// Measured default (README, "Levers"): 10 θ-steps per z-sweep cut the time per iteration
-  /// from 11.3 to 4.0 us on Fashion-MNIST 7-vs-9 at the same ESS per iteration.
-  int theta_steps = 10;
-  double target_accept = 0.234;  ///< step-size adaptation target for RW-MH
-  double step_size = 0.0;        ///< initial step size; 0 picks one from the Laplace fit
-  double init_jitter = 0.1;      ///< --init map: jitter in Laplace standard deviations
-  bool profile = false;          ///< time the phases of every iteration (profiling harness)
+  /// 0 picks the measured default: 10 for RW-MH (README, "Levers": 10 θ-steps per z-sweep cut
+  /// the time per iteration from 11.3 to 4.0 us on Fashion-MNIST 7-vs-9 at the same ESS per
+  /// iteration), 1 for the kernels whose θ-step costs many evaluations (MALA's gradient, HMC's
+  /// trajectory, slice sampling's interval), beside which a z-sweep is cheap.
+  int theta_steps = 0;
+  /// Step-size adaptation target; 0 picks the kernel's: 0.234 RW-MH (Roberts, Gelman & Gilks
+  /// 1997), 0.574 MALA (Roberts & Rosenthal 1998), 0.8 HMC (Stan), 0.5 slice sampling (the
+  /// fraction of stepping-out moves among stepping-out and shrinkage moves, which tunes the
+  /// initial interval width).
+  double target_accept = 0.0;
+  double step_size = 0.0;    ///< initial step size (slice: interval width); 0 picks one
+  double init_jitter = 0.1;  ///< --init map: jitter in Laplace standard deviations
+  bool profile = false;      ///< time the phases of every iteration (profiling harness)
   /// Test hook (hidden CLI option --test-bound-excess): raises every log B_n by this much, an
   /// invalid bound, so that the detection and reporting of bound violations can be tested.
   double test_bound_excess = 0.0;
 
   /// @throw ConfigError naming the option when a value is out of range.
   void validate() const;
+
+  /// The metric after resolving Metric::automatic for the kernel.
+  Metric resolved_metric() const noexcept;
+  /// θ-steps per z-sweep after resolving 0 for the kernel.
+  int resolved_theta_steps() const noexcept;
+  /// The adaptation target after resolving 0 for the kernel.
+  double resolved_target_accept() const noexcept;
 };
 
 const char* to_string(Algo a) noexcept;
@@ -57,5 +95,8 @@ const char* to_string(ZUpdate z) noexcept;
 const char* to_string(KernelKind k) noexcept;
 const char* to_string(Init i) noexcept;
 const char* to_string(Metric m) noexcept;
+const char* to_string(ModelKind m) noexcept;
+const char* to_string(PriorKind p) noexcept;
+const char* to_string(SliceMode s) noexcept;
 
 }  // namespace flymc

@@ -1,8 +1,9 @@
 #pragma once
 /// @file flymc_state.hpp
 /// The building blocks of one chain: log-density targets (FlyMC's log p(θ | z) and the full
-/// posterior), the random-walk MH θ-kernel, and the two z-updaters. Templates over the target keep
-/// virtual calls out of the hot loop (Stan's static polymorphism); the runner erases the type.
+/// posterior) and the two z-updaters (the θ-kernels are in theta_kernels.hpp). Templates over the
+/// target keep virtual calls out of the hot loop (Stan's static polymorphism); the runner erases
+/// the type.
 ///
 /// Thread safety: none of these objects may be shared between threads; the model and bound they
 /// reference are immutable and shared by all chains.
@@ -14,7 +15,7 @@
 
 #include "flymc/bright_set.hpp"
 #include "flymc/kernels/kernels.hpp"
-#include "flymc/logistic.hpp"
+#include "flymc/model.hpp"
 #include "flymc/profile.hpp"
 #include "flymc/rng.hpp"
 
@@ -23,6 +24,8 @@ namespace flymc {
 /// Counters a chain accumulates.
 struct Counters {
   std::uint64_t queries = 0;           ///< likelihood evaluations L_n
+  std::uint64_t grad_evals = 0;        ///< gradient evaluations of the target
+  std::uint64_t divergences = 0;       ///< HMC trajectories stopped by a diverging energy
   std::uint64_t bound_violations = 0;  ///< log B_n > log L_n beyond rounding (BoundCheck): a bug
   std::uint64_t bound_clamps = 0;      ///< log B_n > log L_n within rounding, clamped (BoundCheck)
   std::uint64_t nonfinite = 0;         ///< proposals rejected because log density was not finite
@@ -34,163 +37,216 @@ struct Counters {
   }
 };
 
-/// log p(θ | data) for regular MCMC: every datum is queried at every evaluation.
+/// The K linear predictors of gathered rows base[idx[i]] at padded θ (K blocks of `stride`).
+inline void gather_predictors(std::size_t K, const Dataset& data, const Index* idx, std::size_t k,
+                              const double* theta_pad, double* out) noexcept {
+  if (K == 1) {
+    kernels::dots_gather(data.data(), data.stride(), idx, k, theta_pad, out);
+  } else {
+    kernels::dots_gather_multi(data.data(), data.stride(), idx, k, theta_pad, K, data.stride(),
+                               out);
+  }
+}
+/// The same for contiguous rows.
+inline void packed_predictors(std::size_t K, const double* rows, std::size_t nrows,
+                              std::size_t stride, const double* theta_pad, double* out) noexcept {
+  if (K == 1) {
+    kernels::dots_packed(rows, nrows, stride, theta_pad, out);
+  } else {
+    kernels::dots_packed_multi(rows, nrows, stride, theta_pad, K, stride, out);
+  }
+}
+
+/// log p(θ | data) for regular MCMC: every datum is queried at every evaluation. θ is dense
+/// (model.hpp); the target pads it for the row kernels.
+///
+/// The target contract, shared with FlyTarget: eval() / eval_grad() evaluate at a proposal
+/// without changing the chain's state; accept() adopts the most recent evaluation as the
+/// chain's current point (kernels call it right after evaluating the point they accept).
+template <FireflyModel M>
 class FullTarget {
  public:
-  explicit FullTarget(const LogisticModel& model) : model_(&model) {}
-  /// Log density at padded θ (stride() entries).
+  explicit FullTarget(const M& model)
+      : model_(&model),
+        lay_(model.layout()),
+        tp_(aligned_zeros(lay_.padded())),
+        gp_(aligned_zeros(lay_.padded())) {}
+  std::size_t dim() const noexcept { return lay_.dim(); }
   double eval(const double* theta, Counters& c) {
     c.queries += model_->num_data();
     double lp;
     {
       PhaseTimer t(c.profile, Phase::prior_bound);
-      lp = model_->log_prior(theta);
+      lp = model_->prior().log_density(theta, lay_.dim());
+      lay_.pad(theta, tp_.get());
     }
     PhaseTimer t(c.profile, Phase::likelihood);
-    return lp + model_->log_lik(theta);
+    return lp + model_->log_lik(tp_.get());
+  }
+  double eval_grad(const double* theta, double* grad, Counters& c) {
+    c.queries += model_->num_data();
+    ++c.grad_evals;
+    lay_.pad(theta, tp_.get());
+    double ll;
+    {
+      PhaseTimer t(c.profile, Phase::likelihood);
+      ll = model_->log_lik_grad(tp_.get(), gp_.get());
+    }
+    PhaseTimer t(c.profile, Phase::prior_bound);
+    lay_.unpad(gp_.get(), grad);
+    model_->prior().add_gradient(theta, lay_.dim(), grad);
+    return ll + model_->prior().log_density(theta, lay_.dim());
   }
   void accept() noexcept {}
-  const LogisticModel& model() const noexcept { return *model_; }
+  const M& model() const noexcept { return *model_; }
 
  private:
-  const LogisticModel* model_;
+  const M* model_;
+  ParamLayout lay_;
+  AlignedBuffer tp_, gp_;
 };
 
 /// log p(θ | z) = log p(θ) + Σ_n log B_n(θ) + Σ_{bright} log L̃_n(θ)  (MATH.md 1), evaluated with
-/// the collapsed bound and one pass over the packed bright rows.
+/// the collapsed bound and one pass over the packed bright rows. Its gradient adds, per bright n,
+/// ∇ log L̃_n = (∇ log L_n − ∇ log B_n)·e^{Δ_n}/expm1(Δ_n), formed from the bound's ∂Δ_n/∂ψ_n
+/// as ∂Δ/∂ψ · exp(Δ − log L̃) (no cancellation at small Δ) and summed over the packed rows by
+/// one weighted row sum per predictor. The per-bright log L̃ of the last evaluation are kept
+/// (pending) and become the cached ones on accept(), so an accepted move costs no re-evaluation.
+template <FireflyModel M>
 class FlyTarget {
  public:
-  FlyTarget(const LogisticModel& model, const LogisticBound& bound, BrightSet& bright)
+  using Bound = typename M::Bound;
+  FlyTarget(const M& model, const Bound& bound, BrightSet& bright)
       : model_(&model),
         bound_(&bound),
         bright_(&bright),
-        scratch_(aligned_zeros(2 * model.stride())) {}
+        lay_(model.layout()),
+        tp_(aligned_zeros(lay_.padded())),
+        cur_(aligned_zeros(lay_.padded())),
+        gp_(aligned_zeros(lay_.padded())),
+        scratch_(aligned_zeros(bound.scratch_size())) {}
 
-  double eval(const double* theta, Counters& c) {
-    const std::size_t nb = bright_->size();
-    if (pending_.size() < nb) pending_.resize(bright_->capacity());
-    if (dots_.size() < nb) dots_.resize(bright_->capacity());
-    double base;
-    {
-      PhaseTimer t(c.profile, Phase::prior_bound);
-      base = model_->log_prior(theta) + bound_->log_bound_sum(theta, scratch_.get());
-    }
-    PhaseTimer t(c.profile, Phase::likelihood);
-    kernels::dots_packed(bright_->packed_rows(), nb, bright_->stride(), theta, dots_.data());
-    c.add(bound_->deltas(bright_->bright_indices(), dots_.data(), nb, dots_.data()));
-    kernels::log_expm1(dots_.data(), pending_.data(), nb);
-    c.queries += nb;
-    pending_base_ = base;
-    return base + sum(pending_.data(), nb);
+  std::size_t dim() const noexcept { return lay_.dim(); }
+
+  double eval(const double* theta, Counters& c) { return evaluate<false>(theta, nullptr, c); }
+  double eval_grad(const double* theta, double* grad, Counters& c) {
+    ++c.grad_evals;
+    return evaluate<true>(theta, grad, c);
   }
   /// The last eval()'s θ was accepted: its per-bright log L̃ become the cached ones.
   void accept() {
     bright_->swap_log_ltilde(pending_);
+    std::swap(tp_, cur_);
     base_ = pending_base_;
   }
   /// log p(θ | z) at the current θ from the cached values (after a z-update changed z).
   double current() const noexcept { return base_ + sum(bright_->log_ltilde(), bright_->size()); }
-  /// Sets the cached prior+bound part for the current θ (chain start).
-  void set_base(double base) noexcept { base_ = base; }
-  double base_at(const double* theta) const {
-    return model_->log_prior(theta) + bound_->log_bound_sum(theta, scratch_.get());
+  /// The current θ, padded, for the z-updaters.
+  const double* current_padded() const noexcept { return cur_.get(); }
+  /// Makes dense `theta` the current point (chain start, resume): the prior + bound part is
+  /// computed, the bright cache is taken as it is (it must hold log L̃ at this θ).
+  void set_current(const double* theta) {
+    lay_.pad(theta, cur_.get());
+    base_ = model_->prior().log_density(theta, lay_.dim()) +
+            bound_->log_bound_sum(cur_.get(), scratch_.get(), nullptr);
   }
 
  private:
+  template <bool kGrad>
+  double evaluate(const double* theta, double* grad, Counters& c) {
+    const std::size_t nb = bright_->size(), K = lay_.k, stride = lay_.stride;
+    if (pending_.size() < nb) pending_.resize(bright_->capacity());
+    if (delta_.size() < nb) delta_.resize(bright_->capacity());
+    if (preds_.size() < nb * K) preds_.resize(bright_->capacity() * K);
+    if (kGrad && dpsi_.size() < nb * K) dpsi_.resize(bright_->capacity() * K);
+    double base;
+    {
+      PhaseTimer t(c.profile, Phase::prior_bound);
+      lay_.pad(theta, tp_.get());
+      base = model_->prior().log_density(theta, lay_.dim()) +
+             bound_->log_bound_sum(tp_.get(), scratch_.get(), kGrad ? gp_.get() : nullptr);
+    }
+    PhaseTimer t(c.profile, Phase::likelihood);
+    packed_predictors(K, bright_->packed_rows(), nb, stride, tp_.get(), preds_.data());
+    const Index* idx = bright_->bright_indices();
+    if constexpr (kGrad) {
+      c.add(bound_->delta_grads(idx, preds_.data(), nb, delta_.data(), dpsi_.data()));
+    } else {
+      c.add(bound_->deltas(idx, preds_.data(), nb, delta_.data()));
+    }
+    kernels::log_expm1(delta_.data(), pending_.data(), nb);
+    c.queries += nb;
+    pending_base_ = base;
+    const double lp = base + sum(pending_.data(), nb);
+    if constexpr (kGrad) {
+      // e^{Δ}/expm1(Δ) = exp(Δ − log L̃); where Δ was clamped to 0 the bound set ∂Δ/∂ψ = 0 and
+      // log p = −inf, so the gradient there is never used (a rejected point).
+      double* e = delta_.data();
+      for (std::size_t i = 0; i < nb; ++i) e[i] -= pending_[i];
+      kernels::exp(e, e, nb);
+      for (std::size_t i = 0; i < nb; ++i)
+        for (std::size_t k = 0; k < K; ++k) {
+          double& v = dpsi_[i * K + k];
+          v = v == 0.0 ? 0.0 : v * e[i];
+        }
+      for (std::size_t k = 0; k < K; ++k)
+        kernels::weighted_row_sum(bright_->packed_rows(), nb, stride, dpsi_.data() + k, K,
+                                  gp_.get() + k * stride);
+      lay_.unpad(gp_.get(), grad);
+      model_->prior().add_gradient(theta, lay_.dim(), grad);
+    }
+    return lp;
+  }
   static double sum(const double* v, std::size_t n) noexcept {
     double s = 0.0;
     for (std::size_t i = 0; i < n; ++i) s += v[i];
     return s;
   }
-  const LogisticModel* model_;
-  const LogisticBound* bound_;
+  const M* model_;
+  const Bound* bound_;
   BrightSet* bright_;
-  AlignedBuffer scratch_;
-  std::vector<double> pending_, dots_;
+  ParamLayout lay_;
+  AlignedBuffer tp_, cur_, gp_, scratch_;
+  std::vector<double> pending_, delta_, preds_, dpsi_;
   double base_ = 0.0, pending_base_ = 0.0;
-};
-
-/// Random-walk Metropolis–Hastings, θ' = θ + ε·η with η ~ N(0, I) (MATH.md 3).
-/// With a proposal scale matrix L (lower triangular, D rows `stride` apart) the step is
-/// θ' = θ + ε·L·η, a random walk with covariance ε²LLᵀ (still symmetric: the MH ratio is the
-/// target ratio). L = null is the identity.
-struct RwmhKernel {
-  double step_size = 0.1;
-  std::size_t dim = 0, stride = 0;
-  AlignedBuffer proposal;     // padded θ'
-  AlignedBuffer eta;          // padded η
-  const double* L = nullptr;  // optional scale, D × stride, lower triangular
-
-  RwmhKernel() = default;
-  RwmhKernel(std::size_t d, std::size_t s, double eps, const double* scale = nullptr)
-      : step_size(eps),
-        dim(d),
-        stride(s),
-        proposal(aligned_zeros(s)),
-        eta(aligned_zeros(s)),
-        L(scale) {}
-
-  /// One MH step on `target` from padded `theta` with cached log density `logp`. Returns the
-  /// acceptance probability; updates theta/logp in place on acceptance.
-  template <class Target>
-  double step(Rng& rng, double* theta, double& logp, Target& target, Counters& c) {
-    {
-      PhaseTimer t(c.profile, Phase::proposal);
-      if (L == nullptr) {
-        for (std::size_t j = 0; j < dim; ++j) proposal[j] = theta[j] + step_size * rng.normal();
-      } else {
-        for (std::size_t j = 0; j < dim; ++j) eta[j] = rng.normal();
-        // Row j of L is zero past j (and in the padding), so a full padded dot is L_j·η.
-        for (std::size_t j = 0; j < dim; ++j)
-          proposal[j] = theta[j] + step_size * kernels::dot(L + j * stride, eta.get(), stride);
-      }
-    }
-    const double logp_new = target.eval(proposal.get(), c);
-    PhaseTimer t(c.profile, Phase::accept);
-    double accept_prob = 0.0;
-    if (std::isnan(logp_new)) {
-      ++c.nonfinite;
-    } else {
-      const double log_ratio = logp_new - logp;
-      // -inf - -inf is NaN: a move between two zero-density points is rejected (probability 0),
-      // so no NaN reaches the step-size adaptation.
-      if (std::isnan(log_ratio)) return 0.0;
-      accept_prob = log_ratio >= 0.0 ? 1.0 : std::exp(log_ratio);
-      if (log_ratio >= 0.0 || std::log(rng.uniform_pos()) < log_ratio) {
-        for (std::size_t j = 0; j < dim; ++j) theta[j] = proposal[j];
-        logp = logp_new;
-        target.accept();
-      }
-    }
-    return accept_prob;
-  }
 };
 
 /// Shared scratch for the z-updaters.
 struct ZScratch {
   std::vector<Index> idx, flip;
-  std::vector<double> a, b, c;
-  void reserve(std::size_t k) {
+  std::vector<double> a, b, c, pred;
+  /// Room for k data with K predictors each.
+  void reserve(std::size_t k, std::size_t K = 1) {
     if (a.size() < k) {
       a.resize(k);
       b.resize(k);
       c.resize(k);
     }
+    if (pred.size() < k * K) pred.resize(k * K);
   }
 };
 
+/// Δ_n at padded θ for the gathered data idx[0, k): K predictors per datum into s.pred, Δ into
+/// `delta`. Counts k queries and the bound checks.
+template <class Bound>
+void gathered_deltas(const Bound& bound, const Dataset& data, const double* theta, const Index* idx,
+                     std::size_t k, Counters& c, ZScratch& s, double* delta) {
+  gather_predictors(bound.outputs(), data, idx, k, theta, s.pred.data());
+  c.add(bound.deltas(idx, s.pred.data(), k, delta));
+  c.queries += k;
+}
+
 /// Gibbs updates z_n ~ Bernoulli(1 − B_n/L_n) at θ for the data `idx[0, k)` (in that order;
 /// repeated indices are fine: each is an exact Gibbs update at the same θ). Paper Algorithm 1.
-inline void gibbs_z(const LogisticBound& bound, const Dataset& data, BrightSet& bright,
-                    const double* theta, const Index* idx, std::size_t k, Rng& rng, Counters& c,
-                    ZScratch& s) {
-  s.reserve(k);
+/// `theta` is padded (FlyTarget::current_padded()).
+template <class Bound>
+void gibbs_z(const Bound& bound, const Dataset& data, BrightSet& bright, const double* theta,
+             const Index* idx, std::size_t k, Rng& rng, Counters& c, ZScratch& s) {
+  s.reserve(k, bound.outputs());
   double* delta = s.a.data();
   double* p_dark = s.b.data();
   double* llt = s.c.data();
-  kernels::dots_gather(data.data(), data.stride(), idx, k, theta, delta);
-  c.add(bound.deltas(idx, delta, k, delta));
-  c.queries += k;
+  gathered_deltas(bound, data, theta, idx, k, c, s, delta);
   // P(z = 0) = B/L = e^{−Δ}: one vectorized exp; log L̃ = log expm1(Δ) likewise.
   for (std::size_t i = 0; i < k; ++i) p_dark[i] = -delta[i];
   kernels::exp(p_dark, p_dark, k);
@@ -210,8 +266,9 @@ inline void gibbs_z(const LogisticBound& bound, const Dataset& data, BrightSet& 
 class ExplicitZUpdater {
  public:
   explicit ExplicitZUpdater(double fraction) : fraction_(fraction) {}
-  void update(const LogisticBound& bound, const Dataset& data, BrightSet& bright,
-              const double* theta, Rng& rng, Counters& c) {
+  template <class Bound>
+  void update(const Bound& bound, const Dataset& data, BrightSet& bright, const double* theta,
+              Rng& rng, Counters& c) {
     const std::size_t n = data.n();
     const auto k = static_cast<std::size_t>(std::ceil(double(n) * fraction_));
     s_.idx.resize(k);
@@ -236,8 +293,9 @@ class ImplicitZUpdater {
   explicit ImplicitZUpdater(double q)
       : log_q_(std::log(q)), inv_log1mq_(q < 1.0 ? 1.0 / std::log1p(-q) : 0.0), q_one_(q >= 1.0) {}
 
-  void update(const LogisticBound& bound, const Dataset& data, BrightSet& bright,
-              const double* theta, Rng& rng, Counters& c) {
+  template <class Bound>
+  void update(const Bound& bound, const Dataset& data, BrightSet& bright, const double* theta,
+              Rng& rng, Counters& c) {
     // 1. Bright → dark proposals: darken iff u < q/L̃_n = exp(log q − log L̃_n).
     const std::size_t nb = bright.size();
     s_.reserve(nb);
@@ -252,17 +310,15 @@ class ImplicitZUpdater {
     propose_darks(bright, rng);
     const std::size_t k = s_.idx.size();
     // 3. One query per proposal: log L̃_n at θ; accept iff u < L̃_n/q = exp(log L̃_n − log q).
-    s_.reserve(k);
+    s_.reserve(k, bound.outputs());
     double* delta = s_.a.data();
     double* acc = s_.b.data();
     double* lt = s_.c.data();
     if (k > 0) {
-      kernels::dots_gather(data.data(), data.stride(), s_.idx.data(), k, theta, delta);
-      c.add(bound.deltas(s_.idx.data(), delta, k, delta));
+      gathered_deltas(bound, data, theta, s_.idx.data(), k, c, s_, delta);
       kernels::log_expm1(delta, lt, k);
       for (std::size_t i = 0; i < k; ++i) acc[i] = lt[i] - log_q_;
       kernels::exp(acc, acc, k);
-      c.queries += k;
     }
     // 4. Apply: darken first (their proposals were decided), then brighten the accepted darks.
     for (Index n : s_.flip) bright.darken(n);

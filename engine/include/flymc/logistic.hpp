@@ -5,68 +5,74 @@
 #include <Eigen/Dense>
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "flymc/config.hpp"
 #include "flymc/dataset.hpp"
+#include "flymc/model.hpp"
 
 namespace flymc {
-
-using Vec = Eigen::VectorXd;
-using Mat = Eigen::MatrixXd;
 
 /// λ(ξ) = tanh(ξ/2)/(4ξ), with its limit 1/8 at ξ → 0.
 double jj_lambda(double xi) noexcept;
 
-/// Outcome of comparing bounds with likelihoods (LogisticBound::deltas). Δ_n = log L_n − log B_n
-/// is computed as a difference of terms of size ~|a_n|, so rounding alone can leave it slightly
-/// negative where the bound is tight. Tolerance: 1e-9 + 64·ε·(|log L_n| + |k_n| + |a_n|/2 +
-/// λ_n a_n²), ε = 2^-52: a handful of ulps of every term (and of the vectorized log-sigmoid),
-/// with an absolute floor.
-struct BoundCheck {
-  std::size_t violations = 0;  ///< Δ_n below −tolerance: log B_n > log L_n, a real violation
-  std::size_t clamped = 0;     ///< Δ_n in [−tolerance, 0): rounding, clamped to 0
-};
+/// Rounding tolerance of LogisticBound::deltas: Δ_n = log L_n − log B_n is a difference of terms
+/// of size ~|a_n|; tolerance 1e-9 + 64·ε·(|log L_n| + |k_n| + |a_n|/2 + λ_n a_n²), ε = 2^-52: a
+/// handful of ulps of every term (and of the vectorized log-sigmoid), with an absolute floor.
 
-/// Result of the full-data MAP search.
-struct MapResult {
-  Vec theta;        ///< θ_MAP (D entries)
-  Mat covariance;   ///< Laplace covariance: inverse of −∇² log p(θ | data) at θ_MAP
-  double log_post;  ///< log p(θ_MAP | data) up to a constant
-  int iterations;   ///< Newton iterations
-  double seconds;   ///< wall time
-};
+class LogisticBound;
 
 /// Logistic regression likelihood and prior over a shared data set.
 ///
 /// Thread safety: all const members may be called concurrently.
+/// Satisfies FireflyModel (model.hpp) with K = 1 linear predictor per datum.
 class LogisticModel {
  public:
-  /// @throw ConfigError if prior_sd is outside [1e-150, 1e150] (1/σ² must be a finite double).
-  /// @throw DataError if a feature is not finite or exceeds 1e100 in magnitude (sums of x² must
-  /// stay finite).
-  LogisticModel(std::shared_ptr<const Dataset> data, double prior_sd);
+  using Bound = LogisticBound;
+
+  /// @throw ConfigError if the prior's sd is outside [1e-150, 1e150] (1/σ² must be a finite
+  /// double).
+  /// @throw DataError if a label is not ±1, or a feature is not finite or exceeds 1e100 in
+  /// magnitude (sums of x² must stay finite); the message names the row and field.
+  LogisticModel(std::shared_ptr<const Dataset> data, Prior prior);
+  /// A N(0, prior_sd²) prior.
+  LogisticModel(std::shared_ptr<const Dataset> data, double prior_sd)
+      : LogisticModel(std::move(data), Prior{PriorKind::gaussian, prior_sd}) {}
+  /// The model a run configures (cfg.prior, cfg.prior_sd).
+  LogisticModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg)
+      : LogisticModel(std::move(data), Prior{cfg.prior, cfg.prior_sd}) {}
 
   std::size_t dim() const noexcept { return data_->d(); }
   std::size_t num_data() const noexcept { return data_->n(); }
   std::size_t stride() const noexcept { return data_->stride(); }
+  ParamLayout layout() const noexcept { return {1, data_->d(), data_->stride()}; }
   const Dataset& data() const noexcept { return *data_; }
   const std::shared_ptr<const Dataset>& data_ptr() const noexcept { return data_; }
-  double prior_sd() const noexcept { return prior_sd_; }
+  const Prior& prior() const noexcept { return prior_; }
+  double prior_sd() const noexcept { return prior_.sd; }
+  std::vector<std::string> param_names() const;
 
-  /// log N(θ; 0, σ²I) without its constant. `theta` has at least dim() entries.
-  double log_prior(const double* theta) const noexcept;
+  /// log p(θ) without its constant. `theta` has at least dim() entries.
+  double log_prior(const double* theta) const noexcept { return prior_.log_density(theta, dim()); }
   /// Σ_n log σ(t_n x_n·θ) over all data (deterministic parallel reduction).
   /// `theta` is padded: stride() entries, 64-byte aligned, zeros past dim().
   double log_lik(const double* theta) const;
+  /// Σ_n log σ(t_n x_n·θ), and its gradient Σ_n t_n σ(−a_n) x_n into `grad` (stride() entries,
+  /// overwritten), in one pass over the data (deterministic parallel reduction).
+  double log_lik_grad(const double* theta, double* grad) const;
   /// Gradient of log_lik + log_prior, D entries.
   Vec grad_log_post(const Vec& theta) const;
 
-  /// θ_MAP of the full posterior by damped Newton iterations with a backtracking line search.
+  /// θ_MAP of the full posterior by damped Newton iterations with a backtracking line search
+  /// (for a Laplace prior, Newton steps on its local quadratic majorizer, from the Gaussian
+  /// prior's MAP).
   MapResult find_map(double tol = 1e-10, int max_iter = 100) const;
 
  private:
+  MapResult newton(const Prior& prior, Vec theta, double tol, int max_iter) const;
   std::shared_ptr<const Dataset> data_;
-  double prior_sd_;
+  Prior prior_;
 };
 
 /// The Jaakkola–Jordan bound with per-datum parameters ξ_n, collapsed to a quadratic in θ.
@@ -78,6 +84,9 @@ class LogisticModel {
 /// Thread safety: immutable after construction; all members may be called concurrently.
 class LogisticBound {
  public:
+  /// The bound `cfg` asks for (cfg.bound: MAP-tuned at map.theta, or untuned with
+  /// cfg.untuned_xi; cfg.bound_slack), as the sampler builds it.
+  static LogisticBound make(const LogisticModel& model, const RunConfig& cfg, const MapResult& map);
   /// Untuned: ξ_n = xi for every datum (paper: 1.5). The anchor only affects rounding.
   static LogisticBound untuned(const LogisticModel& model, double xi, const Vec& anchor,
                                double slack = 0.0);
@@ -89,6 +98,8 @@ class LogisticBound {
   /// 64-byte aligned); `scratch` is caller-owned, 2·stride() aligned doubles (no allocation here).
   /// If `grad` is non-null, the gradient g0 − 2A(θ−θ0) is written to it (D entries).
   double log_bound_sum(const double* theta, double* scratch, double* grad = nullptr) const noexcept;
+  std::size_t scratch_size() const noexcept { return 2 * stride_; }
+  std::size_t outputs() const noexcept { return 1; }  ///< linear predictors per datum
 
   /// For data idx[i] with dot products dots[i] = x_n·θ: Δ_n = log L_n − log B_n ≥ 0 into
   /// `delta[i]`. A negative Δ (the bound above its likelihood) is clamped to 0 and counted:
@@ -96,6 +107,10 @@ class LogisticBound {
   /// violation beyond it (a bug or a broken bound; the draws are then not exact).
   BoundCheck deltas(const Index* idx, const double* dots, std::size_t k,
                     double* delta) const noexcept;
+  /// deltas(), plus ∂Δ_n/∂(x_n·θ) = t_n (σ(−a_n) − 1/2 + 2λ_n a_n) into dpsi[i] (0 where Δ_n
+  /// was clamped).
+  BoundCheck delta_grads(const Index* idx, const double* dots, std::size_t k, double* delta,
+                         double* dpsi) const noexcept;
   /// Test hook: raises every log B_n by `excess` > 0, which makes the bound invalid wherever
   /// Δ_n < excess. Only for testing that violations are detected and reported.
   void raise_for_testing(double excess) noexcept;

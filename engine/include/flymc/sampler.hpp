@@ -15,7 +15,8 @@
 #include "flymc/config.hpp"
 #include "flymc/dataset.hpp"
 #include "flymc/flymc_state.hpp"
-#include "flymc/logistic.hpp"
+#include "flymc/loaders.hpp"
+#include "flymc/model.hpp"
 #include "flymc/profile.hpp"
 
 namespace flymc {
@@ -27,8 +28,9 @@ class DrawSink {
   virtual ~DrawSink() = default;
   /// Before the first row: the column names (sampler columns end in "__").
   virtual void begin(const std::vector<std::string>& columns) = 0;
-  /// After warm-up: the frozen step size and the (diagonal) inverse metric.
-  virtual void adaptation(double step_size, const std::vector<double>& inv_metric) = 0;
+  /// After warm-up: the frozen step size and the inverse metric: its diagonal, or with `dense`
+  /// all of it row by row.
+  virtual void adaptation(double step_size, const std::vector<double>& inv_metric, bool dense) = 0;
   /// One kept draw, values in column order.
   virtual void row(const std::vector<double>& values) = 0;
   /// At the end: the chain's warm-up and sampling seconds and its counters (bound checks).
@@ -73,7 +75,7 @@ struct CheckpointOptions {
 struct ChainResult {
   int chain_id = 0;
   std::size_t kept = 0;
-  std::vector<double> draws;  ///< kept × dim, row-major
+  std::vector<double> draws;  ///< kept × dim, row-major (dense θ, model.hpp)
   std::vector<double> lp;     ///< log density targeted (log p(θ, z) for FlyMC) per kept draw
   double step_size = 0.0;
   double accept_rate = 0.0;  ///< mean MH acceptance probability over sampling θ-steps
@@ -88,7 +90,8 @@ struct ChainResult {
 /// Everything a run produced.
 struct RunResult {
   RunConfig config;
-  std::size_t n = 0, dim = 0;
+  std::size_t n = 0, dim = 0;      ///< data rows, and parameters (K·D)
+  std::vector<std::string> names;  ///< parameter names (theta.j, or W.k.j for softmax)
   std::vector<ChainResult> chains;
   MapResult map;
   double setup_seconds = 0.0;     ///< MAP + bound statistics + initial z (wall)
@@ -102,6 +105,7 @@ struct RunResult {
   std::uint64_t bound_violations() const;
   std::uint64_t bound_clamps() const;
   std::uint64_t nonfinite() const;
+  std::uint64_t divergences() const;
   /// Kept draws of coordinate j as chains × iterations (for diagnostics).
   std::vector<std::vector<double>> coordinate(std::size_t j) const;
   std::vector<std::vector<double>> lp() const;
@@ -113,14 +117,26 @@ struct Progress {
   explicit Progress(int chains) : done(static_cast<std::size_t>(chains)) {}
 };
 
-/// Runs `cfg` on logistic regression over `data`. Throws ConfigError for an invalid config.
+/// Runs `cfg` (its model, algorithm and θ-kernel) over `data`. Throws ConfigError for an invalid
+/// config, DataError for data the model cannot take (labels, non-finite features).
 /// @param sinks optional per-chain draw sinks (files); @param progress optional counters.
 /// @param checkpoint optional checkpointing (needs `sinks`: the draws before a checkpoint are
 /// read back from them on resume).
 /// @throw ConfigError for a missing, corrupt or mismatching checkpoint on resume, DataError if
 /// the data differ from the checkpointed run's.
-RunResult run_logistic(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-                       const SinkFactory& sinks = {}, Progress* progress = nullptr,
-                       const CheckpointOptions* checkpoint = nullptr);
+RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+              const SinkFactory& sinks = {}, Progress* progress = nullptr,
+              const CheckpointOptions* checkpoint = nullptr);
+
+/// run() with the model cfg.model, kept for callers of the first releases (logistic regression
+/// was the only model then).
+inline RunResult run_logistic(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+                              const SinkFactory& sinks = {}, Progress* progress = nullptr,
+                              const CheckpointOptions* checkpoint = nullptr) {
+  return run(cfg, std::move(data), sinks, progress, checkpoint);
+}
+
+/// The label domain a model's data files are read with (binary, categorical, any).
+LabelDomain label_domain(ModelKind model) noexcept;
 
 }  // namespace flymc

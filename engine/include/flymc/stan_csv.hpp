@@ -69,8 +69,9 @@ class StanCsvWriter {
                     const std::vector<std::string>& columns);
   /// Writes one draw; `values.size()` must equal the number of columns.
   void write_row(std::span<const double> values);
-  /// Writes the end-of-adaptation block (step size and diagonal of the inverse metric).
-  void write_adaptation(double step_size, std::span<const double> inv_metric_diag);
+  /// Writes the end-of-adaptation block: the step size and the inverse metric, its diagonal on
+  /// one line, or with `dense` a P×P matrix (P² values, row by row) on P lines, as CmdStan does.
+  void write_adaptation(double step_size, std::span<const double> inv_metric, bool dense = false);
   /// Writes the closing Elapsed Time block (seconds in plain decimal notation: rstan strips
   /// everything but digits and '.' from these lines, so exponents must not appear).
   void write_elapsed(double warmup_seconds, double sampling_seconds);

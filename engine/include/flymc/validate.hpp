@@ -135,8 +135,12 @@ struct GewekeOptions {
   double resample_fraction = 0.1;
   double untuned_xi = 1.5;
   double bound_slack = 0.0;
-  double step_size = 0.5;  ///< fixed RW-MH step (no adaptation: it would break invariance)
-  int theta_steps = 1;     ///< θ-steps per z-sweep
+  /// Fixed step size of the θ-kernel (slice: interval width), identity metric: no adaptation,
+  /// which would break the invariance being tested.
+  double step_size = 0.5;
+  int hmc_steps = 5;                            ///< leapfrog steps per HMC trajectory
+  SliceMode slice_mode = SliceMode::direction;  ///< slice sampling mode
+  int theta_steps = 1;                          ///< θ-steps per z-sweep
   int sweeps = 3;          ///< (θ-steps, z-sweep) rounds per successive-conditional transition
   long iters = 100000;     ///< successive-conditional transitions per chain, after burn-in
   long burn = 1000;        ///< discarded transitions per chain

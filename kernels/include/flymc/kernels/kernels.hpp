@@ -57,6 +57,21 @@ void dots_packed(const double* rows, std::size_t nrows, std::size_t stride, cons
 /// out[i] = base[idx[i]]·theta for i < k: gathered rows, each prefetched 16 rows ahead.
 void dots_gather(const double* base, std::size_t stride, const Index* idx, std::size_t k,
                  const double* theta, double* out) noexcept;
+/// out[i·m + k] = rows[i]·thetas[k·tstride ...] for i < nrows, k < m: m dot products per row
+/// (the m linear predictors of a softmax row), each bit-identical to dot(row, theta_k).
+/// Rows are read from memory once per group of simd_lanes() rows.
+void dots_packed_multi(const double* rows, std::size_t nrows, std::size_t stride,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept;
+/// The same for gathered rows base[idx[i]], prefetched as in dots_gather.
+void dots_gather_multi(const double* base, std::size_t stride, const Index* idx, std::size_t k,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept;
+/// out[j] += Σ_i c[i·cstride] · rows[i][j] for j < stride: a weighted sum of contiguous rows
+/// (Xᵀc, the gradient of a sum of per-row terms). Rows are summed in index order within each
+/// lane, so the result is reproducible (not bit-identical to the scalar path).
+void weighted_row_sum(const double* rows, std::size_t nrows, std::size_t stride, const double* c,
+                      std::size_t cstride, double* out) noexcept;
 /// Σ_i log σ(y[i] · rows[i]·theta) over i < nrows: the logistic log-likelihood of a block, fused
 /// (one streaming pass; blocks ≥ 8 MB are also software-prefetched).
 double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t stride,
@@ -83,6 +98,14 @@ void dots_gather(const double* base, std::size_t stride, const Index* idx, std::
                  const double* theta, double* out) noexcept;
 double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t stride,
                               const double* y, const double* theta) noexcept;
+void dots_packed_multi(const double* rows, std::size_t nrows, std::size_t stride,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept;
+void dots_gather_multi(const double* base, std::size_t stride, const Index* idx, std::size_t k,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept;
+void weighted_row_sum(const double* rows, std::size_t nrows, std::size_t stride, const double* c,
+                      std::size_t cstride, double* out) noexcept;
 }  // namespace scalar
 
 }  // namespace flymc::kernels

@@ -118,6 +118,9 @@ class LogisticBound {
   double log_bound(Index n, double dot) const noexcept;
   /// log L_n(θ) for one datum given its dot product.
   double log_lik(Index n, double dot) const noexcept;
+  /// The same with the datum's predictor passed by pointer (the form every bound offers).
+  double log_bound(Index n, const double* pred) const noexcept { return log_bound(n, *pred); }
+  double log_lik(Index n, const double* pred) const noexcept { return log_lik(n, *pred); }
 
   double slack() const noexcept { return slack_; }
   const Mat& A() const noexcept { return A_; }

@@ -52,15 +52,16 @@ nlohmann::json machine_info() {
 struct RowStats {
   std::string algo;
   double queries_per_iter, bright_mean, ess1000_min, ess1000_median, ess_per_sec_min;
-  double ess_per_query_min, accept, step_size, sampling_seconds;
+  double ess_per_query_min, accept, step_size, sampling_seconds, setup_seconds, seconds_per_iter;
   long iters;
 };
 
 RowStats measure(const std::string& algo, const RunConfig& cfg,
                  const std::shared_ptr<const Dataset>& data) {
-  std::fprintf(stderr, "table1: %-14s %d chains x (%ld warm-up + %ld) iterations ...\n",
-               algo.c_str(), cfg.chains, cfg.warmup, cfg.iters);
-  const RunResult r = run_logistic(cfg, data);
+  std::fprintf(stderr, "table1: %-8s %-14s %-5s %d chains x (%ld warm-up + %ld) iterations ...\n",
+               to_string(cfg.model), algo.c_str(), to_string(cfg.kernel), cfg.chains, cfg.warmup,
+               cfg.iters);
+  const RunResult r = run(cfg, data);
   std::vector<double> ess;
   for (std::size_t j = 0; j < r.dim; ++j) {
     const double e = ess_bulk(r.coordinate(j));
@@ -79,94 +80,207 @@ RowStats measure(const std::string& algo, const RunConfig& cfg,
   s.accept = r.accept_rate();
   s.step_size = r.chains[0].step_size;
   s.sampling_seconds = r.sampling_seconds;
+  s.setup_seconds = r.setup_seconds;
+  double spi = 0.0;  // each chain's own timer, averaged
+  for (const auto& c : r.chains) spi += c.sampling_seconds / double(cfg.iters);
+  s.seconds_per_iter = spi / double(r.chains.size());
   s.iters = cfg.iters;
   return s;
 }
 
+/// Iterations of one algorithm in a row.
+struct Budget {
+  long warmup, iters, thin;
+};
+
+/// One row of the paper's Table 1: a data set, a model and a θ-kernel, run by regular MCMC,
+/// untuned FlyMC and MAP-tuned FlyMC.
+struct RowSpec {
+  std::string name;  // logistic | softmax | robust
+  std::string dataset;
+  std::shared_ptr<const Dataset> data;
+  RunConfig base;  // model, kernel, prior and levers shared by the three algorithms
+  Budget regular, untuned, flymc;
+};
+
 struct Table1Options {
-  std::string data, json, name;
+  std::string rows = "logistic";  // softmax and robust join when their models land
+  std::string data, softmax_data, robust_data, json, name;
   int chains = 4, threads = 0;
-  // Enough iterations for a min bulk ESS of a few hundred per row on Fashion-MNIST 7-vs-9
-  // (regular MCMC mixes at ~0.2 ESS per 1000 iterations there, FlyMC at ~0.03).
+  double scale = 1.0;  // multiplies every iteration budget (quick runs)
+  // Logistic regression (Fashion-MNIST 7-vs-9): enough iterations for a min bulk ESS of a few
+  // hundred per algorithm with RW-MH (regular MCMC mixes at ~0.2 ESS per 1000 iterations there,
+  // FlyMC at ~0.03).
   long warmup_regular = 20000, iters_regular = 400000, thin_regular = 20;
   long warmup_untuned = 20000, iters_untuned = 400000;
   long warmup_flymc = 200000, iters_flymc = 4000000, thin_flymc = 40;
+  KernelKind kernel = KernelKind::rwmh;
   Metric metric = Metric::identity;
   std::uint64_t seed = 1;
   double q = 0.01, slack = 0.0;
-  int theta_steps = RunConfig{}.theta_steps;
+  int theta_steps = 0;
+  // Softmax (3-class Fashion-MNIST, 256 components) with MALA, and robust regression (synthetic,
+  // 1.8 M x 57) with slice sampling.
+  KernelKind softmax_kernel = KernelKind::mala, robust_kernel = KernelKind::slice;
+  std::size_t robust_n = 1800000, robust_d = 57;
+  Budget softmax_regular{1000, 4000, 4}, softmax_untuned{1000, 4000, 4},
+      softmax_flymc{5000, 40000, 40};
+  Budget robust_regular{200, 800, 1}, robust_untuned{200, 800, 1}, robust_flymc{2000, 20000, 20};
+  double softmax_slack = 0.0, robust_slack = 0.0;
 };
 
+Budget scaled(const Budget& b, double scale) {
+  auto sc = [scale](long v) { return std::max(1L, static_cast<long>(std::llround(v * scale))); };
+  Budget out{sc(b.warmup), sc(b.iters), b.thin};
+  out.thin = std::clamp(b.thin, 1L, std::max(1L, out.iters / 100));
+  out.warmup = b.warmup == 0 ? 0 : out.warmup;
+  return out;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    const std::size_t comma = s.find(',', pos);
+    const std::string item =
+        s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<RowSpec> table1_rows(const Table1Options& o) {
+  std::vector<RowSpec> rows;
+  RunConfig common;
+  common.chains = o.chains;
+  common.threads = o.threads;
+  common.seed = o.seed;
+  for (const std::string& r : split_list(o.rows)) {
+    RowSpec row;
+    row.name = r;
+    row.base = common;
+    if (r == "logistic") {
+      if (o.data.empty()) throw UsageError("table1: the logistic row needs --data FILE");
+      row.dataset = o.name.empty() ? o.data : o.name;
+      row.data = std::make_shared<const Dataset>(load_dataset(o.data, LabelDomain::binary));
+      row.base.model = ModelKind::logistic;
+      row.base.kernel = o.kernel;
+      row.base.metric = o.metric;
+      row.base.q_dark_to_bright = o.q;
+      row.base.bound_slack = o.slack;
+      row.base.theta_steps = o.theta_steps;
+      row.regular = {o.warmup_regular, o.iters_regular, o.thin_regular};
+      row.untuned = {o.warmup_untuned, o.iters_untuned, o.thin_regular};
+      row.flymc = {o.warmup_flymc, o.iters_flymc, o.thin_flymc};
+    } else if (r == "softmax") {
+      if (o.softmax_data.empty())
+        throw UsageError("table1: the softmax row needs --softmax-data FILE");
+      row.dataset = o.softmax_data;
+      row.data =
+          std::make_shared<const Dataset>(load_dataset(o.softmax_data, LabelDomain::categorical));
+      row.base.model = ModelKind::softmax;
+      row.base.kernel = o.softmax_kernel;
+      row.base.bound_slack = o.softmax_slack;
+      row.regular = o.softmax_regular;
+      row.untuned = o.softmax_untuned;
+      row.flymc = o.softmax_flymc;
+    } else if (r == "robust") {
+      if (o.robust_data.empty())
+        throw UsageError("table1: the robust row needs --robust-data FILE");  // TODO(robust)
+      row.dataset = o.robust_data;
+      row.data = std::make_shared<const Dataset>(load_dataset(o.robust_data, LabelDomain::any));
+      row.base.model = ModelKind::robust;
+      row.base.prior = PriorKind::laplace;  // the paper's sparsity-inducing prior
+      row.base.kernel = o.robust_kernel;
+      row.base.bound_slack = o.robust_slack;
+      row.regular = o.robust_regular;
+      row.untuned = o.robust_untuned;
+      row.flymc = o.robust_flymc;
+    } else {
+      throw UsageError("table1: --rows: unknown row '" + r + "' (logistic, softmax, robust)");
+    }
+    row.regular = scaled(row.regular, o.scale);
+    row.untuned = scaled(row.untuned, o.scale);
+    row.flymc = scaled(row.flymc, o.scale);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 void table1(const Table1Options& o) {
-  auto data = std::make_shared<const Dataset>(load_dataset(o.data, LabelDomain::binary));
-  const std::string name = o.name.empty() ? o.data : o.name;
-  RunConfig base;
-  base.chains = o.chains;
-  base.threads = o.threads;
-  base.seed = o.seed;
-  base.metric = o.metric;
-  base.q_dark_to_bright = o.q;
-  base.bound_slack = o.slack;
-  base.theta_steps = o.theta_steps;
-
-  RunConfig reg = base;
-  reg.algo = Algo::full;
-  reg.warmup = o.warmup_regular;
-  reg.iters = o.iters_regular;
-  reg.thin = o.thin_regular;
-  RunConfig fly = base;
-  fly.algo = Algo::flymc;
-  fly.warmup = o.warmup_flymc;
-  fly.iters = o.iters_flymc;
-  fly.thin = o.thin_flymc;
-  RunConfig unt = fly;
-  unt.bound = BoundTuning::untuned;  // thousands of bright points: as costly as regular MCMC
-  unt.warmup = o.warmup_untuned;
-  unt.iters = o.iters_untuned;
-  unt.thin = o.thin_regular;
-
-  std::vector<RowStats> rows;
-  rows.push_back(measure("regular", reg, data));
-  rows.push_back(measure("flymc-untuned", unt, data));
-  rows.push_back(measure("flymc-map", fly, data));
-
-  const RowStats& r0 = rows.front();
-  std::printf("\nTable 1 (%s, N = %zu, D = %zu, logistic regression, random-walk MH, %s metric)\n",
-              name.c_str(), data->n(), data->d(), to_string(o.metric));
-  std::printf("%-14s %12s %9s %13s %13s %12s %10s %10s %7s\n", "algorithm", "queries/iter",
-              "bright", "ESS/1000 min", "ESS/1000 med", "min ESS/s", "x queries", "x wall",
-              "accept");
+  const std::vector<RowSpec> specs = table1_rows(o);
   nlohmann::json jrows = nlohmann::json::array();
-  for (const auto& r : rows) {
-    const double sq = r.ess_per_query_min / r0.ess_per_query_min;
-    const double sw = r.ess_per_sec_min / r0.ess_per_sec_min;
-    std::printf("%-14s %12.1f %9.1f %13.3f %13.3f %12.2f %10.2f %10.2f %7.3f\n", r.algo.c_str(),
-                r.queries_per_iter, r.bright_mean, r.ess1000_min, r.ess1000_median,
-                r.ess_per_sec_min, sq, sw, r.accept);
-    jrows.push_back(
-        {{"dataset", name},
-         {"model", "logistic"},
-         {"kernel", o.metric == Metric::identity ? std::string("rwmh")
-                                                 : std::string("rwmh-") + to_string(o.metric)},
-         {"algo", r.algo},
-         {"n", data->n()},
-         {"d", data->d()},
-         {"queries_per_iter", r.queries_per_iter},
-         {"bright_mean", r.bright_mean},
-         {"ess_per_1000_min", r.ess1000_min},
-         {"ess_per_1000_median", r.ess1000_median},
-         {"ess_per_second_min", r.ess_per_sec_min},
-         {"speedup_queries", sq},
-         {"speedup_wall", sw},
-         {"accept_rate", r.accept},
-         {"step_size", r.step_size},
-         {"iters", r.iters},
-         {"chains", o.chains},
-         {"sampling_seconds", r.sampling_seconds}});
+  std::string text;
+  char line[512];
+  for (const RowSpec& spec : specs) {
+    auto config = [&](Algo algo, BoundTuning bound, const Budget& b) {
+      RunConfig c = spec.base;
+      c.algo = algo;
+      c.bound = bound;
+      c.warmup = b.warmup;
+      c.iters = b.iters;
+      c.thin = b.thin;
+      return c;
+    };
+    std::vector<RowStats> rows;
+    rows.push_back(
+        measure("regular", config(Algo::full, BoundTuning::map, spec.regular), spec.data));
+    rows.push_back(measure("flymc-untuned", config(Algo::flymc, BoundTuning::untuned, spec.untuned),
+                           spec.data));
+    rows.push_back(
+        measure("flymc-map", config(Algo::flymc, BoundTuning::map, spec.flymc), spec.data));
+    const RowStats& r0 = rows.front();
+    std::snprintf(line, sizeof line, "\nTable 1, %s (%s, N = %zu, D = %zu, %s, %s metric)\n",
+                  spec.name.c_str(), spec.dataset.c_str(), spec.data->n(), spec.data->d(),
+                  to_string(spec.base.kernel), to_string(spec.base.resolved_metric()));
+    text += line;
+    std::snprintf(line, sizeof line, "%-14s %12s %9s %13s %13s %11s %10s %10s %7s %10s\n",
+                  "algorithm", "queries/iter", "bright", "ESS/1000 min", "ESS/1000 med",
+                  "min ESS/s", "x queries", "x wall", "accept", "us/iter");
+    text += line;
+    for (const auto& r : rows) {
+      const double sq = r.ess_per_query_min / r0.ess_per_query_min;
+      const double sw = r.ess_per_sec_min / r0.ess_per_sec_min;
+      std::snprintf(
+          line, sizeof line, "%-14s %12.1f %9.1f %13.3f %13.3f %11.2f %10.2f %10.2f %7.3f %10.2f\n",
+          r.algo.c_str(), r.queries_per_iter, r.bright_mean, r.ess1000_min, r.ess1000_median,
+          r.ess_per_sec_min, sq, sw, r.accept, 1e6 * r.seconds_per_iter);
+      text += line;
+      std::string kernel = to_string(spec.base.kernel);
+      if (spec.base.resolved_metric() != Metric::identity)
+        kernel += std::string("-") + to_string(spec.base.resolved_metric());
+      jrows.push_back({{"dataset", spec.dataset},
+                       {"model", to_string(spec.base.model)},
+                       {"kernel", kernel},
+                       {"algo", r.algo},
+                       {"n", spec.data->n()},
+                       {"d", spec.data->d()},
+                       {"queries_per_iter", r.queries_per_iter},
+                       {"bright_mean", r.bright_mean},
+                       {"ess_per_1000_min", r.ess1000_min},
+                       {"ess_per_1000_median", r.ess1000_median},
+                       {"ess_per_second_min", r.ess_per_sec_min},
+                       {"ess_per_query_min", r.ess_per_query_min},
+                       {"speedup_queries", sq},
+                       {"speedup_wall", sw},
+                       {"accept_rate", r.accept},
+                       {"step_size", r.step_size},
+                       {"seconds_per_iter", r.seconds_per_iter},
+                       {"setup_seconds", r.setup_seconds},
+                       {"iters", r.iters},
+                       {"chains", o.chains},
+                       {"sampling_seconds", r.sampling_seconds}});
+    }
+    std::fputs(text.c_str(), stdout);  // each row's table as soon as it is measured
+    std::fflush(stdout);
+    text.clear();
   }
   std::printf(
       "(x queries: ratio of min ESS per likelihood query to regular MCMC, the paper's "
-      "measure; x wall: ratio of min ESS per second of wall time)\n");
+      "measure; x wall: ratio of min ESS per second of wall time; us/iter: one chain's sampling "
+      "time per iteration)\n");
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     if (!f) throw Error(o.json + ": cannot create", 73);
@@ -310,29 +424,63 @@ int main(int argc, char** argv) {
   CLI::App app{"flymc-bench: wall-clock effective samples per second"};
   app.require_subcommand(1);
   Table1Options t;
-  CLI::App* t1 = app.add_subcommand("table1", "FlyMC paper Table 1 (logistic regression row)");
-  t1->add_option("--data", t.data, "Logistic data set (.csv/.npy)")->required();
-  t1->add_option("--name", t.name, "Data set name in the output");
+  CLI::App* t1 = app.add_subcommand(
+      "table1",
+      "FlyMC paper Table 1: logistic regression (RW-MH), softmax (MALA), robust regression "
+      "(slice sampling); regular MCMC, untuned and MAP-tuned FlyMC per row");
+  t1->add_option("--rows", t.rows, "Rows to run, comma-separated: logistic,softmax,robust")
+      ->capture_default_str();
+  t1->add_option("--data", t.data, "Logistic row: data set (.csv/.npy, labels +-1 or 0/1)");
+  t1->add_option("--softmax-data", t.softmax_data, "Softmax row: data set (labels 0..K-1)");
+  t1->add_option("--robust-data", t.robust_data,
+                 "Robust row: data set (real responses); default: synth-robust generated in "
+                 "process (--robust-n x --robust-d, seed 1)");
+  t1->add_option("--robust-n", t.robust_n)->capture_default_str();
+  t1->add_option("--robust-d", t.robust_d)->capture_default_str();
+  t1->add_option("--name", t.name, "Logistic data set name in the output");
   t1->add_option("--json", t.json, "Write the figures and the machine as JSON");
   t1->add_option("--chains", t.chains, "Chains per algorithm")->capture_default_str();
   t1->add_option("--threads", t.threads, "Threads (0: all cores)")->capture_default_str();
   t1->add_option("--seed", t.seed, "Seed")->capture_default_str();
+  t1->add_option("--scale", t.scale, "Multiply every iteration budget (quick runs: 0.05)")
+      ->capture_default_str();
   t1->add_option("--warmup-regular", t.warmup_regular)->capture_default_str();
   t1->add_option("--iters-regular", t.iters_regular)->capture_default_str();
   t1->add_option("--thin-regular", t.thin_regular)->capture_default_str();
   t1->add_option("--warmup-untuned", t.warmup_untuned)->capture_default_str();
   t1->add_option("--iters-untuned", t.iters_untuned)->capture_default_str();
-  const std::map<std::string, Metric> metrics{
-      {"identity", Metric::identity}, {"diag", Metric::diag}, {"dense", Metric::dense}};
-  t1->add_option("--metric", t.metric, "RW proposal covariance, the same for every row")
+  const std::map<std::string, KernelKind> kernels{{"rwmh", KernelKind::rwmh},
+                                                  {"mala", KernelKind::mala},
+                                                  {"hmc", KernelKind::hmc},
+                                                  {"slice", KernelKind::slice}};
+  t1->add_option("--kernel", t.kernel, "Logistic row: theta-kernel")
+      ->transform(CLI::CheckedTransformer(kernels))
+      ->default_str("rwmh");
+  t1->add_option("--softmax-kernel", t.softmax_kernel, "Softmax row: theta-kernel")
+      ->transform(CLI::CheckedTransformer(kernels))
+      ->default_str("mala");
+  t1->add_option("--robust-kernel", t.robust_kernel, "Robust row: theta-kernel")
+      ->transform(CLI::CheckedTransformer(kernels))
+      ->default_str("slice");
+  const std::map<std::string, Metric> metrics{{"auto", Metric::automatic},
+                                              {"identity", Metric::identity},
+                                              {"diag", Metric::diag},
+                                              {"dense", Metric::dense}};
+  t1->add_option("--metric", t.metric, "Logistic row: kernel metric, the same for every algorithm")
       ->transform(CLI::CheckedTransformer(metrics))
       ->default_str("identity");
   t1->add_option("--warmup-flymc", t.warmup_flymc)->capture_default_str();
   t1->add_option("--iters-flymc", t.iters_flymc)->capture_default_str();
   t1->add_option("--thin-flymc", t.thin_flymc)->capture_default_str();
-  t1->add_option("--q-dark-to-bright", t.q, "Implicit z-update rate q")->capture_default_str();
-  t1->add_option("--bound-slack", t.slack, "Slack in log B_n")->capture_default_str();
-  t1->add_option("--theta-steps", t.theta_steps, "theta-steps per z-sweep")->capture_default_str();
+  t1->add_option("--q-dark-to-bright", t.q, "Logistic row: implicit z-update rate q")
+      ->capture_default_str();
+  t1->add_option("--bound-slack", t.slack, "Logistic row: slack in log B_n")->capture_default_str();
+  t1->add_option("--softmax-slack", t.softmax_slack, "Softmax row: slack in log B_n")
+      ->capture_default_str();
+  t1->add_option("--robust-slack", t.robust_slack, "Robust row: slack in log B_n")
+      ->capture_default_str();
+  t1->add_option("--theta-steps", t.theta_steps, "Logistic row: theta-steps per z-sweep")
+      ->capture_default_str();
   t1->callback([&] { table1(t); });
 
   ScalingOptions sc;

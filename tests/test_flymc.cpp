@@ -75,7 +75,9 @@ TEST_SUITE("statistical") {
   // counts against Binomial(R, p_n) with a chi-square over the N data (independent across n given
   // θ). With R = 20000 and p_n spread over (0.02, 0.98), a reversed inequality in the implicit
   // update (MATH.md 1.2) moves the counts by hundreds of standard errors; the fixed seed makes the
-  // test deterministic, and the cut p > 1e-3 is the false-alarm rate for a correct sampler.
+  // test deterministic, and the cut p > 1e-3 is the false-alarm rate for a correct sampler. The
+  // fifth updater uses per-datum rates q_n (thinned proposals; mutation: using q_max instead of
+  // q_n in either acceptance fails it).
   TEST_CASE("z-updaters leave Bernoulli(1 - B/L) invariant (chi-square)") {
     const std::size_t n = 40;
     auto ds = test::logistic_data(n, 3, 21, 2.0);
@@ -92,18 +94,30 @@ TEST_SUITE("statistical") {
       llt[i] = kernels::log_expm1(delta);
     }
     const int reps = 20000;
-    for (int which = 0; which < 4; ++which) {
+    // Per-datum rates q_n spread over [0.02, 0.9] (MATH.md 1.5), for the fifth updater.
+    std::vector<double> log_rates(n);
+    double q_max = 0.0;
+    {
+      Rng r(7, 7);
+      for (auto& v : log_rates) {
+        const double q = 0.02 + 0.88 * r.uniform();
+        q_max = std::max(q_max, q);
+        v = std::log(q);
+      }
+    }
+    for (int which = 0; which < 5; ++which) {
       CAPTURE(which);
       std::vector<double> count(n, 0.0);
       Rng rng(99, static_cast<std::uint64_t>(which));
-      ImplicitZUpdater imp(which == 0 ? 0.3 : 0.05);
+      ImplicitZUpdater imp = which == 4 ? ImplicitZUpdater(log_rates, q_max)
+                                        : ImplicitZUpdater(which == 0 ? 0.3 : 0.05);
       ExplicitZUpdater exp_up(which == 2 ? 0.5 : 0.1);
       Counters c;
       for (int r = 0; r < reps; ++r) {
         BrightSet bs(*ds);
         for (Index i = 0; i < n; ++i)
           if (rng.uniform() < p[i]) bs.brighten(i, llt[i]);
-        if (which <= 1) {
+        if (which <= 1 || which == 4) {
           imp.update(bound, *ds, bs, tp.get(), rng, c);
         } else if (which == 2) {
           exp_up.update(bound, *ds, bs, tp.get(), rng, c);

@@ -176,6 +176,7 @@ void put_config(ByteWriter& w, const RunConfig& c) {
   w.put<std::uint32_t>(static_cast<std::uint32_t>(c.prior));
   w.put<std::uint32_t>(static_cast<std::uint32_t>(c.slice_mode));
   w.put<std::uint8_t>(c.adapt_metric ? 1 : 0);
+  w.put<std::uint8_t>(c.q_per_datum ? 1 : 0);
   w.put<std::int64_t>(c.hmc_steps);
   w.put(c.student_nu);
   w.put(c.noise_scale);
@@ -213,6 +214,7 @@ RunConfig get_config(ByteReader& r) {
   c.prior = static_cast<PriorKind>(e(1));
   c.slice_mode = static_cast<SliceMode>(e(1));
   c.adapt_metric = r.get_bool();
+  c.q_per_datum = r.get_bool();
   const auto hs = r.get<std::int64_t>();
   if (hs < 1 || hs > std::numeric_limits<int>::max()) r.fail("invalid hmc_steps");
   c.hmc_steps = static_cast<int>(hs);

@@ -247,8 +247,8 @@ bool MetricAdaptation::add(long it, const double* theta, InverseMetric& metric) 
       Mat cov(ei(p_), ei(p_));
       for (std::size_t i = 0; i < p_; ++i)
         for (std::size_t j = 0; j < p_; ++j)
-          cov(ei(i), ei(j)) = w * 0.5 * (m2_[i * p_ + j] + m2_[j * p_ + i]) / (n - 1.0) +
-                              (i == j ? reg : 0.0);
+          cov(ei(i), ei(j)) =
+              w * 0.5 * (m2_[i * p_ + j] + m2_[j * p_ + i]) / (n - 1.0) + (i == j ? reg : 0.0);
       metric = InverseMetric::dense(cov);
     }
   }

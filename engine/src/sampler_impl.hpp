@@ -80,8 +80,7 @@ void initial_theta(const Shared<M>& sh, Rng& rng, double* theta) {
 }
 
 /// Fills the draws and lp of a chain from the rows of its draw file.
-inline void restore_draws(std::size_t p, std::vector<std::vector<double>>& rows,
-                          ChainResult& res) {
+inline void restore_draws(std::size_t p, std::vector<std::vector<double>>& rows, ChainResult& res) {
   res.draws.reserve(res.kept * p);
   res.lp.reserve(res.kept);
   for (const auto& r : rows) {
@@ -177,8 +176,8 @@ ChainResult run_chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sin
         s.logp = fly->current();
       }
     } else {
-      s.logp = grad ? full->eval_grad(s.theta.data(), s.grad.data(), c)
-                    : full->eval(s.theta.data(), c);
+      s.logp =
+          grad ? full->eval_grad(s.theta.data(), s.grad.data(), c) : full->eval(s.theta.data(), c);
     }
   };
 
@@ -388,8 +387,8 @@ ChainResult run_chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sin
 
 /// Throws ConfigError unless a loaded chain state fits the run (a state from another run or a
 /// damaged file that still passed its checksum).
-void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size_t n,
-                       std::size_t p, const std::string& dir);
+void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size_t n, std::size_t p,
+                       const std::string& dir);
 
 /// The initial metric and step size of every chain (RunConfig::metric, MATH.md 3).
 InverseMetric initial_metric(const RunConfig& cfg, const MapResult& map);
@@ -469,10 +468,29 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   const double setup_serial = seconds_between(t0, Clock::now());
 
   const std::size_t p = out.dim;
+  // Per-datum z-proposal rates from 8 draws of the Laplace approximation (a stream of its own:
+  // the chains' streams are untouched, and the rates are the same at any thread count).
+  std::vector<double> log_rates;
+  double q_max = cfg.q_dark_to_bright;
+  if (bound && cfg.z == ZUpdate::implicit && cfg.q_per_datum) {
+    constexpr int kDraws = 8;
+    const Eigen::LLT<Mat> llt(out.map.covariance);
+    const Mat L = llt.matrixL();
+    Rng rng(cfg.seed, 0x5eedf1f1ULL);
+    std::vector<double> draws(kDraws * p);
+    Vec eta(static_cast<Eigen::Index>(p));
+    for (int t = 0; t < kDraws; ++t) {
+      for (auto& e : eta) e = rng.normal();
+      const Vec th = out.map.theta + L * eta;
+      std::copy(th.data(), th.data() + p, draws.begin() + static_cast<std::ptrdiff_t>(t * p));
+    }
+    log_rates =
+        per_datum_log_rates(*bound, *data, model.layout(), draws, cfg.q_dark_to_bright, q_max);
+  }
   const InverseMetric metric = initial_metric(cfg, out.map);
   const double eps0 = initial_step_size(cfg, out.map, p);
-  const Shared<M> sh{cfg,    model, bound ? &*bound : nullptr, out.map, metric,
-                     eps0,   column_names(out.names)};
+  const Shared<M> sh{cfg,    model, bound ? &*bound : nullptr, out.map,
+                     metric, eps0,  column_names(out.names)};
 
   const int nchains = cfg.chains;
   const auto nc = static_cast<std::size_t>(nchains);
@@ -525,7 +543,8 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                 out.chains[ci] =
                     run_chain<M, false, ImplicitZUpdater>(sh, c + 1, nullptr, sink, prog, ses);
               } else if (cfg.z == ZUpdate::implicit) {
-                ImplicitZUpdater z(cfg.q_dark_to_bright);
+                ImplicitZUpdater z = log_rates.empty() ? ImplicitZUpdater(cfg.q_dark_to_bright)
+                                                       : ImplicitZUpdater(log_rates, q_max);
                 out.chains[ci] = run_chain<M, true>(sh, c + 1, &z, sink, prog, ses);
               } else {
                 ExplicitZUpdater z(cfg.resample_fraction);

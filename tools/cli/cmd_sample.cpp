@@ -394,6 +394,9 @@ void add_sample_command(CLI::App& app) {
       ->capture_default_str();
   s->add_option("--threads", c.threads, "Worker threads (0: all cores)")->capture_default_str();
   add_model_z_options(s, c);
+  s->add_flag("--q-per-datum", c.q_per_datum,
+              "Implicit z-update: per-datum rates q_n proportional to the expected bright "
+              "probability (Laplace draws at set-up), at the uniform rate's mean cost");
   s->add_option("--theta-steps", c.theta_steps,
                 "theta-steps per z-sweep (0: 10 for rwmh, 1 for the other kernels)")
       ->capture_default_str();

@@ -19,7 +19,8 @@ void add_model_z_options(CLI::App* s, Options& o) {
   s->add_option("--prior-sd", o.prior_sd,
                 "Prior standard deviation of every coefficient (Gaussian or Laplace)")
       ->capture_default_str();
-  s->add_option("--q-dark-to-bright", o.q_dark_to_bright, "Implicit z-update proposal rate q")
+  s->add_option("--q-dark-to-bright", o.q_dark_to_bright,
+                "Implicit z-update proposal rate q (with --q-per-datum: the mean rate)")
       ->capture_default_str();
   s->add_option("--resample-fraction", o.resample_fraction, "Explicit z-update fraction")
       ->capture_default_str();

@@ -52,7 +52,10 @@ struct RunConfig {
   double prior_sd = 1.0;
   double student_nu = 4.0;   ///< robust regression: Student-t degrees of freedom ν (paper: 4)
   double noise_scale = 1.0;  ///< robust regression: the Student-t scale s
-  double q_dark_to_bright = 0.01;   ///< implicit z-update proposal rate q (MATH.md 1.2)
+  double q_dark_to_bright = 0.01;  ///< implicit z-update proposal rate q (MATH.md 1.2)
+  /// Implicit z-update with per-datum rates q_n ∝ expected bright probability, at the same mean
+  /// number of proposals as the uniform rate q (MATH.md 1.5; per_datum_log_rates()).
+  bool q_per_datum = false;
   double resample_fraction = 0.01;  ///< explicit z-update fraction f (MATH.md 1.1)
   /// ξ of the untuned bound: logistic, the tangent point |a| (paper: 1.5); robust regression,
   /// the residual |r| where the Gaussian bound touches the Student-t; unused by softmax (its

@@ -7,6 +7,9 @@
 ///
 /// Thread safety: none of these objects may be shared between threads; the model and bound they
 /// reference are immutable and shared by all chains.
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -292,6 +295,14 @@ class ImplicitZUpdater {
  public:
   explicit ImplicitZUpdater(double q)
       : log_q_(std::log(q)), inv_log1mq_(q < 1.0 ? 1.0 / std::log1p(-q) : 0.0), q_one_(q >= 1.0) {}
+  /// Per-datum rates (MATH.md 1.5): `log_rates[n]` = log q_n with 0 < q_n ≤ q_max, fixed for
+  /// the run (they never depend on z). Dark data are proposed at rate q_max by geometric
+  /// skipping and each candidate is kept with probability q_n/q_max (thinning, no query), so
+  /// datum n is proposed with probability q_n; the acceptances use q_n. The array must outlive
+  /// the updater.
+  ImplicitZUpdater(const std::vector<double>& log_rates, double q_max) : ImplicitZUpdater(q_max) {
+    log_rates_ = &log_rates;
+  }
 
   template <class Bound>
   void update(const Bound& bound, const Dataset& data, BrightSet& bright, const double* theta,
@@ -301,7 +312,12 @@ class ImplicitZUpdater {
     s_.reserve(nb);
     const double* llt = bright.log_ltilde();
     double* thr = s_.a.data();
-    for (std::size_t i = 0; i < nb; ++i) thr[i] = log_q_ - llt[i];
+    if (log_rates_ == nullptr) {
+      for (std::size_t i = 0; i < nb; ++i) thr[i] = log_q_ - llt[i];
+    } else {
+      const double* lr = log_rates_->data();
+      for (std::size_t i = 0; i < nb; ++i) thr[i] = lr[bright.bright(i)] - llt[i];
+    }
     kernels::exp(thr, thr, nb);
     s_.flip.clear();
     for (std::size_t i = 0; i < nb; ++i)
@@ -317,7 +333,12 @@ class ImplicitZUpdater {
     if (k > 0) {
       gathered_deltas(bound, data, theta, s_.idx.data(), k, c, s_, delta);
       kernels::log_expm1(delta, lt, k);
-      for (std::size_t i = 0; i < k; ++i) acc[i] = lt[i] - log_q_;
+      if (log_rates_ == nullptr) {
+        for (std::size_t i = 0; i < k; ++i) acc[i] = lt[i] - log_q_;
+      } else {
+        const double* lr = log_rates_->data();
+        for (std::size_t i = 0; i < k; ++i) acc[i] = lt[i] - lr[s_.idx[i]];
+      }
       kernels::exp(acc, acc, k);
     }
     // 4. Apply: darken first (their proposals were decided), then brighten the accepted darks.
@@ -328,10 +349,27 @@ class ImplicitZUpdater {
 
  private:
   /// Fills s_.idx with the dark data proposed to go bright: each independently w.p. q, found by
-  /// skipping Geometric(q) gaps, gap = ⌊log(u)/log(1−q)⌋, logs taken 64 at a time.
+  /// skipping Geometric(q) gaps, gap = ⌊log(u)/log(1−q)⌋, logs taken 64 at a time; with
+  /// per-datum rates, each candidate then kept w.p. q_n/q.
   void propose_darks(const BrightSet& bright, Rng& rng) {
-    const std::size_t nd = bright.num_dark();
     s_.idx.clear();
+    propose_candidates(bright, rng);
+    if (log_rates_ == nullptr) return;
+    // Thinning: keep candidate n iff u < exp(log q_n − log q_max).
+    const std::size_t k = s_.idx.size();
+    s_.reserve(k);
+    double* keep = s_.a.data();
+    const double* lr = log_rates_->data();
+    for (std::size_t i = 0; i < k; ++i) keep[i] = lr[s_.idx[i]] - log_q_;
+    kernels::exp(keep, keep, k);
+    std::size_t m = 0;
+    for (std::size_t i = 0; i < k; ++i)
+      if (rng.uniform() < keep[i]) s_.idx[m++] = s_.idx[i];
+    s_.idx.resize(m);
+  }
+
+  void propose_candidates(const BrightSet& bright, Rng& rng) {
+    const std::size_t nd = bright.num_dark();
     if (q_one_) {
       for (std::size_t i = 0; i < nd; ++i) s_.idx.push_back(bright.dark(i));
       return;
@@ -354,7 +392,66 @@ class ImplicitZUpdater {
 
   double log_q_, inv_log1mq_;
   bool q_one_;
+  const std::vector<double>* log_rates_ = nullptr;
   ZScratch s_;
 };
+
+/// Per-datum proposal rates for the implicit z-update (MATH.md 1.5, the paper's discussion):
+/// q_n ∝ the datum's expected bright probability p̄_n = E[1 − B_n/L_n], estimated at set-up
+/// from `draws` (M × P dense θ draws, e.g. from the Laplace approximation), scaled so that the
+/// expected number of dark proposals per sweep, Σ_n q_n (1 − p̄_n), equals the uniform
+/// update's q·N, floored at q/10 (every datum keeps being proposed: the chain stays
+/// irreducible) and capped at 1. Data likely to be bright are then proposed often and follow θ
+/// quickly, the others rarely. Deterministic given the draws (fixed blocks, any thread count).
+/// Returns log q_n and sets `q_max` to the largest q_n.
+template <class Bound>
+std::vector<double> per_datum_log_rates(const Bound& bound, const Dataset& data,
+                                        const ParamLayout& lay, const std::vector<double>& draws,
+                                        double q, double& q_max) {
+  const std::size_t n = data.n(), P = lay.dim(), K = lay.k;
+  const std::size_t m = P > 0 ? draws.size() / P : 0;
+  std::vector<double> pbar(n, 0.0);
+  std::vector<AlignedBuffer> pads;
+  for (std::size_t t = 0; t < m; ++t) {
+    pads.push_back(aligned_zeros(lay.padded()));
+    lay.pad(draws.data() + t * P, pads.back().get());
+  }
+  constexpr std::size_t kBlock = 2048;
+  tbb::parallel_for(std::size_t{0}, (n + kBlock - 1) / kBlock, [&](std::size_t b) {
+    const std::size_t lo = b * kBlock, hi = std::min(n, lo + kBlock), len = hi - lo;
+    std::vector<Index> idx(len);
+    for (std::size_t i = 0; i < len; ++i) idx[i] = static_cast<Index>(lo + i);
+    std::vector<double> preds(len * K), delta(len);
+    for (std::size_t t = 0; t < m; ++t) {
+      packed_predictors(K, data.row(lo), len, data.stride(), pads[t].get(), preds.data());
+      bound.deltas(idx.data(), preds.data(), len, delta.data());
+      for (std::size_t i = 0; i < len; ++i) pbar[lo + i] += -std::expm1(-delta[i]);
+    }
+    for (std::size_t i = lo; i < hi; ++i)
+      pbar[i] /= static_cast<double>(std::max<std::size_t>(m, 1));
+  });
+  // κ by bisection: Σ_n min(1, max(q/10, κ p̄_n))·(1 − p̄_n) = q·N.
+  const double floor_q = 0.1 * q, budget = q * static_cast<double>(n);
+  auto rate = [&](double kappa, double p) { return std::min(1.0, std::max(floor_q, kappa * p)); };
+  auto spend = [&](double kappa) {
+    double s = 0.0;
+    for (double p : pbar) s += rate(kappa, p) * (1.0 - p);
+    return s;
+  };
+  double lo = 0.0, hi = 1.0;
+  while (spend(hi) < budget && hi < 1e12) hi *= 2.0;
+  for (int it = 0; it < 100; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    (spend(mid) < budget ? lo : hi) = mid;
+  }
+  std::vector<double> log_rates(n);
+  q_max = floor_q;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double r = rate(hi, pbar[i]);
+    q_max = std::max(q_max, r);
+    log_rates[i] = std::log(r);
+  }
+  return log_rates;
+}
 
 }  // namespace flymc

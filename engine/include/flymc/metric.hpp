@@ -73,7 +73,9 @@ class MetricAdaptation {
   /// Adds the draw of warm-up iteration `it` (0-based) when it falls in a slow window. Returns
   /// true when `it` ends a slow window: `metric` has then been replaced by the window's estimate.
   bool add(long it, const double* theta, InverseMetric& metric);
-  bool active() const noexcept { return form_ != InverseMetric::Form::identity && !windows_.empty(); }
+  bool active() const noexcept {
+    return form_ != InverseMetric::Form::identity && !windows_.empty();
+  }
 
   void save(std::vector<double>& out) const;
   /// @throw ConfigError on values that do not fit (a foreign or corrupted state).

@@ -13,8 +13,8 @@
 /// The engine forms log L̃_n = log expm1(Δ_n) and its gradient from a bound's Δ_n and ∂Δ_n/∂ψ_n
 /// (MATH.md 1), so a model only supplies per-datum log L_n − log B_n and its derivative.
 ///
-/// The Model and Bound contracts are C++20 concepts (duck typing, no virtual calls in the hot path):
-/// see FireflyModel and FireflyBound below.
+/// The Model and Bound contracts are C++20 concepts (duck typing, no virtual calls in the hot
+/// path): see FireflyModel and FireflyBound below.
 #include <Eigen/Dense>
 #include <concepts>
 #include <cstddef>

@@ -54,7 +54,8 @@ class ThetaKernel {
         target_(cfg.resolved_target_accept()),
         metric_(std::move(metric)),
         adapt_(eps0, target_),
-        metric_adapt_(cfg.adapt_metric ? metric_.form() : InverseMetric::Form::identity, p, cfg.warmup),
+        metric_adapt_(cfg.adapt_metric ? metric_.form() : InverseMetric::Form::identity, p,
+                      cfg.warmup),
         a_(p),
         b_(p),
         c_(p),
@@ -96,8 +97,8 @@ class ThetaKernel {
   void save(std::vector<double>& out) const {
     out.push_back(eps_);
     const DualAveraging::State a = adapt_.state();
-    out.insert(out.end(), {a.mu, a.target, a.gamma, a.t0, a.kappa, a.t, a.h_bar, a.log_eps,
-                           a.log_eps_bar});
+    out.insert(out.end(),
+               {a.mu, a.target, a.gamma, a.t0, a.kappa, a.t, a.h_bar, a.log_eps, a.log_eps_bar});
     metric_.save(out);
     metric_adapt_.save(out);
   }

@@ -1,6 +1,6 @@
 // flymc-profile: a fixed, seeded FlyMC workload that reports where the time goes, phase by phase,
 // from in-process timers. It runs unchanged under `perf record` or `valgrind --tool=callgrind`.
-//   flymc-profile [--data F] [--iters I] [--algo flymc|full] [--no-timers]
+//   flymc-profile [--data F] [--iters I] [--algo flymc|full] [--kernel K] [--no-timers]
 // Without --data it generates synthetic logistic data (N = 12,000, D = 51, seed 1): the shape of
 // the Fashion-MNIST 7-vs-9 set, so that the workload needs no files.
 #include <CLI/CLI.hpp>
@@ -15,7 +15,7 @@
 int main(int argc, char** argv) {
   using namespace flymc;
   CLI::App app{"flymc-profile: time per phase of a fixed FlyMC workload"};
-  std::string data_path, algo = "flymc";
+  std::string data_path, algo = "flymc", kernel = "rwmh";
   RunConfig cfg;
   cfg.chains = 1;
   cfg.threads = 1;
@@ -26,6 +26,11 @@ int main(int argc, char** argv) {
   bool no_timers = false;
   app.add_option("--data", data_path, "Logistic data (default: synthetic 12,000 x 51)");
   app.add_option("--algo", algo, "flymc or full")->check(CLI::IsMember({"flymc", "full"}));
+  app.add_option("--kernel", kernel, "theta-kernel")
+      ->check(CLI::IsMember({"rwmh", "mala", "hmc", "slice"}))
+      ->capture_default_str();
+  app.add_option("--hmc-steps", cfg.hmc_steps)->capture_default_str();
+  app.add_flag("--q-per-datum", cfg.q_per_datum, "Per-datum implicit z-update rates");
   app.add_option("--iters", cfg.iters, "Sampling iterations")->capture_default_str();
   app.add_option("--warmup", cfg.warmup, "Warm-up iterations")->capture_default_str();
   app.add_option("--theta-steps", cfg.theta_steps)->capture_default_str();
@@ -34,18 +39,23 @@ int main(int argc, char** argv) {
   app.add_flag("--no-timers", no_timers, "Run without the phase timers (for perf/callgrind)");
   CLI11_PARSE(app, argc, argv);
   cfg.algo = algo == "full" ? Algo::full : Algo::flymc;
+  cfg.kernel = kernel == "mala"    ? KernelKind::mala
+               : kernel == "hmc"   ? KernelKind::hmc
+               : kernel == "slice" ? KernelKind::slice
+                                   : KernelKind::rwmh;
   cfg.profile = !no_timers;
   try {
     auto data = data_path.empty()
                     ? std::make_shared<const Dataset>(synth_logistic(12000, 51, 1))
                     : std::make_shared<const Dataset>(load_dataset(data_path, LabelDomain::binary));
-    const RunResult r = run_logistic(cfg, data);
+    const RunResult r = run(cfg, data);
     const ChainResult& c = r.chains[0];
     const double total = c.warmup_seconds + c.sampling_seconds;
     const long its = cfg.warmup + cfg.iters;
-    std::printf("%s on %zu x %zu: %ld iterations in %.3f s = %.0f iterations/s (%.3f us each)\n",
-                to_string(cfg.algo), r.n, r.dim, its, total, double(its) / total,
-                1e6 * total / double(its));
+    std::printf(
+        "%s (%s) on %zu x %zu: %ld iterations in %.3f s = %.0f iterations/s (%.3f us each)\n",
+        to_string(cfg.algo), to_string(cfg.kernel), r.n, r.dim, its, total, double(its) / total,
+        1e6 * total / double(its));
     std::printf("queries/iter %.1f, bright %.1f, acceptance %.3f, SIMD %s\n", r.queries_per_iter(),
                 r.bright_mean(), r.accept_rate(), "see flymc_bm");
     if (cfg.profile) {

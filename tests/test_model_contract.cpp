@@ -19,6 +19,7 @@
 #include "flymc/flymc_state.hpp"
 #include "flymc/logistic.hpp"
 #include "flymc/model.hpp"
+#include "flymc/softmax.hpp"
 #include "test_util.hpp"
 
 using namespace flymc;
@@ -33,6 +34,17 @@ template <>
 struct ModelFixture<LogisticModel> {
   static std::shared_ptr<const Dataset> data() { return test::logistic_data(60, 4, 5, 1.5); }
   static RunConfig config() { return RunConfig{}; }
+};
+
+template <>
+struct ModelFixture<SoftmaxModel> {
+  // 80 rows, 3 features and a bias, K = 3 classes.
+  static std::shared_ptr<const Dataset> data() { return test::softmax_data(80, 4, 3, 5, 1.5); }
+  static RunConfig config() {
+    RunConfig c;
+    c.model = ModelKind::softmax;
+    return c;
+  }
 };
 
 /// A point near θ_MAP: θ_MAP + scale·(Laplace sd)·η.
@@ -92,7 +104,7 @@ void check_gradient(const Vec& analytic, const Vec& numeric) {
 
 TEST_SUITE("unit") {
   TEST_CASE_TEMPLATE("model contract: bound below likelihood, collapsed sum, tightness", M,
-                     LogisticModel) {
+                     LogisticModel, SoftmaxModel) {
     const auto ds = ModelFixture<M>::data();
     for (BoundTuning tuning : {BoundTuning::map, BoundTuning::untuned}) {
       for (double slack : {0.0, 0.01}) {
@@ -137,7 +149,8 @@ TEST_SUITE("unit") {
     }
   }
 
-  TEST_CASE_TEMPLATE("model contract: gradients agree with finite differences", M, LogisticModel) {
+  TEST_CASE_TEMPLATE("model contract: gradients agree with finite differences", M, LogisticModel,
+                     SoftmaxModel) {
     const auto ds = ModelFixture<M>::data();
     RunConfig cfg = ModelFixture<M>::config();
     cfg.bound_slack = 0.01;

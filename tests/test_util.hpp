@@ -1,9 +1,11 @@
 #pragma once
 // Helpers shared by the tests: small in-memory data sets.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "flymc/dataset.hpp"
 #include "flymc/rng.hpp"
@@ -25,6 +27,34 @@ inline std::shared_ptr<const Dataset> logistic_data(std::size_t n, std::size_t d
       a += x[j] * th[j];
     }
     ds->mutable_y()[i] = rng.uniform() < 1.0 / (1.0 + std::exp(-a)) ? 1.0 : -1.0;
+  }
+  return ds;
+}
+
+/// n × d softmax data with `classes` classes: x ~ N(0, scale²) with a bias column of ones last,
+/// W_true ~ N(0, I), labels y ~ softmax(W_true x) in 0..classes−1.
+inline std::shared_ptr<const Dataset> softmax_data(std::size_t n, std::size_t d,
+                                                   std::size_t classes, std::uint64_t seed,
+                                                   double scale = 1.0) {
+  auto ds = std::make_shared<Dataset>(n, d, "synthetic-softmax");
+  Rng rng(seed, 54321);
+  std::vector<double> w(classes * d), psi(classes);
+  for (auto& t : w) t = rng.normal();
+  for (std::size_t i = 0; i < n; ++i) {
+    double* x = ds->mutable_row(i);
+    for (std::size_t j = 0; j < d; ++j) x[j] = j + 1 == d ? 1.0 : scale * rng.normal();
+    double mx = -INFINITY;
+    for (std::size_t k = 0; k < classes; ++k) {
+      psi[k] = 0.0;
+      for (std::size_t j = 0; j < d; ++j) psi[k] += w[k * d + j] * x[j];
+      mx = std::max(mx, psi[k]);
+    }
+    double s = 0.0;
+    for (auto& v : psi) s += (v = std::exp(v - mx));
+    double u = rng.uniform() * s;
+    std::size_t c = 0;
+    while (c + 1 < classes && u >= psi[c]) u -= psi[c++];
+    ds->mutable_y()[i] = static_cast<double>(c);
   }
   return ds;
 }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -11,6 +10,7 @@
 #include "flymc/errors.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/parallel.hpp"
+#include "model_checks.hpp"
 
 namespace flymc {
 namespace {
@@ -85,37 +85,6 @@ Partial data_stats(const Dataset& ds, const double* theta_p, bool want_h, Fn fn)
 
 void symmetrize_upper(Mat& h) { h.triangularView<Eigen::StrictlyLower>() = h.transpose(); }
 
-/// Largest feature magnitude accepted: the Hessian and the bound's A sum w·x² over up to 2^32
-/// rows, which must stay finite (features of 1e160 made them infinite and every FlyMC lp NaN).
-constexpr double kMaxFeature = 1e100;
-
-/// Throws DataError naming the first (row, feature) that is not finite or exceeds kMaxFeature.
-/// Loaded files never have non-finite values, but data sets built in memory may.
-void check_features(const Dataset& ds) {
-  constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
-  const std::size_t d = ds.d();
-  const std::size_t first_bad = deterministic_reduce(
-      ds.n(), kReduceGrain, none,
-      [&](std::size_t lo, std::size_t hi) {
-        for (std::size_t i = lo; i < hi; ++i) {
-          const double* x = ds.row(i);
-          for (std::size_t j = 0; j < d; ++j)
-            if (!(std::fabs(x[j]) <= kMaxFeature)) return i * d + j;
-        }
-        return none;
-      },
-      [](std::size_t a, std::size_t b) { return std::min(a, b); });
-  if (first_bad == none) return;
-  const std::size_t row = first_bad / d, col = first_bad % d;
-  char value[40];
-  std::snprintf(value, sizeof value, "%.17g", ds.row(row)[col]);
-  throw DataError(ds.source() + ": row " + std::to_string(row + 1) + ": field " +
-                  std::to_string(col + 2) + " (x" + std::to_string(col + 1) + "): feature " +
-                  value +
-                  " is not finite or exceeds 1e100 in magnitude; logistic regression needs "
-                  "sums of x^2 that fit a double (rescale the feature)");
-}
-
 }  // namespace
 
 double jj_lambda(double xi) noexcept {
@@ -139,7 +108,7 @@ LogisticModel::LogisticModel(std::shared_ptr<const Dataset> data, Prior prior)
                       ": field 1 (label): logistic regression needs labels -1/+1 (or 0/1), got " +
                       std::to_string(t));
   }
-  check_features(*data_);
+  detail::check_features(*data_, "logistic regression");
   blas::use_single_thread();
 }
 

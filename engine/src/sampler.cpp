@@ -12,6 +12,8 @@ namespace flymc {
 // The runner per model (sampler_<model>.cpp).
 RunResult run_logistic_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
                              Progress*, const CheckpointOptions*);
+RunResult run_softmax_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
+                            Progress*, const CheckpointOptions*);
 
 namespace detail {
 
@@ -167,6 +169,7 @@ RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const S
     case ModelKind::logistic:
       return run_logistic_model(cfg, std::move(data), sinks, progress, checkpoint);
     case ModelKind::softmax:
+      return run_softmax_model(cfg, std::move(data), sinks, progress, checkpoint);
     case ModelKind::robust:
       break;
   }

@@ -86,6 +86,32 @@ struct SoftmaxBlock {
   }
 };
 
+/// The per-datum terms of Böhning's bound at v = ψ − ψ0, for a datum with predictors `psi` and
+/// tangent record `r` (ψ0 then g0, see SoftmaxBound::rec_).
+struct BoundTerms {
+  double gv;    // g0ᵀv
+  double q;     // ½vᵀHv
+  double mean;  // v̄, the mean of v
+};
+/// H = ½C with C = I − 𝟙𝟙ᵀ/K the centering projector, so ½vᵀHv = ¼|v − v̄𝟙|²: a sum of squares,
+/// with no cancellation (and +inf, not inf − inf = NaN, if v is huge).
+inline BoundTerms bound_terms(const double* psi, const double* r, std::size_t K,
+                              double inv_k) noexcept {
+  double sv = 0.0, gv = 0.0;
+  for (std::size_t c = 0; c < K; ++c) {
+    const double v = psi[c] - r[c];
+    sv += v;
+    gv += r[K + c] * v;
+  }
+  const double mean = sv * inv_k;
+  double q = 0.0;
+  for (std::size_t c = 0; c < K; ++c) {
+    const double w = (psi[c] - r[c]) - mean;
+    q += w * w;
+  }
+  return {gv, 0.25 * q, mean};
+}
+
 /// Grain of the reductions whose chunk partials hold `partial_doubles` doubles (a D×D matrix
 /// or K(K−1)/2 of them): deterministic_reduce keeps every chunk's partial until the ordered
 /// combine, so the chunk count is capped by a 256 MB budget and by 64. It depends only on the
@@ -445,18 +471,12 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const Vec* tangent, const 
           for (std::size_t i = 0; i < m; ++i) {
             const double* r = rec_.data() + (b0 + i) * R;
             const double* x = a + i * K;
-            double sv = 0.0, vv = 0.0, gv = 0.0;
-            for (std::size_t k = 0; k < K; ++k) {
-              const double v = x[k] - r[k];
-              sv += v;
-              vv += v * v;
-              gv += r[K + k] * v;
-            }
+            const BoundTerms t = bound_terms(x, r, K, inv_k);
             const std::uint32_t cls = y[b0 + i];
-            st.f += (x[cls] - r[2 * K]) - r[2 * K + 1] - gv - 0.25 * (vv - sv * sv * inv_k) - slack;
-            const double mv = sv * inv_k;
+            st.f += (x[cls] - r[2 * K]) - r[2 * K + 1] - t.gv - t.q - slack;
+            // ∂ log B_n/∂ψ = e_y − g0 − Hv.
             for (std::size_t k = 0; k < K; ++k)
-              c[i * K + k] = -r[K + k] - 0.5 * ((x[k] - r[k]) - mv);
+              c[i * K + k] = -r[K + k] - 0.5 * ((x[k] - r[k]) - t.mean);
             c[i * K + cls] += 1.0;
           }
           for (std::size_t k = 0; k < K; ++k)
@@ -473,8 +493,15 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const Vec* tangent, const 
         return acc;
       });
   f0_ = total.f;
+  // G0 centered over the classes: Σ_k (e_y − g0 − Hv)_k = 0 for every datum, so this only removes
+  // rounding, and makes the collapsed sum exactly invariant along the likelihood's null direction.
   g0_pad_ = aligned_zeros(K * stride);
-  std::copy(total.g.begin(), total.g.end(), g0_pad_.get());
+  for (std::size_t j = 0; j < d; ++j) {
+    double mean = 0.0;
+    for (std::size_t k = 0; k < K; ++k) mean += total.g[k * stride + j];
+    mean *= inv_k;
+    for (std::size_t k = 0; k < K; ++k) g0_pad_[k * stride + j] = total.g[k * stride + j] - mean;
+  }
   const auto D = static_cast<Eigen::Index>(d);
   s_ = Eigen::Map<const Mat>(total.s.data(), D, D).selfadjointView<Eigen::Upper>();
   s_pad_ = aligned_zeros(d * stride);
@@ -487,39 +514,41 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const Vec* tangent, const 
 double SoftmaxBound::log_bound_sum(const double* theta, double* scratch,
                                    double* grad) const noexcept {
   const std::size_t K = k_, d = d_, stride = stride_;
-  double* v = scratch;               // V = W − W_a, K blocks
-  double* u = scratch + K * stride;  // U = V S (row k: S v_k, S symmetric)
-  double* vs = u + K * stride;       // Σ_k v_k
-  double* us = vs + stride;          // Σ_k S v_k = S Σ_k v_k
-  for (std::size_t j = 0; j < K * stride; ++j) v[j] = theta[j] - anchor_pad_[j];
-  std::fill(vs, vs + 2 * stride, 0.0);
-  double vsv = 0.0, lin = 0.0;
+  double* mean = scratch;      // v̄, the mean row of V = W − W_a
+  double* v = mean + stride;   // CV: the rows of V minus v̄ (K blocks)
+  double* u = v + K * stride;  // CV S (row k: S ṽ_k, S symmetric)
+  const double inv_k = 1.0 / static_cast<double>(K);
+  std::fill(mean, mean + stride, 0.0);
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t j = 0; j < stride; ++j)
+      mean[j] += theta[k * stride + j] - anchor_pad_[k * stride + j];
+  for (std::size_t j = 0; j < stride; ++j) mean[j] *= inv_k;
+  // With H = ½C (C = I − 𝟙𝟙ᵀ/K, C² = C): tr(H V S Vᵀ) = ½ Σ_k ṽ_kᵀ S ṽ_k over the centered rows
+  // ṽ_k, a sum of non-negative terms (S is PSD): no cancellation. G0 is stored centered over
+  // the classes (CG0 = G0), so ⟨G0, V⟩ = ⟨G0, CV⟩, and the whole sum is invariant, like the
+  // likelihood, to adding one vector to every row of W.
+  double quad = 0.0, lin = 0.0;
   for (std::size_t k = 0; k < K; ++k) {
     double* vk = v + k * stride;
     double* uk = u + k * stride;
+    for (std::size_t j = 0; j < stride; ++j)
+      vk[j] = (theta[k * stride + j] - anchor_pad_[k * stride + j]) - mean[j];
     kernels::dots_packed(s_pad_.get(), d, stride, vk, uk);
     std::fill(uk + d, uk + stride, 0.0);
-    vsv += kernels::dot(vk, uk, stride);
+    quad += kernels::dot(vk, uk, stride);
     lin += kernels::dot(g0_pad_.get() + k * stride, vk, stride);
-    for (std::size_t j = 0; j < d; ++j) {
-      vs[j] += vk[j];
-      us[j] += uk[j];
-    }
   }
-  // tr(H V S Vᵀ) = ½[Σ_k v_kᵀ S v_k − (Σ_k v_k)ᵀ S (Σ_k v_k)/K]  (H = ½(I − 𝟙𝟙ᵀ/K)).
-  const double inv_k = 1.0 / static_cast<double>(K);
-  const double tr = 0.5 * (vsv - kernels::dot(vs, us, stride) * inv_k);
   if (grad != nullptr) {
-    // ∇ = G0 − H V S = G0 − ½(U − 𝟙ūᵀ), ū the mean of U's rows.
+    // ∇ = G0 − H V S = G0 − ½ CV S.
     for (std::size_t k = 0; k < K; ++k) {
       const double* uk = u + k * stride;
       const double* gk = g0_pad_.get() + k * stride;
       double* out = grad + k * stride;
-      for (std::size_t j = 0; j < d; ++j) out[j] = gk[j] - 0.5 * (uk[j] - us[j] * inv_k);
+      for (std::size_t j = 0; j < d; ++j) out[j] = gk[j] - 0.5 * uk[j];
       std::fill(out + d, out + stride, 0.0);
     }
   }
-  return f0_ + lin - 0.5 * tr;
+  return f0_ + lin - 0.25 * quad;
 }
 
 template <bool kGrad>
@@ -537,24 +566,16 @@ BoundCheck SoftmaxBound::compute(const Index* idx, const double* preds, std::siz
       const double* x = psi + i * K;
       const double* r = rec_.data() + std::size_t{idx[b0 + i]} * R;
       const double* g = r + K;
-      double sv = 0.0, vv = 0.0, gv = 0.0;
-      for (std::size_t c = 0; c < K; ++c) {
-        const double v = x[c] - r[c];
-        sv += v;
-        vv += v * v;
-        gv += g[c] * v;
-      }
+      const BoundTerms t = bound_terms(x, r, K, inv_k);
       // Δ = [lse(ψ0) + g0ᵀv + ½vᵀHv] − lse(ψ) + ε, with lse = m + l on both sides.
-      const double q = 0.25 * (vv - sv * sv * inv_k);
-      const double dl = (r[2 * K] - sb.m[i]) + (r[2 * K + 1] - sb.l[i]) + gv + q + shift_;
+      const double dl = (r[2 * K] - sb.m[i]) + (r[2 * K + 1] - sb.l[i]) + t.gv + t.q + shift_;
       if (dl > 0.0) {
         delta[b0 + i] = dl;
         if constexpr (kGrad) {
           // ∂Δ/∂ψ = g0 + Hv − softmax(ψ), (Hv)_c = ½(v_c − mean v).
-          const double mv = sv * inv_k;
           double* out = dpsi + (b0 + i) * K;
           for (std::size_t c = 0; c < K; ++c)
-            out[c] = g[c] + 0.5 * ((x[c] - r[c]) - mv) - sb.p[i * K + c];
+            out[c] = g[c] + 0.5 * ((x[c] - r[c]) - t.mean) - sb.p[i * K + c];
         }
         continue;
       }
@@ -562,10 +583,15 @@ BoundCheck SoftmaxBound::compute(const Index* idx, const double* preds, std::siz
       // the tolerance is documented at SoftmaxBound::deltas).
       if (dl < 0.0 || std::isnan(dl)) {
         constexpr double kUlps = 64.0 * std::numeric_limits<double>::epsilon();
-        double gav = 0.0;
-        for (std::size_t c = 0; c < K; ++c) gav += g[c] * std::fabs(x[c] - r[c]);
-        const double tol = 1e-9 + kUlps * (std::fabs(r[2 * K] - sb.m[i]) + r[2 * K + 1] + sb.l[i] +
-                                           gav + 0.25 * (vv + sv * sv * inv_k));
+        double gav = 0.0, vv = 0.0;
+        for (std::size_t c = 0; c < K; ++c) {
+          const double v = x[c] - r[c];
+          gav += g[c] * std::fabs(v);
+          vv += v * v;
+        }
+        const double tol =
+            1e-9 + kUlps * (std::fabs(r[2 * K] - sb.m[i]) + r[2 * K + 1] + sb.l[i] + gav +
+                            0.25 * (vv + static_cast<double>(K) * t.mean * t.mean));
         if (dl >= -tol) {
           ++check.clamped;
         } else {
@@ -597,15 +623,8 @@ void SoftmaxBound::raise_for_testing(double excess) noexcept {
 double SoftmaxBound::log_bound(Index n, const double* pred) const noexcept {
   const std::size_t K = k_;
   const double* r = rec_.data() + std::size_t{n} * (2 * K + 2);
-  double sv = 0.0, vv = 0.0, gv = 0.0;
-  for (std::size_t c = 0; c < K; ++c) {
-    const double v = pred[c] - r[c];
-    sv += v;
-    vv += v * v;
-    gv += r[K + c] * v;
-  }
-  const double q = 0.25 * (vv - sv * sv / static_cast<double>(K));
-  return (pred[(*labels_)[n]] - r[2 * K]) - r[2 * K + 1] - gv - q - shift_;
+  const BoundTerms t = bound_terms(pred, r, K, 1.0 / static_cast<double>(K));
+  return (pred[(*labels_)[n]] - r[2 * K]) - r[2 * K + 1] - t.gv - t.q - shift_;
 }
 
 double SoftmaxBound::log_lik(Index n, const double* pred) const noexcept {

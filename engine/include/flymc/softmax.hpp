@@ -112,18 +112,20 @@ class SoftmaxBound {
   /// `theta` is padded (K·stride doubles, 64-byte aligned); `scratch` is caller-owned,
   /// scratch_size() aligned doubles (no allocation here). If `grad` is non-null, the gradient
   /// G0 − H V S is written to it (padded; padding entries 0).
+  /// The sum, like the likelihood, does not change when one vector is added to every row of W.
   double log_bound_sum(const double* theta, double* scratch, double* grad = nullptr) const noexcept;
-  std::size_t scratch_size() const noexcept { return (2 * k_ + 2) * stride_; }
+  std::size_t scratch_size() const noexcept { return (2 * k_ + 1) * stride_; }
   std::size_t outputs() const noexcept { return k_; }  ///< linear predictors per datum (K)
 
   /// For data idx[i] with predictors preds[i·K + k] = x_n·w_k: Δ_n = log L_n − log B_n ≥ 0 into
   /// `delta[i]`. A negative Δ is clamped to 0 and counted (BoundCheck): as a rounding clamp
   /// within the tolerance (see below), as a violation beyond it.
   ///
-  /// Rounding tolerance: Δ_n = (m0_n − m_n) + (l0_n − l_n) + g0·v + ¼(|v|² − (𝟙ᵀv)²/K) + ε with
-  /// v = ψ − ψ0, lse(ψ) = m + l (m = max_k ψ_k, l = log Σ_k e^{ψ_k − m}) and likewise at ψ0;
-  /// tolerance 1e-9 + 64·ε_mach·(|m0 − m| + l0 + l + Σ_k g0_k|v_k| + ¼(|v|² + (𝟙ᵀv)²/K)), a
-  /// handful of ulps of every term (and of the vectorized exp/log), with an absolute floor.
+  /// Rounding tolerance: Δ_n = (m0_n − m_n) + (l0_n − l_n) + g0ᵀv + ¼|v − v̄𝟙|² + ε with
+  /// v = ψ − ψ0, v̄ its mean, lse(ψ) = m + l (m = max_k ψ_k, l = log Σ_k e^{ψ_k − m}) and
+  /// likewise at ψ0; tolerance 1e-9 + 64·ε_mach·(|m0 − m| + l0 + l + Σ_k g0_k|v_k| +
+  /// ¼(|v|² + K·v̄²)), a handful of ulps of every term (and of the vectorized exp/log), with an
+  /// absolute floor.
   BoundCheck deltas(const Index* idx, const double* preds, std::size_t k,
                     double* delta) const noexcept;
   /// deltas(), plus ∂Δ_n/∂ψ_n = g0_n + H(ψ_n − ψ0_n) − softmax(ψ_n) into dpsi[i·K + k] (0 where

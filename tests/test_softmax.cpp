@@ -1,0 +1,474 @@
+// Softmax classification and Böhning's bound (MATH.md 2.2), beyond the model contract
+// (test_model_contract.cpp): label validation, K = 2 against logistic regression, numerical
+// robustness at extreme predictors, bit-identical results on 1 and 2 threads, and every sampler
+// against an importance-sampling reference of the posterior.
+#include <doctest/doctest.h>
+#include <tbb/task_arena.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flymc/errors.hpp"
+#include "flymc/flymc_state.hpp"
+#include "flymc/logistic.hpp"
+#include "flymc/sampler.hpp"
+#include "flymc/softmax.hpp"
+#include "test_util.hpp"
+
+using namespace flymc;
+
+namespace {
+
+AlignedBuffer padded(const ParamLayout& lay, const double* dense) {
+  AlignedBuffer p = aligned_zeros(lay.padded());
+  lay.pad(dense, p.get());
+  return p;
+}
+
+/// The DataError message SoftmaxModel gives for `ds`, or "" if it accepts it.
+std::string model_error(std::shared_ptr<const Dataset> ds) {
+  try {
+    SoftmaxModel model(std::move(ds), Prior{});
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+/// 4 × 2 data with the given labels (the third label is the one under test).
+std::shared_ptr<Dataset> small_data(double y3) {
+  auto ds = std::make_shared<Dataset>(4, 2, "mem.csv");
+  const double y[4] = {0.0, 1.0, y3, 2.0};
+  for (std::size_t i = 0; i < 4; ++i) {
+    ds->mutable_row(i)[0] = static_cast<double>(i);
+    ds->mutable_row(i)[1] = 1.0;
+    ds->mutable_y()[i] = y[i];
+  }
+  return ds;
+}
+
+}  // namespace
+
+TEST_SUITE("unit") {
+  TEST_CASE("softmax labels: K = max label + 1; a label that is not a class index names its row") {
+    {
+      const SoftmaxModel model(small_data(1.0), Prior{});
+      CHECK(model.classes() == 3);
+      CHECK(model.dim() == 6);
+      CHECK(model.layout().k == 3);
+      const auto names = model.param_names();
+      REQUIRE(names.size() == 6);
+      CHECK(names[0] == "W.1.1");
+      CHECK(names[1] == "W.1.2");
+      CHECK(names[5] == "W.3.2");
+    }
+    for (double bad : {-1.0, 1.5, std::nan(""), 1024.0, 1e300}) {
+      CAPTURE(bad);
+      const std::string msg = model_error(small_data(bad));
+      CHECK(contains(msg, "mem.csv: row 3: field 1 (label)"));
+      CHECK(contains(msg, "class indices 0..K-1"));
+    }
+    CHECK(model_error(small_data(1023.0)).empty());  // the largest class index accepted
+    {
+      auto ds = small_data(0.0);
+      for (double& v : ds->mutable_y()) v = 0.0;
+      const std::string msg = model_error(ds);
+      CHECK(contains(msg, "mem.csv"));
+      CHECK(contains(msg, "field 1 (label)"));
+      CHECK(contains(msg, "at least two classes"));
+    }
+    {  // features are checked as for logistic regression
+      auto ds = small_data(1.0);
+      ds->mutable_row(1)[0] = std::numeric_limits<double>::infinity();
+      const std::string msg = model_error(ds);
+      CHECK(contains(msg, "mem.csv: row 2: field 2 (x1)"));
+    }
+    {  // and through run(), before anything else
+      RunConfig cfg;
+      cfg.model = ModelKind::softmax;
+      CHECK_THROWS_AS(run(cfg, small_data(-2.0)), DataError);
+    }
+  }
+
+  TEST_CASE("K = 2 softmax is logistic regression in beta = w_2 - w_1 with prior sd * sqrt(2)") {
+    // log σ((w2 − w1)·x) for y = 1: the likelihood depends on W through β = w2 − w1 only, and
+    // under the N(0, s²) prior on both rows β has prior N(0, 2s²) and is independent of w1 + w2.
+    const auto lds = test::logistic_data(600, 4, 21, 1.2);
+    auto sds = std::make_shared<Dataset>(lds->n(), lds->d(), "k2");
+    for (std::size_t i = 0; i < lds->n(); ++i) {
+      std::copy(lds->row(i), lds->row(i) + lds->stride(), sds->mutable_row(i));
+      sds->mutable_y()[i] = lds->y()[i] > 0.0 ? 1.0 : 0.0;
+    }
+    const double s = 0.8;
+    const SoftmaxModel soft(sds, Prior{PriorKind::gaussian, s});
+    const LogisticModel logi(lds, Prior{PriorKind::gaussian, s * std::sqrt(2.0)});
+    REQUIRE(soft.classes() == 2);
+    const ParamLayout lay = soft.layout();
+    const std::size_t d = lds->d();
+    Rng rng(4, 4);
+    for (int rep = 0; rep < 5; ++rep) {
+      std::vector<double> w(2 * d), beta(d);
+      for (double& v : w) v = rng.normal();
+      for (std::size_t j = 0; j < d; ++j) beta[j] = w[d + j] - w[j];
+      const AlignedBuffer wp = padded(lay, w.data());
+      const AlignedBuffer bp = padded(logi.layout(), beta.data());
+      CHECK(soft.log_lik(wp.get()) == doctest::Approx(logi.log_lik(bp.get())).epsilon(1e-12));
+    }
+    const MapResult ms = soft.find_map(), ml = logi.find_map();
+    const auto D = static_cast<Eigen::Index>(d);
+    for (Eigen::Index j = 0; j < D; ++j) {
+      CAPTURE(j);
+      CHECK(ms.theta[D + j] - ms.theta[j] == doctest::Approx(ml.theta[j]).epsilon(1e-8));
+      CHECK(std::fabs(ms.theta[D + j] + ms.theta[j]) < 1e-9);  // the prior centers the rows
+      for (Eigen::Index i = 0; i < D; ++i) {
+        const double cov_beta = ms.covariance(D + i, D + j) + ms.covariance(i, j) -
+                                ms.covariance(D + i, j) - ms.covariance(i, D + j);
+        CHECK(cov_beta == doctest::Approx(ml.covariance(i, j)).epsilon(1e-8).scale(1e-3));
+      }
+    }
+    CHECK(ms.iterations < 30);
+  }
+
+  TEST_CASE("softmax at extreme predictors: finite, bound below likelihood, accurate log L") {
+    const auto ds = test::softmax_data(50, 3, 4, 8);
+    const SoftmaxModel model(ds, Prior{});
+    const MapResult map = model.find_map();
+    const auto y = *model.labels();
+    const SoftmaxBound tuned = SoftmaxBound::map_tuned(model, map.theta);
+    const SoftmaxBound flat = SoftmaxBound::untuned(model, map.theta);
+    Rng rng(9, 1);
+    double psi[4], dpsi[4], delta;
+    for (const SoftmaxBound* b : {&tuned, &flat}) {
+      for (int t = 0; t < 20000; ++t) {
+        // Predictors of log-uniform magnitude up to 1e6, random signs; a tenth up to 1e150.
+        const double top = t % 10 == 0 ? 150.0 : 6.0;
+        for (double& v : psi)
+          v = (rng.uniform() < 0.5 ? -1.0 : 1.0) *
+              std::pow(10.0, -3.0 + (top + 3.0) * rng.uniform());
+        const Index n = static_cast<Index>(rng.below(50));
+        const double ll = b->log_lik(n, psi), lb = b->log_bound(n, psi);
+        REQUIRE(std::isfinite(ll));
+        REQUIRE(!std::isnan(lb));
+        CHECK(ll <= 0.0);
+        CHECK(lb <= ll + 1e-12 * (1.0 + std::fabs(ll)));
+        const BoundCheck chk = b->delta_grads(&n, psi, 1, &delta, dpsi);
+        CHECK(chk.violations == 0);
+        REQUIRE(!std::isnan(delta));
+        CHECK(delta >= 0.0);
+        for (double g : dpsi) REQUIRE(!std::isnan(g));
+      }
+    }
+    // A confidently classified datum: log L = −log1p(3e^{−60}) ≈ −2.6e-26, to full precision.
+    const Index n0 = 0;
+    for (std::size_t k = 0; k < 4; ++k) psi[k] = k == y[n0] ? 60.0 : 0.0;
+    const double expect = -3.0 * std::exp(-60.0);
+    CHECK(tuned.log_lik(n0, psi) == doctest::Approx(expect).epsilon(1e-14));
+    for (std::size_t k = 0; k < 4; ++k) psi[k] = k == y[n0] ? -745.0 : 800.0;
+    CHECK(tuned.log_lik(n0, psi) == doctest::Approx(-1545.0 - std::log(3.0)).epsilon(1e-15));
+    // The full-data log-likelihood at a huge W stays finite.
+    std::vector<double> w(model.dim());
+    for (double& v : w) v = 1e150 * rng.normal();
+    const AlignedBuffer wp = padded(model.layout(), w.data());
+    AlignedBuffer gp = aligned_zeros(model.layout().padded());
+    CHECK(std::isfinite(model.log_lik(wp.get())));
+    CHECK(std::isfinite(model.log_lik_grad(wp.get(), gp.get())));
+  }
+
+  TEST_CASE("softmax MAP: gradient vanishes; Laplace prior MAP from the Gaussian one") {
+    const auto ds = test::softmax_data(3000, 6, 4, 12, 1.0);
+    for (PriorKind kind : {PriorKind::gaussian, PriorKind::laplace}) {
+      CAPTURE(static_cast<int>(kind));
+      const SoftmaxModel model(ds, Prior{kind, 1.5});
+      const MapResult map = model.find_map();
+      CHECK(map.iterations < 60);
+      CHECK(std::isfinite(map.log_post));
+      const ParamLayout lay = model.layout();
+      const AlignedBuffer tp = padded(lay, map.theta.data());
+      AlignedBuffer gp = aligned_zeros(lay.padded());
+      model.log_lik_grad(tp.get(), gp.get());
+      std::vector<double> g(model.dim());
+      lay.unpad(gp.get(), g.data());
+      model.prior().add_gradient(map.theta.data(), model.dim(), g.data());
+      if (kind == PriorKind::gaussian) {
+        for (double v : g) CHECK(std::fabs(v) < 1e-6);
+      } else {
+        // Subgradient optimality: small moves along every coordinate do not increase log p.
+        const double f0 = model.log_lik(tp.get()) + model.log_prior(map.theta.data());
+        for (std::size_t j = 0; j < model.dim(); ++j)
+          for (double h : {-1e-6, 1e-6}) {
+            Vec t = map.theta;
+            t[static_cast<Eigen::Index>(j)] += h;
+            const AlignedBuffer p = padded(lay, t.data());
+            CHECK(model.log_lik(p.get()) + model.log_prior(t.data()) <= f0 + 1e-9);
+          }
+      }
+      // The Laplace covariance is symmetric positive definite.
+      CHECK((map.covariance - map.covariance.transpose()).cwiseAbs().maxCoeff() < 1e-12);
+      CHECK(map.covariance.llt().info() == Eigen::Success);
+    }
+  }
+
+  TEST_CASE("softmax: a bound raised above the likelihood is reported as violations") {
+    const auto ds = test::softmax_data(200, 3, 3, 14);
+    RunConfig cfg;
+    cfg.model = ModelKind::softmax;
+    cfg.chains = 1;
+    cfg.warmup = 50;
+    cfg.iters = 100;
+    cfg.test_bound_excess = 0.5;
+    const RunResult r = run(cfg, ds);
+    CHECK(r.bound_violations() > 0);
+  }
+
+  TEST_CASE("softmax: bit-identical likelihood, MAP, bound and draws on 1 and 2 threads") {
+    const auto ds = test::softmax_data(10000, 5, 3, 31);  // > two 4096-row chunks
+    const SoftmaxModel model(ds, Prior{});
+    const ParamLayout lay = model.layout();
+    Rng rng(3, 3);
+    std::vector<double> w(model.dim());
+    for (double& v : w) v = rng.normal();
+    const AlignedBuffer wp = padded(lay, w.data());
+    struct Out {
+      double ll = 0, llg = 0, lbs = 0;
+      std::vector<double> g, gb;
+      Vec map;
+    };
+    auto compute = [&](int threads) {
+      Out o;
+      tbb::task_arena arena(threads);
+      arena.execute([&] {
+        o.ll = model.log_lik(wp.get());
+        AlignedBuffer gp = aligned_zeros(lay.padded());
+        o.llg = model.log_lik_grad(wp.get(), gp.get());
+        o.g.assign(gp.get(), gp.get() + lay.padded());
+        const MapResult map = model.find_map();
+        o.map = map.theta;
+        const SoftmaxBound b = SoftmaxBound::untuned(model, map.theta);
+        AlignedBuffer scratch = aligned_zeros(b.scratch_size());
+        o.lbs = b.log_bound_sum(wp.get(), scratch.get(), gp.get());
+        o.gb.assign(gp.get(), gp.get() + lay.padded());
+      });
+      return o;
+    };
+    const Out a = compute(1), b = compute(2);
+    CHECK(a.ll == b.ll);
+    CHECK(a.llg == b.llg);
+    CHECK(a.ll == a.llg);
+    CHECK(a.g == b.g);
+    CHECK(a.map == b.map);
+    CHECK(a.lbs == b.lbs);
+    CHECK(a.gb == b.gb);
+    for (Algo algo : {Algo::full, Algo::flymc}) {
+      RunConfig cfg;
+      cfg.model = ModelKind::softmax;
+      cfg.algo = algo;
+      cfg.kernel = KernelKind::mala;
+      cfg.chains = 2;
+      cfg.warmup = 50;
+      cfg.iters = algo == Algo::full ? 50 : 300;
+      cfg.seed = 5;
+      cfg.threads = 1;
+      const RunResult r1 = run(cfg, ds);
+      cfg.threads = 2;
+      const RunResult r2 = run(cfg, ds);
+      for (std::size_t c = 0; c < 2; ++c) {
+        CHECK(r1.chains[c].draws == r2.chains[c].draws);
+        CHECK(r1.chains[c].lp == r2.chains[c].lp);
+      }
+      CHECK(r1.bound_violations() == 0);
+    }
+  }
+}
+
+namespace {
+
+/// Posterior means and sds of the linear functionals F θ (rows of F) by self-normalized
+/// importance sampling from a multivariate t (ν = 7) centred at W_MAP with 1.2² times the
+/// Laplace covariance (heavier tails than the posterior), with delta-method standard errors.
+struct Reference {
+  std::vector<double> mean, sd, se_mean, se_sd;
+  double ess = 0.0;
+};
+
+Reference importance_reference(const SoftmaxModel& model, const MapResult& map, const Mat& F,
+                               int draws) {
+  const std::size_t p = model.dim();
+  const auto P = static_cast<Eigen::Index>(p);
+  const Mat L = (1.44 * map.covariance).llt().matrixL();
+  const ParamLayout lay = model.layout();
+  AlignedBuffer tp = aligned_zeros(lay.padded());
+  const double nu = 7.0;
+  Rng rng(99, 7);
+  const auto nf = static_cast<std::size_t>(F.rows());
+  std::vector<double> logw(static_cast<std::size_t>(draws)),
+      th(static_cast<std::size_t>(draws) * nf);
+  double mx = -INFINITY;
+  Vec z(P);
+  for (int i = 0; i < draws; ++i) {
+    for (Eigen::Index j = 0; j < P; ++j) z[j] = rng.normal();
+    double chi2 = 0.0;
+    for (int j = 0; j < 7; ++j) {
+      const double e = rng.normal();
+      chi2 += e * e;
+    }
+    const double scale = std::sqrt(nu / chi2);
+    const Vec t = map.theta + scale * (L * z);
+    // log q up to a constant: −(ν + p)/2 · log(1 + δᵀΣ⁻¹δ/ν), δᵀΣ⁻¹δ = scale²·|z|².
+    const double logq =
+        -0.5 * (nu + static_cast<double>(p)) * std::log1p(scale * scale * z.squaredNorm() / nu);
+    lay.pad(t.data(), tp.get());
+    const double lw = model.log_lik(tp.get()) + model.log_prior(t.data()) - logq;
+    logw[static_cast<std::size_t>(i)] = lw;
+    mx = std::max(mx, lw);
+    const Vec ft = F * t;
+    std::copy(ft.data(), ft.data() + nf, th.begin() + static_cast<std::ptrdiff_t>(i * nf));
+  }
+  double sw = 0.0, sw2 = 0.0;
+  std::vector<double> w(logw.size());
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    w[i] = std::exp(logw[i] - mx);
+    sw += w[i];
+    sw2 += w[i] * w[i];
+  }
+  Reference ref;
+  ref.ess = sw * sw / sw2;
+  for (std::size_t j = 0; j < nf; ++j) {
+    double m = 0.0;
+    for (std::size_t i = 0; i < w.size(); ++i) m += w[i] * th[i * nf + j];
+    m /= sw;
+    double v = 0.0;
+    for (std::size_t i = 0; i < w.size(); ++i)
+      v += w[i] * (th[i * nf + j] - m) * (th[i * nf + j] - m);
+    v /= sw;
+    double em = 0.0, ev = 0.0;  // Σ w²(f − E f)² / (Σ w)²
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const double dv = th[i * nf + j] - m;
+      em += w[i] * w[i] * dv * dv;
+      ev += w[i] * w[i] * (dv * dv - v) * (dv * dv - v);
+    }
+    ref.mean.push_back(m);
+    ref.sd.push_back(std::sqrt(v));
+    ref.se_mean.push_back(std::sqrt(em) / sw);
+    ref.se_sd.push_back(std::sqrt(ev) / sw / (2.0 * std::sqrt(v)));
+  }
+  return ref;
+}
+
+/// Batch-means MCSE of the mean of f(x) over all chains (40 batches per chain).
+template <class F>
+std::pair<double, double> mean_and_mcse(const std::vector<std::vector<double>>& chains, F f) {
+  const int nb = 40;
+  std::vector<double> bm;
+  double tot = 0.0;
+  std::size_t cnt = 0;
+  for (const auto& c : chains) {
+    const std::size_t len = c.size() / nb;
+    for (int b = 0; b < nb; ++b) {
+      double s = 0.0;
+      for (std::size_t i = 0; i < len; ++i) s += f(c[b * len + i]);
+      bm.push_back(s / static_cast<double>(len));
+      tot += s;
+      cnt += len;
+    }
+  }
+  const double mean = tot / static_cast<double>(cnt);
+  double v = 0.0;
+  for (double x : bm) v += (x - mean) * (x - mean);
+  v /= static_cast<double>(bm.size() - 1);
+  return {mean, std::sqrt(v / static_cast<double>(bm.size()))};
+}
+
+}  // namespace
+
+TEST_SUITE("statistical") {
+  TEST_CASE(
+      "softmax: FlyMC (MAP-tuned, untuned) and regular MCMC (RW-MH, MALA) match the posterior") {
+    // K = 3 classes, one feature and a bias: 6 parameters, 2 directions of which (the sum of the
+    // rows of W) only the prior constrains.
+    const auto ds = test::softmax_data(300, 2, 3, 41, 1.5);
+    const SoftmaxModel model(ds, Prior{PriorKind::gaussian, 1.0});
+    const MapResult map = model.find_map();
+    // The functionals compared: every coordinate W_kj, and the class contrasts W_kj − W_1j that
+    // the data determine. (Each coordinate's spread is mostly the sum of the rows, which the
+    // prior alone sets: a wrong likelihood or bound shows far more clearly in the contrasts.)
+    const std::size_t p = model.dim(), d = 2, K = 3;
+    Mat F = Mat::Zero(static_cast<Eigen::Index>(p + (K - 1) * d), static_cast<Eigen::Index>(p));
+    for (std::size_t j = 0; j < p; ++j)
+      F(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(j)) = 1.0;
+    for (std::size_t k = 1; k < K; ++k)
+      for (std::size_t j = 0; j < d; ++j) {
+        const auto row = static_cast<Eigen::Index>(p + (k - 1) * d + j);
+        F(row, static_cast<Eigen::Index>(k * d + j)) = 1.0;
+        F(row, static_cast<Eigen::Index>(j)) = -1.0;
+      }
+    const Reference ref = importance_reference(model, map, F, 100000);
+    REQUIRE(ref.ess > 20000.0);  // the t proposal covers the posterior well
+
+    struct Case {
+      const char* name;
+      Algo algo;
+      BoundTuning bound;
+      KernelKind kernel;
+    };
+    const Case cases[] = {
+        {"regular rwmh", Algo::full, BoundTuning::map, KernelKind::rwmh},
+        {"regular mala", Algo::full, BoundTuning::map, KernelKind::mala},
+        {"flymc map rwmh", Algo::flymc, BoundTuning::map, KernelKind::rwmh},
+        {"flymc map mala", Algo::flymc, BoundTuning::map, KernelKind::mala},
+        {"flymc untuned rwmh", Algo::flymc, BoundTuning::untuned, KernelKind::rwmh},
+        {"flymc untuned mala", Algo::flymc, BoundTuning::untuned, KernelKind::mala},
+    };
+    for (const Case& k : cases) {
+      CAPTURE(k.name);
+      RunConfig cfg;
+      cfg.model = ModelKind::softmax;
+      cfg.algo = k.algo;
+      cfg.bound = k.bound;
+      cfg.kernel = k.kernel;
+      cfg.z = ZUpdate::implicit;
+      cfg.q_dark_to_bright = 0.05;
+      // The dense Laplace covariance as the metric: the posterior is strongly correlated along
+      // the null direction of the likelihood.
+      cfg.metric = Metric::dense;
+      cfg.adapt_metric = false;
+      cfg.chains = 2;
+      cfg.warmup = 1000;
+      cfg.iters = 20000;
+      cfg.seed = 2025;
+      cfg.init = Init::prior;
+      const RunResult r = run(cfg, ds);
+      CHECK(r.bound_violations() == 0);
+      CHECK(r.nonfinite() == 0);
+      std::vector<std::vector<std::vector<double>>> coords;
+      for (std::size_t j = 0; j < p; ++j) coords.push_back(r.coordinate(j));
+      for (Eigen::Index f = 0; f < F.rows(); ++f) {
+        CAPTURE(f);
+        const auto j = static_cast<std::size_t>(f);
+        std::vector<std::vector<double>> draws(coords[0].size());
+        for (std::size_t c = 0; c < draws.size(); ++c)
+          for (std::size_t i = 0; i < coords[0][c].size(); ++i) {
+            double v = 0.0;
+            for (Eigen::Index q = 0; q < F.cols(); ++q)
+              if (F(f, q) != 0.0) v += F(f, q) * coords[static_cast<std::size_t>(q)][c][i];
+            draws[c].push_back(v);
+          }
+        const auto [m, se] = mean_and_mcse(draws, [](double x) { return x; });
+        CHECK(std::fabs(m - ref.mean[j]) < 4.5 * std::hypot(se, ref.se_mean[j]));
+        // sd through the second central moment about the reference mean (delta method).
+        const double mu = ref.mean[j];
+        const auto [v, se_v] = mean_and_mcse(draws, [mu](double x) { return (x - mu) * (x - mu); });
+        const double sd = std::sqrt(v), se_sd = se_v / (2.0 * sd);
+        CHECK(std::fabs(sd - ref.sd[j]) < 4.5 * std::hypot(se_sd, ref.se_sd[j]));
+        // the standard errors are small enough for the comparison to mean something
+        CHECK(se < 0.05 * ref.sd[j]);
+      }
+    }
+  }
+}

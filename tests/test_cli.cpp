@@ -87,6 +87,38 @@ TEST_SUITE("unit") {
     fs::remove_all(dir);
   }
 
+  TEST_CASE("flymc sample --model softmax: W.k.j columns, and labels that are not classes") {
+    const fs::path dir = temp_dir("softmax");
+    flymc::save_csv(*flymc::test::softmax_data(400, 3, 3, 6), (dir / "d.csv").string());
+    const std::string out = (dir / "run").string();
+    const Result r =
+        run_cli("sample --model softmax --kernel mala --data " + (dir / "d.csv").string() +
+                    " --chains 2 --warmup 200 --iters 300 --seed 3 --out " + out,
+                dir);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const auto csv = flymc::read_stan_csv(out + "/chain-1.csv");
+    CHECK(csv.draws.size() == 300);
+    CHECK(csv.columns.at(5) == "W.1.1");
+    CHECK(csv.columns.back() == "W.3.3");
+    CHECK(csv.columns.size() == 5 + 9);
+    {
+      std::ofstream f(dir / "frac.csv");
+      f << "label,x1\n0,0.5\n2,0.25\n1.5,1\n";
+    }
+    Result bad = run_cli("sample --model softmax --data " + (dir / "frac.csv").string(), dir);
+    CHECK(bad.code == 65);
+    CHECK(bad.err.find("frac.csv:4") != std::string::npos);
+    CHECK(bad.err.find("label") != std::string::npos);
+    {
+      std::ofstream f(dir / "one.csv");
+      f << "label,x1\n0,0.5\n0,0.25\n";
+    }
+    bad = run_cli("sample --model softmax --data " + (dir / "one.csv").string(), dir);
+    CHECK(bad.code == 65);
+    CHECK(bad.err.find("at least two classes") != std::string::npos);
+    fs::remove_all(dir);
+  }
+
   TEST_CASE("flymc rejects bad data and bad options with a clear message and a sysexits code") {
     const fs::path dir = temp_dir("bad");
     {

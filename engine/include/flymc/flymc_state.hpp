@@ -192,14 +192,23 @@ class FlyTarget {
           double& v = dpsi_[i * K + k];
           v = v == 0.0 ? 0.0 : v * e[i];
         }
-      for (std::size_t k = 0; k < K; ++k)
-        kernels::weighted_row_sum(bright_->packed_rows(), nb, stride, dpsi_.data() + k, K,
-                                  gp_.get() + k * stride);
+      // K > 1: one weighted sum per predictor, over blocks of kRowBlock rows, so that the K passes
+      // read each block from L2 rather than the whole bright set K times from memory (each lane
+      // still sums its rows in index order: the result is the same as unblocked).
+      const std::size_t block = K == 1 ? std::max<std::size_t>(nb, 1) : kRowBlock;
+      for (std::size_t b0 = 0; b0 < nb; b0 += block) {
+        const std::size_t m = std::min(block, nb - b0);
+        for (std::size_t k = 0; k < K; ++k)
+          kernels::weighted_row_sum(bright_->packed_rows() + b0 * stride, m, stride,
+                                    dpsi_.data() + b0 * K + k, K, gp_.get() + k * stride);
+      }
       lay_.unpad(gp_.get(), grad);
       model_->prior().add_gradient(theta, lay_.dim(), grad);
     }
     return lp;
   }
+  /// Rows per block of the gradient's weighted row sums for K > 1 (256 rows of D = 257: 0.5 MB).
+  static constexpr std::size_t kRowBlock = 256;
   static double sum(const double* v, std::size_t n) noexcept {
     double s = 0.0;
     for (std::size_t i = 0; i < n; ++i) s += v[i];

@@ -389,13 +389,16 @@ RunManifest decode_run_manifest(std::span<const unsigned char> bytes, const std:
   m.d = r.get<std::uint64_t>();
   m.data_hash = r.get<std::uint64_t>();
   const auto theta = r.get_array<double>();
-  if (theta.size() != m.d) r.fail("MAP point has the wrong dimension");
-  m.map.theta = Eigen::Map<const Vec>(theta.data(), static_cast<Eigen::Index>(theta.size()));
+  // θ has K·D entries: K = 1, or the classes of a softmax model (run_model checks K).
+  if (m.d == 0 || theta.empty() || theta.size() % m.d != 0)
+    r.fail("MAP point has the wrong dimension");
+  const std::uint64_t p = theta.size();
+  m.map.theta = Eigen::Map<const Vec>(theta.data(), static_cast<Eigen::Index>(p));
   const auto rows = r.get<std::uint64_t>();
   const auto cov = r.get_array<double>();
-  if (rows != m.d || cov.size() != m.d * m.d) r.fail("MAP covariance has the wrong dimension");
-  const auto dd = static_cast<Eigen::Index>(m.d);
-  m.map.covariance = Eigen::Map<const Mat>(cov.data(), dd, dd);
+  if (rows != p || cov.size() != p * p) r.fail("MAP covariance has the wrong dimension");
+  const auto pp = static_cast<Eigen::Index>(p);
+  m.map.covariance = Eigen::Map<const Mat>(cov.data(), pp, pp);
   m.map.log_post = r.get<double>();
   m.map.iterations = static_cast<int>(r.get<std::int64_t>());
   m.map.seconds = r.get<double>();

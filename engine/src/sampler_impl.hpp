@@ -444,6 +444,10 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   }
   // On resume the MAP fit is the checkpointed one: the bounds and metric built from it are then
   // those of the first session, bit for bit.
+  if (manifest && static_cast<std::size_t>(manifest->map.theta.size()) != model.dim())
+    throw ConfigError(run_manifest_path(ck->dir) + ": the MAP point has " +
+                      std::to_string(manifest->map.theta.size()) + " entries, the model " +
+                      std::to_string(model.dim()) + " (not a checkpoint of this run, or damaged)");
   out.map = manifest ? manifest->map : model.find_map();
   std::optional<typename M::Bound> bound;
   if (cfg.algo == Algo::flymc) {

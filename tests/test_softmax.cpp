@@ -461,6 +461,7 @@ TEST_SUITE("statistical") {
       Algo algo;
       BoundTuning bound;
       KernelKind kernel;
+      bool q_per_datum = false;
     };
     const Case cases[] = {
         {"regular rwmh", Algo::full, BoundTuning::map, KernelKind::rwmh},
@@ -469,6 +470,7 @@ TEST_SUITE("statistical") {
         {"flymc map mala", Algo::flymc, BoundTuning::map, KernelKind::mala},
         {"flymc untuned rwmh", Algo::flymc, BoundTuning::untuned, KernelKind::rwmh},
         {"flymc untuned mala", Algo::flymc, BoundTuning::untuned, KernelKind::mala},
+        {"flymc map mala per-datum q", Algo::flymc, BoundTuning::map, KernelKind::mala, true},
     };
     for (const Case& k : cases) {
       CAPTURE(k.name);
@@ -479,6 +481,7 @@ TEST_SUITE("statistical") {
       cfg.kernel = k.kernel;
       cfg.z = ZUpdate::implicit;
       cfg.q_dark_to_bright = 0.05;
+      cfg.q_per_datum = k.q_per_datum;
       // The dense Laplace covariance as the metric: the posterior is strongly correlated along
       // the null direction of the likelihood.
       cfg.metric = Metric::dense;

@@ -175,6 +175,41 @@ std::vector<double> log_expm1_points() {
   return v;
 }
 
+/// log1p on [−1, max]: uniform grids on (−1, 4] and [0, 1e4], a geometric grid of ±|x| from
+/// 1e-320 (every scale, both signs up to 1), x = −1 + 2^−k (1 + x tiny, exact), thousands of ulps
+/// either side of −1/2 and 1 (where the rounding correction switches on and its form changes) and
+/// of √2/2 − 1, √2 − 1 (where the reduction leaves k = 0), random values, and specials.
+std::vector<double> log1p_points() {
+  std::vector<double> v;
+  const int n_uniform = 1 << 19;
+  for (int i = 1; i <= n_uniform; ++i) v.push_back(-1.0 + 5.0 * i / n_uniform);
+  for (int i = 0; i <= 100000; ++i) v.push_back(1e4 * i / 100000);
+  for (int i = 0; i <= 200000; ++i) {
+    const double m = std::pow(10.0, -320.0 + 628.0 * i / 200000);
+    v.push_back(m);
+    if (m < 1.0) v.push_back(-m);
+  }
+  for (int k = 1; k <= 1074; ++k) v.push_back(-1.0 + std::ldexp(1.0, -k));
+  const double s2 = 0x1.6a09e667f3bcdp+0;
+  for (double c : {-0.5, 1.0, s2 / 2.0 - 1.0, s2 - 1.0, 0.0, -1.0}) {
+    double lo = c, hi = c;
+    for (int i = 0; i < 5000; ++i) {
+      lo = std::nextafter(lo, -kInf), hi = std::nextafter(hi, kInf);
+      if (lo >= -1.0) v.push_back(lo);
+      v.push_back(hi);
+    }
+  }
+  std::mt19937_64 rng(2468);
+  std::uniform_real_distribution<double> u(-1.0, 3.0), wide(0.0, 1e6);
+  for (int i = 0; i < 200000; ++i) v.push_back(u(rng)), v.push_back(wide(rng));
+  for (double s :
+       {0.0, -0.0, 1e-300, -1e-300, kDenormMin, -kDenormMin, kEps, -kEps / 2, 1e300,
+        std::numeric_limits<double>::max(), -1.0, -1.0 - kEps, -2.0, kInf, -kInf, kNaN}) {
+    v.push_back(s);
+  }
+  return v;
+}
+
 template <class Array, class One, class Ref>
 void check_element_function(const char* name, const std::vector<double>& x, Array array_fn,
                             One one_fn, One scalar_fn, Ref ref) {
@@ -244,6 +279,34 @@ TEST_SUITE("unit") {
         [](const double* x, double* o, std::size_t n) { fk::log_expm1(x, o, n); },
         static_cast<double (*)(double)>(fk::log_expm1),
         static_cast<double (*)(double)>(fk::scalar::log_expm1), ref_log_expm1);
+  }
+
+  TEST_CASE("kernels: log1p within 4 ulp over [-1, max], near -1 included") {
+    check_element_function(
+        "log1p", log1p_points(),
+        [](const double* x, double* o, std::size_t n) { fk::log1p(x, o, n); },
+        static_cast<double (*)(double)>(fk::log1p),
+        static_cast<double (*)(double)>(fk::scalar::log1p),
+        [](double x) { return std::log1p(static_cast<long double>(x)); });
+    for (auto f : {static_cast<double (*)(double)>(fk::log1p),
+                   static_cast<double (*)(double)>(fk::scalar::log1p)}) {
+      CHECK(f(-1.0) == -kInf);
+      CHECK(f(kInf) == kInf);
+      CHECK(std::isnan(f(-1.0 - kEps)));
+      CHECK(std::isnan(f(-kInf)));
+      CHECK(std::isnan(f(kNaN)));
+      CHECK(f(0.0) == 0.0);
+      CHECK(f(1e-300) == 1e-300);
+    }
+    // NaN lanes do not leak into their neighbours.
+    const double in[5] = {1.0, kNaN, -2.0, -1.0, 3.0};
+    double out[5];
+    fk::log1p(in, out, 5);
+    CHECK(out[0] == fk::log1p(1.0));
+    CHECK(std::isnan(out[1]));
+    CHECK(std::isnan(out[2]));
+    CHECK(out[3] == -kInf);
+    CHECK(out[4] == fk::log1p(3.0));
   }
 
   TEST_CASE("kernels: element functions at known values (mpmath, 400 bits)") {

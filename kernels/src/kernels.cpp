@@ -138,12 +138,16 @@ std::size_t simd_lanes() noexcept { return kLanes; }
 
 double log_sigmoid(double a) noexcept { return map1<simd::log_sigmoid<simd::v1>>(a); }
 double log_expm1(double x) noexcept { return map1<simd::log_expm1<simd::v1>>(x); }
+double log1p(double x) noexcept { return map1<simd::log1p<simd::v1>>(x); }
 
 void log_sigmoid(const double* a, double* out, std::size_t n) noexcept {
   map<simd::log_sigmoid<vd>>(a, out, n);
 }
 void log_expm1(const double* x, double* out, std::size_t n) noexcept {
   map<simd::log_expm1<vd>>(x, out, n);
+}
+void log1p(const double* x, double* out, std::size_t n) noexcept {
+  map<simd::log1p<vd>>(x, out, n);
 }
 namespace {
 inline vd log_plain(vd x) noexcept {
@@ -289,12 +293,14 @@ std::size_t simd_lanes() noexcept { return 1; }
 
 double log_sigmoid(double a) noexcept { return scalar::log_sigmoid(a); }
 double log_expm1(double x) noexcept { return scalar::log_expm1(x); }
+double log1p(double x) noexcept { return scalar::log1p(x); }
 void log_sigmoid(const double* a, double* out, std::size_t n) noexcept {
   scalar::log_sigmoid(a, out, n);
 }
 void log_expm1(const double* x, double* out, std::size_t n) noexcept {
   scalar::log_expm1(x, out, n);
 }
+void log1p(const double* x, double* out, std::size_t n) noexcept { scalar::log1p(x, out, n); }
 void exp(const double* x, double* out, std::size_t n) noexcept { scalar::exp(x, out, n); }
 void log(const double* x, double* out, std::size_t n) noexcept { scalar::log(x, out, n); }
 double dot(const double* a, const double* b, std::size_t stride) noexcept {

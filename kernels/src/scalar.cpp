@@ -33,6 +33,12 @@ double log_expm1(double x) noexcept {
   return x + std::log(-std::expm1(-x));
 }
 
+double log1p(double x) noexcept { return std::log1p(x); }
+
+void log1p(const double* x, double* out, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = std::log1p(x[i]);
+}
+
 void exp(const double* x, double* out, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) out[i] = std::exp(x[i]);
 }

@@ -1,7 +1,7 @@
 #pragma once
 /// @file vmath.hpp
-/// Private: vectorized exp, expm1, log, log1p and the two public element functions built on them
-/// (log σ and log expm1), with no libm calls. Written once against simd.hpp.
+/// Private: vectorized exp, expm1, log, log1p and the public element functions built on them
+/// (log σ, log expm1, log1p), with no libm calls. Written once against simd.hpp.
 ///
 /// Algorithms (all standard; constants cited where they come from a publication):
 ///  - exp / expm1: x = k·ln2 + r with |r| ≤ ln2/2 (Cody–Waite, with fdlibm's two-part ln 2 whose
@@ -162,6 +162,21 @@ inline V log1p_unit(V t) noexcept {
   const V f = select(big, fmadd(set1<V>(0.5), u, set1<V>(-1.0)), t);
   const V c = select(big, mul(sub(t, sub(u, one)), recip_approx(u)), zero<V>());
   return log_reduced(f, select(big, one, zero<V>()), c);
+}
+
+/// log1p(t) for t ≥ −1 (t < −1 or NaN → NaN, −1 → −inf, +inf → +inf), < 1 ulp: log1p_unit's
+/// correction extended to the whole domain. u = 1 + t is rounded, and its rounding error e is
+/// recovered exactly by Fast2Sum (larger operand first: t − (u − 1) for |t| ≤ 1, else
+/// 1 − (u − t)) and added back as e/u (log_corrected). Where u ∈ [√2/2, √2) the reduced
+/// argument is t itself. Below u = 1/2, 1 + t is exact (Sterbenz) and the correction is 0 — set
+/// explicitly: recip_approx of a tiny u can be +inf (AVX2 goes through float), and 0·inf is NaN.
+template <class V>
+inline V log1p(V t) noexcept {
+  const V one = set1<V>(1.0);
+  const V u = add(one, t);
+  const V err = select(le(abs(t), one), sub(t, sub(u, one)), sub(one, sub(u, t)));
+  const V c = select(lt(u, set1<V>(0.5)), zero<V>(), mul(err, recip_approx(u)));
+  return log_corrected(u, t, c);
 }
 
 /// log σ(a) = min(a, 0) − log1p(e^(−|a|)). Both terms are ≤ 0, so there is no cancellation and

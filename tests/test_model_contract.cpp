@@ -19,6 +19,7 @@
 #include "flymc/flymc_state.hpp"
 #include "flymc/logistic.hpp"
 #include "flymc/model.hpp"
+#include "flymc/robust.hpp"
 #include "flymc/softmax.hpp"
 #include "test_util.hpp"
 
@@ -44,6 +45,37 @@ struct ModelFixture<SoftmaxModel> {
     RunConfig c;
     c.model = ModelKind::softmax;
     return c;
+  }
+};
+
+template <>
+struct ModelFixture<RobustModel> {
+  // Every 10th response shifted by 30: outliers whose residuals sit far out in the Student-t's
+  // tails, where its curvature changes sign.
+  static std::shared_ptr<const Dataset> data() {
+    return test::robust_data(60, 4, 5, 1.5, 10, 30.0);
+  }
+  static RunConfig config() {
+    RunConfig cfg;
+    cfg.model = ModelKind::robust;
+    return cfg;
+  }
+};
+
+/// Robust regression with the paper's Laplace prior (a distinct type for the type lists).
+struct RobustLaplaceModel : RobustModel {
+  using RobustModel::RobustModel;
+};
+template <>
+struct ModelFixture<RobustLaplaceModel> {
+  static std::shared_ptr<const Dataset> data() { return ModelFixture<RobustModel>::data(); }
+  static RunConfig config() {
+    RunConfig cfg = ModelFixture<RobustModel>::config();
+    cfg.prior = PriorKind::laplace;
+    cfg.student_nu = 3.0;
+    cfg.noise_scale = 0.7;
+    cfg.untuned_xi = 0.5;
+    return cfg;
   }
 };
 
@@ -104,7 +136,7 @@ void check_gradient(const Vec& analytic, const Vec& numeric) {
 
 TEST_SUITE("unit") {
   TEST_CASE_TEMPLATE("model contract: bound below likelihood, collapsed sum, tightness", M,
-                     LogisticModel, SoftmaxModel) {
+                     LogisticModel, SoftmaxModel, RobustModel, RobustLaplaceModel) {
     const auto ds = ModelFixture<M>::data();
     for (BoundTuning tuning : {BoundTuning::map, BoundTuning::untuned}) {
       for (double slack : {0.0, 0.01}) {
@@ -150,7 +182,7 @@ TEST_SUITE("unit") {
   }
 
   TEST_CASE_TEMPLATE("model contract: gradients agree with finite differences", M, LogisticModel,
-                     SoftmaxModel) {
+                     SoftmaxModel, RobustModel, RobustLaplaceModel) {
     const auto ds = ModelFixture<M>::data();
     RunConfig cfg = ModelFixture<M>::config();
     cfg.bound_slack = 0.01;

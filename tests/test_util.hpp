@@ -59,6 +59,35 @@ inline std::shared_ptr<const Dataset> softmax_data(std::size_t n, std::size_t d,
   return ds;
 }
 
+/// n × d robust-regression data: x ~ N(0, scale²) with a bias column of ones last, θ_true ~
+/// N(0, 1) (dense), y = x·θ_true + ε with ε ~ Student-t₄ (z/√(χ²₄/4)); every `outlier_every`-th
+/// row (0: none) has `outlier` added to its response.
+inline std::shared_ptr<const Dataset> robust_data(std::size_t n, std::size_t d, std::uint64_t seed,
+                                                  double scale = 1.0, std::size_t outlier_every = 0,
+                                                  double outlier = 50.0) {
+  auto ds = std::make_shared<Dataset>(n, d, "synthetic-robust");
+  Rng rng(seed, 54321);
+  std::vector<double> th(d);
+  for (auto& t : th) t = rng.normal();
+  for (std::size_t i = 0; i < n; ++i) {
+    double* x = ds->mutable_row(i);
+    double m = 0.0;
+    for (std::size_t j = 0; j < d; ++j) {
+      x[j] = j + 1 == d ? 1.0 : scale * rng.normal();
+      m += x[j] * th[j];
+    }
+    double chi2 = 0.0;
+    for (int k = 0; k < 4; ++k) {
+      const double g = rng.normal();
+      chi2 += g * g;
+    }
+    m += rng.normal() / std::sqrt(chi2 / 4.0);
+    if (outlier_every != 0 && i % outlier_every == 0) m += outlier;
+    ds->mutable_y()[i] = m;
+  }
+  return ds;
+}
+
 /// A draw file's text without its Elapsed Time lines (`# ... seconds (Warm-up|Sampling|Total)`),
 /// the only lines in which a resumed run's file may differ from an uninterrupted run's.
 inline std::string read_without_timing(const std::string& path) {

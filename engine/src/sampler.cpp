@@ -14,6 +14,8 @@ RunResult run_logistic_model(const RunConfig&, std::shared_ptr<const Dataset>, c
                              Progress*, const CheckpointOptions*);
 RunResult run_softmax_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
                             Progress*, const CheckpointOptions*);
+RunResult run_robust_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
+                           Progress*, const CheckpointOptions*);
 
 namespace detail {
 
@@ -171,7 +173,7 @@ RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const S
     case ModelKind::softmax:
       return run_softmax_model(cfg, std::move(data), sinks, progress, checkpoint);
     case ModelKind::robust:
-      break;
+      return run_robust_model(cfg, std::move(data), sinks, progress, checkpoint);
   }
   throw ConfigError(std::string("model ") + to_string(cfg.model) + " is not available yet");
 }

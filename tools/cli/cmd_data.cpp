@@ -1,4 +1,4 @@
-// `flymc data fmnist|synth-logistic ...`: build a data set and write it as CSV or NPY.
+// `flymc data fmnist|synth-logistic|synth-robust ...`: build a data set and write it as CSV or NPY.
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -58,6 +58,11 @@ struct SynthArgs {
   std::string out;
 };
 
+struct SynthRobustArgs {
+  SynthArgs base;
+  double nu = 4.0, noise_scale = 1.0;
+};
+
 struct FmnistArgs {
   FmnistOptions opt;
   std::string out;
@@ -66,8 +71,8 @@ struct FmnistArgs {
 }  // namespace
 
 void add_data_command(CLI::App& app) {
-  CLI::App* data =
-      app.add_subcommand("data", "Build a data set (Fashion-MNIST with PCA, synthetic logistic)");
+  CLI::App* data = app.add_subcommand(
+      "data", "Build a data set (Fashion-MNIST with PCA, synthetic logistic or robust regression)");
   data->require_subcommand(1);
 
   auto fm = std::make_shared<FmnistArgs>();
@@ -113,6 +118,34 @@ void add_data_command(CLI::App& app) {
       ->required()
       ->check(data_file_validator());
   scmd->callback([sl] { write_dataset(synth_logistic(sl->n, sl->d, sl->seed), sl->out); });
+
+  auto sr = std::make_shared<SynthRobustArgs>();
+  CLI::App* rcmd = data->add_subcommand(
+      "synth-robust",
+      "Synthetic robust regression (the FlyMC paper's 1.8M x 57 OPV analogue: --n 1800000 --d 57 "
+      "--seed 1): d-1 correlated unit-variance features from ceil((d-1)/8) latent factors plus a "
+      "bias column, sparse true weights (20% non-zero, N(0,1)), y = x . theta + noise-scale * "
+      "Student-t(nu) noise");
+  rcmd->add_option("--n", sr->base.n, "Number of rows")
+      ->required()
+      ->check(CLI::Range(std::size_t{1}, max_rows));
+  rcmd->add_option("--d", sr->base.d, "Number of features, including the bias column")
+      ->required()
+      ->check(CLI::Range(std::size_t{1}, max_rows));
+  rcmd->add_option("--seed", sr->base.seed, "Random seed")->capture_default_str();
+  rcmd->add_option("--nu", sr->nu, "Student-t degrees of freedom of the noise")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  rcmd->add_option("--noise-scale", sr->noise_scale, "Scale of the Student-t noise")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  rcmd->add_option("--out", sr->base.out, "Output file (.csv or .npy)")
+      ->required()
+      ->check(data_file_validator());
+  rcmd->callback([sr] {
+    write_dataset(synth_robust(sr->base.n, sr->base.d, sr->base.seed, sr->nu, sr->noise_scale),
+                  sr->base.out);
+  });
 }
 
 }  // namespace flymc::cli

@@ -96,7 +96,14 @@ class RobustModel {
   MapResult find_map(double tol = 1e-10, int max_iter = 200) const;
 
  private:
-  MapResult climb(const Prior& prior, Vec theta, double tol, int max_iter) const;
+  /// A MAP search's state, carried from the Gaussian-prior stage into the Laplace one.
+  struct Ascent {
+    Vec theta;
+    double f = 0.0;      // objective at theta
+    int iterations = 0;  // data passes with a gradient
+    Mat lik_curv;  // −∇² log L from the last pass, if taken at (nearly) theta; else empty
+  };
+  Ascent climb(const Prior& prior, Ascent start, double tol, int max_iter) const;
   std::shared_ptr<const Dataset> data_;
   Prior prior_;
   StudentT t_;

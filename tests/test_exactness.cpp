@@ -14,62 +14,18 @@ using namespace flymc;
 
 namespace {
 
-struct Moments {
-  double mean[2], sd[2];
-};
-
-Moments quadrature(const LogisticModel& model, const MapResult& map) {
-  const int g = 401;
-  const double s0 = std::sqrt(map.covariance(0, 0)), s1 = std::sqrt(map.covariance(1, 1));
+test::Moments quadrature(const LogisticModel& model, const MapResult& map) {
   AlignedBuffer tp = aligned_zeros(model.stride());
-  std::vector<double> lp(static_cast<std::size_t>(g * g));
-  double mx = -INFINITY;
-  for (int i = 0; i < g; ++i)
-    for (int j = 0; j < g; ++j) {
-      tp[0] = map.theta[0] + s0 * (-8.0 + 16.0 * i / (g - 1));
-      tp[1] = map.theta[1] + s1 * (-8.0 + 16.0 * j / (g - 1));
-      const double v = model.log_lik(tp.get()) + model.log_prior(tp.get());
-      lp[static_cast<std::size_t>(i * g + j)] = v;
-      mx = std::max(mx, v);
-    }
-  double z = 0, m0 = 0, m1 = 0, q0 = 0, q1 = 0;
-  for (int i = 0; i < g; ++i)
-    for (int j = 0; j < g; ++j) {
-      const double w = std::exp(lp[static_cast<std::size_t>(i * g + j)] - mx);
-      const double a = map.theta[0] + s0 * (-8.0 + 16.0 * i / (g - 1));
-      const double b = map.theta[1] + s1 * (-8.0 + 16.0 * j / (g - 1));
-      z += w, m0 += w * a, m1 += w * b, q0 += w * a * a, q1 += w * b * b;
-    }
-  Moments m;
-  m.mean[0] = m0 / z, m.mean[1] = m1 / z;
-  m.sd[0] = std::sqrt(q0 / z - m.mean[0] * m.mean[0]);
-  m.sd[1] = std::sqrt(q1 / z - m.mean[1] * m.mean[1]);
-  return m;
+  return test::quadrature(
+      [&](double a, double b) {
+        tp[0] = a;
+        tp[1] = b;
+        return model.log_lik(tp.get()) + model.log_prior(tp.get());
+      },
+      map.theta, map.covariance);
 }
 
-/// Batch-means MCSE of the mean of f(x) over all chains.
-template <class F>
-std::pair<double, double> mean_and_mcse(const std::vector<std::vector<double>>& chains, F f) {
-  const int nb = 40;
-  std::vector<double> bm;
-  double tot = 0.0;
-  std::size_t cnt = 0;
-  for (const auto& c : chains) {
-    const std::size_t len = c.size() / nb;
-    for (int b = 0; b < nb; ++b) {
-      double s = 0.0;
-      for (std::size_t i = 0; i < len; ++i) s += f(c[b * len + i]);
-      bm.push_back(s / static_cast<double>(len));
-      tot += s;
-      cnt += len;
-    }
-  }
-  const double mean = tot / static_cast<double>(cnt);
-  double v = 0.0;
-  for (double x : bm) v += (x - mean) * (x - mean);
-  v /= static_cast<double>(bm.size() - 1);
-  return {mean, std::sqrt(v / static_cast<double>(bm.size()))};
-}
+using test::mean_and_mcse;
 
 }  // namespace
 
@@ -79,7 +35,7 @@ TEST_SUITE("statistical") {
     auto ds = test::logistic_data(400, 2, 31, 1.5);
     LogisticModel model(ds, 1.0);
     const MapResult map = model.find_map();
-    const Moments exact = quadrature(model, map);
+    const test::Moments exact = quadrature(model, map);
 
     struct Case {
       const char* name;

@@ -5,9 +5,11 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flymc/dataset.hpp"
+#include "flymc/model.hpp"
 #include "flymc/rng.hpp"
 
 namespace flymc::test {
@@ -86,6 +88,63 @@ inline std::shared_ptr<const Dataset> robust_data(std::size_t n, std::size_t d, 
     ds->mutable_y()[i] = m;
   }
   return ds;
+}
+
+/// Posterior means and standard deviations of a two-parameter model.
+struct Moments {
+  double mean[2], sd[2];
+};
+
+/// Moments of exp(log_post(θ)) by quadrature on a g × g grid spanning ±8 Laplace sd around
+/// `center` (cov: the Laplace covariance), for exactness tests with D = 2.
+template <class LogPost>
+Moments quadrature(LogPost&& log_post, const Vec& center, const Mat& cov, int g = 401) {
+  const double s0 = std::sqrt(cov(0, 0)), s1 = std::sqrt(cov(1, 1));
+  auto at = [&](int i, double c, double s) { return c + s * (-8.0 + 16.0 * i / (g - 1)); };
+  std::vector<double> lp(static_cast<std::size_t>(g * g));
+  double mx = -INFINITY;
+  for (int i = 0; i < g; ++i)
+    for (int j = 0; j < g; ++j) {
+      const double v = log_post(at(i, center[0], s0), at(j, center[1], s1));
+      lp[static_cast<std::size_t>(i * g + j)] = v;
+      mx = std::max(mx, v);
+    }
+  double z = 0, m0 = 0, m1 = 0, q0 = 0, q1 = 0;
+  for (int i = 0; i < g; ++i)
+    for (int j = 0; j < g; ++j) {
+      const double w = std::exp(lp[static_cast<std::size_t>(i * g + j)] - mx);
+      const double a = at(i, center[0], s0), b = at(j, center[1], s1);
+      z += w, m0 += w * a, m1 += w * b, q0 += w * a * a, q1 += w * b * b;
+    }
+  Moments m;
+  m.mean[0] = m0 / z, m.mean[1] = m1 / z;
+  m.sd[0] = std::sqrt(q0 / z - m.mean[0] * m.mean[0]);
+  m.sd[1] = std::sqrt(q1 / z - m.mean[1] * m.mean[1]);
+  return m;
+}
+
+/// Batch-means MCSE of the mean of f(x) over all chains (40 batches per chain): {mean, MCSE}.
+template <class F>
+std::pair<double, double> mean_and_mcse(const std::vector<std::vector<double>>& chains, F f) {
+  const int nb = 40;
+  std::vector<double> bm;
+  double tot = 0.0;
+  std::size_t cnt = 0;
+  for (const auto& c : chains) {
+    const std::size_t len = c.size() / nb;
+    for (int b = 0; b < nb; ++b) {
+      double s = 0.0;
+      for (std::size_t i = 0; i < len; ++i) s += f(c[b * len + i]);
+      bm.push_back(s / static_cast<double>(len));
+      tot += s;
+      cnt += len;
+    }
+  }
+  const double mean = tot / static_cast<double>(cnt);
+  double v = 0.0;
+  for (double x : bm) v += (x - mean) * (x - mean);
+  v /= static_cast<double>(bm.size() - 1);
+  return {mean, std::sqrt(v / static_cast<double>(bm.size()))};
 }
 
 /// A draw file's text without its Elapsed Time lines (`# ... seconds (Warm-up|Sampling|Total)`),

@@ -35,26 +35,30 @@ std::string num(double v) {
 /// copies for SYRK read its rows again while they are in L2.
 constexpr std::size_t kBlock = 256;
 
-/// |x| beyond which x² is not formed in log1p(x²): there log1p(x²) = 2·log1p(|x|) to double
-/// precision (the terms dropped are below 2^-500 relative), and x² would overflow past 2^512.
+/// |x| = |r|/√c beyond which x² is not formed in log1p(r²/c) = log1p(x²): there log1p(x²) =
+/// 2·log|x| to double precision (the terms dropped are below 2^-500 relative), and x² would
+/// overflow past 2^512.
 constexpr double kBigScaled = 0x1p500;
 
-/// log1p(x²) for one x, finite for every finite x.
-double log1p_sq(double x) noexcept {
-  const double ax = std::fabs(x);
-  return ax > kBigScaled ? 2.0 * kernels::log1p(ax) : kernels::log1p(x * x);
+/// log1p(r²/c) for one residual, finite for every finite r. Beyond |x| = kBigScaled it is
+/// 2·(log1p(|r|) + log(1/√c)): |r| > 2^250 there (c ≥ 1e-150), so log1p(|r|) = log|r|, and x
+/// itself is never needed (|r|/√c overflows near the double limit when c < 1).
+double log1p_r2c(const StudentT& st, double r) noexcept {
+  const double x = r * st.inv_sqrt_c;
+  return std::fabs(x) > kBigScaled ? 2.0 * (kernels::log1p(std::fabs(r)) + st.log_inv_sqrt_c)
+                                   : kernels::log1p(x * x);
 }
 
-/// out[i] = log1p(x[i]²), i < m ≤ kBlock: one vectorized log1p, bit-identical to log1p_sq.
-void log1p_sq(const double* x, double* out, std::size_t m) noexcept {
+/// out[i] = log1p(r[i]²/c), i < m ≤ kBlock: one vectorized log1p, bit-identical to the above.
+void log1p_r2c(const StudentT& st, const double* r, double* out, std::size_t m) noexcept {
   alignas(64) double arg[kBlock];
   for (std::size_t i = 0; i < m; ++i) {
-    const double ax = std::fabs(x[i]);
-    arg[i] = ax > kBigScaled ? ax : x[i] * x[i];
+    const double x = r[i] * st.inv_sqrt_c;
+    arg[i] = std::fabs(x) > kBigScaled ? std::fabs(r[i]) : x * x;
   }
   kernels::log1p(arg, out, m);
   for (std::size_t i = 0; i < m; ++i)
-    if (std::fabs(x[i]) > kBigScaled) out[i] *= 2.0;
+    if (std::fabs(r[i] * st.inv_sqrt_c) > kBigScaled) out[i] = 2.0 * (out[i] + st.log_inv_sqrt_c);
 }
 
 /// A padded, aligned copy of dense θ for the row kernels.
@@ -180,26 +184,26 @@ void check_data(const Dataset& ds) {
 
 /// The data pass of the MAP search at padded θ: Stats::f = Σ_n log1p(r_n²/c), gradient of
 /// log L, and the requested curvatures of −log L in ψ per datum:
-///   exact: −∂²log L_n/∂ψ² = 2a(c − r²)/(c + r²)² = (2a/c)·ρ(2ρ − 1), ρ = c/(c + r²) ∈ (0, 1]
+///   exact: −∂²log L_n/∂ψ² = 2a(c − r²)/(c + r²)² = (2a/c)·ρ(2ρ − 1), ρ = c/(c + r²) ∈ [0, 1]
 ///          (negative beyond |r| = √c: the likelihood is not log-concave);
 ///   mm:    2w_n = 2a/(c + r²) = (2a/c)·ρ, the tangent bound's curvature (MATH.md 2.3), ≥ exact.
-/// Written with ρ so that no r² ever meets an infinity (ρ → 0 as r² overflows, no NaN).
+/// With x = r/√c: ρ = 1/(1 + x²) and ∂log L/∂ψ = 2a·r/(c + r²) = (2a/√c)/(x + 1/x), forms in
+/// which x = 0 and x = ±inf give 0, never NaN.
 Stats curvature_stats(const Dataset& ds, const StudentT& st, const double* theta_p, bool grad,
                       bool exact, bool mm) {
   const auto y = ds.y();
-  const double isc = st.inv_sqrt_c, two_a = 2.0 * st.a, k2 = two_a / st.c;
+  const double isc = st.inv_sqrt_c, k1 = 2.0 * st.a * isc, k2 = 2.0 * st.a / st.c;
   const int nh = int(exact) + int(mm);
   return data_stats(ds, theta_p, grad, nh,
                     [&](std::size_t n0, std::size_t m, const double* psi, BlockOut& o) {
-                      alignas(64) double xs[kBlock], l[kBlock];
-                      for (std::size_t i = 0; i < m; ++i) xs[i] = (y[n0 + i] - psi[i]) * isc;
-                      log1p_sq(xs, l, m);
+                      alignas(64) double rs[kBlock], l[kBlock];
+                      for (std::size_t i = 0; i < m; ++i) rs[i] = y[n0 + i] - psi[i];
+                      log1p_r2c(st, rs, l, m);
                       double s = 0.0;
                       for (std::size_t i = 0; i < m; ++i) {
                         s += l[i];
-                        const double rho = 1.0 / (1.0 + xs[i] * xs[i]);
-                        // ∂log L/∂ψ = 2a·r/(c + r²) = 2a·ρ·x/√c with x = r/√c
-                        if (o.gc != nullptr) o.gc[i] = two_a * isc * xs[i] * rho;
+                        const double x = rs[i] * isc, rho = 1.0 / (1.0 + x * x);
+                        if (o.gc != nullptr) o.gc[i] = k1 / (x + 1.0 / x);
                         if (exact) o.hw[0][i] = k2 * rho * (2.0 * rho - 1.0);
                         if (mm) o.hw[exact ? 1 : 0][i] = k2 * rho;
                       }
@@ -231,12 +235,11 @@ StudentT::StudentT(double dof, double s) : nu(dof), scale(s) {
   if (!(c >= 1e-150 && c <= 1e150))
     throw ConfigError("--nu times --noise-scale^2 must be in [1e-150, 1e150], got " + num(c));
   inv_sqrt_c = 1.0 / std::sqrt(c);
+  log_inv_sqrt_c = -0.5 * std::log(c);
   log_norm = std::lgamma(a) - std::lgamma(0.5 * nu) - 0.5 * std::log(std::numbers::pi * c);
 }
 
-double StudentT::log_lik(double r) const noexcept {
-  return log_norm - a * log1p_sq(r * inv_sqrt_c);
-}
+double StudentT::log_lik(double r) const noexcept { return log_norm - a * log1p_r2c(*this, r); }
 
 // ----------------------------------------------------------------------------------------------
 RobustModel::RobustModel(std::shared_ptr<const Dataset> data, Prior prior, double nu, double scale)
@@ -259,18 +262,17 @@ double RobustModel::log_lik(const double* theta) const {
   const Dataset& ds = *data_;
   const std::size_t stride = ds.stride();
   const auto y = ds.y();
-  const double isc = t_.inv_sqrt_c;
   // Σ log1p(r²/c) per chunk, then N·C − a·Σ: one multiplication for the whole sum.
   const double sum = deterministic_reduce(
       ds.n(), kReduceGrain, 0.0,
       [&](std::size_t lo, std::size_t hi) {
-        alignas(64) double xs[kBlock], l[kBlock];
+        alignas(64) double rs[kBlock], l[kBlock];
         double s = 0.0;
         for (std::size_t b0 = lo; b0 < hi; b0 += kBlock) {
           const std::size_t m = std::min(kBlock, hi - b0);
-          kernels::dots_packed(ds.row(b0), m, stride, theta, xs);
-          for (std::size_t i = 0; i < m; ++i) xs[i] = (y[b0 + i] - xs[i]) * isc;
-          log1p_sq(xs, l, m);
+          kernels::dots_packed(ds.row(b0), m, stride, theta, rs);
+          for (std::size_t i = 0; i < m; ++i) rs[i] = y[b0 + i] - rs[i];
+          log1p_r2c(t_, rs, l, m);
           for (std::size_t i = 0; i < m; ++i) s += l[i];
         }
         return s;
@@ -504,15 +506,14 @@ RobustBound::RobustBound(const RobustModel& model, std::vector<double> xi, const
     if (!(x <= 1e150))  // ξ² must be finite; |r| this large needs a non-finite θ_MAP
       throw Error("robust bound: tangent point " + num(x) + " is not finite or exceeds 1e150");
   const auto y = ds.y();
-  const double a = t_.a, c = t_.c, isc = t_.inv_sqrt_c;
+  const double a = t_.a, c = t_.c;
   AlignedBuffer tp = padded(anchor.data(), ds.d(), ds.stride());
   // One pass at θ0: Σ_n [−a·log1p(ξ²/c) − w(r0² − ξ²)] (the constants C − ε added after),
   // g0 = Σ 2w r0 x, A = Σ w x xᵀ.
   const Stats s = data_stats(
       ds, tp.get(), true, 1, [&](std::size_t n0, std::size_t m, const double* psi, BlockOut& o) {
-        alignas(64) double xs[kBlock], l[kBlock];
-        for (std::size_t i = 0; i < m; ++i) xs[i] = xi_[n0 + i] * isc;
-        log1p_sq(xs, l, m);
+        alignas(64) double l[kBlock];
+        log1p_r2c(t_, xi_.data() + n0, l, m);
         double sum = 0.0;
         for (std::size_t i = 0; i < m; ++i) {
           const double r = y[n0 + i] - psi[i], xi_n = xi_[n0 + i], ar = std::fabs(r);
@@ -581,9 +582,11 @@ BoundCheck RobustBound::deltas(const Index* idx, const double* psi, std::size_t 
       if (std::fabs(s) <= kSeriesMaxS) {
         g = s * (tt[i] - series_p(s * s));
       } else {
-        g = qq[i] == std::numeric_limits<double>::infinity() ? qq[i] : (qq[i] - 1.0) - lq[i];
+        g = (qq[i] - 1.0) - lq[i];
+        if (qq[i] == std::numeric_limits<double>::infinity())
+          g = huge_t_delta(idx[b0 + i], psi[b0 + i]);
       }
-      const double dl = a * g + offset_;
+      const double dl = std::isinf(qq[i]) ? g : a * g + offset_;
       if (dl >= 0.0) {
         delta[b0 + i] = dl;
         continue;
@@ -603,6 +606,15 @@ BoundCheck RobustBound::deltas(const Index* idx, const double* psi, std::size_t 
   return check;
 }
 
+double RobustBound::huge_t_delta(Index n, double psi) const noexcept {
+  // t overflowed. Δ = a·t − a·log1p(t) + ε = a·t − a·log t + ε to double precision, where
+  // a·t = (((|r| − ξ)/(c + ξ²))·a)·(|r| + ξ) may still be finite (a < 1, i.e. ν < 1).
+  const double r = data_->y()[n] - psi, ar = std::fabs(r), xi = xi_[n];
+  const double at = (((ar - xi) / (t_.c + xi * xi)) * t_.a) * (ar + xi);
+  if (std::isinf(at)) return at;
+  return at - t_.a * (std::log(at) - std::log(t_.a)) + offset_;
+}
+
 BoundCheck RobustBound::delta_grads(const Index* idx, const double* psi, std::size_t k,
                                     double* delta, double* dpsi) const noexcept {
   const BoundCheck check = deltas(idx, psi, k, delta);
@@ -611,12 +623,22 @@ BoundCheck RobustBound::delta_grads(const Index* idx, const double* psi, std::si
   for (std::size_t i = 0; i < k; ++i) {
     const Index n = idx[i];
     const double r = y[n] - psi[i], ar = std::fabs(r), xi = xi_[n];
-    // ∂Δ/∂r = a·(t/(1 + t))·2r/(c + ξ²), t/(1 + t) = (r² − ξ²)/(c + r²) → 1 as r² overflows;
-    // ∂/∂ψ = −∂/∂r.
-    const double den = c + r * r;
-    const double ratio =
-        den == std::numeric_limits<double>::infinity() ? 1.0 : ((ar - xi) * (ar + xi)) / den;
-    dpsi[i] = delta[i] > 0.0 ? -two_a * ratio * r / (c + xi * xi) : 0.0;
+    // ∂Δ/∂ψ = −∂Δ/∂r = −2a·t·r/(c + r²) = −2a·(t/(1 + t))·r/(c + ξ²), in whichever form keeps
+    // every factor bounded: the first for t ≤ 1 (t > −1, and r/(c + r²) ≤ 1/(2√c), where
+    // t/(1 + t) and r/(c + ξ²) could overflow and underflow as t → −1), the second beyond
+    // (t/(1 + t) = (r² − ξ²)/(c + r²) ∈ (0, 1], → 1 as r² overflows).
+    const double den = c + xi * xi;
+    const double t = ((ar - xi) / den) * (ar + xi);
+    double g;
+    if (t <= 1.0) {
+      g = t * (r / (c + r * r));
+    } else {
+      const double r2 = c + r * r;
+      const double ratio =
+          r2 == std::numeric_limits<double>::infinity() ? 1.0 : ((ar - xi) * (ar + xi)) / r2;
+      g = ratio * (r / den);
+    }
+    dpsi[i] = delta[i] > 0.0 ? -two_a * g : 0.0;
   }
   return check;
 }
@@ -630,7 +652,7 @@ double RobustBound::log_bound(Index n, double psi) const noexcept {
   // log B_n = C − a·log1p(ξ²/c) − a·t − ε, with w (r² − ξ²) = a·t formed as in deltas().
   const double r = data_->y()[n] - psi, ar = std::fabs(r), xi = xi_[n];
   const double t = ((ar - xi) / (t_.c + xi * xi)) * (ar + xi);
-  return t_.log_norm - t_.a * (log1p_sq(xi * t_.inv_sqrt_c) + t) - offset_;
+  return t_.log_norm - t_.a * (log1p_r2c(t_, xi) + t) - offset_;
 }
 
 double RobustBound::log_lik(Index n, double psi) const noexcept {

@@ -27,17 +27,18 @@ class RobustBound;
 ///
 /// Thread safety: immutable; all members may be called concurrently.
 struct StudentT {
-  double nu = 4.0;          ///< degrees of freedom ν
-  double scale = 1.0;       ///< scale s
-  double a = 2.5;           ///< (ν+1)/2
-  double c = 4.0;           ///< ν s²
-  double inv_sqrt_c = 0.5;  ///< 1/√c: residuals are scaled by it before squaring
-  double log_norm = 0.0;    ///< C = lgamma(a) − lgamma(ν/2) − ½ log(π c)
+  double nu = 4.0;                ///< degrees of freedom ν
+  double scale = 1.0;             ///< scale s
+  double a = 2.5;                 ///< (ν+1)/2
+  double c = 4.0;                 ///< ν s²
+  double inv_sqrt_c = 0.5;        ///< 1/√c: residuals are scaled by it before squaring
+  double log_inv_sqrt_c = -0.69;  ///< log(1/√c), for residuals beyond |r|/√c = 2^500
+  double log_norm = 0.0;          ///< C = lgamma(a) − lgamma(ν/2) − ½ log(π c)
 
   /// @throw ConfigError unless ν and s are finite and > 0 with ν s² in [1e-150, 1e150].
   StudentT(double dof, double s);
-  /// log L(r) for one residual: finite for every finite r (beyond |r| ~ 1e154, where r²
-  /// overflows, log1p(r²/c) is taken as 2·log1p(|r|/√c), equal to double precision there).
+  /// log L(r) for one residual: finite for every finite r (beyond |r|/√c = 2^500, where r²/c
+  /// would soon overflow, log1p(r²/c) is taken as 2·log(|r|/√c), equal to double precision).
   double log_lik(double r) const noexcept;
 };
 
@@ -168,6 +169,8 @@ class RobustBound {
 
  private:
   RobustBound(const RobustModel& model, std::vector<double> xi, const Vec& anchor, double slack);
+  /// Δ_n where t_n overflows (off the hot path; +inf only if Δ_n does).
+  double huge_t_delta(Index n, double psi) const noexcept;
   std::shared_ptr<const Dataset> data_;
   StudentT t_;
   // ξ_n only: w_n = a/(c + ξ_n²) is recomputed where needed, so the bright loop gathers one

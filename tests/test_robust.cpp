@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flymc/datagen.hpp"
@@ -89,7 +90,9 @@ TEST_SUITE("unit") {
     Rng rng(3, 1);
     Worst wd, wg;
     std::size_t points = 0;
-    for (auto [nu, s] : {std::pair{4.0, 1.0}, {1.0, 1e-3}, {30.0, 2.0}, {0.5, 10.0}}) {
+    for (const std::pair<double, double>& ns :
+         {std::pair{4.0, 1.0}, {1.0, 1e-3}, {30.0, 2.0}, {0.5, 10.0}}) {
+      const double nu = ns.first, s = ns.second;
       const RobustModel model(ds, Prior{PriorKind::gaussian, 1.0}, nu, s);
       const StudentT& st = model.student();
       for (double xi : {0.0, 1e-3, 0.5, 1.5, 10.0, 1e4, 1e8, 1e100}) {
@@ -277,7 +280,7 @@ TEST_SUITE("unit") {
     CHECK_THROWS_AS(RobustBound::untuned(model, 1.0, Vec::Zero(2)), ConfigError);
   }
 
-  TEST_CASE("synth_robust: deterministic, thread-count independent, and the documented recipe") {
+  TEST_CASE("synth_robust: determinism, thread independence, the documented recipe") {
     const std::size_t n = 150000, d = 17;  // 3 blocks of 65536 rows; 16 features, 2 factors
     const Dataset a = synth_robust(n, d, 42);
     REQUIRE(a.n() == n);

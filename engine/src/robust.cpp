@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -216,9 +217,14 @@ Stats curvature_stats(const Dataset& ds, const StudentT& st, const double* theta
 /// is small beside t ≈ 2s). 16 terms: for |s| ≤ 1/3 the first one dropped is below 2^-54 relative.
 constexpr int kSeriesTerms = 16;
 constexpr double kSeriesMaxS = 1.0 / 3.0;  // t ∈ [−1/2, 1]
+constexpr std::array<double, kSeriesTerms> kSeriesCoef = [] {
+  std::array<double, kSeriesTerms> c{};
+  for (int k = 1; k <= kSeriesTerms; ++k) c[k - 1] = 2.0 / (2.0 * k + 1.0);
+  return c;
+}();
 inline double series_p(double z) noexcept {
-  double p = 2.0 / (2.0 * kSeriesTerms + 1.0);
-  for (int k = kSeriesTerms - 1; k >= 1; --k) p = p * z + 2.0 / (2.0 * k + 1.0);
+  double p = kSeriesCoef[kSeriesTerms - 1];
+  for (int k = kSeriesTerms - 2; k >= 0; --k) p = p * z + kSeriesCoef[k];
   return p * z;
 }
 
@@ -559,48 +565,61 @@ BoundCheck RobustBound::deltas(const Index* idx, const double* psi, std::size_t 
   alignas(64) double tt[kBlock], ss[kBlock], qq[kBlock], lq[kBlock];
   for (std::size_t b0 = 0; b0 < k; b0 += kBlock) {
     const std::size_t m = std::min(kBlock, k - b0);
+    double* dl = delta + b0;
     // t = (r² − ξ²)/(c + ξ²) as ((|r| − ξ)/(c + ξ²))·(|r| + ξ): no cancellation where r ≈ ξ,
     // and no overflow before t itself overflows. q = 1 + t: for t < 0 formed directly as
     // (c + r²)/(c + ξ²), accurate where t → −1 (1 + t would have lost all its digits there).
+    // (The gathers of y_n and ξ_n first, in a loop of their own: the arithmetic then
+    // vectorizes, divisions included, where GCC will not vectorize the gathers.)
     for (std::size_t i = 0; i < m; ++i) {
       const Index n = idx[b0 + i];
-      const double r = y[n] - psi[b0 + i], ar = std::fabs(r), xi = xi_[n];
+      tt[i] = y[n] - psi[b0 + i];
+      ss[i] = xi_[n];
+    }
+    for (std::size_t i = 0; i < m; ++i) {
+      const double r = tt[i], ar = std::fabs(r), xi = ss[i];
       const double den = c + xi * xi;
       const double t = ((ar - xi) / den) * (ar + xi);
+      const double q_direct = (c + r * r) / den;  // both formed: the loop stays branch-free
       tt[i] = t;
       ss[i] = t / (2.0 + t);
-      qq[i] = t < 0.0 ? (c + r * r) / den : 1.0 + t;
+      qq[i] = t < 0.0 ? q_direct : 1.0 + t;
     }
-    bool far = false;
-    for (std::size_t i = 0; i < m; ++i) far |= !(std::fabs(ss[i]) <= kSeriesMaxS);
-    // Outside the series' range (t < −1/2 or t > 1): t − log1p(t) = (q − 1) − log q, no
-    // cancellation there (it is ≥ 0.19); +inf where t overflowed (Δ's value to double precision).
-    if (far) kernels::log(qq, lq, m);
+    // Branch-free passes (vectorized): the series inside its range; outside (t < −1/2 or
+    // t > 1), t − log1p(t) = (q − 1) − log q, without cancellation there (it is ≥ 0.19).
+    std::size_t far = 0;
+    for (std::size_t i = 0; i < m; ++i) far += !(std::fabs(ss[i]) <= kSeriesMaxS);
+    if (far != 0) {
+      kernels::log(qq, lq, m);
+      for (std::size_t i = 0; i < m; ++i) {
+        const double s = ss[i];
+        const double g =
+            std::fabs(s) <= kSeriesMaxS ? s * (tt[i] - series_p(s * s)) : (qq[i] - 1.0) - lq[i];
+        dl[i] = a * g + offset_;
+      }
+    } else {
+      for (std::size_t i = 0; i < m; ++i) {
+        const double s = ss[i];
+        dl[i] = a * (s * (tt[i] - series_p(s * s))) + offset_;
+      }
+    }
+    // Off the hot path: t overflowed (q = +inf, Δ NaN above), or Δ < 0, which needs a raised
+    // bound (a·g ≥ 0 by construction, offset_ < 0): within the rounding of the final sum a
+    // clamp, beyond a violation (NaN too).
     for (std::size_t i = 0; i < m; ++i) {
-      const double s = ss[i];
-      double g;
-      if (std::fabs(s) <= kSeriesMaxS) {
-        g = s * (tt[i] - series_p(s * s));
-      } else {
-        g = (qq[i] - 1.0) - lq[i];
-        if (qq[i] == std::numeric_limits<double>::infinity())
-          g = huge_t_delta(idx[b0 + i], psi[b0 + i]);
+      if (dl[i] >= 0.0 && qq[i] != std::numeric_limits<double>::infinity()) continue;
+      if (qq[i] == std::numeric_limits<double>::infinity()) {
+        dl[i] = huge_t_delta(idx[b0 + i], psi[b0 + i]);
+        if (dl[i] >= 0.0) continue;
       }
-      const double dl = std::isinf(qq[i]) ? g : a * g + offset_;
-      if (dl >= 0.0) {
-        delta[b0 + i] = dl;
-        continue;
-      }
-      // Off the hot path: a·g ≥ 0 by construction, so Δ < 0 needs a raised bound (offset_ < 0);
-      // within the rounding of the final sum it is a clamp, beyond a violation (NaN too).
-      const double tol =
-          4.0 * std::numeric_limits<double>::epsilon() * (a * g + std::fabs(offset_));
-      if (dl >= -tol) {
+      const double tol = 4.0 * std::numeric_limits<double>::epsilon() *
+                         (std::fabs(dl[i] - offset_) + std::fabs(offset_));
+      if (dl[i] >= -tol) {
         ++check.clamped;
       } else {
         ++check.violations;
       }
-      delta[b0 + i] = 0.0;
+      dl[i] = 0.0;
     }
   }
   return check;
@@ -620,25 +639,29 @@ BoundCheck RobustBound::delta_grads(const Index* idx, const double* psi, std::si
   const BoundCheck check = deltas(idx, psi, k, delta);
   const auto y = data_->y();
   const double two_a = 2.0 * t_.a, c = t_.c;
-  for (std::size_t i = 0; i < k; ++i) {
-    const Index n = idx[i];
-    const double r = y[n] - psi[i], ar = std::fabs(r), xi = xi_[n];
+  alignas(64) double rr[kBlock], xx[kBlock];
+  for (std::size_t b0 = 0; b0 < k; b0 += kBlock) {
+    const std::size_t m = std::min(kBlock, k - b0);
+    for (std::size_t i = 0; i < m; ++i) {  // gathers apart, as in deltas()
+      rr[i] = y[idx[b0 + i]] - psi[b0 + i];
+      xx[i] = xi_[idx[b0 + i]];
+    }
     // ∂Δ/∂ψ = −∂Δ/∂r = −2a·t·r/(c + r²) = −2a·(t/(1 + t))·r/(c + ξ²), in whichever form keeps
     // every factor bounded: the first for t ≤ 1 (t > −1, and r/(c + r²) ≤ 1/(2√c), where
     // t/(1 + t) and r/(c + ξ²) could overflow and underflow as t → −1), the second beyond
-    // (t/(1 + t) = (r² − ξ²)/(c + r²) ∈ (0, 1], → 1 as r² overflows).
-    const double den = c + xi * xi;
-    const double t = ((ar - xi) / den) * (ar + xi);
-    double g;
-    if (t <= 1.0) {
-      g = t * (r / (c + r * r));
-    } else {
-      const double r2 = c + r * r;
+    // (t/(1 + t) = (r² − ξ²)/(c + r²) ∈ (0, 1], → 1 as r² overflows). Both are formed, then
+    // one is picked: the loop stays branch-free.
+    for (std::size_t i = 0; i < m; ++i) {
+      const double r = rr[i], ar = std::fabs(r), xi = xx[i];
+      const double den = c + xi * xi, r2 = c + r * r;
+      const double t = ((ar - xi) / den) * (ar + xi);
+      const double inner = t * (r / r2);
       const double ratio =
           r2 == std::numeric_limits<double>::infinity() ? 1.0 : ((ar - xi) * (ar + xi)) / r2;
-      g = ratio * (r / den);
+      const double outer = ratio * (r / den);
+      const double g = t <= 1.0 ? inner : outer;
+      dpsi[b0 + i] = delta[b0 + i] > 0.0 ? -two_a * g : 0.0;
     }
-    dpsi[i] = delta[i] > 0.0 ? -two_a * g : 0.0;
   }
   return check;
 }

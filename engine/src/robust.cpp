@@ -16,6 +16,7 @@
 #include "flymc/errors.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/parallel.hpp"
+#include "model_checks.hpp"
 
 namespace flymc {
 namespace {
@@ -145,42 +146,30 @@ Stats data_stats(const Dataset& ds, const double* theta_p, bool want_grad, int n
       });
 }
 
-/// Largest response or feature magnitude accepted: the collapsed statistics and the Hessians sum
-/// w·r² and w·x² over up to 2^32 rows, which must stay finite.
-constexpr double kMaxValue = 1e100;
+/// Largest response magnitude accepted, as for features (detail::kMaxFeature): the collapsed
+/// statistics and the Hessians sum w·r² over up to 2^32 rows, which must stay finite.
+constexpr double kMaxResponse = detail::kMaxFeature;
 
-/// Throws DataError naming the first (row, field) whose response or feature is not finite or
-/// exceeds kMaxValue. Loaded files never hold non-finite values, but data sets built in memory
-/// may.
+/// Throws DataError naming the first row whose response is not finite or exceeds kMaxResponse,
+/// then checks the features (detail::check_features). Loaded files never hold non-finite values,
+/// but data sets built in memory may.
 void check_data(const Dataset& ds) {
   constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
-  const std::size_t d = ds.d(), fields = d + 1;
   const auto y = ds.y();
-  // Flat index row·(D+1) + field, field 0 the response: the minimum is the first bad field.
   const std::size_t first_bad = deterministic_reduce(
       ds.n(), kReduceGrain, none,
       [&](std::size_t lo, std::size_t hi) {
-        for (std::size_t i = lo; i < hi; ++i) {
-          if (!(std::fabs(y[i]) <= kMaxValue)) return i * fields;
-          const double* x = ds.row(i);
-          for (std::size_t j = 0; j < d; ++j)
-            if (!(std::fabs(x[j]) <= kMaxValue)) return i * fields + j + 1;
-        }
+        for (std::size_t i = lo; i < hi; ++i)
+          if (!(std::fabs(y[i]) <= kMaxResponse)) return i;
         return none;
       },
       [](std::size_t a, std::size_t b) { return std::min(a, b); });
-  if (first_bad == none) return;
-  const std::size_t row = first_bad / fields, field = first_bad % fields;
-  const std::string where =
-      ds.source() + ": row " + std::to_string(row + 1) + ": field " + std::to_string(field + 1);
-  if (field == 0)
-    throw DataError(where + " (response): " + num(y[row]) +
+  if (first_bad != none)
+    throw DataError(ds.source() + ": row " + std::to_string(first_bad + 1) +
+                    ": field 1 (response): " + num(y[first_bad]) +
                     " is not finite or exceeds 1e100 in magnitude; robust regression needs sums "
                     "of w*r^2 that fit a double (rescale the response)");
-  throw DataError(where + " (x" + std::to_string(field) + "): feature " +
-                  num(ds.row(row)[field - 1]) +
-                  " is not finite or exceeds 1e100 in magnitude; robust regression needs sums of "
-                  "w*x^2 that fit a double (rescale the feature)");
+  detail::check_features(ds, "robust regression");
 }
 
 /// The data pass of the MAP search at padded θ: Stats::f = Σ_n log1p(r_n²/c), gradient of
@@ -472,7 +461,7 @@ RobustBound RobustBound::make(const RobustModel& model, const RunConfig& cfg,
 
 RobustBound RobustBound::untuned(const RobustModel& model, double xi, const Vec& anchor,
                                  double slack) {
-  if (!(xi >= 0.0 && xi <= kMaxValue))
+  if (!(xi >= 0.0 && xi <= kMaxResponse))
     throw ConfigError("--untuned-xi must be in [0, 1e100] for robust regression, got " + num(xi));
   return RobustBound(model, std::vector<double>(model.num_data(), xi), anchor, slack);
 }

@@ -94,23 +94,21 @@ TEST_SUITE("statistical") {
       llt[i] = kernels::log_expm1(delta);
     }
     const int reps = 20000;
-    // Per-datum rates q_n spread over [0.02, 0.9] (MATH.md 1.5), for the fifth updater.
+    // Per-datum rates q_n spread over [0.02, 1] (MATH.md 1.5), for the fifth updater, and one
+    // q_n = 1 (bucket 0: every dark datum proposed).
     std::vector<double> log_rates(n);
-    double q_max = 0.0;
     {
       Rng r(7, 7);
-      for (auto& v : log_rates) {
-        const double q = 0.02 + 0.88 * r.uniform();
-        q_max = std::max(q_max, q);
-        v = std::log(q);
-      }
+      for (auto& v : log_rates) v = std::log(0.02 + 0.98 * r.uniform());
+      log_rates[3] = 0.0;
     }
+    const ZRates rates(log_rates);
     for (int which = 0; which < 5; ++which) {
       CAPTURE(which);
       std::vector<double> count(n, 0.0);
       Rng rng(99, static_cast<std::uint64_t>(which));
-      ImplicitZUpdater imp = which == 4 ? ImplicitZUpdater(log_rates, q_max)
-                                        : ImplicitZUpdater(which == 0 ? 0.3 : 0.05);
+      ImplicitZUpdater imp =
+          which == 4 ? ImplicitZUpdater(rates) : ImplicitZUpdater(which == 0 ? 0.3 : 0.05);
       ExplicitZUpdater exp_up(which == 2 ? 0.5 : 0.1);
       Counters c;
       for (int r = 0; r < reps; ++r) {

@@ -474,8 +474,7 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   const std::size_t p = out.dim;
   // Per-datum z-proposal rates from 8 draws of the Laplace approximation (a stream of its own:
   // the chains' streams are untouched, and the rates are the same at any thread count).
-  std::vector<double> log_rates;
-  double q_max = cfg.q_dark_to_bright;
+  std::optional<ZRates> rates;
   if (bound && cfg.z == ZUpdate::implicit && cfg.q_per_datum) {
     constexpr int kDraws = 8;
     const Eigen::LLT<Mat> llt(out.map.covariance);
@@ -488,8 +487,7 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
       const Vec th = out.map.theta + L * eta;
       std::copy(th.data(), th.data() + p, draws.begin() + static_cast<std::ptrdiff_t>(t * p));
     }
-    log_rates =
-        per_datum_log_rates(*bound, *data, model.layout(), draws, cfg.q_dark_to_bright, q_max);
+    rates.emplace(per_datum_rates(*bound, *data, model.layout(), draws, cfg.q_dark_to_bright));
   }
   const InverseMetric metric = initial_metric(cfg, out.map);
   const double eps0 = initial_step_size(cfg, out.map, p);
@@ -547,8 +545,8 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                 out.chains[ci] =
                     run_chain<M, false, ImplicitZUpdater>(sh, c + 1, nullptr, sink, prog, ses);
               } else if (cfg.z == ZUpdate::implicit) {
-                ImplicitZUpdater z = log_rates.empty() ? ImplicitZUpdater(cfg.q_dark_to_bright)
-                                                       : ImplicitZUpdater(log_rates, q_max);
+                ImplicitZUpdater z =
+                    rates ? ImplicitZUpdater(*rates) : ImplicitZUpdater(cfg.q_dark_to_bright);
                 out.chains[ci] = run_chain<M, true>(sh, c + 1, &z, sink, prog, ses);
               } else {
                 ExplicitZUpdater z(cfg.resample_fraction);

@@ -225,7 +225,7 @@ class FlyTarget {
 
 /// Shared scratch for the z-updaters.
 struct ZScratch {
-  std::vector<Index> idx, flip;
+  std::vector<Index> idx, flip, flip_scratch;
   std::vector<double> a, b, c, pred;
   /// Room for k data with K predictors each.
   void reserve(std::size_t k, std::size_t K = 1) {
@@ -293,6 +293,33 @@ class ExplicitZUpdater {
   ZScratch s_;
 };
 
+/// Per-datum proposal rates of the implicit z-update (MATH.md 1.5), fixed for a run and shared
+/// read-only by its chains: log q_n, and the data grouped into buckets of similar rate,
+/// bucket b holding the n with q_n ∈ (2^−(b+1), 2^−b], so that dark data can be proposed
+/// bucket by bucket at rate 2^−b by geometric skipping and thinned to q_n with probability
+/// q_n·2^b ≥ 1/2. A sweep then costs O(Σ_n q_n) random numbers whatever the spread of the rates.
+struct ZRates {
+  std::vector<double> log_q;                ///< log q_n, q_n ∈ (0, 1]
+  std::vector<std::vector<Index>> buckets;  ///< data of bucket b, ascending
+  std::vector<double> log_rate, inv_log1m;  ///< per bucket: log 2^−b and 1/log(1 − 2^−b)
+
+  /// Buckets for the given log rates (each ≤ 0; rates below 2^−60 share the last bucket).
+  explicit ZRates(std::vector<double> log_rates) : log_q(std::move(log_rates)) {
+    constexpr int kLast = 60;
+    buckets.resize(kLast + 1);
+    for (std::size_t i = 0; i < log_q.size(); ++i) {
+      const double b = std::floor(-log_q[i] / std::log(2.0));
+      buckets[static_cast<std::size_t>(std::clamp(b, 0.0, double(kLast)))].push_back(
+          static_cast<Index>(i));
+    }
+    for (int b = 0; b <= kLast; ++b) {
+      const double r = std::ldexp(1.0, -b);
+      log_rate.push_back(-b * std::log(2.0));
+      inv_log1m.push_back(b == 0 ? 0.0 : 1.0 / std::log1p(-r));
+    }
+  }
+};
+
 /// Implicit z-resampling by MH with q_{d→b} = q, q_{b→d} = 1 (MATH.md 1.2): every bright datum
 /// proposes to go dark, accepted w.p. min(1, q/L̃_n) (no query: L̃_n is cached); each dark datum
 /// proposes to go bright w.p. q, chosen by geometric gaps, accepted w.p. min(1, L̃_n/q) (one query).
@@ -304,14 +331,10 @@ class ImplicitZUpdater {
  public:
   explicit ImplicitZUpdater(double q)
       : log_q_(std::log(q)), inv_log1mq_(q < 1.0 ? 1.0 / std::log1p(-q) : 0.0), q_one_(q >= 1.0) {}
-  /// Per-datum rates (MATH.md 1.5): `log_rates[n]` = log q_n with 0 < q_n ≤ q_max, fixed for
-  /// the run (they never depend on z). Dark data are proposed at rate q_max by geometric
-  /// skipping and each candidate is kept with probability q_n/q_max (thinning, no query), so
-  /// datum n is proposed with probability q_n; the acceptances use q_n. The array must outlive
-  /// the updater.
-  ImplicitZUpdater(const std::vector<double>& log_rates, double q_max) : ImplicitZUpdater(q_max) {
-    log_rates_ = &log_rates;
-  }
+  /// Per-datum rates q_n (MATH.md 1.5), never depending on z: datum n is proposed to go bright
+  /// with probability q_n (found bucket by bucket, see ZRates), and both acceptances use q_n.
+  /// `rates` must outlive the updater.
+  explicit ImplicitZUpdater(const ZRates& rates) : ImplicitZUpdater(1.0) { rates_ = &rates; }
 
   template <class Bound>
   void update(const Bound& bound, const Dataset& data, BrightSet& bright, const double* theta,
@@ -321,18 +344,23 @@ class ImplicitZUpdater {
     s_.reserve(nb);
     const double* llt = bright.log_ltilde();
     double* thr = s_.a.data();
-    if (log_rates_ == nullptr) {
+    if (rates_ == nullptr) {
       for (std::size_t i = 0; i < nb; ++i) thr[i] = log_q_ - llt[i];
     } else {
-      const double* lr = log_rates_->data();
+      const double* lr = rates_->log_q.data();
       for (std::size_t i = 0; i < nb; ++i) thr[i] = lr[bright.bright(i)] - llt[i];
     }
     kernels::exp(thr, thr, nb);
     s_.flip.clear();
     for (std::size_t i = 0; i < nb; ++i)
       if (rng.uniform() < thr[i]) s_.flip.push_back(bright.bright(i));
-    // 2. Dark → bright proposals: positions in the dark list with Geometric(q) gaps.
-    propose_darks(bright, rng);
+    // 2. Dark → bright proposals.
+    s_.idx.clear();
+    if (rates_ == nullptr) {
+      propose_darks(bright, rng);
+    } else {
+      propose_darks_per_datum(bright, rng);
+    }
     const std::size_t k = s_.idx.size();
     // 3. One query per proposal: log L̃_n at θ; accept iff u < L̃_n/q = exp(log L̃_n − log q).
     s_.reserve(k, bound.outputs());
@@ -342,10 +370,10 @@ class ImplicitZUpdater {
     if (k > 0) {
       gathered_deltas(bound, data, theta, s_.idx.data(), k, c, s_, delta);
       kernels::log_expm1(delta, lt, k);
-      if (log_rates_ == nullptr) {
+      if (rates_ == nullptr) {
         for (std::size_t i = 0; i < k; ++i) acc[i] = lt[i] - log_q_;
       } else {
-        const double* lr = log_rates_->data();
+        const double* lr = rates_->log_q.data();
         for (std::size_t i = 0; i < k; ++i) acc[i] = lt[i] - lr[s_.idx[i]];
       }
       kernels::exp(acc, acc, k);
@@ -357,51 +385,65 @@ class ImplicitZUpdater {
   }
 
  private:
-  /// Fills s_.idx with the dark data proposed to go bright: each independently w.p. q, found by
-  /// skipping Geometric(q) gaps, gap = ⌊log(u)/log(1−q)⌋, logs taken 64 at a time; with
-  /// per-datum rates, each candidate then kept w.p. q_n/q.
-  void propose_darks(const BrightSet& bright, Rng& rng) {
-    s_.idx.clear();
-    propose_candidates(bright, rng);
-    if (log_rates_ == nullptr) return;
-    // Thinning: keep candidate n iff u < exp(log q_n − log q_max).
-    const std::size_t k = s_.idx.size();
-    s_.reserve(k);
-    double* keep = s_.a.data();
-    const double* lr = log_rates_->data();
-    for (std::size_t i = 0; i < k; ++i) keep[i] = lr[s_.idx[i]] - log_q_;
-    kernels::exp(keep, keep, k);
-    std::size_t m = 0;
-    for (std::size_t i = 0; i < k; ++i)
-      if (rng.uniform() < keep[i]) s_.idx[m++] = s_.idx[i];
-    s_.idx.resize(m);
-  }
-
-  void propose_candidates(const BrightSet& bright, Rng& rng) {
-    const std::size_t nd = bright.num_dark();
-    if (q_one_) {
-      for (std::size_t i = 0; i < nd; ++i) s_.idx.push_back(bright.dark(i));
+  /// Calls f(position) for the positions of [0, len) chosen independently w.p. r, found by
+  /// skipping Geometric(r) gaps, gap = ⌊log(u)·inv_log1m⌋ with inv_log1m = 1/log(1 − r), the
+  /// logs taken 64 at a time (r = 1: every position).
+  template <class F>
+  static void skip_positions(std::size_t len, double inv_log1m, bool all, Rng& rng, F&& f) {
+    if (all) {
+      for (std::size_t i = 0; i < len; ++i) f(i);
       return;
     }
     constexpr std::size_t kBatch = 64;
     alignas(64) double lu[kBatch];
-    double pos = 0.0;  // next candidate position in the dark list
-    const double end = static_cast<double>(nd);
+    double pos = 0.0;  // next candidate position
+    const double end = static_cast<double>(len);
     while (true) {
       for (std::size_t i = 0; i < kBatch; ++i) lu[i] = rng.uniform_pos();
       kernels::log(lu, lu, kBatch);
       for (std::size_t i = 0; i < kBatch; ++i) {
-        pos += std::floor(lu[i] * inv_log1mq_);
+        pos += std::floor(lu[i] * inv_log1m);
         if (pos >= end) return;
-        s_.idx.push_back(bright.dark(static_cast<std::size_t>(pos)));
+        f(static_cast<std::size_t>(pos));
         pos += 1.0;
       }
     }
   }
 
+  /// Fills s_.idx with the dark data proposed to go bright: each independently w.p. q, chosen
+  /// by position in the dark list.
+  void propose_darks(const BrightSet& bright, Rng& rng) {
+    skip_positions(bright.num_dark(), inv_log1mq_, q_one_, rng,
+                   [&](std::size_t pos) { s_.idx.push_back(bright.dark(pos)); });
+  }
+
+  /// The same with per-datum rates: bucket by bucket, candidates at the bucket's rate 2^−b over
+  /// all its data; a bright candidate is passed over (its move is the bright → dark proposal),
+  /// a dark one kept w.p. q_n·2^b. So each dark datum is proposed w.p. exactly q_n.
+  void propose_darks_per_datum(const BrightSet& bright, Rng& rng) {
+    const ZRates& z = *rates_;
+    std::vector<Index>& cand = s_.flip_scratch;
+    for (std::size_t b = 0; b < z.buckets.size(); ++b) {
+      const std::vector<Index>& members = z.buckets[b];
+      if (members.empty()) continue;
+      cand.clear();
+      skip_positions(members.size(), z.inv_log1m[b], b == 0, rng, [&](std::size_t pos) {
+        if (!bright.is_bright(members[pos])) cand.push_back(members[pos]);
+      });
+      // Thinning: keep n iff u < exp(log q_n − log 2^−b).
+      const std::size_t k = cand.size();
+      s_.reserve(k);
+      double* keep = s_.a.data();
+      for (std::size_t i = 0; i < k; ++i) keep[i] = z.log_q[cand[i]] - z.log_rate[b];
+      kernels::exp(keep, keep, k);
+      for (std::size_t i = 0; i < k; ++i)
+        if (rng.uniform() < keep[i]) s_.idx.push_back(cand[i]);
+    }
+  }
+
   double log_q_, inv_log1mq_;
   bool q_one_;
-  const std::vector<double>* log_rates_ = nullptr;
+  const ZRates* rates_ = nullptr;
   ZScratch s_;
 };
 
@@ -412,11 +454,9 @@ class ImplicitZUpdater {
 /// update's q·N, floored at q/10 (every datum keeps being proposed: the chain stays
 /// irreducible) and capped at 1. Data likely to be bright are then proposed often and follow θ
 /// quickly, the others rarely. Deterministic given the draws (fixed blocks, any thread count).
-/// Returns log q_n and sets `q_max` to the largest q_n.
 template <class Bound>
-std::vector<double> per_datum_log_rates(const Bound& bound, const Dataset& data,
-                                        const ParamLayout& lay, const std::vector<double>& draws,
-                                        double q, double& q_max) {
+ZRates per_datum_rates(const Bound& bound, const Dataset& data, const ParamLayout& lay,
+                       const std::vector<double>& draws, double q) {
   const std::size_t n = data.n(), P = lay.dim(), K = lay.k;
   const std::size_t m = P > 0 ? draws.size() / P : 0;
   std::vector<double> pbar(n, 0.0);
@@ -454,13 +494,8 @@ std::vector<double> per_datum_log_rates(const Bound& bound, const Dataset& data,
     (spend(mid) < budget ? lo : hi) = mid;
   }
   std::vector<double> log_rates(n);
-  q_max = floor_q;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double r = rate(hi, pbar[i]);
-    q_max = std::max(q_max, r);
-    log_rates[i] = std::log(r);
-  }
-  return log_rates;
+  for (std::size_t i = 0; i < n; ++i) log_rates[i] = std::log(rate(hi, pbar[i]));
+  return ZRates(std::move(log_rates));
 }
 
 }  // namespace flymc

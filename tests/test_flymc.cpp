@@ -9,6 +9,7 @@
 #include "flymc/flymc_state.hpp"
 #include "flymc/logistic.hpp"
 #include "flymc/sampler.hpp"
+#include "flymc/softmax.hpp"
 #include "test_util.hpp"
 
 using namespace flymc;
@@ -66,6 +67,63 @@ TEST_SUITE("unit") {
     // A packed row that no longer matches its datum must be caught.
     const_cast<double*>(bs.packed_rows())[0] += 1.0;
     CHECK_THROWS_AS(bs.check_invariants(), std::logic_error);
+  }
+}
+
+namespace {
+/// After z-updates, the gradient kept up to date from the flipped data alone
+/// (FlyTarget::apply_flips) equals a fresh evaluation at the same θ and z.
+template <class M>
+void check_incremental_gradient(std::shared_ptr<const Dataset> ds) {
+  RunConfig cfg;
+  const M model(ds, cfg);
+  const MapResult map = model.find_map();
+  const auto bound = M::Bound::make(model, cfg, map);
+  const std::size_t p = model.dim();
+  BrightSet bright(*ds);
+  bright.enable_coefs(model.layout().k);
+  FlyTarget<M> fly(model, bound, bright);
+  Rng rng(3, 4);
+  std::vector<double> theta(p), grad(p), fresh(p);
+  for (std::size_t j = 0; j < p; ++j)
+    theta[j] =
+        map.theta[static_cast<Eigen::Index>(j)] +
+        2.0 *
+            std::sqrt(map.covariance(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(j))) *
+            rng.normal();
+  fly.set_current(theta.data());
+  Counters c;
+  ExplicitZUpdater expl(0.5);
+  ImplicitZUpdater imp(0.3);
+  for (int sweep = 0; sweep < 20; ++sweep) {
+    if (sweep == 0 || sweep % 7 == 3) {  // a fresh evaluation now and then, as an accepted move
+      fly.eval_grad(theta.data(), grad.data(), c);
+      fly.accept();
+    }
+    std::size_t flips;
+    if (sweep % 2 == 0) {
+      expl.update(bound, *ds, bright, fly.current_padded(), rng, c);
+      fly.apply_flips(expl.flips(), grad.data());
+      flips = expl.flips().on.size() + expl.flips().off.size();
+    } else {
+      imp.update(bound, *ds, bright, fly.current_padded(), rng, c);
+      fly.apply_flips(imp.flips(), grad.data());
+      flips = imp.flips().on.size() + imp.flips().off.size();
+    }
+    CHECK(flips > 0);
+    const double lp = fly.current();
+    CHECK(fly.eval_grad(theta.data(), fresh.data(), c) == doctest::Approx(lp).epsilon(1e-12));
+    double scale = 1.0;
+    for (double v : fresh) scale = std::max(scale, std::fabs(v));
+    for (std::size_t j = 0; j < p; ++j) CHECK(std::fabs(grad[j] - fresh[j]) <= 1e-10 * scale);
+  }
+}
+}  // namespace
+
+TEST_SUITE("unit") {
+  TEST_CASE("the gradient updated from the flipped data equals a fresh one (logistic, softmax)") {
+    check_incremental_gradient<LogisticModel>(test::logistic_data(300, 4, 9, 2.0));
+    check_incremental_gradient<SoftmaxModel>(test::softmax_data(300, 4, 3, 9));
   }
 }
 

@@ -457,6 +457,8 @@ std::vector<unsigned char> encode_checkpoint(const ChainCheckpoint& c) {
     w.put_array(c.order.data(), n);
   }
   w.put_array(c.log_ltilde.data(), c.log_ltilde.size());
+  w.put_array(c.grad.data(), c.grad.size());
+  w.put_array(c.coefs.data(), c.coefs.size());
   return frame(kKindChain, w.bytes());
 }
 
@@ -517,6 +519,10 @@ ChainCheckpoint decode_chain_checkpoint(std::span<const unsigned char> bytes,
   c.log_ltilde = r.get_array<double>();
   if (c.num_bright > c.order.size() || c.log_ltilde.size() != c.num_bright)
     r.fail("bright count out of range");
+  c.grad = r.get_array<double>();
+  c.coefs = r.get_array<double>();
+  if (!c.coefs.empty() && (c.num_bright == 0 || c.coefs.size() % c.num_bright != 0))
+    r.fail("gradient coefficients do not fit the bright count");
   r.expect_end();
   return c;
 }

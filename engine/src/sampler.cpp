@@ -20,7 +20,9 @@ RunResult run_robust_model(const RunConfig&, std::shared_ptr<const Dataset>, con
 namespace detail {
 
 void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size_t n, std::size_t p,
-                       const std::string& dir) {
+                       std::size_t k, const std::string& dir) {
+  const bool grad_cache =
+      cfg.algo == Algo::flymc && (cfg.kernel == KernelKind::mala || cfg.kernel == KernelKind::hmc);
   const long total = cfg.warmup + cfg.iters;
   std::string bad;
   if (c.theta.size() != p)
@@ -37,6 +39,9 @@ void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size
     bad = "kept-draw count inconsistent";
   else if (c.since_z >= cfg.resolved_theta_steps())
     bad = "z-sweep schedule out of range";
+  else if (grad_cache ? c.grad.size() != p || c.coefs.size() != c.num_bright * k
+                      : !c.grad.empty() || !c.coefs.empty())
+    bad = "cached gradient does not fit the kernel";
   if (bad.empty() && !c.order.empty()) {
     std::vector<char> seen(n, 0);
     for (Index v : c.order) {

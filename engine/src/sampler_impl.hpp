@@ -183,6 +183,9 @@ ChainResult run_chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sin
 
   if constexpr (kFly) {
     bright = BrightSet(data);
+    // Gradient kernels keep ∂ log L̃_n/∂ψ_n per bright datum, so that a z-sweep updates the
+    // gradient from the flipped data alone (FlyTarget::apply_flips).
+    if (grad) bright.enable_coefs(sh.model.layout().k);
     fly.emplace(sh.model, *sh.bound, bright);
   } else {
     full.emplace(sh.model);
@@ -213,10 +216,19 @@ ChainResult run_chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sin
     // with this build's kernels even if the run moved to another machine.
     Counters scratch;  // not queries of the chain: the uninterrupted run had these cached
     if constexpr (kFly) {
-      bright.restore(st->order, static_cast<std::size_t>(st->num_bright), st->log_ltilde.data());
+      bright.restore(st->order, static_cast<std::size_t>(st->num_bright), st->log_ltilde.data(),
+                     st->coefs.data());
       fly->set_current(s.theta.data());
+      if (grad) {
+        // The gradient as the chain held it (a z-sweep may have updated it incrementally).
+        s.grad = st->grad;
+        s.logp = fly->current();
+      } else {
+        refresh(scratch);
+      }
+    } else {
+      refresh(scratch);
     }
-    refresh(scratch);
     it0 = st->iteration;
     since_z = st->since_z;
     window_steps = st->window_steps;
@@ -281,6 +293,10 @@ ChainResult run_chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sin
       c.num_bright = bright.size();
       c.order.assign(bright.order(), bright.order() + bright.num_data());
       c.log_ltilde.assign(bright.log_ltilde(), bright.log_ltilde() + bright.size());
+      if (grad) {
+        c.grad = s.grad;
+        c.coefs.assign(bright.coefs(), bright.coefs() + bright.size() * bright.coef_width());
+      }
     }
     save_chain_checkpoint(ck->dir, c);
   };
@@ -333,11 +349,11 @@ ChainResult run_chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sin
       // θ-steps and z-sweeps leaves the joint invariant).
       if (++since_z == theta_steps) {
         since_z = 0;
-        {
-          PhaseTimer t(cnt.profile, Phase::z_update);
-          zup->update(*sh.bound, data, bright, fly->current_padded(), rng, cnt);
-        }
-        refresh(cnt);  // log p(θ | z) (and its gradient) under the new z
+        PhaseTimer t(cnt.profile, Phase::z_update);
+        zup->update(*sh.bound, data, bright, fly->current_padded(), rng, cnt);
+        // log p(θ | z) (and its gradient) under the new z, from the cached values.
+        if (grad) fly->apply_flips(zup->flips(), s.grad.data());
+        s.logp = fly->current();
       }
     }
     if (sampling) {
@@ -388,7 +404,7 @@ ChainResult run_chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sin
 /// Throws ConfigError unless a loaded chain state fits the run (a state from another run or a
 /// damaged file that still passed its checksum).
 void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size_t n, std::size_t p,
-                       const std::string& dir);
+                       std::size_t k, const std::string& dir);
 
 /// The initial metric and step size of every chain (RunConfig::metric, MATH.md 3).
 InverseMetric initial_metric(const RunConfig& cfg, const MapResult& map);
@@ -514,7 +530,7 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     states[c] = load_chain_checkpoint(ck->dir, id);
     if (!states[c]) continue;  // never saved: the chain starts afresh
     const ChainCheckpoint& st = *states[c];
-    check_chain_state(st, cfg, data->n(), p, ck->dir);
+    check_chain_state(st, cfg, data->n(), p, model.layout().k, ck->dir);
     if (!chain_sinks[c])
       throw ConfigError("resuming needs a draw sink for chain " + std::to_string(id));
     ses.rows = chain_sinks[c]->resume(sh.columns, st.sink_position);

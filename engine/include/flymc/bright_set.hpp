@@ -48,15 +48,38 @@ class BrightSet {
   double* log_ltilde() noexcept { return llt_.data(); }
   const double* log_ltilde() const noexcept { return llt_.data(); }
 
-  /// Sets z_n = 1 (n must be dark) with its log L̃_n at the current θ.
-  void brighten(Index n, double log_lt) {
+  /// Also caches, per bright datum, the K coefficients ∂ log L̃_n/∂ψ_n at the current θ (for
+  /// the gradient kernels, which then update ∇ log p(θ | z) after a z-sweep from the flipped data
+  /// alone). Call before any datum is brightened.
+  void enable_coefs(std::size_t k) {
+    k_ = k;
+    coef_.assign(capacity_ * k_, 0.0);
+  }
+  std::size_t coef_width() const noexcept { return k_; }  ///< K, or 0 when not cached
+  /// The cached coefficients, K per bright datum in packed order.
+  const double* coefs() const noexcept { return coef_.data(); }
+  /// Replaces the cached coefficients by swapping with `other` (≥ size()·K values, packed
+  /// order), as swap_log_ltilde does.
+  void swap_coefs(std::vector<double>& other) {
+    if (other.size() < coef_.size()) other.resize(coef_.size());
+    coef_.swap(other);
+  }
+
+  /// Sets z_n = 1 (n must be dark) with its log L̃_n at the current θ (and, when cached, its
+  /// K coefficients).
+  void brighten(Index n, double log_lt, const double* coef = nullptr) {
     const Index pos = tab_[n];
     if (nb_ == capacity_) reserve(2 * capacity_);
     swap_positions(pos, static_cast<Index>(nb_));
     std::memcpy(rows_.get() + nb_ * stride_, data_->row(n), stride_ * sizeof(double));
     llt_[nb_] = log_lt;
+    if (k_ > 0) {
+      for (std::size_t k = 0; k < k_; ++k) coef_[nb_ * k_ + k] = coef != nullptr ? coef[k] : 0.0;
+    }
     ++nb_;
   }
+  /// Position of bright datum n in packed order.
+  std::size_t position(Index n) const noexcept { return tab_[n]; }
 
   /// Sets z_n = 0 (n must be bright): the last bright datum takes n's packed slot.
   void darken(Index n) {
@@ -67,6 +90,7 @@ class BrightSet {
       std::memcpy(rows_.get() + std::size_t(pos) * stride_, rows_.get() + nb_ * stride_,
                   stride_ * sizeof(double));
       llt_[pos] = llt_[nb_];
+      for (std::size_t k = 0; k < k_; ++k) coef_[pos * k_ + k] = coef_[nb_ * k_ + k];
     }
   }
 
@@ -85,7 +109,8 @@ class BrightSet {
   /// Restores a state saved from order(), size() and log_ltilde(): `order` must be a permutation
   /// of [0, num_data()) with the `nb` bright indices first, `llt` their cached log L̃ (nb values).
   /// @throw std::invalid_argument if `order` is not such a permutation.
-  void restore(const std::vector<Index>& order, std::size_t nb, const double* llt) {
+  void restore(const std::vector<Index>& order, std::size_t nb, const double* llt,
+               const double* coefs = nullptr) {
     const std::size_t n = arr_.size();
     if (order.size() != n || nb > n)
       throw std::invalid_argument("bright set: order has " + std::to_string(order.size()) +
@@ -105,6 +130,7 @@ class BrightSet {
     for (std::size_t i = 0; i < nb; ++i)
       std::memcpy(rows_.get() + i * stride_, data_->row(arr_[i]), stride_ * sizeof(double));
     std::copy(llt, llt + nb, llt_.begin());
+    if (k_ > 0 && coefs != nullptr) std::copy(coefs, coefs + nb * k_, coef_.begin());
     nb_ = nb;
   }
 
@@ -140,6 +166,7 @@ class BrightSet {
     if (rows_) std::memcpy(rows.get(), rows_.get(), nb_ * stride_ * sizeof(double));
     rows_ = std::move(rows);
     llt_.resize(cap);
+    if (k_ > 0) coef_.resize(cap * k_);
     capacity_ = cap;
   }
 
@@ -148,6 +175,8 @@ class BrightSet {
   std::vector<Index> arr_, tab_;
   AlignedBuffer rows_;
   std::vector<double> llt_;
+  std::size_t k_ = 0;         // coefficients per bright datum (0: not cached)
+  std::vector<double> coef_;  // capacity_ × k_
 };
 
 }  // namespace flymc

@@ -100,6 +100,9 @@ struct ChainCheckpoint {
   std::uint64_t num_bright = 0;
   std::vector<Index> order;
   std::vector<double> log_ltilde;
+  /// FlyMC with a gradient kernel (MALA, HMC): the gradient at θ as the chain holds it (P
+  /// entries) and the bright data's cached ∂ log L̃_n/∂ψ_n (num_bright × K); empty otherwise.
+  std::vector<double> grad, coefs;
 };
 
 std::vector<unsigned char> encode_checkpoint(const RunManifest& m);

@@ -202,8 +202,9 @@ MetricAdaptation::MetricAdaptation(InverseMetric::Form form, std::size_t p, long
   while (start < end) {
     long stop = start + size;
     // A window that would leave less than twice its doubled size runs to the end of the slow
-    // phase (as Stan's compute_next_window does).
-    if (stop + 2 * size > end) stop = end;
+    // phase (Stan's compute_next_window). Stan's restart() sets the first window without that
+    // check: with a warm-up of 151-199 it is [75, 100), then [100, warmup − 50).
+    if (start != init && stop + 2 * size > end) stop = end;
     windows_.push_back(stop);
     start = stop;
     size *= 2;

@@ -7,7 +7,8 @@
 ///
 /// Every kernel leaves its target invariant for a fixed step size and metric; adaptation
 /// (dual averaging of the step size, Stan's windowed metric estimation) runs only in warm-up,
-/// whose draws are not kept. A non-finite log density is a rejection (counted), never a crash.
+/// whose draws are not kept. A non-finite log density is a rejection, never a crash: NaN and +inf
+/// are counted (Counters::nonfinite), −inf is a zero density.
 ///
 /// Thread safety: a ThetaKernel belongs to one chain.
 #include <algorithm>
@@ -120,12 +121,51 @@ class ThetaKernel {
     if (pos != in.size()) throw ConfigError("kernel state: trailing values");
   }
 
+  /// HMC's kinetic energy ½·pᵀM⁻¹p under the current metric.
+  double kinetic_energy(const double* p) {
+    double* v = c_.data();
+    metric_.mul_inv(p, v);
+    double k = 0.0;
+    for (std::size_t j = 0; j < p_; ++j) k += p[j] * v[j];
+    return 0.5 * k;
+  }
+
+  /// HMC's integrator: `steps` leapfrog steps of size `eps` from (q, p), in place; `g` and `lp`
+  /// hold ∇ log π and log π at q on entry and are updated with it. Returns false (a divergence,
+  /// the trajectory stopped where it was) when log π is not finite or the potential −log π rises
+  /// more than 1000 above the initial energy `h0`. Public for the tests (reversibility, volume
+  /// preservation, the O(ε²) energy error).
+  template <class Target>
+  bool leapfrog(Target& target, double* q, double* p, double* g, double& lp, double eps, int steps,
+                double h0, Counters& c) {
+    double* v = c_.data();
+    for (int l = 0; l < steps; ++l) {
+      for (std::size_t j = 0; j < p_; ++j) p[j] += 0.5 * eps * g[j];
+      metric_.mul_inv(p, v);
+      for (std::size_t j = 0; j < p_; ++j) q[j] += eps * v[j];
+      lp = target.eval_grad(q, g, c);
+      if (!std::isfinite(lp)) {
+        if (failed(lp)) ++c.nonfinite;
+        return false;
+      }
+      for (std::size_t j = 0; j < p_; ++j) p[j] += 0.5 * eps * g[j];
+      if (-lp > h0 + 1000.0) return false;  // the potential alone is 1000 above the initial energy
+    }
+    return true;
+  }
+
  private:
   static bool accept_mh(Rng& rng, double log_ratio) {
     return log_ratio >= 0.0 || std::log(rng.uniform_pos()) < log_ratio;
   }
   static double accept_prob(double log_ratio) {
     return log_ratio >= 0.0 ? 1.0 : std::exp(log_ratio);
+  }
+  /// A log density of NaN or +inf is a failure of the model or of the arithmetic: the proposal is
+  /// rejected and counted (Counters::nonfinite). −inf is an ordinary zero density (FlyMC meets it
+  /// where a bright datum's bound touches its likelihood): rejected, not counted.
+  static bool failed(double lp) noexcept {
+    return std::isnan(lp) || lp == std::numeric_limits<double>::infinity();
   }
   template <class Target>
   void evaluate_gradient(ThetaState& s, Target& target, Counters& c) {
@@ -150,8 +190,8 @@ class ThetaKernel {
     PhaseTimer t(c.profile, Phase::accept);
     const double log_ratio = lp - s.logp;
     // NaN (−inf − −inf, or a NaN density) is a rejection with probability 0.
-    if (std::isnan(lp) || std::isnan(log_ratio)) {
-      if (std::isnan(lp)) ++c.nonfinite;
+    if (failed(lp) || std::isnan(log_ratio)) {
+      if (failed(lp)) ++c.nonfinite;
       return {0.0, 0.0};
     }
     const double a = accept_prob(log_ratio);
@@ -187,7 +227,7 @@ class ThetaKernel {
     const double lp = target.eval_grad(prop, grad_new, c);
     PhaseTimer t(c.profile, Phase::accept);
     if (!std::isfinite(lp)) {
-      if (std::isnan(lp)) ++c.nonfinite;
+      if (failed(lp)) ++c.nonfinite;
       return {0.0, 0.0};
     }
     // Reverse move: r = θ − θ' − (ε²/2)M⁻¹∇ log π(θ'); log q(θ|θ') = −|L⁻¹r|²/(2ε²).
@@ -198,7 +238,10 @@ class ThetaKernel {
     for (std::size_t j = 0; j < p_; ++j) rev += c_[j] * c_[j];
     rev *= 0.5 / (eps_ * eps_);
     const double log_ratio = lp - s.logp - rev + fwd;
-    if (std::isnan(log_ratio)) return {0.0, 0.0};
+    if (std::isnan(log_ratio)) {  // a gradient that is not finite at θ'
+      ++c.nonfinite;
+      return {0.0, 0.0};
+    }
     const double a = accept_prob(log_ratio);
     if (accept_mh(rng, log_ratio)) {
       std::copy(prop, prop + p_, s.theta.begin());
@@ -217,7 +260,6 @@ class ThetaKernel {
   StepInfo hmc(Rng& rng, ThetaState& s, Target& target, Counters& c) {
     double* q = a_.data();
     double* p = b_.data();
-    double* v = c_.data();
     double* g = d_.data();
     const double eps = eps_ * (0.8 + 0.4 * rng.uniform());
     {
@@ -225,41 +267,20 @@ class ThetaKernel {
       for (std::size_t j = 0; j < p_; ++j) e_[j] = rng.normal();
       metric_.momentum(e_.data(), p);
     }
-    auto kinetic = [&] {
-      metric_.mul_inv(p, v);
-      double k = 0.0;
-      for (std::size_t j = 0; j < p_; ++j) k += p[j] * v[j];
-      return 0.5 * k;
-    };
-    const double h0 = -s.logp + kinetic();  // leaves v = M⁻¹p
+    const double h0 = -s.logp + kinetic_energy(p);
     std::copy(s.theta.begin(), s.theta.end(), q);
     std::copy(s.grad.begin(), s.grad.end(), g);
     double lp = s.logp;
-    bool divergent = false;
-    for (int l = 0; l < hmc_steps_; ++l) {
-      for (std::size_t j = 0; j < p_; ++j) p[j] += 0.5 * eps * g[j];
-      metric_.mul_inv(p, v);
-      for (std::size_t j = 0; j < p_; ++j) q[j] += eps * v[j];
-      lp = target.eval_grad(q, g, c);
-      if (!std::isfinite(lp)) {
-        if (std::isnan(lp)) ++c.nonfinite;
-        divergent = true;
-        break;
-      }
-      for (std::size_t j = 0; j < p_; ++j) p[j] += 0.5 * eps * g[j];
-      if (-lp > h0 + 1000.0) {  // the potential alone is 1000 above the initial energy
-        divergent = true;
-        break;
-      }
-    }
+    const bool divergent = !leapfrog(target, q, p, g, lp, eps, hmc_steps_, h0, c);
     PhaseTimer t(c.profile, Phase::accept);
     if (divergent) {
       ++c.divergences;
       return {0.0, 0.0};
     }
-    const double h1 = -lp + kinetic();
+    const double h1 = -lp + kinetic_energy(p);
     const double log_ratio = h0 - h1;
     if (std::isnan(log_ratio) || log_ratio < -1000.0) {
+      if (std::isnan(log_ratio)) ++c.nonfinite;  // a gradient that is not finite at the end
       ++c.divergences;
       return {0.0, 0.0};
     }
@@ -313,8 +334,9 @@ class ThetaKernel {
     auto at = [&](double t) {
       for (std::size_t j = 0; j < p_; ++j) x[j] = s.theta[j] + t * dir[j];
       const double lp = target.eval(x, c);
-      if (std::isnan(lp)) ++c.nonfinite;
-      return lp;  // NaN compares false: outside the slice
+      if (!failed(lp)) return lp;
+      ++c.nonfinite;
+      return -std::numeric_limits<double>::infinity();  // outside every slice
     };
     constexpr int kMaxSteps = 50;  // Neal's m
     const double log_y = s.logp + std::log(rng.uniform_pos());

@@ -63,6 +63,23 @@ SbcOptions ci_sbc(Algo algo, BoundTuning bound, ZUpdate z, std::uint64_t seed) {
   return o;
 }
 
+/// The θ-kernel SBC cases: the kernel at its defaults except 8 leapfrog steps for HMC, so warm-up
+/// adapts the step size and a diagonal metric from the Laplace covariance, over 300 iterations
+/// (Stan's windows [75, 100), [100, 150), [150, 250); the chains start at θ_MAP). Their kept draws
+/// decorrelate in fewer iterations than RW-MH's, so `thin` is set per case for ESS ≈ L (checked
+/// by check_sbc). FlyMC uses q = 0.1, with which z mixes in ≈ 10 sweeps instead of ≈ 100, the
+/// limit of a gradient kernel's FlyMC chain (exactness does not depend on q).
+SbcOptions kernel_sbc(KernelKind kind, SliceMode mode, Algo algo, long thin, std::uint64_t seed) {
+  SbcOptions o = ci_sbc(algo, BoundTuning::map, ZUpdate::implicit, seed);
+  o.run.kernel = kind;
+  o.run.slice_mode = mode;
+  o.run.hmc_steps = 8;
+  o.run.warmup = 300;
+  o.run.q_dark_to_bright = 0.1;
+  o.thin = thin;
+  return o;
+}
+
 void check_sbc(const SbcOptions& o) {
   const SbcResult r = run_sbc(o);
   CHECK_MESSAGE(r.passed(), format_report(r));
@@ -312,6 +329,26 @@ TEST_SUITE("statistical") {
     check_sbc(o);
   }
 
+  // The θ-kernels (see kernel_sbc), regular MCMC and FlyMC (MAP-tuned bound, implicit z-updates).
+  TEST_CASE("SBC: regular MCMC with MALA is calibrated") {
+    check_sbc(kernel_sbc(KernelKind::mala, SliceMode::direction, Algo::full, 10, 111));
+  }
+  TEST_CASE("SBC: FlyMC with MALA is calibrated") {
+    check_sbc(kernel_sbc(KernelKind::mala, SliceMode::direction, Algo::flymc, 20, 112));
+  }
+  TEST_CASE("SBC: regular MCMC with HMC is calibrated") {
+    check_sbc(kernel_sbc(KernelKind::hmc, SliceMode::direction, Algo::full, 5, 113));
+  }
+  TEST_CASE("SBC: FlyMC with HMC is calibrated") {
+    check_sbc(kernel_sbc(KernelKind::hmc, SliceMode::direction, Algo::flymc, 20, 114));
+  }
+  TEST_CASE("SBC: regular MCMC with slice sampling along the coordinates is calibrated") {
+    check_sbc(kernel_sbc(KernelKind::slice, SliceMode::coordinate, Algo::full, 5, 115));
+  }
+  TEST_CASE("SBC: FlyMC with slice sampling along random directions is calibrated") {
+    check_sbc(kernel_sbc(KernelKind::slice, SliceMode::direction, Algo::flymc, 20, 116));
+  }
+
   // Geweke: the FlyMC transition, z-updates included, against the joint distribution.
   TEST_CASE("Geweke: FlyMC untuned bound, implicit z-updates") {
     check_geweke(ci_geweke(BoundTuning::untuned, ZUpdate::implicit, 201));
@@ -326,5 +363,36 @@ TEST_SUITE("statistical") {
     o.bound_slack = 0.01;
     o.theta_steps = 2;
     check_geweke(o);
+  }
+
+  // Geweke with the θ-kernels at a fixed step size and the identity metric, FlyMC (untuned bound,
+  // implicit z-updates) and regular MCMC; 4 × 50,000 transitions against 100,000
+  // marginal-conditional draws (the standard errors are √2 of the ones above).
+  TEST_CASE("Geweke: FlyMC with MALA, HMC and slice sampling along random directions") {
+    for (KernelKind kind : {KernelKind::mala, KernelKind::hmc, KernelKind::slice}) {
+      CAPTURE(std::string(to_string(kind)));
+      GewekeOptions o = ci_geweke(BoundTuning::untuned, ZUpdate::implicit,
+                                  210 + static_cast<std::uint64_t>(kind));
+      o.iters = 50000;
+      o.mc_draws = 100000;
+      o.kernel = kind;
+      o.step_size = kind == KernelKind::mala ? 0.6 : kind == KernelKind::hmc ? 0.25 : 1.0;
+      o.slice_mode = SliceMode::direction;
+      check_geweke(o);
+    }
+  }
+  TEST_CASE("Geweke: regular MCMC with MALA, HMC and slice sampling along the coordinates") {
+    for (KernelKind kind : {KernelKind::mala, KernelKind::hmc, KernelKind::slice}) {
+      CAPTURE(std::string(to_string(kind)));
+      GewekeOptions o = ci_geweke(BoundTuning::untuned, ZUpdate::implicit,
+                                  220 + static_cast<std::uint64_t>(kind));
+      o.algo = Algo::full;
+      o.iters = 50000;
+      o.mc_draws = 100000;
+      o.kernel = kind;
+      o.step_size = kind == KernelKind::mala ? 0.6 : kind == KernelKind::hmc ? 0.25 : 1.0;
+      o.slice_mode = SliceMode::coordinate;
+      check_geweke(o);
+    }
   }
 }

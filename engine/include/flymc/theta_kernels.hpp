@@ -361,14 +361,17 @@ class ThetaKernel {
         target.accept();
         return;
       }
+      // The current point (t = 0) is in its own slice and always inside the interval, so this
+      // ends. It did not if the interval has shrunk below the resolution of θ (the point tried
+      // is θ itself) and θ is still outside: the cached log density is not θ's (a non-finite one,
+      // or a target that missed an accept()). Then stay, rather than shrink for 1e5 evaluations.
+      if (std::equal(x, x + p_, s.theta.begin())) return;
       ++shrinks;
       if (t < 0.0) {
         lo = t;
       } else {
         hi = t;
       }
-      // A point that is in the slice (t = 0) always lies inside the interval, so this ends;
-      // guard against a density that is not finite at the current point all the same.
       if (!(hi - lo > 0.0) || shrinks > 100000) return;
     }
   }

@@ -813,6 +813,25 @@ TEST_SUITE("unit") {
     }
   }
 
+  TEST_CASE("slice sampling stays put, quickly, when the cached density is not the point's") {
+    // A cached log density above the true one puts θ outside its own slice: no point of the line
+    // is in the slice, and the interval shrinks onto θ. The update must then stop (about 60
+    // shrinks, once the points tried are θ itself), not run to the 1e5-shrink guard.
+    for (SliceMode mode : {SliceMode::direction, SliceMode::coordinate}) {
+      CAPTURE(std::string(to_string(mode)));
+      TestTarget t(Vec::Zero(2), Mat::Identity(2, 2));
+      ThetaKernel k(kernel_config(KernelKind::slice, mode), 2, InverseMetric::identity(2), 2.0);
+      Rng rng(4, 4);
+      ThetaState s = state_at({0.3, -0.7}, t);
+      s.logp += 50.0;
+      Counters cnt;
+      const StepInfo info = k.step(rng, s, t, cnt);
+      CHECK(s.theta == std::vector<double>{0.3, -0.7});
+      CHECK(cnt.queries < 200 * 2);
+      CHECK(info.adapt_stat < 0.1);  // shrinks only
+    }
+  }
+
   TEST_CASE("HMC: an unstable step size gives counted divergences, never a non-finite state") {
     TestTarget t(Vec::Zero(3), rotated_cov({0.01, 1.0, 4.0}, 3));
     for (MetricForm f : {MetricForm::identity, MetricForm::dense}) {

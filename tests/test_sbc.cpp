@@ -21,6 +21,12 @@
 // cases (θ_j² |z| up to 38). The seeds are fixed, so the suite is deterministic; a correct sampler
 // passes at these seeds, and at fresh seeds raises a false alarm with probability ≤ 0.001 per
 // case.
+// The θ-kernel cases, each shown to fail on a private copy of the tree together with the kernel
+// tests (test_theta_kernels.cpp) and the exactness test: dropping MALA's reverse-proposal term
+// fails SBC regular MALA and both Geweke kernel cases; dropping both proposal terms also SBC
+// FlyMC MALA; a full instead of a half momentum step at the end of HMC's trajectory fails SBC
+// regular HMC (its kept draws turn autocorrelated) and both Geweke cases; a slice update that
+// forgets target.accept() fails SBC FlyMC slice and the FlyMC Geweke case.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -20,6 +20,12 @@
 // suite is deterministic. Each comparison also requires se below a few percent of the quantity's
 // scale (se < 0.04 sd for a mean, < 0.08 σ_iσ_j for a covariance), so that a bias of
 // 0.2 sd in a mean or 0.35 σ_iσ_j in a covariance is caught with power ≈ 1.
+//
+// Shown to fail (a private copy of the tree, one mutation at a time): MALA without its
+// reverse-proposal term, or without both proposal terms (the replayed MH ratios, the moments,
+// detailed balance); HMC with a full momentum step at the end of its trajectory (the replayed
+// ratios, reversibility, the energy error's order, the moments); slice sampling that forgets
+// target.accept() (the target's adopted point differs from the chain's state).
 #include <doctest/doctest.h>
 
 #include <algorithm>

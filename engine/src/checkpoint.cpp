@@ -431,6 +431,7 @@ std::vector<unsigned char> encode_checkpoint(const ChainCheckpoint& c) {
   w.put(c.bound_clamps);
   w.put(c.nonfinite);
   w.put(c.queries_at_sampling);
+  w.put(c.divergences_at_sampling);
   w.put(c.queries_at_row);
   w.put(c.z_init_seconds);
   w.put(c.warmup_seconds);
@@ -490,6 +491,7 @@ ChainCheckpoint decode_chain_checkpoint(std::span<const unsigned char> bytes,
   c.bound_clamps = r.get<std::uint64_t>();
   c.nonfinite = r.get<std::uint64_t>();
   c.queries_at_sampling = r.get<std::uint64_t>();
+  c.divergences_at_sampling = r.get<std::uint64_t>();
   c.queries_at_row = r.get<std::uint64_t>();
   c.z_init_seconds = r.get<double>();
   c.warmup_seconds = r.get<double>();

@@ -134,7 +134,7 @@ std::uint64_t RunResult::nonfinite() const {
 }
 std::uint64_t RunResult::divergences() const {
   std::uint64_t s = 0;
-  for (const auto& c : chains) s += c.counters.divergences;
+  for (const auto& c : chains) s += c.sampling_divergences;
   return s;
 }
 std::vector<std::vector<double>> RunResult::coordinate(std::size_t j) const {

@@ -136,6 +136,7 @@ ChainResult run_chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sin
     res.accept_rate = st->accept_sum / static_cast<double>(cfg.iters);
     res.bright_mean = st->bright_sum / static_cast<double>(cfg.iters);
     res.sampling_queries = st->queries - st->queries_at_sampling;
+    res.sampling_divergences = st->divergences - st->divergences_at_sampling;
     restore_counters(*st, cnt);
     res.warmup_seconds = st->warmup_seconds;
     res.sampling_seconds = st->sampling_seconds;
@@ -160,7 +161,7 @@ ChainResult run_chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sin
   res.draws.reserve(res.kept * p);
   res.lp.reserve(res.kept);
   double accept_sum = 0.0, bright_sum = 0.0, window_accept = 0.0;
-  std::uint64_t queries_at_sampling = 0, queries_at_row = 0;
+  std::uint64_t queries_at_sampling = 0, queries_at_row = 0, divergences_at_sampling = 0;
   long window_steps = 0, since_z = 0, it0 = 0;
   // The chain's own timers over earlier sessions, and their wall-clock shares.
   double z_prev = 0.0, warm_prev = 0.0, samp_prev = 0.0;
@@ -237,6 +238,7 @@ ChainResult run_chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sin
     bright_sum = st->bright_sum;
     restore_counters(*st, cnt);
     queries_at_sampling = st->queries_at_sampling;
+    divergences_at_sampling = st->divergences_at_sampling;
     queries_at_row = st->queries_at_row;
     z_prev = st->z_init_seconds;
     warm_prev = st->warmup_seconds;
@@ -280,6 +282,7 @@ ChainResult run_chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sin
     c.bound_clamps = cnt.bound_clamps;
     c.nonfinite = cnt.nonfinite;
     c.queries_at_sampling = queries_at_sampling;
+    c.divergences_at_sampling = divergences_at_sampling;
     c.queries_at_row = queries_at_row;
     double warm, samp;
     session_times(warm, samp);
@@ -328,6 +331,7 @@ ChainResult run_chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sin
       seg_start = now;
       in_warmup = false;
       queries_at_sampling = queries_at_row = cnt.queries;
+      divergences_at_sampling = cnt.divergences;
       window_accept = 0.0;
       window_steps = 0;
     }
@@ -396,6 +400,7 @@ ChainResult run_chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sin
   res.accept_rate = accept_sum / static_cast<double>(cfg.iters);
   res.bright_mean = bright_sum / static_cast<double>(cfg.iters);
   res.sampling_queries = cnt.queries - queries_at_sampling;
+  res.sampling_divergences = cnt.divergences - divergences_at_sampling;
   if (sink) sink->end(res.warmup_seconds, res.sampling_seconds, cnt);
   if (ck != nullptr) save(total, true);
   return res;

@@ -307,10 +307,11 @@ void run_sample(const SampleOptions& o) {
                  "are not exact\n",
                  static_cast<unsigned long long>(r.bound_violations()));
   if (r.divergences() > 0)
-    std::fprintf(stderr,
-                 "flymc: warning: %llu divergent HMC trajectories (rejected; the draws stay exact, "
-                 "but a smaller step size mixes better)\n",
-                 static_cast<unsigned long long>(r.divergences()));
+    std::fprintf(
+        stderr,
+        "flymc: warning: %llu divergent HMC trajectories after warm-up (rejected; the draws "
+        "stay exact, but a higher --target-accept mixes better)\n",
+        static_cast<unsigned long long>(r.divergences()));
   if (r.nonfinite() > 0)
     std::fprintf(stderr, "flymc: warning: %llu proposals rejected for a non-finite density\n",
                  static_cast<unsigned long long>(r.nonfinite()));

@@ -88,7 +88,7 @@ struct ChainCheckpoint {
   double window_accept = 0.0, accept_sum = 0.0, bright_sum = 0.0;
   std::uint64_t queries = 0, grad_evals = 0, divergences = 0;
   std::uint64_t bound_violations = 0, bound_clamps = 0, nonfinite = 0;
-  std::uint64_t queries_at_sampling = 0, queries_at_row = 0;
+  std::uint64_t queries_at_sampling = 0, queries_at_row = 0, divergences_at_sampling = 0;
   /// The chain's own timers, summed over sessions (the draw file's Elapsed Time block).
   double z_init_seconds = 0.0, warmup_seconds = 0.0, sampling_seconds = 0.0;
   /// Their wall-clock share: each session's timer time divided by that session's concurrency

@@ -167,10 +167,6 @@ class ThetaKernel {
   static bool failed(double lp) noexcept {
     return std::isnan(lp) || lp == std::numeric_limits<double>::infinity();
   }
-  template <class Target>
-  void evaluate_gradient(ThetaState& s, Target& target, Counters& c) {
-    s.logp = target.eval_grad(s.theta.data(), s.grad.data(), c);
-  }
 
   /// θ' = θ + ε·L·η, accepted with min(1, π(θ')/π(θ)) (symmetric proposal).
   template <class Target>

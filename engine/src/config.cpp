@@ -47,8 +47,8 @@ void RunConfig::validate() const {
     throw ConfigError("--resample-fraction must be in (0, 1], got " + num(resample_fraction));
   if (!(untuned_xi >= 0.0) || !std::isfinite(untuned_xi))
     throw ConfigError("--untuned-xi must be finite and >= 0, got " + num(untuned_xi));
-  if (!(bound_slack >= 0.0) || !std::isfinite(bound_slack))
-    throw ConfigError("--bound-slack must be finite and >= 0, got " + num(bound_slack));
+  if (!std::isfinite(bound_slack) || (bound_slack < 0.0 && bound_slack != -1.0))
+    throw ConfigError("--bound-slack must be finite and >= 0 (or auto), got " + num(bound_slack));
   if (!(target_accept >= 0.0 && target_accept < 1.0))
     throw ConfigError("--target-accept must be in (0, 1) (0: the kernel's default), got " +
                       num(target_accept));

@@ -279,8 +279,9 @@ MapResult LogisticModel::newton(const Prior& prior, Vec theta, double tol, int m
 // ----------------------------------------------------------------------------------------------
 LogisticBound LogisticBound::make(const LogisticModel& model, const RunConfig& cfg,
                                   const MapResult& map) {
-  return cfg.bound == BoundTuning::map ? map_tuned(model, map.theta, cfg.bound_slack)
-                                       : untuned(model, cfg.untuned_xi, map.theta, cfg.bound_slack);
+  return cfg.bound == BoundTuning::map
+             ? map_tuned(model, map.theta, bound_slack_of(cfg))
+             : untuned(model, cfg.untuned_xi, map.theta, bound_slack_of(cfg));
 }
 
 LogisticBound LogisticBound::untuned(const LogisticModel& model, double xi, const Vec& anchor,

@@ -455,8 +455,9 @@ RobustModel::Ascent RobustModel::climb(const Prior& prior, Ascent a, double tol,
 // ----------------------------------------------------------------------------------------------
 RobustBound RobustBound::make(const RobustModel& model, const RunConfig& cfg,
                               const MapResult& map) {
-  return cfg.bound == BoundTuning::map ? map_tuned(model, map.theta, cfg.bound_slack)
-                                       : untuned(model, cfg.untuned_xi, map.theta, cfg.bound_slack);
+  return cfg.bound == BoundTuning::map
+             ? map_tuned(model, map.theta, bound_slack_of(cfg))
+             : untuned(model, cfg.untuned_xi, map.theta, bound_slack_of(cfg));
 }
 
 RobustBound RobustBound::untuned(const RobustModel& model, double xi, const Vec& anchor,

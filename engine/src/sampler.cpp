@@ -57,6 +57,22 @@ void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size
                       ": does not fit the run's configuration (" + bad + ")");
 }
 
+std::vector<double> laplace_draws(const MapResult& map, std::uint64_t seed) {
+  constexpr int kDraws = 8;
+  const auto p = static_cast<std::size_t>(map.theta.size());
+  const Eigen::LLT<Mat> llt(map.covariance);
+  const Mat L = llt.matrixL();
+  Rng rng(seed, 0x5eedf1f1ULL);
+  std::vector<double> draws(kDraws * p);
+  Vec eta(static_cast<Eigen::Index>(p));
+  for (int t = 0; t < kDraws; ++t) {
+    for (auto& e : eta) e = rng.normal();
+    const Vec th = map.theta + L * eta;
+    std::copy(th.data(), th.data() + p, draws.begin() + static_cast<std::ptrdiff_t>(t * p));
+  }
+  return draws;
+}
+
 InverseMetric initial_metric(const RunConfig& cfg, const MapResult& map) {
   const auto p = static_cast<std::size_t>(map.theta.size());
   switch (cfg.resolved_metric()) {

@@ -400,8 +400,8 @@ MapResult SoftmaxModel::newton(const Prior& prior, Vec theta, double tol, int ma
 // ----------------------------------------------------------------------------------------------
 SoftmaxBound SoftmaxBound::make(const SoftmaxModel& model, const RunConfig& cfg,
                                 const MapResult& map) {
-  return cfg.bound == BoundTuning::map ? map_tuned(model, map.theta, cfg.bound_slack)
-                                       : untuned(model, map.theta, cfg.bound_slack);
+  return cfg.bound == BoundTuning::map ? map_tuned(model, map.theta, bound_slack_of(cfg))
+                                       : untuned(model, map.theta, bound_slack_of(cfg));
 }
 
 SoftmaxBound SoftmaxBound::untuned(const SoftmaxModel& model, const Vec& anchor, double slack) {

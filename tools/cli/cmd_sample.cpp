@@ -293,9 +293,11 @@ void run_sample(const SampleOptions& o) {
     print_summary_table(stdout, params);
     std::printf(
         "\nset-up %.3f s, warm-up %.3f s, sampling %.3f s; %.1f likelihood queries/iter "
-        "(%.2f%% of N), %.1f bright on average, acceptance %.3f\n",
+        "(%.2f%% of N), %.1f bright on average, acceptance %.3f%s\n",
         r.setup_seconds, r.warmup_seconds, r.sampling_seconds, r.queries_per_iter(),
-        100.0 * r.queries_per_iter() / double(r.n), r.bright_mean(), r.accept_rate());
+        100.0 * r.queries_per_iter() / double(r.n), r.bright_mean(), r.accept_rate(),
+        r.config.algo == Algo::flymc ? (", bound slack " + std::to_string(r.bound_slack)).c_str()
+                                     : "");
     std::printf("draws: %s/chain-{1..%d}.csv, summary: %s/summary.json\n", out.c_str(), cfg.chains,
                 out.c_str());
   }

@@ -1,11 +1,16 @@
 #pragma once
 // Sub-command registration for the flymc command line. Each sub-command lives in its own file.
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <exception>
+#include <limits>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "flymc/config.hpp"
+#include "flymc/errors.hpp"
 
 namespace flymc::cli {
 /// Thrown by a sub-command to end the program with `code` after printing its own message.
@@ -25,8 +30,33 @@ void add_model_z_options(CLI::App* s, Options& o) {
   s->add_option("--resample-fraction", o.resample_fraction, "Explicit z-update fraction")
       ->capture_default_str();
   s->add_option("--untuned-xi", o.untuned_xi, "xi of the untuned bound")->capture_default_str();
-  s->add_option("--bound-slack", o.bound_slack, "Slack subtracted from every log B_n")
-      ->capture_default_str();
+  if constexpr (std::is_same_v<Options, RunConfig>) {
+    // "auto" (RunConfig's default, stored as −1) or a number >= 0; anything else exits 78.
+    s->add_option_function<std::string>(
+         "--bound-slack",
+         [&o](const std::string& v) {
+           if (v == "auto") {
+             o.bound_slack = -1.0;
+             return;
+           }
+           double x = std::numeric_limits<double>::quiet_NaN();
+           try {
+             std::size_t used = 0;
+             x = std::stod(v, &used);
+             if (used != v.size()) x = std::numeric_limits<double>::quiet_NaN();
+           } catch (const std::exception&) {
+           }
+           if (!(x >= 0.0) || !std::isfinite(x))
+             throw ConfigError("--bound-slack must be auto or a finite number >= 0, got " + v);
+           o.bound_slack = x;
+         },
+         "Slack subtracted from every log B_n; auto: a quarter of the expected bright "
+         "fraction (Laplace draws at set-up)")
+        ->default_str("auto");
+  } else {
+    s->add_option("--bound-slack", o.bound_slack, "Slack subtracted from every log B_n")
+        ->capture_default_str();
+  }
 }
 /// An option taking one of the names in `values`, stored as the mapped enum. An unknown name is a
 /// usage error naming the option and the choices, e.g. "--kernel: nuts not in {hmc,...}".

@@ -61,7 +61,10 @@ struct RunConfig {
   /// the residual |r| where the Gaussian bound touches the Student-t; unused by softmax (its
   /// untuned bound is anchored at W = 0).
   double untuned_xi = 1.5;
-  double bound_slack = 0.0;  ///< ε subtracted from every log B_n (MATH.md 1.5)
+  /// ε subtracted from every log B_n (MATH.md 1.5). Negative: automatic, ε = ¼·(expected bright
+  /// count)/N estimated from 8 Laplace draws at set-up (about a quarter more bright data, no
+  /// −∞ barrier at any bright datum's tight point; RunResult::bound_slack reports it).
+  double bound_slack = -1.0;
   /// θ-steps per z-sweep (MATH.md 1.5). An iteration is one θ-step, so z is resampled after
   /// every theta_steps-th iteration and queries/ESS per iteration stay per θ proposal.
   /// 0 picks the measured default: 10 for RW-MH (README, "Levers": 10 θ-steps per z-sweep cut

@@ -550,19 +550,17 @@ class ImplicitZUpdater {
   ZScratch s_;
 };
 
-/// Per-datum proposal rates for the implicit z-update (MATH.md 1.5, the paper's discussion):
-/// q_n ∝ the datum's expected bright probability p̄_n = E[1 − B_n/L_n], estimated at set-up
-/// from `draws` (M × P dense θ draws, e.g. from the Laplace approximation), scaled so that the
-/// expected number of dark proposals per sweep, Σ_n q_n (1 − p̄_n), equals the uniform
-/// update's q·N, floored at q/10 (every datum keeps being proposed: the chain stays
-/// irreducible) and capped at 1. Data likely to be bright are then proposed often and follow θ
-/// quickly, the others rarely. Deterministic given the draws (fixed blocks, any thread count).
+/// The mean dark probability m_n = mean over `draws` of B_n/L_n = e^{−Δ_n} for every datum, from
+/// M dense θ draws (M × P values, e.g. from the Laplace approximation): 1 − m_n estimates the
+/// datum's expected bright probability. Fixed blocks combined in order: the same on any number
+/// of threads.
 template <class Bound>
-ZRates per_datum_rates(const Bound& bound, const Dataset& data, const ParamLayout& lay,
-                       const std::vector<double>& draws, double q) {
+std::vector<double> mean_dark_probability(const Bound& bound, const Dataset& data,
+                                          const ParamLayout& lay,
+                                          const std::vector<double>& draws) {
   const std::size_t n = data.n(), P = lay.dim(), K = lay.k;
   const std::size_t m = P > 0 ? draws.size() / P : 0;
-  std::vector<double> pbar(n, 0.0);
+  std::vector<double> dark(n, 0.0);
   std::vector<AlignedBuffer> pads;
   for (std::size_t t = 0; t < m; ++t) {
     pads.push_back(aligned_zeros(lay.padded()));
@@ -577,11 +575,24 @@ ZRates per_datum_rates(const Bound& bound, const Dataset& data, const ParamLayou
     for (std::size_t t = 0; t < m; ++t) {
       packed_predictors(K, data.row(lo), len, data.stride(), pads[t].get(), preds.data());
       bound.deltas(idx.data(), preds.data(), len, delta.data());
-      for (std::size_t i = 0; i < len; ++i) pbar[lo + i] += -std::expm1(-delta[i]);
+      for (std::size_t i = 0; i < len; ++i) delta[i] = -delta[i];
+      kernels::exp(delta.data(), delta.data(), len);
+      for (std::size_t i = 0; i < len; ++i) dark[lo + i] += delta[i];
     }
     for (std::size_t i = lo; i < hi; ++i)
-      pbar[i] /= static_cast<double>(std::max<std::size_t>(m, 1));
+      dark[i] /= static_cast<double>(std::max<std::size_t>(m, 1));
   });
+  return dark;
+}
+
+/// Per-datum proposal rates for the implicit z-update (MATH.md 1.5, the paper's discussion):
+/// q_n ∝ the datum's expected bright probability p̄_n (`pbar`, e.g. 1 − mean_dark_probability),
+/// scaled so that the expected number of dark proposals per sweep, Σ_n q_n (1 − p̄_n), equals
+/// the uniform update's q·N, floored at q/10 (every datum keeps being proposed: the chain stays
+/// irreducible) and capped at 1. Data likely to be bright are then proposed often and follow θ
+/// quickly, the others rarely.
+inline ZRates per_datum_rates(const std::vector<double>& pbar, double q) {
+  const std::size_t n = pbar.size();
   // κ by bisection: Σ_n min(1, max(q/10, κ p̄_n))·(1 − p̄_n) = q·N.
   const double floor_q = 0.1 * q, budget = q * static_cast<double>(n);
   auto rate = [&](double kappa, double p) { return std::min(1.0, std::max(floor_q, kappa * p)); };

@@ -74,6 +74,12 @@ struct Prior {
   double map_curvature(double theta_j) const noexcept;
 };
 
+/// The slack a bound is built with from `cfg`: RunConfig::bound_slack, with the automatic value
+/// (−1; run() resolves it from Laplace draws before building the run's bound) taken as 0.
+inline double bound_slack_of(const RunConfig& cfg) noexcept {
+  return cfg.bound_slack == -1.0 ? 0.0 : cfg.bound_slack;
+}
+
 /// Dense ↔ padded conversions for K blocks of `stride` (see the file comment).
 struct ParamLayout {
   std::size_t k = 1, d = 0, stride = 0;

@@ -95,6 +95,7 @@ struct RunResult {
   std::vector<std::string> names;  ///< parameter names (theta.j, or W.k.j for softmax)
   std::vector<ChainResult> chains;
   MapResult map;
+  double bound_slack = 0.0;  ///< the slack ε used (RunConfig::bound_slack, resolved if automatic)
   double setup_seconds = 0.0;     ///< MAP + bound statistics + initial z (wall)
   double warmup_seconds = 0.0;    ///< wall time of the chains' parallel region spent in warm-up
   double sampling_seconds = 0.0;  ///< ... and in sampling (apportioned by the chains' own timers)

@@ -301,6 +301,24 @@ void run_sample(const SampleOptions& o) {
     std::printf("draws: %s/chain-{1..%d}.csv, summary: %s/summary.json\n", out.c_str(), cfg.chains,
                 out.c_str());
   }
+  // Convergence: Vehtari et al. (2021) ask for R-hat < 1.01 and a bulk ESS of at least 100 per
+  // chain before the estimates are trusted.
+  {
+    double rhat = 0.0, ess = std::numeric_limits<double>::infinity();
+    for (const auto& p : params) {
+      rhat = std::max(rhat, std::isnan(p.s.rhat) ? 0.0 : p.s.rhat);
+      ess = std::min(ess, std::isnan(p.s.ess_bulk) ? 0.0 : p.s.ess_bulk);
+    }
+    if (rhat > 1.01 || ess < 100.0 * cfg.chains)
+      std::fprintf(stderr,
+                   "flymc: warning: the chains have not mixed enough for reliable estimates (max "
+                   "R-hat %.3f, min bulk ESS %.0f; aim for R-hat < 1.01 and ESS >= 100 per "
+                   "chain): run more iterations (--iters, --warmup)%s\n",
+                   rhat, ess,
+                   cfg.algo == Algo::flymc ? "; FlyMC iterations are cheap but mix more slowly "
+                                             "than regular MCMC's"
+                                           : "");
+  }
   // Warnings go to stderr even with --quiet: a violated bound means the draws are not exact.
   if (r.bound_violations() > 0)
     std::fprintf(stderr,

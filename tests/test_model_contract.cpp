@@ -48,6 +48,21 @@ struct ModelFixture<SoftmaxModel> {
   }
 };
 
+/// Softmax with the tight bound (per datum the tighter of Böhning's and the Jebara–Choromanska
+/// curvatures; a distinct type for the type lists).
+struct SoftmaxTightModel : SoftmaxModel {
+  using SoftmaxModel::SoftmaxModel;
+};
+template <>
+struct ModelFixture<SoftmaxTightModel> {
+  static std::shared_ptr<const Dataset> data() { return ModelFixture<SoftmaxModel>::data(); }
+  static RunConfig config() {
+    RunConfig c = ModelFixture<SoftmaxModel>::config();
+    c.softmax_bound = SoftmaxBoundKind::tight;
+    return c;
+  }
+};
+
 template <>
 struct ModelFixture<RobustModel> {
   // Every 10th response shifted by 30: outliers whose residuals sit far out in the Student-t's
@@ -136,7 +151,8 @@ void check_gradient(const Vec& analytic, const Vec& numeric) {
 
 TEST_SUITE("unit") {
   TEST_CASE_TEMPLATE("model contract: bound below likelihood, collapsed sum, tightness", M,
-                     LogisticModel, SoftmaxModel, RobustModel, RobustLaplaceModel) {
+                     LogisticModel, SoftmaxModel, SoftmaxTightModel, RobustModel,
+                     RobustLaplaceModel) {
     const auto ds = ModelFixture<M>::data();
     for (BoundTuning tuning : {BoundTuning::map, BoundTuning::untuned}) {
       for (double slack : {0.0, 0.01}) {
@@ -182,7 +198,7 @@ TEST_SUITE("unit") {
   }
 
   TEST_CASE_TEMPLATE("model contract: gradients agree with finite differences", M, LogisticModel,
-                     SoftmaxModel, RobustModel, RobustLaplaceModel) {
+                     SoftmaxModel, SoftmaxTightModel, RobustModel, RobustLaplaceModel) {
     const auto ds = ModelFixture<M>::data();
     RunConfig cfg = ModelFixture<M>::config();
     cfg.bound_slack = 0.01;

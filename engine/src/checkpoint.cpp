@@ -201,6 +201,7 @@ void put_config(ByteWriter& w, const RunConfig& c) {
   w.put(c.step_size);
   w.put(c.init_jitter);
   w.put(c.test_bound_excess);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.softmax_bound));
 }
 
 RunConfig get_config(ByteReader& r) {
@@ -245,6 +246,7 @@ RunConfig get_config(ByteReader& r) {
   c.step_size = r.get<double>();
   c.init_jitter = r.get<double>();
   c.test_bound_excess = r.get<double>();
+  c.softmax_bound = static_cast<SoftmaxBoundKind>(e(1));
   try {
     c.validate();
   } catch (const ConfigError& err) {

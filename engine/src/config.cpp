@@ -109,6 +109,9 @@ const char* to_string(PriorKind p) noexcept {
 const char* to_string(SliceMode s) noexcept {
   return s == SliceMode::coordinate ? "coordinate" : "direction";
 }
+const char* to_string(SoftmaxBoundKind b) noexcept {
+  return b == SoftmaxBoundKind::bohning ? "bohning" : "tight";
+}
 
 Metric RunConfig::resolved_metric() const noexcept {
   if (metric != Metric::automatic) return metric;

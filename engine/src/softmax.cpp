@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "flymc/blas.hpp"
 #include "flymc/errors.hpp"
@@ -154,6 +156,145 @@ Mat assemble_neg_hessian(const std::vector<double>& pairs, std::size_t K, std::s
 }
 
 }  // namespace
+
+// ----------------------------------------------------------------------------------------------
+namespace lse_bound {
+namespace {
+/// tanh(r/2)/(2r), ¼ at r = 0: the Jaakkola–Jordan curvature coefficient (twice λ(r) of
+/// MATH.md 2.1). Below |r| = 1e-3 by its series ¼ − r²/48 + r⁴/480 (error O(r⁶) < 1e-19); for
+/// huge |r| it tends to 1/(2|r|), and to 0 at infinity.
+double jc_coefficient(double r) noexcept {
+  const double a = std::fabs(r);
+  if (a < 1e-3) {
+    const double r2 = r * r;
+    return 0.25 - r2 / 48.0 + r2 * r2 / 480.0;
+  }
+  if (!(a <= std::numeric_limits<double>::max())) return 0.0;
+  return std::tanh(0.5 * a) / (2.0 * a);
+}
+}  // namespace
+
+void jebara_choromanska(const double* psi0, const std::uint16_t* order, std::size_t K, double* c,
+                        double* s) noexcept {
+  double mx = psi0[0];
+  for (std::size_t k = 1; k < K; ++k) mx = std::max(mx, psi0[k]);
+  // lz = log z_{j−1} relative to e^{max ψ0}; r_j = log α_{o_j} − lz.
+  double lz = psi0[order[0]] - mx;
+  for (std::size_t j = 1; j < K; ++j) {
+    const double a = psi0[order[j]] - mx;
+    const double r = a - lz;
+    c[j - 1] = jc_coefficient(r);
+    // s_j = σ(r_j) and log z_j = lz + softplus(r_j), each in the form that cannot overflow.
+    if (r >= 0.0) {
+      const double e = std::exp(-r);
+      s[j - 1] = 1.0 / (1.0 + e);
+      lz = a + std::log1p(e);
+    } else {
+      const double e = std::exp(r);
+      s[j - 1] = e / (1.0 + e);
+      lz += std::log1p(e);
+    }
+  }
+}
+
+void bohning(std::size_t K, double* c, double* s) noexcept {
+  for (std::size_t j = 1; j < K; ++j) {
+    const auto jd = static_cast<double>(j);
+    c[j - 1] = jd / (2.0 * (jd + 1.0));
+    s[j - 1] = 1.0 / (jd + 1.0);
+  }
+}
+
+double quad(const double* v, const std::uint16_t* order, const double* c, const double* s,
+            std::size_t K, double* sv) noexcept {
+  double m = v[order[0]], q = 0.0;
+  if (sv == nullptr) {
+    for (std::size_t j = 1; j < K; ++j) {
+      const double t = v[order[j]] - m;
+      q += c[j - 1] * (t * t);
+      m += s[j - 1] * t;
+    }
+    return 0.5 * q;
+  }
+  for (std::size_t j = 1; j < K; ++j) {
+    const double t = v[order[j]] - m;
+    q += c[j - 1] * (t * t);
+    m += s[j - 1] * t;
+    sv[order[j]] = t;  // kept for the reverse pass (each class occurs once)
+  }
+  // Reverse pass: a = ∂q/∂m_j through the later terms; t_j feeds c_j t_j into v_{o_j} and takes
+  // it (plus s_j·a) from m_{j−1}, which also passes a on directly.
+  double a = 0.0;
+  for (std::size_t j = K - 1; j >= 1; --j) {
+    const double ct = c[j - 1] * sv[order[j]];
+    sv[order[j]] = ct + a * s[j - 1];
+    a = a * (1.0 - s[j - 1]) - ct;
+  }
+  sv[order[0]] = a;
+  return 0.5 * q;
+}
+
+namespace {
+/// w_kl = −S[k,l] for the pairs k < l (lexicographic, K(K−1)/2 of them), O(K²). For the
+/// classes k = o_p, l = o_q at positions p < q, only l_q and the later l_j have both entries:
+///   S[k,l] = −c_q μ_{q−1}[k] + μ_q[k] μ_q[l] T_q,  T_q = Σ_{j>q} c_j Π_{q<i<j}(1 − s_i)²,
+/// since μ_{j−1}[k]μ_{j−1}[l] = μ_q[k]μ_q[l]·Π_{q<i<j}(1 − s_i)², and T_q = c_{q+1} +
+/// (1 − s_{q+1})² T_{q+1}. `mu` and `t` are K doubles of scratch.
+void pair_weights(const std::uint16_t* order, const double* c, const double* s, std::size_t K,
+                  double* w, double* mu, double* t) noexcept {
+  t[K - 1] = 0.0;
+  for (std::size_t q = K - 1; q >= 2; --q) {
+    const double u = 1.0 - s[q - 1];
+    t[q - 1] = c[q - 1] + u * u * t[q];
+  }
+  std::fill(mu, mu + K, 0.0);
+  mu[order[0]] = 1.0;  // μ_0, indexed by class
+  for (std::size_t q = 1; q < K; ++q) {
+    const std::size_t l = order[q];
+    const double sq = s[q - 1], cq = c[q - 1], u = 1.0 - sq;
+    for (std::size_t p = 0; p < q; ++p) {
+      const std::size_t k = order[p];
+      const double wkl = cq * mu[k] - (mu[k] * u) * sq * t[q];
+      const std::size_t a = std::min(k, l), b = std::max(k, l);
+      w[a * K - a * (a + 1) / 2 + (b - a - 1)] = wkl;
+      mu[k] *= u;
+    }
+    mu[l] = sq;
+  }
+}
+}  // namespace
+
+void curvature(const std::uint16_t* order, const double* c, const double* s, std::size_t K,
+               double* S) noexcept {
+  std::vector<double> w(K * (K - 1) / 2), mu(K), t(K);
+  pair_weights(order, c, s, K, w.data(), mu.data(), t.data());
+  std::fill(S, S + K * K, 0.0);
+  std::size_t pair = 0;
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t l = k + 1; l < K; ++l, ++pair) {
+      S[k * K + l] = S[l * K + k] = -w[pair];
+      S[k * K + k] += w[pair];
+      S[l * K + l] += w[pair];
+    }
+}
+
+double trace_product(const std::uint16_t* order, const double* c, const double* s, std::size_t K,
+                     const double* M) noexcept {
+  // l_jᵀMl_j = M[o,o] − 2(Mμ)_o + μᵀMμ with o = o_j, μ = μ_{j−1}, both kept up to date in O(K)
+  // per step: μ ← (1 − s)μ + s e_o.
+  std::vector<double> mmu(M + std::size_t{order[0]} * K, M + (std::size_t{order[0]} + 1) * K);
+  double mum = M[std::size_t{order[0]} * K + order[0]], tr = 0.0;
+  for (std::size_t j = 1; j < K; ++j) {
+    const std::size_t o = order[j];
+    const double sj = s[j - 1], u = 1.0 - sj, moo = M[o * K + o];
+    tr += c[j - 1] * (moo - 2.0 * mmu[o] + mum);
+    mum = u * u * mum + 2.0 * sj * u * mmu[o] + sj * sj * moo;
+    for (std::size_t k = 0; k < K; ++k) mmu[k] = u * mmu[k] + sj * M[o * K + k];
+  }
+  return tr;
+}
+
+}  // namespace lse_bound
 
 // ----------------------------------------------------------------------------------------------
 SoftmaxModel::SoftmaxModel(std::shared_ptr<const Dataset> data, Prior prior)
@@ -400,8 +541,15 @@ MapResult SoftmaxModel::newton(const Prior& prior, Vec theta, double tol, int ma
 // ----------------------------------------------------------------------------------------------
 SoftmaxBound SoftmaxBound::make(const SoftmaxModel& model, const RunConfig& cfg,
                                 const MapResult& map) {
+  if (cfg.softmax_bound == SoftmaxBoundKind::tight)
+    return tight(model, map, cfg.bound, bound_slack_of(cfg));
   return cfg.bound == BoundTuning::map ? map_tuned(model, map.theta, bound_slack_of(cfg))
                                        : untuned(model, map.theta, bound_slack_of(cfg));
+}
+
+SoftmaxBound SoftmaxBound::tight(const SoftmaxModel& model, const MapResult& map,
+                                 BoundTuning tuning, double slack) {
+  return SoftmaxBound(model, map, tuning, slack);
 }
 
 SoftmaxBound SoftmaxBound::untuned(const SoftmaxModel& model, const Vec& anchor, double slack) {
@@ -511,8 +659,258 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const Vec* tangent, const 
   seconds_ = seconds_since(t0);
 }
 
+SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const MapResult& map, BoundTuning tuning,
+                           double slack)
+    : data_(model.data_ptr()),
+      labels_(model.labels()),
+      kind_(SoftmaxBoundKind::tight),
+      slack_(slack),
+      shift_(slack) {
+  const auto t0 = Clock::now();
+  if (!(slack >= 0.0) || !std::isfinite(slack))
+    throw ConfigError("--bound-slack must be finite and >= 0, got " + std::to_string(slack));
+  const Dataset& ds = *data_;
+  const ParamLayout lay = model.layout();
+  const auto P = static_cast<Eigen::Index>(lay.dim());
+  if (map.theta.size() != P || map.covariance.rows() != P || map.covariance.cols() != P)
+    throw ConfigError(
+        "tight softmax bound: the MAP point or its Laplace covariance has the wrong dimension");
+  k_ = lay.k;
+  d_ = lay.d;
+  stride_ = lay.stride;
+  const std::size_t K = k_, d = d_, stride = stride_, R = rec_size(), mb = block_data(K);
+  const std::size_t npairs = K * (K - 1) / 2;
+  {
+    // Memory: the pair matrices, their per-chunk partial sums (stats_grain's budget) and the
+    // per-datum records.
+    const double doubles =
+        static_cast<double>(npairs) * static_cast<double>(d) * static_cast<double>(stride) +
+        static_cast<double>(ds.n()) * static_cast<double>(R);
+    if (doubles > static_cast<double>(std::size_t{1} << 28))
+      throw ConfigError("--softmax-bound tight needs K(K-1)/2 = " + std::to_string(npairs) +
+                        " D x D matrices (D = " + std::to_string(d) +
+                        ") and 4K doubles per datum, more than 2 GiB; use --softmax-bound bohning");
+  }
+  const bool tuned = tuning == BoundTuning::map;
+  const double inv_k = 1.0 / static_cast<double>(K), log_k = std::log(static_cast<double>(K));
+  anchor_pad_ = aligned_zeros(lay.padded());
+  lay.pad(map.theta.data(), anchor_pad_.get());
+  rec_.resize(ds.n() * R);
+  order_.resize(ds.n() * K);
+  const auto& y = *labels_;
+  const double* cov = map.covariance.data();
+  const std::size_t ldc = lay.dim();
+
+  // One pass: per block, the second moments M_n of v_n under the Laplace approximation, the
+  // chosen curvature of every datum (its record), f0 = Σ log B_n(W_a), G0 = Σ ∂ log B_n/∂ψ_n
+  // x_nᵀ at W_a, and the pair matrices A_kl = Σ w_{n,kl} x_n x_nᵀ (one SYRK per sign of w).
+  struct Stats {
+    double f = 0.0, eq = 0.0, eqb = 0.0;
+    std::size_t jc = 0;
+    std::vector<double> g, a;
+  };
+  Stats total = deterministic_reduce(
+      ds.n(), stats_grain(ds.n(), std::max<std::size_t>(1, npairs) * d * d), Stats{},
+      [&](std::size_t lo, std::size_t hi) {
+        Stats st;
+        st.g.assign(K * stride, 0.0);
+        st.a.assign(npairs * d * d, 0.0);
+        SoftmaxBlock sb;
+        alignas(64) double psi[kBlockVals], coef[kBlockVals];
+        std::vector<double> ybuf(d * mb), mom(mb * K * K), w(mb * npairs), v(K), sv(K), mu(K),
+            tq(K), cand_c(K), cand_s(K), bc(K), bs(K);
+        std::vector<std::uint16_t> perm(K), border(K);
+        AlignedBuffer qpos = aligned_zeros(mb * stride), qneg = aligned_zeros(mb * stride);
+        for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
+          const std::size_t m = std::min(mb, hi - b0);
+          // ψ̂ = W_MAP x (the anchor's predictors); MAP-tuned, ψ0 = ψ̂ (the same dot products).
+          kernels::dots_packed_multi(ds.row(b0), m, stride, anchor_pad_.get(), K, stride, psi);
+          if (tuned) sb.compute(psi, m, K);
+          // Cov(ψ_n)[k,l] = x_nᵀ C_kl x_n, C_kl the (k,l) D×D block of the Laplace covariance.
+          // The blocks of rows are fixed by the data size alone, so the choice below is the
+          // same for any thread count.
+          for (std::size_t k = 0; k < K; ++k)
+            for (std::size_t l = k; l < K; ++l) {
+              blas::gemm_at_xt(cov + (l * d) * ldc + k * d, ldc, ds.row(b0), m, d, stride,
+                               ybuf.data());
+              for (std::size_t i = 0; i < m; ++i) {
+                const double* x = ds.row(b0 + i);
+                const double* yi = ybuf.data() + i * d;
+                double acc = 0.0;
+                for (std::size_t j = 0; j < d; ++j) acc += x[j] * yi[j];
+                mom[i * K * K + k * K + l] = mom[i * K * K + l * K + k] = acc;
+              }
+            }
+          for (std::size_t i = 0; i < m; ++i) {
+            const std::size_t n = b0 + i;
+            double* r = rec_.data() + n * R;
+            std::uint16_t* ord = order_.data() + n * K;
+            const double* xa = psi + i * K;
+            double* M = mom.data() + i * K * K;
+            for (std::size_t k = 0; k < K; ++k) {
+              r[k] = tuned ? xa[k] : 0.0;
+              r[K + k] = tuned ? sb.p[i * K + k] : inv_k;
+            }
+            r[2 * K] = tuned ? sb.m[i] : 0.0;
+            r[2 * K + 1] = tuned ? sb.l[i] : log_k;
+            // Untuned: the second moment about ψ0 = 0 adds ψ̂ψ̂ᵀ.
+            if (!tuned)
+              for (std::size_t k = 0; k < K; ++k)
+                for (std::size_t l = 0; l < K; ++l) M[k * K + l] += xa[k] * xa[l];
+            // Candidates: Böhning's H (kept on ties), then Jebara–Choromanska orders.
+            for (std::size_t k = 0; k < K; ++k) border[k] = static_cast<std::uint16_t>(k);
+            lse_bound::bohning(K, bc.data(), bs.data());
+            const double crit_b =
+                lse_bound::trace_product(border.data(), bc.data(), bs.data(), K, M);
+            double best = crit_b;
+            bool jc = false;
+            auto consider = [&] {
+              lse_bound::jebara_choromanska(r, perm.data(), K, cand_c.data(), cand_s.data());
+              const double crit =
+                  lse_bound::trace_product(perm.data(), cand_c.data(), cand_s.data(), K, M);
+              if (crit < best) {
+                best = crit;
+                jc = true;
+                border = perm;
+                bc = cand_c;
+                bs = cand_s;
+              }
+            };
+            for (std::size_t k = 0; k < K; ++k) perm[k] = static_cast<std::uint16_t>(k);
+            if (K <= lse_bound::kMaxExhaustiveOrder) {
+              do consider();
+              while (std::next_permutation(perm.begin(), perm.end()));
+            } else {
+              // Dominant class first: decreasing ψ0, ties by class index.
+              std::stable_sort(perm.begin(), perm.end(),
+                               [&](std::uint16_t a, std::uint16_t b) { return r[a] > r[b]; });
+              consider();
+            }
+            std::copy(border.begin(), border.end(), ord);
+            std::copy(bc.begin(), bc.begin() + static_cast<std::ptrdiff_t>(K - 1), r + 2 * K + 2);
+            std::copy(bs.begin(), bs.begin() + static_cast<std::ptrdiff_t>(K - 1), r + 3 * K + 1);
+            st.eq += 0.5 * best;
+            st.eqb += 0.5 * crit_b;
+            st.jc += jc ? 1 : 0;
+            // log B_n and ∂ log B_n/∂ψ = e_y − g0 − S_n v at the anchor, v = ψ̂ − ψ0 (0 when
+            // MAP-tuned).
+            double gv = 0.0;
+            for (std::size_t k = 0; k < K; ++k) {
+              v[k] = xa[k] - r[k];
+              gv += r[K + k] * v[k];
+            }
+            const double q =
+                lse_bound::quad(v.data(), ord, r + 2 * K + 2, r + 3 * K + 1, K, sv.data());
+            const std::uint32_t cls = y[n];
+            st.f += (xa[cls] - r[2 * K]) - r[2 * K + 1] - gv - q - slack;
+            for (std::size_t k = 0; k < K; ++k) coef[i * K + k] = -r[K + k] - sv[k];
+            coef[i * K + cls] += 1.0;
+            lse_bound::pair_weights(ord, r + 2 * K + 2, r + 3 * K + 1, K, w.data() + i * npairs,
+                                    mu.data(), tq.data());
+          }
+          for (std::size_t k = 0; k < K; ++k)
+            kernels::weighted_row_sum(ds.row(b0), m, stride, coef + k, K, st.g.data() + k * stride);
+          for (std::size_t pair = 0; pair < npairs; ++pair) {
+            // Rows scaled by √|w|, split by the sign of w: A += Q₊ᵀQ₊ − Q₋ᵀQ₋.
+            std::size_t np = 0, nn = 0;
+            for (std::size_t i = 0; i < m; ++i) {
+              const double wi = w[i * npairs + pair];
+              if (wi == 0.0) continue;
+              double* dst = wi > 0.0 ? qpos.get() + (np++) * stride : qneg.get() + (nn++) * stride;
+              const double sc = std::sqrt(std::fabs(wi));
+              const double* x = ds.row(b0 + i);
+              for (std::size_t j = 0; j < d; ++j) dst[j] = sc * x[j];
+            }
+            double* a = st.a.data() + pair * d * d;
+            blas::syrk_accumulate(qpos.get(), np, d, stride, a, 1.0);
+            blas::syrk_accumulate(qneg.get(), nn, d, stride, a, -1.0);
+          }
+        }
+        return st;
+      },
+      [](Stats acc, Stats s) {
+        if (acc.g.empty()) return s;
+        acc.f += s.f;
+        acc.eq += s.eq;
+        acc.eqb += s.eqb;
+        acc.jc += s.jc;
+        for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += s.g[j];
+        for (std::size_t j = 0; j < acc.a.size(); ++j) acc.a[j] += s.a[j];
+        return acc;
+      });
+  f0_ = total.f;
+  expected_quad_ = total.eq;
+  expected_quad_bohning_ = total.eqb;
+  jc_count_ = total.jc;
+  // G0 centered over the classes: Σ_k (e_y − g0 − S_n v)_k = 0 for every datum (S_n𝟙 = 0), so
+  // this only removes rounding, as for the Böhning kind.
+  g0_pad_ = aligned_zeros(K * stride);
+  for (std::size_t j = 0; j < d; ++j) {
+    double mean = 0.0;
+    for (std::size_t k = 0; k < K; ++k) mean += total.g[k * stride + j];
+    mean *= inv_k;
+    for (std::size_t k = 0; k < K; ++k) g0_pad_[k * stride + j] = total.g[k * stride + j] - mean;
+  }
+  // The pair matrices, symmetric, rows padded to stride (SYRK filled the upper triangle of the
+  // column-major D×D sums).
+  s_pad_ = aligned_zeros(std::max<std::size_t>(1, npairs) * d * stride);
+  for (std::size_t pair = 0; pair < npairs; ++pair) {
+    const double* a = total.a.data() + pair * d * d;
+    double* out = s_pad_.get() + pair * d * stride;
+    for (std::size_t i = 0; i < d; ++i)
+      for (std::size_t j = 0; j < d; ++j)
+        out[i * stride + j] = i <= j ? a[j * d + i] : a[i * d + j];
+  }
+  seconds_ = seconds_since(t0);
+}
+
+double SoftmaxBound::log_bound_sum_tight(const double* theta, double* scratch,
+                                         double* grad) const noexcept {
+  const std::size_t K = k_, d = d_, stride = stride_;
+  double* mean = scratch;       // v̄, the mean row of V = W − W_a
+  double* v = mean + stride;    // the rows of V minus v̄ (K blocks)
+  double* dv = v + K * stride;  // v_k − v_l
+  double* u = dv + stride;      // A_kl (v_k − v_l)
+  const double inv_k = 1.0 / static_cast<double>(K);
+  std::fill(mean, mean + stride, 0.0);
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t j = 0; j < stride; ++j)
+      mean[j] += theta[k * stride + j] - anchor_pad_[k * stride + j];
+  for (std::size_t j = 0; j < stride; ++j) mean[j] *= inv_k;
+  double lin = 0.0;
+  for (std::size_t k = 0; k < K; ++k) {
+    double* vk = v + k * stride;
+    for (std::size_t j = 0; j < stride; ++j)
+      vk[j] = (theta[k * stride + j] - anchor_pad_[k * stride + j]) - mean[j];
+    lin += kernels::dot(g0_pad_.get() + k * stride, vk, stride);
+  }
+  if (grad != nullptr)
+    for (std::size_t k = 0; k < K; ++k) {
+      std::copy(g0_pad_.get() + k * stride, g0_pad_.get() + k * stride + d, grad + k * stride);
+      std::fill(grad + k * stride + d, grad + (k + 1) * stride, 0.0);
+    }
+  // Σ_{k<l} (v_k − v_l)ᵀ A_kl (v_k − v_l): differences of rows only (the likelihood's null
+  // direction drops out); ∂/∂v_k of −½ of it is −A_kl(v_k − v_l), ∂/∂v_l is +A_kl(v_k − v_l).
+  double quad = 0.0;
+  std::size_t pair = 0;
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t l = k + 1; l < K; ++l, ++pair) {
+      for (std::size_t j = 0; j < stride; ++j) dv[j] = v[k * stride + j] - v[l * stride + j];
+      kernels::dots_packed(s_pad_.get() + pair * d * stride, d, stride, dv, u);
+      std::fill(u + d, u + stride, 0.0);
+      quad += kernels::dot(dv, u, stride);
+      if (grad != nullptr)
+        for (std::size_t j = 0; j < d; ++j) {
+          grad[k * stride + j] -= u[j];
+          grad[l * stride + j] += u[j];
+        }
+    }
+  return f0_ + lin - 0.5 * quad;
+}
+
 double SoftmaxBound::log_bound_sum(const double* theta, double* scratch,
                                    double* grad) const noexcept {
+  if (kind_ == SoftmaxBoundKind::tight) return log_bound_sum_tight(theta, scratch, grad);
   const std::size_t K = k_, d = d_, stride = stride_;
   double* mean = scratch;      // v̄, the mean row of V = W − W_a
   double* v = mean + stride;   // CV: the rows of V minus v̄ (K blocks)
@@ -605,13 +1003,75 @@ BoundCheck SoftmaxBound::compute(const Index* idx, const double* preds, std::siz
   return check;
 }
 
+template <bool kGrad>
+BoundCheck SoftmaxBound::compute_tight(const Index* idx, const double* preds, std::size_t k,
+                                       double* delta, double* dpsi) const noexcept {
+  const std::size_t K = k_, R = 4 * K, mb = block_data(K);
+  BoundCheck check;
+  SoftmaxBlock sb;
+  alignas(64) double v[SoftmaxModel::kMaxClasses], sv[SoftmaxModel::kMaxClasses];
+  for (std::size_t b0 = 0; b0 < k; b0 += mb) {
+    const std::size_t m = std::min(mb, k - b0);
+    const double* psi = preds + b0 * K;
+    sb.compute(psi, m, K);
+    for (std::size_t i = 0; i < m; ++i) {
+      const double* x = psi + i * K;
+      const std::size_t n = idx[b0 + i];
+      const double* r = rec_.data() + n * R;
+      const double* g = r + K;
+      const std::uint16_t* ord = order_.data() + n * K;
+      double gv = 0.0;
+      for (std::size_t c = 0; c < K; ++c) {
+        v[c] = x[c] - r[c];
+        gv += g[c] * v[c];
+      }
+      const double q =
+          lse_bound::quad(v, ord, r + 2 * K + 2, r + 3 * K + 1, K, kGrad ? sv : nullptr);
+      // Δ = [lse(ψ0) + g0ᵀv + ½vᵀS_n v] − lse(ψ) + ε, with lse = m + l on both sides.
+      const double dl = (r[2 * K] - sb.m[i]) + (r[2 * K + 1] - sb.l[i]) + gv + q + shift_;
+      if (dl > 0.0) {
+        delta[b0 + i] = dl;
+        if constexpr (kGrad) {
+          // ∂Δ/∂ψ = g0 + S_n v − softmax(ψ).
+          double* out = dpsi + (b0 + i) * K;
+          for (std::size_t c = 0; c < K; ++c) out[c] = g[c] + sv[c] - sb.p[i * K + c];
+        }
+        continue;
+      }
+      // Off the hot path: Δ ≤ 0 (or NaN) is clamped, and a negative one classified (BoundCheck;
+      // the tolerance is documented at SoftmaxBound::deltas).
+      if (dl < 0.0 || std::isnan(dl)) {
+        constexpr double kUlps = 64.0 * std::numeric_limits<double>::epsilon();
+        double gav = 0.0, vmax = 0.0;
+        for (std::size_t c = 0; c < K; ++c) {
+          gav += g[c] * std::fabs(v[c]);
+          vmax = std::max(vmax, std::fabs(v[c]));
+        }
+        const double kd = static_cast<double>(K);
+        const double tol = 1e-9 + kUlps * (std::fabs(r[2 * K] - sb.m[i]) + r[2 * K + 1] + sb.l[i] +
+                                           gav + 0.5 * kd * kd * vmax * vmax);
+        if (dl >= -tol) {
+          ++check.clamped;
+        } else {
+          ++check.violations;  // also NaN
+        }
+      }
+      delta[b0 + i] = 0.0;
+      if constexpr (kGrad) std::fill(dpsi + (b0 + i) * K, dpsi + (b0 + i + 1) * K, 0.0);
+    }
+  }
+  return check;
+}
+
 BoundCheck SoftmaxBound::deltas(const Index* idx, const double* preds, std::size_t k,
                                 double* delta) const noexcept {
+  if (kind_ == SoftmaxBoundKind::tight) return compute_tight<false>(idx, preds, k, delta, nullptr);
   return compute<false>(idx, preds, k, delta, nullptr);
 }
 
 BoundCheck SoftmaxBound::delta_grads(const Index* idx, const double* preds, std::size_t k,
                                      double* delta, double* dpsi) const noexcept {
+  if (kind_ == SoftmaxBoundKind::tight) return compute_tight<true>(idx, preds, k, delta, dpsi);
   return compute<true>(idx, preds, k, delta, dpsi);
 }
 
@@ -622,6 +1082,17 @@ void SoftmaxBound::raise_for_testing(double excess) noexcept {
 
 double SoftmaxBound::log_bound(Index n, const double* pred) const noexcept {
   const std::size_t K = k_;
+  if (kind_ == SoftmaxBoundKind::tight) {
+    const double* r = rec_.data() + std::size_t{n} * rec_size();
+    double v[SoftmaxModel::kMaxClasses], gv = 0.0;
+    for (std::size_t c = 0; c < K; ++c) {
+      v[c] = pred[c] - r[c];
+      gv += r[K + c] * v[c];
+    }
+    const double q =
+        lse_bound::quad(v, order_.data() + std::size_t{n} * K, r + 2 * K + 2, r + 3 * K + 1, K);
+    return (pred[(*labels_)[n]] - r[2 * K]) - r[2 * K + 1] - gv - q - shift_;
+  }
   const double* r = rec_.data() + std::size_t{n} * (2 * K + 2);
   const BoundTerms t = bound_terms(pred, r, K, 1.0 / static_cast<double>(K));
   return (pred[(*labels_)[n]] - r[2 * K]) - r[2 * K + 1] - t.gv - t.q - shift_;

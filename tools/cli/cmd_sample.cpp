@@ -399,6 +399,12 @@ void add_sample_command(CLI::App& app) {
   const std::map<std::string, BoundTuning> bounds{{"map", BoundTuning::map},
                                                   {"untuned", BoundTuning::untuned}};
   add_enum_option(s, "--bound", c.bound, bounds, "map (MAP-tuned) or untuned", "map");
+  const std::map<std::string, SoftmaxBoundKind> softmax_bounds{
+      {"bohning", SoftmaxBoundKind::bohning}, {"tight", SoftmaxBoundKind::tight}};
+  add_enum_option(s, "--softmax-bound", c.softmax_bound, softmax_bounds,
+                  "softmax: bohning (fixed curvature) or tight (per datum the tighter of "
+                  "Bohning's and the Jebara-Choromanska bounds)",
+                  "bohning");
   const std::map<std::string, ZUpdate> zs{{"implicit", ZUpdate::implicit},
                                           {"explicit", ZUpdate::explicit_}};
   add_enum_option(s, "--z", c.z, zs, "z-update: implicit or explicit", "implicit");

@@ -9,9 +9,15 @@ namespace flymc::blas {
 /// OpenBLAS's own pool would oversubscribe the cores. Called once by the engine; idempotent.
 void use_single_thread() noexcept;
 
-/// C (d×d, column-major, upper triangle) += Sᵀ S for S with `rows` rows of `d` entries, `lds`
-/// apart.
-void syrk_accumulate(const double* s, std::size_t rows, std::size_t d, std::size_t lds,
-                     double* c) noexcept;
+/// C (d×d, column-major, upper triangle) += alpha·Sᵀ S for S with `rows` rows of `d` entries,
+/// `lds` apart.
+void syrk_accumulate(const double* s, std::size_t rows, std::size_t d, std::size_t lds, double* c,
+                     double alpha = 1.0) noexcept;
+
+/// Y = Aᵀ Xᵀ for column-major A (d×d, leading dimension lda) and X with `rows` rows of `d`
+/// entries, `ldx` apart: column i of Y (column-major d × rows, leading dimension d) is Aᵀ x_i, so
+/// x_iᵀ A x_i = x_i · Y_i.
+void gemm_at_xt(const double* a, std::size_t lda, const double* x, std::size_t rows, std::size_t d,
+                std::size_t ldx, double* y) noexcept;
 
 }  // namespace flymc::blas

@@ -24,6 +24,11 @@ enum class Metric { automatic, identity, diag, dense };
 enum class ModelKind { logistic, softmax, robust };
 /// Prior on every coefficient: N(0, sd²), or Laplace with the same standard deviation.
 enum class PriorKind { gaussian, laplace };
+/// Softmax classification's quadratic bound on lse (MATH.md 2.2): Böhning's fixed curvature
+/// ½(I − 𝟙𝟙ᵀ/K) for every datum (Böhning 1992), or `tight`: per datum the tightest (by expected
+/// gap under the Laplace approximation) of Böhning's and the Jebara–Choromanska bounds (Jebara &
+/// Choromanska 2012) over class orders, much less curved for confidently classified data.
+enum class SoftmaxBoundKind { bohning, tight };
 /// Slice sampling: one univariate slice update per coordinate in turn, or one along a random
 /// direction drawn from N(0, metric).
 enum class SliceMode { coordinate, direction };
@@ -65,6 +70,8 @@ struct RunConfig {
   /// count)/N estimated from 8 Laplace draws at set-up (about a quarter more bright data, no
   /// −∞ barrier at any bright datum's tight point; RunResult::bound_slack reports it).
   double bound_slack = -1.0;
+  /// Softmax only: which quadratic bound on lse (SoftmaxBound).
+  SoftmaxBoundKind softmax_bound = SoftmaxBoundKind::bohning;
   /// θ-steps per z-sweep (MATH.md 1.5). An iteration is one θ-step, so z is resampled after
   /// every theta_steps-th iteration and queries/ESS per iteration stay per θ proposal.
   /// 0 picks the measured default: 10 for RW-MH (README, "Levers": 10 θ-steps per z-sweep cut
@@ -104,5 +111,6 @@ const char* to_string(Metric m) noexcept;
 const char* to_string(ModelKind m) noexcept;
 const char* to_string(PriorKind p) noexcept;
 const char* to_string(SliceMode s) noexcept;
+const char* to_string(SoftmaxBoundKind b) noexcept;
 
 }  // namespace flymc

@@ -1,7 +1,9 @@
-// Softmax classification and Böhning's bound (MATH.md 2.2), beyond the model contract
-// (test_model_contract.cpp): label validation, K = 2 against logistic regression, numerical
-// robustness at extreme predictors, bit-identical results on 1 and 2 threads, and every sampler
-// against an importance-sampling reference of the posterior.
+// Softmax classification and its bounds (MATH.md 2.2: Böhning's, and the tight per-datum choice
+// with Jebara & Choromanska's), beyond the model contract (test_model_contract.cpp): label
+// validation, K = 2 against logistic regression, the lse bounds against lse and against a plain
+// transcription of Jebara & Choromanska's algorithm, numerical robustness at extreme predictors,
+// bit-identical results on 1 and 2 threads, and every sampler against an importance-sampling
+// reference of the posterior.
 #include <doctest/doctest.h>
 #include <tbb/task_arena.h>
 #include <unistd.h>
@@ -146,9 +148,11 @@ TEST_SUITE("unit") {
     const auto y = *model.labels();
     const SoftmaxBound tuned = SoftmaxBound::map_tuned(model, map.theta);
     const SoftmaxBound flat = SoftmaxBound::untuned(model, map.theta);
+    const SoftmaxBound tight = SoftmaxBound::tight(model, map, BoundTuning::map);
+    const SoftmaxBound tight_flat = SoftmaxBound::tight(model, map, BoundTuning::untuned);
     Rng rng(9, 1);
     double psi[4], dpsi[4], delta;
-    for (const SoftmaxBound* b : {&tuned, &flat}) {
+    for (const SoftmaxBound* b : {&tuned, &flat, &tight, &tight_flat}) {
       for (int t = 0; t < 20000; ++t) {
         // Predictors of log-uniform magnitude up to 1e6, random signs; a tenth up to 1e150.
         const double top = t % 10 == 0 ? 150.0 : 6.0;
@@ -239,8 +243,8 @@ TEST_SUITE("unit") {
     for (double& v : w) v = rng.normal();
     const AlignedBuffer wp = padded(lay, w.data());
     struct Out {
-      double ll = 0, llg = 0, lbs = 0;
-      std::vector<double> g, gb;
+      double ll = 0, llg = 0, lbs = 0, lbt = 0;
+      std::vector<double> g, gb, gt;
       Vec map;
     };
     auto compute = [&](int threads) {
@@ -257,6 +261,9 @@ TEST_SUITE("unit") {
         AlignedBuffer scratch = aligned_zeros(b.scratch_size());
         o.lbs = b.log_bound_sum(wp.get(), scratch.get(), gp.get());
         o.gb.assign(gp.get(), gp.get() + lay.padded());
+        const SoftmaxBound t = SoftmaxBound::tight(model, map, BoundTuning::map);
+        o.lbt = t.log_bound_sum(wp.get(), scratch.get(), gp.get());
+        o.gt.assign(gp.get(), gp.get() + lay.padded());
       });
       return o;
     };
@@ -268,9 +275,13 @@ TEST_SUITE("unit") {
     CHECK(a.map == b.map);
     CHECK(a.lbs == b.lbs);
     CHECK(a.gb == b.gb);
-    for (Algo algo : {Algo::full, Algo::flymc}) {
+    CHECK(a.lbt == b.lbt);
+    CHECK(a.gt == b.gt);
+    for (int variant = 0; variant < 3; ++variant) {
+      const Algo algo = variant == 0 ? Algo::full : Algo::flymc;
       RunConfig cfg;
       cfg.model = ModelKind::softmax;
+      cfg.softmax_bound = variant == 2 ? SoftmaxBoundKind::tight : SoftmaxBoundKind::bohning;
       cfg.algo = algo;
       cfg.kernel = KernelKind::mala;
       cfg.chains = 2;
@@ -287,6 +298,296 @@ TEST_SUITE("unit") {
       }
       CHECK(r1.bound_violations() == 0);
     }
+  }
+}
+
+namespace {
+
+/// lse in long double, for reference.
+long double lse_ref(const double* psi, std::size_t K) {
+  long double m = psi[0];
+  for (std::size_t k = 1; k < K; ++k) m = std::max<long double>(m, psi[k]);
+  long double s = 0.0L;
+  for (std::size_t k = 0; k < K; ++k) s += std::exp(static_cast<long double>(psi[k]) - m);
+  return m + std::log(s);
+}
+
+/// Jebara & Choromanska's bound-computing algorithm for lse (one-hot features), written out
+/// plainly: z ← 0⁺, μ ← 0, Σ ← 0; per class y in order, α = e^{ψ0_y − max ψ0}, l = e_y − μ,
+/// Σ += tanh(½ ln(α/z))/(2 ln(α/z))·llᵀ (nothing for the first class, z → 0⁺), μ += α/(z+α)·l,
+/// z += α. For moderate ψ0 only (no care for overflow).
+void jc_reference(const std::vector<double>& psi0, const std::vector<std::uint16_t>& order,
+                  std::vector<double>& S, std::vector<double>& mu) {
+  const std::size_t K = psi0.size();
+  const double mx = *std::max_element(psi0.begin(), psi0.end());
+  S.assign(K * K, 0.0);
+  mu.assign(K, 0.0);
+  double z = 0.0;
+  for (std::size_t j = 0; j < K; ++j) {
+    const std::size_t y = order[j];
+    const double alpha = std::exp(psi0[y] - mx);
+    std::vector<double> l(K);
+    for (std::size_t k = 0; k < K; ++k) l[k] = (k == y ? 1.0 : 0.0) - mu[k];
+    if (j > 0) {
+      const double r = std::log(alpha / z);
+      const double c = r == 0.0 ? 0.25 : std::tanh(0.5 * r) / (2.0 * r);
+      for (std::size_t a = 0; a < K; ++a)
+        for (std::size_t b = 0; b < K; ++b) S[a * K + b] += c * l[a] * l[b];
+    }
+    for (std::size_t k = 0; k < K; ++k) mu[k] += alpha / (z + alpha) * l[k];
+    z += alpha;
+  }
+}
+
+/// The class order of decreasing ψ0 (dominant class first).
+std::vector<std::uint16_t> dominant_first(const std::vector<double>& psi0) {
+  std::vector<std::uint16_t> o(psi0.size());
+  for (std::size_t k = 0; k < o.size(); ++k) o[k] = static_cast<std::uint16_t>(k);
+  std::stable_sort(o.begin(), o.end(),
+                   [&](std::uint16_t a, std::uint16_t b) { return psi0[a] > psi0[b]; });
+  return o;
+}
+
+/// Eigenvalues (ascending) of the curvature for `order` at ψ0.
+Vec jc_eigenvalues(const std::vector<double>& psi0, const std::vector<std::uint16_t>& order) {
+  const std::size_t K = psi0.size();
+  std::vector<double> c(K), s(K), S(K * K);
+  lse_bound::jebara_choromanska(psi0.data(), order.data(), K, c.data(), s.data());
+  lse_bound::curvature(order.data(), c.data(), s.data(), K, S.data());
+  const auto KK = static_cast<Eigen::Index>(K);
+  const Mat m = Eigen::Map<const Mat>(S.data(), KK, KK);
+  return Eigen::SelfAdjointEigenSolver<Mat>(m).eigenvalues();
+}
+
+}  // namespace
+
+TEST_SUITE("unit") {
+  TEST_CASE(
+      "lse bounds: the running-mean form is Jebara & Choromanska's algorithm and Bohning's H") {
+    Rng rng(12, 5);
+    for (std::size_t K = 2; K <= 6; ++K) {
+      CAPTURE(K);
+      std::vector<double> c(K), s(K), S(K * K), Sref, mu, v(K), sv(K);
+      for (int rep = 0; rep < 200; ++rep) {
+        std::vector<double> psi0(K);
+        const double scale = std::pow(10.0, -2.0 + 3.3 * rng.uniform());  // up to ~20
+        for (double& x : psi0) x = scale * rng.normal();
+        std::vector<std::uint16_t> order(K);
+        for (std::size_t k = 0; k < K; ++k) order[k] = static_cast<std::uint16_t>(k);
+        for (std::size_t k = K - 1; k > 0; --k) std::swap(order[k], order[rng.below(k + 1)]);
+        lse_bound::jebara_choromanska(psi0.data(), order.data(), K, c.data(), s.data());
+        lse_bound::curvature(order.data(), c.data(), s.data(), K, S.data());
+        jc_reference(psi0, order, Sref, mu);
+        double p_sum = 0.0;
+        for (double x : psi0) p_sum += std::exp(x - psi0[0]);
+        for (std::size_t k = 0; k < K; ++k) {
+          // μ ends at softmax(ψ0): the bound's gradient at the anchor is lse's.
+          CHECK(mu[k] == doctest::Approx(std::exp(psi0[k] - psi0[0]) / p_sum).epsilon(1e-12));
+          double row = 0.0;
+          for (std::size_t l = 0; l < K; ++l) {
+            CHECK(S[k * K + l] == doctest::Approx(Sref[k * K + l]).epsilon(1e-12).scale(1.0));
+            row += S[k * K + l];
+          }
+          CHECK(std::fabs(row) < 1e-14);  // S𝟙 = 0
+        }
+        // quad() and its reverse pass agree with S.
+        for (double& x : v) x = rng.normal();
+        const double q = lse_bound::quad(v.data(), order.data(), c.data(), s.data(), K, sv.data());
+        double qs = 0.0;
+        for (std::size_t k = 0; k < K; ++k) {
+          double sk = 0.0;
+          for (std::size_t l = 0; l < K; ++l) sk += S[k * K + l] * v[l];
+          qs += 0.5 * v[k] * sk;
+          CHECK(sv[k] == doctest::Approx(sk).epsilon(1e-12).scale(1.0));
+        }
+        CHECK(q == doctest::Approx(qs).epsilon(1e-12).scale(1e-14));
+        CHECK(lse_bound::quad(v.data(), order.data(), c.data(), s.data(), K) == q);
+        // tr(S M) against the explicit product.
+        std::vector<double> M(K * K);
+        for (std::size_t a = 0; a < K; ++a)
+          for (std::size_t b = 0; b <= a; ++b) M[a * K + b] = M[b * K + a] = v[a] * v[b];
+        for (std::size_t a = 0; a < K; ++a) M[a * K + a] += 1.0;
+        double tr = 0.0;
+        for (std::size_t a = 0; a < K; ++a)
+          for (std::size_t b = 0; b < K; ++b) tr += S[a * K + b] * M[b * K + a];
+        CHECK(lse_bound::trace_product(order.data(), c.data(), s.data(), K, M.data()) ==
+              doctest::Approx(tr).epsilon(1e-12).scale(1e-14));
+      }
+      // Böhning's coefficients give H = ½(I − 𝟙𝟙ᵀ/K) in any order.
+      std::vector<std::uint16_t> order(K);
+      for (std::size_t k = 0; k < K; ++k) order[k] = static_cast<std::uint16_t>(K - 1 - k);
+      lse_bound::bohning(K, c.data(), s.data());
+      lse_bound::curvature(order.data(), c.data(), s.data(), K, S.data());
+      for (std::size_t k = 0; k < K; ++k)
+        for (std::size_t l = 0; l < K; ++l)
+          CHECK(S[k * K + l] ==
+                doctest::Approx(0.5 * ((k == l ? 1.0 : 0.0) - 1.0 / static_cast<double>(K)))
+                    .epsilon(1e-14));
+    }
+    // The numbers that motivate the per-datum choice: for a confident ψ0 = (5, 0, 0) the
+    // dominant-first curvature's eigenvalues are ≈ 0.099 and 0.29 (Böhning's: 0.5, 0.5); for
+    // ψ0 = (2, 1, 0) the largest is ≈ 0.5023, just above Böhning's.
+    {
+      const std::vector<double> p1 = {5.0, 0.0, 0.0}, p2 = {2.0, 1.0, 0.0};
+      const Vec e1 = jc_eigenvalues(p1, dominant_first(p1)),
+                e2 = jc_eigenvalues(p2, dominant_first(p2));
+      CHECK(std::fabs(e1[0]) < 1e-14);
+      CHECK(e1[1] == doctest::Approx(0.099).epsilon(0.01));
+      CHECK(e1[2] == doctest::Approx(0.29).epsilon(0.01));
+      CHECK(e2[2] == doctest::Approx(0.5023).epsilon(1e-3));
+      CHECK(e2[2] > 0.5);
+    }
+  }
+
+  TEST_CASE("lse bounds: above lse for random anchors and points, K = 2..6, extreme scales") {
+    // B ≤ L for softmax is lse(ψ) ≤ lse(ψ0) + softmax(ψ0)ᵀv + ½vᵀSv; checked against a long
+    // double lse for the Jebara–Choromanska curvature in a random order and dominant-first, and
+    // for Böhning's, at anchors and displacements of log-uniform scale (1e-3 to 1e3, a tenth up
+    // to 1e6), around the anchor (small v: the curvature itself is tested) and far from it.
+    Rng rng(31, 2);
+    long checks = 0;
+    for (int t = 0; t < 60000; ++t) {
+      const std::size_t K = 2 + rng.below(5);
+      const double top = t % 10 == 0 ? 6.0 : 3.0;
+      const double s0 = std::pow(10.0, -3.0 + (top + 3.0) * rng.uniform());
+      const double sv_scale = std::pow(10.0, -3.0 + (top + 3.0) * rng.uniform());
+      std::vector<double> psi0(K), psi(K), v(K), g0(K), c(K), s(K);
+      for (double& x : psi0) x = s0 * rng.normal();
+      // A confident anchor now and then: one class far above the rest.
+      if (t % 4 == 1) psi0[rng.below(K)] += 5.0 * s0;
+      for (std::size_t k = 0; k < K; ++k) psi[k] = psi0[k] + sv_scale * rng.normal();
+      if (t % 7 == 3)  // along the null direction plus a little
+        for (std::size_t k = 0; k < K; ++k)
+          psi[k] = psi0[k] + sv_scale * (1.0 + 1e-3 * rng.normal());
+      const long double l0 = lse_ref(psi0.data(), K), l1 = lse_ref(psi.data(), K);
+      for (std::size_t k = 0; k < K; ++k) {
+        v[k] = psi[k] - psi0[k];
+        g0[k] = static_cast<double>(std::exp(static_cast<long double>(psi0[k]) - l0));
+      }
+      std::vector<std::uint16_t> random_order(K);
+      for (std::size_t k = 0; k < K; ++k) random_order[k] = static_cast<std::uint16_t>(k);
+      for (std::size_t k = K - 1; k > 0; --k)
+        std::swap(random_order[k], random_order[rng.below(k + 1)]);
+      const std::vector<std::uint16_t> dom = dominant_first(psi0);
+      for (int which = 0; which < 3; ++which) {
+        const std::vector<std::uint16_t>& order = which == 1 ? dom : random_order;
+        if (which == 2)
+          lse_bound::bohning(K, c.data(), s.data());
+        else
+          lse_bound::jebara_choromanska(psi0.data(), order.data(), K, c.data(), s.data());
+        const double q = lse_bound::quad(v.data(), order.data(), c.data(), s.data(), K);
+        REQUIRE(q >= 0.0);
+        long double gv = 0.0L, mag = 0.0L;
+        for (std::size_t k = 0; k < K; ++k) {
+          gv += static_cast<long double>(g0[k]) * v[k];
+          mag += std::fabs(g0[k] * v[k]) + std::fabs(psi[k]) + std::fabs(psi0[k]);
+        }
+        const long double upper = l0 + gv + q;
+        const long double tol = 1e-13L * (1.0L + mag + q);
+        CAPTURE(K);
+        CAPTURE(which);
+        CAPTURE(s0);
+        CAPTURE(sv_scale);
+        if (!(l1 <= upper + tol)) {
+          FAIL_CHECK("lse above its upper bound by " << static_cast<double>(l1 - upper));
+        }
+        ++checks;
+      }
+    }
+    CHECK(checks == 180000);
+  }
+
+  TEST_CASE("K = 2: the tight softmax bound is the Jaakkola-Jordan bound, tight at W_MAP") {
+    const auto ds = test::softmax_data(400, 4, 2, 77, 1.5);
+    const SoftmaxModel model(ds, Prior{PriorKind::gaussian, 1.0});
+    const MapResult map = model.find_map();
+    const SoftmaxBound b = SoftmaxBound::tight(model, map, BoundTuning::map);
+    CHECK(b.kind() == SoftmaxBoundKind::tight);
+    CHECK(b.jc_count() == model.num_data());  // JJ's curvature ≤ Böhning's ¼, below it if a0 ≠ 0
+    CHECK(b.expected_quad() < b.expected_quad_bohning());
+    const auto& y = *model.labels();
+    const std::size_t d = ds->d();
+    Rng rng(5, 5);
+    for (std::size_t n = 0; n < model.num_data(); ++n) {
+      double psi0[2] = {0.0, 0.0};
+      for (std::size_t k = 0; k < 2; ++k)
+        for (std::size_t j = 0; j < d; ++j)
+          psi0[k] += map.theta[static_cast<Eigen::Index>(k * d + j)] * ds->row(n)[j];
+      const std::size_t yc = y[n], other = 1 - yc;
+      const double xi = std::fabs(psi0[yc] - psi0[other]);
+      const double lambda = xi < 1e-8 ? 0.125 : std::tanh(0.5 * xi) / (4.0 * xi);
+      const double log_sig_xi = -std::log1p(std::exp(-xi));
+      const auto id = static_cast<Index>(n);
+      CHECK(b.log_bound(id, psi0) == doctest::Approx(b.log_lik(id, psi0)).epsilon(1e-13));
+      for (int rep = 0; rep < 5; ++rep) {
+        const double psi[2] = {psi0[0] + 3.0 * rng.normal(), psi0[1] + 3.0 * rng.normal()};
+        const double a = psi[yc] - psi[other];
+        const double jj = log_sig_xi + 0.5 * (a - xi) - lambda * (a * a - xi * xi);
+        CAPTURE(n);
+        CHECK(b.log_bound(id, psi) == doctest::Approx(jj).epsilon(1e-11).scale(1.0));
+      }
+    }
+  }
+
+  TEST_CASE("tight softmax bound: tighter than Bohning, invariant along the null direction") {
+    const auto ds = test::softmax_data(2000, 5, 4, 19, 2.0);
+    const SoftmaxModel model(ds, Prior{PriorKind::gaussian, 1.0});
+    const MapResult map = model.find_map();
+    const ParamLayout lay = model.layout();
+    const std::size_t K = lay.k, d = lay.d;
+    for (BoundTuning tuning : {BoundTuning::map, BoundTuning::untuned}) {
+      CAPTURE(static_cast<int>(tuning));
+      const SoftmaxBound b = SoftmaxBound::tight(model, map, tuning);
+      const SoftmaxBound bo = tuning == BoundTuning::map ? SoftmaxBound::map_tuned(model, map.theta)
+                                                         : SoftmaxBound::untuned(model, map.theta);
+      // Some data take a Jebara–Choromanska curvature, and the expected quadratic term drops.
+      CHECK(b.jc_count() > model.num_data() / 4);
+      CHECK(b.expected_quad() < 0.9 * b.expected_quad_bohning());
+      AlignedBuffer scratch = aligned_zeros(b.scratch_size());
+      // At the MAP both MAP-tuned sums are Σ log L_n (no slack).
+      const AlignedBuffer mp = padded(lay, map.theta.data());
+      if (tuning == BoundTuning::map)
+        CHECK(b.log_bound_sum(mp.get(), scratch.get()) ==
+              doctest::Approx(bo.log_bound_sum(mp.get(), scratch.get())).epsilon(1e-12));
+      Rng rng(8, 1);
+      std::vector<double> w(model.dim());
+      for (std::size_t j = 0; j < w.size(); ++j)
+        w[j] = map.theta[static_cast<Eigen::Index>(j)] +
+               0.5 *
+                   std::sqrt(
+                       map.covariance(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(j))) *
+                   rng.normal();
+      const AlignedBuffer wp = padded(lay, w.data());
+      AlignedBuffer g1 = aligned_zeros(lay.padded()), g2 = aligned_zeros(lay.padded());
+      const double f1 = b.log_bound_sum(wp.get(), scratch.get(), g1.get());
+      // Adding one vector u to every row of W changes neither the sum nor its gradient.
+      std::vector<double> wu = w;
+      for (std::size_t j = 0; j < d; ++j) {
+        const double u = 10.0 * rng.normal();
+        for (std::size_t k = 0; k < K; ++k) wu[k * d + j] += u;
+      }
+      const AlignedBuffer wup = padded(lay, wu.data());
+      const double f2 = b.log_bound_sum(wup.get(), scratch.get(), g2.get());
+      CHECK(f2 == doctest::Approx(f1).epsilon(1e-12));
+      double gmax = 0.0;
+      for (std::size_t j = 0; j < lay.padded(); ++j) gmax = std::max(gmax, std::fabs(g1[j]));
+      for (std::size_t j = 0; j < d; ++j) {
+        double col = 0.0;
+        for (std::size_t k = 0; k < K; ++k) {
+          CHECK(g2[k * lay.stride + j] ==
+                doctest::Approx(g1[k * lay.stride + j]).scale(gmax).epsilon(1e-10));
+          col += g1[k * lay.stride + j];
+        }
+        CHECK(std::fabs(col) < 1e-10 * gmax);  // the gradient is orthogonal to the null direction
+      }
+    }
+    // Untuned tight at ψ0 = 0: every datum's curvature is an order of the same equal-weight one,
+    // dominated by Böhning's (eigenvalues ½ and below), so the choice never loses.
+    std::vector<double> zero(K, 0.0);
+    std::vector<std::uint16_t> ord(K);
+    for (std::size_t k = 0; k < K; ++k) ord[k] = static_cast<std::uint16_t>(k);
+    const Vec e = jc_eigenvalues(zero, ord);
+    CHECK(e[static_cast<Eigen::Index>(K) - 1] <= 0.5 + 1e-15);
   }
 }
 
@@ -462,6 +763,7 @@ TEST_SUITE("statistical") {
       BoundTuning bound;
       KernelKind kernel;
       bool q_per_datum = false;
+      SoftmaxBoundKind kind = SoftmaxBoundKind::bohning;
     };
     const Case cases[] = {
         {"regular rwmh", Algo::full, BoundTuning::map, KernelKind::rwmh},
@@ -471,6 +773,12 @@ TEST_SUITE("statistical") {
         {"flymc untuned rwmh", Algo::flymc, BoundTuning::untuned, KernelKind::rwmh},
         {"flymc untuned mala", Algo::flymc, BoundTuning::untuned, KernelKind::mala},
         {"flymc map mala per-datum q", Algo::flymc, BoundTuning::map, KernelKind::mala, true},
+        {"flymc tight map mala", Algo::flymc, BoundTuning::map, KernelKind::mala, false,
+         SoftmaxBoundKind::tight},
+        {"flymc tight map rwmh", Algo::flymc, BoundTuning::map, KernelKind::rwmh, false,
+         SoftmaxBoundKind::tight},
+        {"flymc tight untuned mala", Algo::flymc, BoundTuning::untuned, KernelKind::mala, false,
+         SoftmaxBoundKind::tight},
     };
     for (const Case& k : cases) {
       CAPTURE(k.name);
@@ -482,6 +790,7 @@ TEST_SUITE("statistical") {
       cfg.z = ZUpdate::implicit;
       cfg.q_dark_to_bright = 0.05;
       cfg.q_per_datum = k.q_per_datum;
+      cfg.softmax_bound = k.kind;
       // The dense Laplace covariance as the metric: the posterior is strongly correlated along
       // the null direction of the likelihood.
       cfg.metric = Metric::dense;

@@ -1,7 +1,9 @@
 // Google Benchmark micro-benchmarks for softmax classification (MATH.md 2.2) at the size of
 // Fashion-MNIST classes 0, 1, 2 with 256 principal components (N = 18,000, D = 257, K = 3):
 // the full-data log-likelihood and its gradient (regular MCMC's cost per evaluation), the
-// collapsed Böhning bound, FlyMC's log p(θ | z) at a typical posterior point, and the MAP fit.
+// collapsed bounds (Böhning's, and the tight per-datum choice with Jebara & Choromanska's; arg
+// "tight"), FlyMC's log p(θ | z) at a typical posterior point, the MAP fit and the bounds'
+// set-up.
 //
 //   flymc_bm --benchmark_filter='Softmax' --benchmark_min_time=0.2
 //
@@ -51,12 +53,13 @@ std::shared_ptr<const Dataset> synthetic(std::size_t n, std::size_t d, std::size
   return ds;
 }
 
-/// Data, model, W_MAP, a MAP-tuned bound and a posterior draw W (padded), built on first use.
+/// Data, model, W_MAP, the MAP-tuned bounds (Böhning's and the tight one) and a posterior draw W
+/// (padded), built on first use.
 struct World {
   std::shared_ptr<const Dataset> data;
   std::unique_ptr<SoftmaxModel> model;
   MapResult map;
-  std::unique_ptr<SoftmaxBound> bound;
+  std::unique_ptr<SoftmaxBound> bound, tight;
   std::vector<double> theta;  // dense, a draw from N(W_MAP, Laplace covariance)
   AlignedBuffer theta_pad;
 
@@ -68,6 +71,7 @@ struct World {
     model = std::make_unique<SoftmaxModel>(data, Prior{});
     map = model->find_map();
     bound = std::make_unique<SoftmaxBound>(SoftmaxBound::map_tuned(*model, map.theta));
+    tight = std::make_unique<SoftmaxBound>(SoftmaxBound::tight(*model, map, BoundTuning::map));
     const Eigen::LLT<Mat> llt(map.covariance);
     Rng rng(11, 0);
     Vec eta(static_cast<Eigen::Index>(model->dim()));
@@ -77,15 +81,16 @@ struct World {
     theta_pad = aligned_zeros(model->layout().padded());
     model->layout().pad(theta.data(), theta_pad.get());
   }
-  /// z ~ p(z | θ) by one Gibbs pass over all data.
-  BrightSet initial_z() const {
+  const SoftmaxBound& pick(bool use_tight) const { return use_tight ? *tight : *bound; }
+  /// z ~ p(z | θ) under bound `b` by one Gibbs pass over all data.
+  BrightSet initial_z(const SoftmaxBound& b) const {
     BrightSet bright(*data);
     std::vector<Index> all(data->n());
     std::iota(all.begin(), all.end(), Index{0});
     Counters c;
     ZScratch s;
     Rng rng(3, 0);
-    gibbs_z(*bound, *data, bright, theta_pad.get(), all.data(), all.size(), rng, c, s);
+    gibbs_z(b, *data, bright, theta_pad.get(), all.data(), all.size(), rng, c, s);
     return bright;
   }
 };
@@ -115,24 +120,28 @@ void BM_SoftmaxLogLikGrad(benchmark::State& state) {
 }
 BENCHMARK(BM_SoftmaxLogLikGrad)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
 
-/// Σ_n log B_n(W) and its gradient from the collapsed statistics, O(K·D²).
+/// Σ_n log B_n(W) and its gradient from the collapsed statistics: K matrix-vector products of
+/// D² (Böhning), K(K−1)/2 (tight).
 void BM_SoftmaxCollapsedBound(benchmark::State& state) {
   const World& w = world();
-  AlignedBuffer scratch = aligned_zeros(w.bound->scratch_size());
+  const SoftmaxBound& b = w.pick(state.range(0) != 0);
+  AlignedBuffer scratch = aligned_zeros(b.scratch_size());
   AlignedBuffer g = aligned_zeros(w.model->layout().padded());
   for (auto _ : state) {
-    benchmark::DoNotOptimize(w.bound->log_bound_sum(w.theta_pad.get(), scratch.get(), g.get()));
+    benchmark::DoNotOptimize(b.log_bound_sum(w.theta_pad.get(), scratch.get(), g.get()));
     benchmark::ClobberMemory();
   }
 }
-BENCHMARK(BM_SoftmaxCollapsedBound);
+BENCHMARK(BM_SoftmaxCollapsedBound)->Arg(0)->Arg(1)->ArgName("tight");
 
-/// FlyMC's log p(θ | z) (arg 0) and with its gradient (arg 1), at a Laplace draw with
-/// z ~ p(z | θ): prior, collapsed bound, and the packed bright rows.
+/// FlyMC's log p(θ | z) (grad 0) and with its gradient (grad 1), at a Laplace draw with
+/// z ~ p(z | θ): prior, collapsed bound, and the packed bright rows; Böhning's bound (tight 0)
+/// or the tight one (tight 1).
 void BM_SoftmaxFlyTarget(benchmark::State& state) {
   const World& w = world();
-  BrightSet bright = w.initial_z();
-  FlyTarget<SoftmaxModel> target(*w.model, *w.bound, bright);
+  const SoftmaxBound& b = w.pick(state.range(1) != 0);
+  BrightSet bright = w.initial_z(b);
+  FlyTarget<SoftmaxModel> target(*w.model, b, bright);
   std::vector<double> grad(w.theta.size());
   Counters c;
   for (auto _ : state) {
@@ -145,7 +154,7 @@ void BM_SoftmaxFlyTarget(benchmark::State& state) {
   }
   state.counters["bright"] = static_cast<double>(bright.size());
 }
-BENCHMARK(BM_SoftmaxFlyTarget)->Arg(0)->Arg(1)->ArgName("grad");
+BENCHMARK(BM_SoftmaxFlyTarget)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"grad", "tight"});
 
 /// The MAP fit (Newton with the exact Hessian, Laplace covariance) and the MAP-tuned bound.
 void BM_SoftmaxMapAndBound(benchmark::State& state) {
@@ -166,6 +175,29 @@ BENCHMARK(BM_SoftmaxMapAndBound)
     ->ArgName("threads")
     ->UseRealTime()
     ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+/// The bounds' set-up alone at W_MAP: Böhning's (tight 0: tangent records and one SYRK), the
+/// tight one (tight 1: the Laplace second moments of every ψ_n, the per-datum choice among
+/// Böhning's and the K! Jebara–Choromanska orders, and K(K−1)/2 weighted SYRKs).
+void BM_SoftmaxBoundSetup(benchmark::State& state) {
+  const World& w = world();
+  tbb::task_arena arena(static_cast<int>(state.range(1)));
+  std::size_t jc = 0;
+  for (auto _ : state)
+    arena.execute([&] {
+      const SoftmaxBound b = state.range(0) != 0
+                                 ? SoftmaxBound::tight(*w.model, w.map, BoundTuning::map)
+                                 : SoftmaxBound::map_tuned(*w.model, w.map.theta);
+      jc = b.jc_count();
+      benchmark::DoNotOptimize(&b);
+    });
+  state.counters["jc_data"] = static_cast<double>(jc);
+}
+BENCHMARK(BM_SoftmaxBoundSetup)
+    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->ArgNames({"tight", "threads"})
+    ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

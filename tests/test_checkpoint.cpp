@@ -196,7 +196,7 @@ TEST_SUITE("unit") {
     m.config.seed = 123456789012345ULL;
     m.config.thin = 7;
     m.config.bound_slack = 0.25;
-    m.config.softmax_bound = SoftmaxBoundKind::tight;
+    m.config.softmax_bound = SoftmaxBoundKind::bohning;  // not the default
     m.checkpoint_every = 500;
     m.data_arg = "data/d.csv";
     m.data_path = "/abs/data/d.csv";
@@ -215,7 +215,7 @@ TEST_SUITE("unit") {
     const RunManifest r = load_run_manifest(dir.string());
     CHECK(encode_checkpoint(r) == encode_checkpoint(m));
     CHECK(r.config.metric == Metric::dense);
-    CHECK(r.config.softmax_bound == SoftmaxBoundKind::tight);
+    CHECK(r.config.softmax_bound == SoftmaxBoundKind::bohning);
     CHECK(r.config.seed == m.config.seed);
     CHECK(r.data_path == m.data_path);
     CHECK(r.map.covariance(1, 0) == 0.1);

@@ -44,6 +44,7 @@ struct ModelFixture<SoftmaxModel> {
   static RunConfig config() {
     RunConfig c;
     c.model = ModelKind::softmax;
+    c.softmax_bound = SoftmaxBoundKind::bohning;
     return c;
   }
 };

@@ -680,17 +680,6 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const MapResult& map, Boun
   stride_ = lay.stride;
   const std::size_t K = k_, d = d_, stride = stride_, R = rec_size(), mb = block_data(K);
   const std::size_t npairs = K * (K - 1) / 2;
-  {
-    // Memory: the pair matrices, their per-chunk partial sums (stats_grain's budget) and the
-    // per-datum records.
-    const double doubles =
-        static_cast<double>(npairs) * static_cast<double>(d) * static_cast<double>(stride) +
-        static_cast<double>(ds.n()) * static_cast<double>(R);
-    if (doubles > static_cast<double>(std::size_t{1} << 28))
-      throw ConfigError("--softmax-bound tight needs K(K-1)/2 = " + std::to_string(npairs) +
-                        " D x D matrices (D = " + std::to_string(d) +
-                        ") and 4K doubles per datum, more than 2 GiB; use --softmax-bound bohning");
-  }
   const bool tuned = tuning == BoundTuning::map;
   const double inv_k = 1.0 / static_cast<double>(K), log_k = std::log(static_cast<double>(K));
   anchor_pad_ = aligned_zeros(lay.padded());

@@ -404,7 +404,7 @@ void add_sample_command(CLI::App& app) {
   add_enum_option(s, "--softmax-bound", c.softmax_bound, softmax_bounds,
                   "softmax: bohning (fixed curvature) or tight (per datum the tighter of "
                   "Bohning's and the Jebara-Choromanska bounds)",
-                  "bohning");
+                  "tight");
   const std::map<std::string, ZUpdate> zs{{"implicit", ZUpdate::implicit},
                                           {"explicit", ZUpdate::explicit_}};
   add_enum_option(s, "--z", c.z, zs, "z-update: implicit or explicit", "implicit");

@@ -176,8 +176,12 @@ class SoftmaxBound {
   static SoftmaxBound map_tuned(const SoftmaxModel& model, const Vec& w_map, double slack = 0.0);
   /// The tight kind (see the class comment): MAP-tuned (ψ0_n = W_MAP x_n, `tuning` map) or
   /// untuned (ψ0_n = 0), the per-datum choice made with map.covariance, anchored at map.theta.
-  /// @throw ConfigError if map.covariance is not K·D × K·D, if the slack is negative or not
-  /// finite, or if the K(K−1)/2 D×D statistics would exceed 2 GiB (use bohning there).
+  /// Memory: K(K−1)/2·D² doubles for the pair matrices (half the dense (K·D)² Hessian that
+  /// SoftmaxModel::find_map forms) and 4K doubles per datum. Set-up time: the Laplace second
+  /// moments of every ψ_n, K(K+1)/2 products of the data with D×D blocks of the covariance
+  /// (O(N·K²·D²), a few Newton iterations' worth), and K(K−1)/2 weighted SYRKs.
+  /// @throw ConfigError if map.covariance is not K·D × K·D, or if the slack is negative or not
+  /// finite.
   static SoftmaxBound tight(const SoftmaxModel& model, const MapResult& map, BoundTuning tuning,
                             double slack = 0.0);
 

@@ -22,9 +22,7 @@
 #include "flymc/loaders.hpp"
 #include "flymc/sampler.hpp"
 
-#ifndef FLYMC_GIT_SHA
-#define FLYMC_GIT_SHA "unknown"
-#endif
+extern const char* const flymc_bench_git_sha;  // git_sha.cpp, written at build time
 #ifndef FLYMC_BUILD_TYPE
 #define FLYMC_BUILD_TYPE "unknown"
 #endif
@@ -46,7 +44,7 @@ nlohmann::json machine_info() {
           {"build_type", FLYMC_BUILD_TYPE},
           {"simd", kernels::simd_name()},
           {"blas", std::string("OpenBLAS ") + openblas_get_config()},
-          {"git_sha", FLYMC_GIT_SHA}};
+          {"git_sha", flymc_bench_git_sha}};
 }
 
 struct RowStats {
@@ -336,6 +334,12 @@ struct ScalingOptions {
   double regular_budget = 2e9;
   int theta_steps = RunConfig{}.theta_steps;
   double slack = RunConfig{}.bound_slack;
+  // FlyMC's implicit z-update rate. A dark datum with bright odds r_n = P(z=1)/P(z=0) turns
+  // bright at rate min(q, r_n) per sweep (MATH.md 1.2), so any q above the typical odds, about
+  // (bright count)/N, refreshes the bright set as fast as q = 1 does, while the sweep costs q·N
+  // bound evaluations. q < 0 ("auto"): q = min(0.01, 100/N), 100 dark proposals per sweep (the
+  // table1 row's 0.01 at N = 12,000 makes 120), so the z-update's cost does not grow with N.
+  double q = -1.0;
 };
 
 void scaling(const ScalingOptions& o) {
@@ -365,6 +369,7 @@ void scaling(const ScalingOptions& o) {
         cfg.thin = o.thin_flymc;
         cfg.theta_steps = o.theta_steps;
         cfg.bound_slack = o.slack;
+        cfg.q_dark_to_bright = o.q > 0.0 ? o.q : std::min(0.01, 100.0 / double(n));
       }
       const char* name = a == 0 ? "regular" : "flymc-map";
       std::fprintf(stderr, "scaling: N = %zu %s %ld iterations x %d chains ...\n", n, name,
@@ -389,6 +394,7 @@ void scaling(const ScalingOptions& o) {
                        {"bright_mean", r.bright_mean()},
                        {"ess_per_second_min", ess_s},
                        {"speedup_wall", sw},
+                       {"q_dark_to_bright", cfg.algo == Algo::flymc ? cfg.q_dark_to_bright : 0.0},
                        {"iters", cfg.iters},
                        {"chains", cfg.chains}});
     }
@@ -404,7 +410,10 @@ void scaling(const ScalingOptions& o) {
 
 struct ChainsOptions {
   std::string data, json;
-  long iters = 200000, warmup = 20000, thin = 10;
+  // table1's MAP-tuned FlyMC budget: at ESS/1000 ≈ 0.04 (RW-MH on Fashion-MNIST 7-vs-9) a chain
+  // then has a min ESS of ~150, enough for an ESS/s estimate within ~15%; the iteration rate,
+  // printed beside it, is the noise-free part of the comparison.
+  long iters = 4000000, warmup = 200000, thin = 20;
   std::uint64_t seed = 1;
   int max_chains = 0;
 };
@@ -414,8 +423,9 @@ void chains_bench(const ChainsOptions& o) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   const int maxc = o.max_chains > 0 ? o.max_chains : cores;
   nlohmann::json jrows = nlohmann::json::array();
-  double base = 0.0;
-  std::printf("%7s %12s %12s %10s\n", "chains", "minESS", "minESS/s", "vs 1 chain");
+  double base = 0.0, base_rate = 0.0;
+  std::printf("%7s %12s %12s %10s %14s %10s\n", "chains", "minESS", "minESS/s", "vs 1 chain",
+              "iterations/s", "vs 1 chain");
   for (int c = 1; c <= maxc; ++c) {
     RunConfig cfg;
     cfg.chains = c;
@@ -426,14 +436,21 @@ void chains_bench(const ChainsOptions& o) {
     cfg.seed = o.seed;
     const RunResult r = run_logistic(cfg, data);
     const double e = min_ess(r), es = e / r.sampling_seconds;
-    if (c == 1) base = es;
-    std::printf("%7d %12.1f %12.2f %10.2f\n", c, e, es, es / base);
+    const double rate = double(c) * double(cfg.iters) / r.sampling_seconds;  // all chains
+    if (c == 1) {
+      base = es;
+      base_rate = rate;
+    }
+    std::printf("%7d %12.1f %12.2f %10.2f %14.0f %10.2f\n", c, e, es, es / base, rate,
+                rate / base_rate);
     std::fflush(stdout);
     jrows.push_back({{"chains", c},
                      {"min_ess", e},
                      {"ess_per_second_min", es},
                      {"sampling_seconds", r.sampling_seconds},
-                     {"ratio_to_one_chain", es / base}});
+                     {"ratio_to_one_chain", es / base},
+                     {"iterations_per_second", rate},
+                     {"rate_ratio_to_one_chain", rate / base_rate}});
   }
   if (!o.json.empty()) {
     std::ofstream f(o.json);
@@ -531,6 +548,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   s1->add_option("--theta-steps", sc.theta_steps)->capture_default_str();
   s1->add_option("--bound-slack", sc.slack)->capture_default_str();
+  s1->add_option("--q-dark-to-bright", sc.q,
+                 "FlyMC's implicit z-update rate (< 0: min(0.01, 100/N), 100 proposals per sweep)")
+      ->capture_default_str();
   s1->callback([&] { scaling(sc); });
 
   ChainsOptions ch;
@@ -539,6 +559,8 @@ int main(int argc, char** argv) {
   c1->add_option("--json", ch.json);
   c1->add_option("--iters", ch.iters)->capture_default_str();
   c1->add_option("--warmup", ch.warmup)->capture_default_str();
+  c1->add_option("--thin", ch.thin)->capture_default_str();
+  c1->add_option("--seed", ch.seed)->capture_default_str();
   c1->add_option("--max-chains", ch.max_chains, "0: the core count")->capture_default_str();
   c1->callback([&] { chains_bench(ch); });
   try {

@@ -938,6 +938,25 @@ double SoftmaxBound::log_bound_sum(const double* theta, double* scratch,
   return f0_ + lin - 0.25 * quad;
 }
 
+namespace {
+/// Off the hot path of both bound kinds: a Δ ≤ 0 (or NaN) is clamped to 0 with its gradient, and
+/// a negative one classified as rounding (within tol(), computed only then) or a violation
+/// (BoundCheck; the tolerances are documented at SoftmaxBound::deltas).
+template <class Tol>
+void settle_nonpositive(double dl, Tol&& tol, BoundCheck& check, double& delta, double* dpsi,
+                        std::size_t K) {
+  if (dl < 0.0 || std::isnan(dl)) {
+    if (dl >= -tol()) {
+      ++check.clamped;
+    } else {
+      ++check.violations;  // also NaN
+    }
+  }
+  delta = 0.0;
+  if (dpsi != nullptr) std::fill(dpsi, dpsi + K, 0.0);
+}
+}  // namespace
+
 template <bool kGrad>
 BoundCheck SoftmaxBound::compute(const Index* idx, const double* preds, std::size_t k,
                                  double* delta, double* dpsi) const noexcept {
@@ -966,9 +985,7 @@ BoundCheck SoftmaxBound::compute(const Index* idx, const double* preds, std::siz
         }
         continue;
       }
-      // Off the hot path: Δ ≤ 0 (or NaN) is clamped, and a negative one classified (BoundCheck;
-      // the tolerance is documented at SoftmaxBound::deltas).
-      if (dl < 0.0 || std::isnan(dl)) {
+      const auto tol = [&] {
         constexpr double kUlps = 64.0 * std::numeric_limits<double>::epsilon();
         double gav = 0.0, vv = 0.0;
         for (std::size_t c = 0; c < K; ++c) {
@@ -976,17 +993,10 @@ BoundCheck SoftmaxBound::compute(const Index* idx, const double* preds, std::siz
           gav += g[c] * std::fabs(v);
           vv += v * v;
         }
-        const double tol =
-            1e-9 + kUlps * (std::fabs(r[2 * K] - sb.m[i]) + r[2 * K + 1] + sb.l[i] + gav +
-                            0.25 * (vv + static_cast<double>(K) * t.mean * t.mean));
-        if (dl >= -tol) {
-          ++check.clamped;
-        } else {
-          ++check.violations;  // also NaN
-        }
-      }
-      delta[b0 + i] = 0.0;
-      if constexpr (kGrad) std::fill(dpsi + (b0 + i) * K, dpsi + (b0 + i + 1) * K, 0.0);
+        return 1e-9 + kUlps * (std::fabs(r[2 * K] - sb.m[i]) + r[2 * K + 1] + sb.l[i] + gav +
+                               0.25 * (vv + static_cast<double>(K) * t.mean * t.mean));
+      };
+      settle_nonpositive(dl, tol, check, delta[b0 + i], kGrad ? dpsi + (b0 + i) * K : nullptr, K);
     }
   }
   return check;
@@ -1027,9 +1037,7 @@ BoundCheck SoftmaxBound::compute_tight(const Index* idx, const double* preds, st
         }
         continue;
       }
-      // Off the hot path: Δ ≤ 0 (or NaN) is clamped, and a negative one classified (BoundCheck;
-      // the tolerance is documented at SoftmaxBound::deltas).
-      if (dl < 0.0 || std::isnan(dl)) {
+      const auto tol = [&] {
         constexpr double kUlps = 64.0 * std::numeric_limits<double>::epsilon();
         double gav = 0.0, vmax = 0.0;
         for (std::size_t c = 0; c < K; ++c) {
@@ -1037,16 +1045,10 @@ BoundCheck SoftmaxBound::compute_tight(const Index* idx, const double* preds, st
           vmax = std::max(vmax, std::fabs(v[c]));
         }
         const double kd = static_cast<double>(K);
-        const double tol = 1e-9 + kUlps * (std::fabs(r[2 * K] - sb.m[i]) + r[2 * K + 1] + sb.l[i] +
-                                           gav + 0.5 * kd * kd * vmax * vmax);
-        if (dl >= -tol) {
-          ++check.clamped;
-        } else {
-          ++check.violations;  // also NaN
-        }
-      }
-      delta[b0 + i] = 0.0;
-      if constexpr (kGrad) std::fill(dpsi + (b0 + i) * K, dpsi + (b0 + i + 1) * K, 0.0);
+        return 1e-9 + kUlps * (std::fabs(r[2 * K] - sb.m[i]) + r[2 * K + 1] + sb.l[i] + gav +
+                               0.5 * kd * kd * vmax * vmax);
+      };
+      settle_nonpositive(dl, tol, check, delta[b0 + i], kGrad ? dpsi + (b0 + i) * K : nullptr, K);
     }
   }
   return check;

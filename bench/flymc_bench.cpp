@@ -334,11 +334,8 @@ struct ScalingOptions {
   double regular_budget = 2e9;
   int theta_steps = RunConfig{}.theta_steps;
   double slack = RunConfig{}.bound_slack;
-  // FlyMC's implicit z-update rate. A dark datum with bright odds r_n = P(z=1)/P(z=0) turns
-  // bright at rate min(q, r_n) per sweep (MATH.md 1.2), so any q above the typical odds, about
-  // (bright count)/N, refreshes the bright set as fast as q = 1 does, while the sweep costs q·N
-  // bound evaluations. q < 0 ("auto"): q = min(0.01, 100/N), 100 dark proposals per sweep (the
-  // table1 row's 0.01 at N = 12,000 makes 120), so the z-update's cost does not grow with N.
+  // FlyMC's implicit z-update rate; < 0: the engine's automatic one (auto_q_dark_to_bright),
+  // here q = 100/N (about 4 data are bright), so the z-sweep's cost does not grow with N.
   double q = -1.0;
 };
 
@@ -369,7 +366,7 @@ void scaling(const ScalingOptions& o) {
         cfg.thin = o.thin_flymc;
         cfg.theta_steps = o.theta_steps;
         cfg.bound_slack = o.slack;
-        cfg.q_dark_to_bright = o.q > 0.0 ? o.q : std::min(0.01, 100.0 / double(n));
+        cfg.q_dark_to_bright = o.q > 0.0 ? o.q : -1.0;
       }
       const char* name = a == 0 ? "regular" : "flymc-map";
       std::fprintf(stderr, "scaling: N = %zu %s %ld iterations x %d chains ...\n", n, name,
@@ -394,7 +391,7 @@ void scaling(const ScalingOptions& o) {
                        {"bright_mean", r.bright_mean()},
                        {"ess_per_second_min", ess_s},
                        {"speedup_wall", sw},
-                       {"q_dark_to_bright", cfg.algo == Algo::flymc ? cfg.q_dark_to_bright : 0.0},
+                       {"q_dark_to_bright", cfg.algo == Algo::flymc ? r.q_dark_to_bright : 0.0},
                        {"iters", cfg.iters},
                        {"chains", cfg.chains}});
     }
@@ -548,8 +545,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   s1->add_option("--theta-steps", sc.theta_steps)->capture_default_str();
   s1->add_option("--bound-slack", sc.slack)->capture_default_str();
-  s1->add_option("--q-dark-to-bright", sc.q,
-                 "FlyMC's implicit z-update rate (< 0: min(0.01, 100/N), 100 proposals per sweep)")
+  s1->add_option("--q-dark-to-bright", sc.q, "FlyMC's implicit z-update rate (< 0: automatic)")
       ->capture_default_str();
   s1->callback([&] { scaling(sc); });
 

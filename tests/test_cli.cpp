@@ -74,14 +74,17 @@ TEST_SUITE("unit") {
     for (auto& [k, v] : j["run"].items()) run.insert(k);
     for (auto& [k, v] : j["params"][0].items()) param.insert(k);
     CHECK(top == std::set<std::string>{"params", "run"});
-    CHECK(run == std::set<std::string>{"chains", "warmup", "iters", "setup_seconds",
-                                       "warmup_seconds", "sampling_seconds", "queries_per_iter",
-                                       "bright_mean", "accept_rate", "min_ess_bulk",
-                                       "min_ess_bulk_per_second"});
+    CHECK(run == std::set<std::string>{
+                     "chains", "warmup", "iters", "setup_seconds", "warmup_seconds",
+                     "sampling_seconds", "queries_per_iter", "bright_mean", "accept_rate",
+                     "min_ess_bulk", "min_ess_bulk_per_second", "bound_slack", "q_dark_to_bright"});
     CHECK(param == std::set<std::string>{"name", "mean", "sd", "mcse_mean", "q5", "q50", "q95",
                                          "ess_bulk", "ess_tail", "rhat"});
     CHECK(j["params"].size() == 3);
     CHECK(j["run"]["chains"] == 2);
+    // The automatic choices as resolved: q is 0.01 up to N = 10,000; the slack is positive.
+    CHECK(j["run"]["q_dark_to_bright"].get<double>() == 0.01);
+    CHECK(j["run"]["bound_slack"].get<double>() > 0.0);
 
     const Result s = run_cli("summary " + out, dir);
     CHECK(s.code == 0);

@@ -41,8 +41,9 @@ void RunConfig::validate() const {
   // the MAP search NaN).
   if (!(prior_sd >= kMinPriorSd && prior_sd <= kMaxPriorSd))
     throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + num(prior_sd));
-  if (!(q_dark_to_bright > 0.0 && q_dark_to_bright <= 1.0))
-    throw ConfigError("--q-dark-to-bright must be in (0, 1], got " + num(q_dark_to_bright));
+  if (!(q_dark_to_bright > 0.0 && q_dark_to_bright <= 1.0) && q_dark_to_bright != -1.0)
+    throw ConfigError("--q-dark-to-bright must be in (0, 1] (or auto), got " +
+                      num(q_dark_to_bright));
   if (!(resample_fraction > 0.0 && resample_fraction <= 1.0))
     throw ConfigError("--resample-fraction must be in (0, 1], got " + num(resample_fraction));
   if (!(untuned_xi >= 0.0) || !std::isfinite(untuned_xi))

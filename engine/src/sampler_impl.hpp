@@ -481,13 +481,18 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   std::optional<typename M::Bound> bound;
   std::optional<ZRates> rates;
   out.bound_slack = std::max(cfg.bound_slack, 0.0);
+  // The automatic q is 0.01 up to N = 10,000 whatever the bright count (auto_q_dark_to_bright).
+  out.q_dark_to_bright =
+      cfg.q_dark_to_bright > 0.0 ? cfg.q_dark_to_bright : auto_q_dark_to_bright(0.0, data->n());
   if (cfg.algo == Algo::flymc) {
     RunConfig bc = cfg;
     bc.bound_slack = out.bound_slack;
     bound.emplace(M::Bound::make(model, bc, out.map));
     const bool auto_slack = cfg.bound_slack < 0.0;
     const bool per_datum = cfg.z == ZUpdate::implicit && cfg.q_per_datum;
-    if (auto_slack || per_datum) {
+    const bool auto_q =
+        cfg.z == ZUpdate::implicit && cfg.q_dark_to_bright < 0.0 && out.q_dark_to_bright < 0.01;
+    if (auto_slack || per_datum || auto_q) {
       std::vector<double> dark =
           mean_dark_probability(*bound, *data, model.layout(), laplace_draws(out.map, cfg.seed));
       if (auto_slack) {
@@ -502,9 +507,14 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
         const double shrink = std::exp(-out.bound_slack);
         for (double& m : dark) m *= shrink;  // B/L with the slack: e^{−ε}·B/L
       }
+      if (auto_q) {
+        double bright = 0.0;
+        for (double m : dark) bright += 1.0 - m;
+        out.q_dark_to_bright = auto_q_dark_to_bright(bright, data->n());
+      }
       if (per_datum) {
         for (double& m : dark) m = 1.0 - m;
-        rates.emplace(per_datum_rates(dark, cfg.q_dark_to_bright));
+        rates.emplace(per_datum_rates(dark, out.q_dark_to_bright));
       }
     }
     if (cfg.test_bound_excess > 0.0) bound->raise_for_testing(cfg.test_bound_excess);
@@ -584,7 +594,7 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                     run_chain<M, false, ImplicitZUpdater>(sh, c + 1, nullptr, sink, prog, ses);
               } else if (cfg.z == ZUpdate::implicit) {
                 ImplicitZUpdater z =
-                    rates ? ImplicitZUpdater(*rates) : ImplicitZUpdater(cfg.q_dark_to_bright);
+                    rates ? ImplicitZUpdater(*rates) : ImplicitZUpdater(out.q_dark_to_bright);
                 out.chains[ci] = run_chain<M, true>(sh, c + 1, &z, sink, prog, ses);
               } else {
                 ExplicitZUpdater z(cfg.resample_fraction);

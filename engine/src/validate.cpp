@@ -111,7 +111,8 @@ std::string sampler_description(Algo algo, BoundTuning bound, ZUpdate z, KernelK
   std::string s = std::string(to_string(algo)) + ", kernel " + to_string(k);
   if (algo == Algo::flymc) {
     s += std::string(", bound ") + to_string(bound) + ", z " + to_string(z);
-    s += z == ZUpdate::implicit ? fmt(" (q %g)", q) : fmt(" (fraction %g)", f);
+    s += z == ZUpdate::implicit ? (q > 0.0 ? fmt(" (q %g)", q) : std::string(" (q auto)"))
+                                : fmt(" (fraction %g)", f);
     if (slack > 0.0) s += fmt(", bound slack %g", slack);
     if (theta_steps > 1) s += ", theta-steps " + std::to_string(theta_steps);
   }

@@ -147,6 +147,12 @@ void write_summary_json(const std::string& path, const RunResult& r,
               {"accept_rate", r.accept_rate()},
               {"min_ess_bulk", num(min_ess)},
               {"min_ess_bulk_per_second", num(min_ess / r.sampling_seconds)}};
+  // FlyMC's set-up choices, resolved where automatic (null for regular MCMC).
+  const bool fly = r.config.algo == Algo::flymc;
+  j["run"]["bound_slack"] = fly ? nlohmann::json(r.bound_slack) : nlohmann::json();
+  j["run"]["q_dark_to_bright"] = fly && r.config.z == ZUpdate::implicit
+                                     ? nlohmann::json(r.q_dark_to_bright)
+                                     : nlohmann::json();
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp);
@@ -291,13 +297,17 @@ void run_sample(const SampleOptions& o) {
   write_summary_json(out + "/summary.json", r, params);
   if (!o.quiet) {
     print_summary_table(stdout, params);
+    char flymc_extra[128] = "";  // the automatic choices made at set-up
+    if (r.config.algo == Algo::flymc && r.config.z == ZUpdate::implicit)
+      std::snprintf(flymc_extra, sizeof flymc_extra, ", bound slack %.3g, q %.3g", r.bound_slack,
+                    r.q_dark_to_bright);
+    else if (r.config.algo == Algo::flymc)
+      std::snprintf(flymc_extra, sizeof flymc_extra, ", bound slack %.3g", r.bound_slack);
     std::printf(
         "\nset-up %.3f s, warm-up %.3f s, sampling %.3f s; %.1f likelihood queries/iter "
         "(%.2f%% of N), %.1f bright on average, acceptance %.3f%s\n",
         r.setup_seconds, r.warmup_seconds, r.sampling_seconds, r.queries_per_iter(),
-        100.0 * r.queries_per_iter() / double(r.n), r.bright_mean(), r.accept_rate(),
-        r.config.algo == Algo::flymc ? (", bound slack " + std::to_string(r.bound_slack)).c_str()
-                                     : "");
+        100.0 * r.queries_per_iter() / double(r.n), r.bright_mean(), r.accept_rate(), flymc_extra);
     std::printf("draws: %s/chain-{1..%d}.csv, summary: %s/summary.json\n", out.c_str(), cfg.chains,
                 out.c_str());
   }

@@ -17,6 +17,34 @@ namespace flymc::cli {
 struct ExitStatus {
   int code;
 };
+/// An option taking "auto" (stored as −1, RunConfig's marker for a value chosen at set-up) or a
+/// number that `valid` accepts; anything else is a configuration error (exit 78) naming the
+/// option and the value.
+inline void add_auto_option(CLI::App* s, const std::string& name, double& target,
+                            bool (*valid)(double), const std::string& range,
+                            const std::string& help) {
+  s->add_option_function<std::string>(
+       name,
+       [&target, valid, name, range](const std::string& v) {
+         if (v == "auto") {
+           target = -1.0;
+           return;
+         }
+         double x = std::numeric_limits<double>::quiet_NaN();
+         try {
+           std::size_t used = 0;
+           x = std::stod(v, &used);
+           if (used != v.size()) x = std::numeric_limits<double>::quiet_NaN();
+         } catch (const std::exception&) {
+         }
+         if (!std::isfinite(x) || !valid(x))
+           throw ConfigError(name + " must be auto or a number " + range + ", got " + v);
+         target = x;
+       },
+       help)
+      ->default_str("auto");
+}
+
 /// The model and FlyMC options shared by `flymc sample` and `flymc validate` (any options struct
 /// with these fields: RunConfig, GewekeOptions): prior, z-update rates, untuned ξ, bound slack.
 template <class Options>
@@ -24,36 +52,23 @@ void add_model_z_options(CLI::App* s, Options& o) {
   s->add_option("--prior-sd", o.prior_sd,
                 "Prior standard deviation of every coefficient (Gaussian or Laplace)")
       ->capture_default_str();
-  s->add_option("--q-dark-to-bright", o.q_dark_to_bright,
-                "Implicit z-update proposal rate q (with --q-per-datum: the mean rate)")
-      ->capture_default_str();
   s->add_option("--resample-fraction", o.resample_fraction, "Explicit z-update fraction")
       ->capture_default_str();
   s->add_option("--untuned-xi", o.untuned_xi, "xi of the untuned bound")->capture_default_str();
   if constexpr (std::is_same_v<Options, RunConfig>) {
-    // "auto" (RunConfig's default, stored as −1) or a number >= 0; anything else exits 78.
-    s->add_option_function<std::string>(
-         "--bound-slack",
-         [&o](const std::string& v) {
-           if (v == "auto") {
-             o.bound_slack = -1.0;
-             return;
-           }
-           double x = std::numeric_limits<double>::quiet_NaN();
-           try {
-             std::size_t used = 0;
-             x = std::stod(v, &used);
-             if (used != v.size()) x = std::numeric_limits<double>::quiet_NaN();
-           } catch (const std::exception&) {
-           }
-           if (!(x >= 0.0) || !std::isfinite(x))
-             throw ConfigError("--bound-slack must be auto or a finite number >= 0, got " + v);
-           o.bound_slack = x;
-         },
-         "Slack subtracted from every log B_n; auto: a quarter of the expected bright "
-         "fraction (Laplace draws at set-up)")
-        ->default_str("auto");
+    // RunConfig's defaults are automatic, chosen at set-up from 8 Laplace draws.
+    add_auto_option(
+        s, "--q-dark-to-bright", o.q_dark_to_bright, [](double x) { return x > 0.0 && x <= 1.0; },
+        "in (0, 1]",
+        "Implicit z-update proposal rate q (with --q-per-datum: the mean rate); auto: "
+        "min(0.01, max(100, 4 x expected bright count)/N)");
+    add_auto_option(
+        s, "--bound-slack", o.bound_slack, [](double x) { return x >= 0.0; }, ">= 0",
+        "Slack subtracted from every log B_n; auto: a quarter of the expected bright "
+        "fraction (Laplace draws at set-up)");
   } else {
+    s->add_option("--q-dark-to-bright", o.q_dark_to_bright, "Implicit z-update proposal rate q")
+        ->capture_default_str();
     s->add_option("--bound-slack", o.bound_slack, "Slack subtracted from every log B_n")
         ->capture_default_str();
   }

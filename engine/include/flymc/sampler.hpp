@@ -96,6 +96,8 @@ struct RunResult {
   std::vector<ChainResult> chains;
   MapResult map;
   double bound_slack = 0.0;  ///< the slack ε used (RunConfig::bound_slack, resolved if automatic)
+  /// The implicit z-update rate q used (RunConfig::q_dark_to_bright, resolved if automatic).
+  double q_dark_to_bright = 0.0;
   double setup_seconds = 0.0;     ///< MAP + bound statistics + initial z (wall)
   double warmup_seconds = 0.0;    ///< wall time of the chains' parallel region spent in warm-up
   double sampling_seconds = 0.0;  ///< ... and in sampling (apportioned by the chains' own timers)

@@ -11,6 +11,7 @@
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/parallel.hpp"
 #include "model_checks.hpp"
+#include "newton.hpp"
 
 namespace flymc {
 namespace {
@@ -234,28 +235,9 @@ MapResult LogisticModel::newton(const Prior& prior, Vec theta, double tol, int m
     neg_hess = p.h;
     for (Eigen::Index j = 0; j < d; ++j) neg_hess(j, j) += prior.map_curvature(theta[j]);
     Eigen::LLT<Mat> llt(neg_hess);
-    Vec step = llt.solve(g);
-    const double decrement = g.dot(step);  // Newton decrement squared
-    if (!(decrement > 2.0 * tol)) {
-      // Converged. The step left is tiny, but the gradient after it is smaller by orders of
-      // magnitude (quadratic convergence), so it is taken unless it lowers the objective by more
-      // than rounding. Skipping it left |∇| ~1e-6 where a build's rounding changed the path.
-      const double f_last = objective(theta + step);
-      if (f_last >= f - 1e-12 * (1.0 + std::fabs(f))) {
-        theta += step;
-        f = f_last;
-      }
+    const Vec step = llt.solve(g);
+    if (detail::newton_move(objective, theta, f, g, step, tol) != detail::NewtonMove::stepped)
       break;
-    }
-    double t = 1.0;
-    double f_new = objective(theta + step);
-    while (!(f_new >= f + 0.25 * t * decrement) && t > 1e-12) {
-      t *= 0.5;
-      f_new = objective(theta + t * step);
-    }
-    if (t <= 1e-12) break;
-    theta += t * step;
-    f = f_new;
   }
   // Laplace covariance at the final θ.
   for (Eigen::Index j = 0; j < d; ++j) tp[static_cast<std::size_t>(j)] = theta[j];

@@ -14,6 +14,7 @@
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/parallel.hpp"
 #include "model_checks.hpp"
+#include "newton.hpp"
 
 namespace flymc {
 namespace {
@@ -504,26 +505,8 @@ MapResult SoftmaxModel::newton(const Prior& prior, Vec theta, double tol, int ma
     Mat neg_hess = assemble_neg_hessian(st.pairs, K, d);
     for (Eigen::Index j = 0; j < P; ++j) neg_hess(j, j) += prior.map_curvature(theta[j]);
     const Vec step = cholesky(neg_hess).solve(g);
-    const double decrement = g.dot(step);  // Newton decrement squared
-    if (!(decrement > 2.0 * tol)) {
-      // Converged; the last (tiny) step is taken unless it lowers the objective by more than
-      // rounding, as in LogisticModel::newton (it shrinks |∇| by orders of magnitude).
-      const double f_last = objective(theta + step);
-      if (f_last >= f - 1e-12 * (1.0 + std::fabs(f))) {
-        theta += step;
-        f = f_last;
-      }
+    if (detail::newton_move(objective, theta, f, g, step, tol) != detail::NewtonMove::stepped)
       break;
-    }
-    double t = 1.0;
-    double f_new = objective(theta + step);
-    while (!(f_new >= f + 0.25 * t * decrement) && t > 1e-12) {
-      t *= 0.5;
-      f_new = objective(theta + t * step);
-    }
-    if (t <= 1e-12) break;
-    theta += t * step;
-    f = f_new;
   }
   // Laplace covariance at the final θ, with the prior's precision (a proper stand-in for the
   // Laplace prior's curvature, Prior::precision()).

@@ -707,30 +707,6 @@ Reference importance_reference(const SoftmaxModel& model, const MapResult& map, 
   return ref;
 }
 
-/// Batch-means MCSE of the mean of f(x) over all chains (40 batches per chain).
-template <class F>
-std::pair<double, double> mean_and_mcse(const std::vector<std::vector<double>>& chains, F f) {
-  const int nb = 40;
-  std::vector<double> bm;
-  double tot = 0.0;
-  std::size_t cnt = 0;
-  for (const auto& c : chains) {
-    const std::size_t len = c.size() / nb;
-    for (int b = 0; b < nb; ++b) {
-      double s = 0.0;
-      for (std::size_t i = 0; i < len; ++i) s += f(c[b * len + i]);
-      bm.push_back(s / static_cast<double>(len));
-      tot += s;
-      cnt += len;
-    }
-  }
-  const double mean = tot / static_cast<double>(cnt);
-  double v = 0.0;
-  for (double x : bm) v += (x - mean) * (x - mean);
-  v /= static_cast<double>(bm.size() - 1);
-  return {mean, std::sqrt(v / static_cast<double>(bm.size()))};
-}
-
 }  // namespace
 
 TEST_SUITE("statistical") {
@@ -816,11 +792,12 @@ TEST_SUITE("statistical") {
               if (F(f, q) != 0.0) v += F(f, q) * coords[static_cast<std::size_t>(q)][c][i];
             draws[c].push_back(v);
           }
-        const auto [m, se] = mean_and_mcse(draws, [](double x) { return x; });
+        const auto [m, se] = test::mean_and_mcse(draws, [](double x) { return x; });
         CHECK(std::fabs(m - ref.mean[j]) < 4.5 * std::hypot(se, ref.se_mean[j]));
         // sd through the second central moment about the reference mean (delta method).
         const double mu = ref.mean[j];
-        const auto [v, se_v] = mean_and_mcse(draws, [mu](double x) { return (x - mu) * (x - mu); });
+        const auto [v, se_v] =
+            test::mean_and_mcse(draws, [mu](double x) { return (x - mu) * (x - mu); });
         const double sd = std::sqrt(v), se_sd = se_v / (2.0 * sd);
         CHECK(std::fabs(sd - ref.sd[j]) < 4.5 * std::hypot(se_sd, ref.se_sd[j]));
         // the standard errors are small enough for the comparison to mean something

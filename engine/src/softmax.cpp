@@ -364,6 +364,21 @@ struct LikGrad {
   double f = 0.0;
   std::vector<double> g;  // K·stride
 };
+
+/// The K class blocks of g (K·stride entries) minus their mean over the classes, per feature:
+/// both bound kinds' collapsed gradient G0, whose class sum is zero up to rounding.
+AlignedBuffer centered_over_classes(const std::vector<double>& g, std::size_t K, std::size_t d,
+                                    std::size_t stride) {
+  const double inv_k = 1.0 / static_cast<double>(K);
+  AlignedBuffer out = aligned_zeros(K * stride);
+  for (std::size_t j = 0; j < d; ++j) {
+    double mean = 0.0;
+    for (std::size_t k = 0; k < K; ++k) mean += g[k * stride + j];
+    mean *= inv_k;
+    for (std::size_t k = 0; k < K; ++k) out[k * stride + j] = g[k * stride + j] - mean;
+  }
+  return out;
+}
 }  // namespace
 
 double SoftmaxModel::log_lik_grad(const double* theta, double* grad) const {
@@ -626,13 +641,7 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const Vec* tangent, const 
   f0_ = total.f;
   // G0 centered over the classes: Σ_k (e_y − g0 − Hv)_k = 0 for every datum, so this only removes
   // rounding, and makes the collapsed sum exactly invariant along the likelihood's null direction.
-  g0_pad_ = aligned_zeros(K * stride);
-  for (std::size_t j = 0; j < d; ++j) {
-    double mean = 0.0;
-    for (std::size_t k = 0; k < K; ++k) mean += total.g[k * stride + j];
-    mean *= inv_k;
-    for (std::size_t k = 0; k < K; ++k) g0_pad_[k * stride + j] = total.g[k * stride + j] - mean;
-  }
+  g0_pad_ = centered_over_classes(total.g, K, d, stride);
   const auto D = static_cast<Eigen::Index>(d);
   s_ = Eigen::Map<const Mat>(total.s.data(), D, D).selfadjointView<Eigen::Upper>();
   s_pad_ = aligned_zeros(d * stride);
@@ -816,13 +825,7 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const MapResult& map, Boun
   jc_count_ = total.jc;
   // G0 centered over the classes: Σ_k (e_y − g0 − S_n v)_k = 0 for every datum (S_n𝟙 = 0), so
   // this only removes rounding, as for the Böhning kind.
-  g0_pad_ = aligned_zeros(K * stride);
-  for (std::size_t j = 0; j < d; ++j) {
-    double mean = 0.0;
-    for (std::size_t k = 0; k < K; ++k) mean += total.g[k * stride + j];
-    mean *= inv_k;
-    for (std::size_t k = 0; k < K; ++k) g0_pad_[k * stride + j] = total.g[k * stride + j] - mean;
-  }
+  g0_pad_ = centered_over_classes(total.g, K, d, stride);
   // The pair matrices, symmetric, rows padded to stride (SYRK filled the upper triangle of the
   // column-major D×D sums).
   s_pad_ = aligned_zeros(std::max<std::size_t>(1, npairs) * d * stride);

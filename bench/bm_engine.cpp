@@ -17,11 +17,11 @@
 #include <numeric>
 #include <vector>
 
-#include "flymc/bright_set.hpp"
-#include "flymc/datagen.hpp"
-#include "flymc/flymc_state.hpp"
-#include "flymc/logistic.hpp"
-#include "flymc/theta_kernels.hpp"
+#include "flymc/datagen/datagen.hpp"
+#include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/theta_kernels.hpp"
+#include "flymc/mcmc/z_updates.hpp"
+#include "flymc/models/logistic.hpp"
 
 namespace {
 

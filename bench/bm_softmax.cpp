@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "flymc/bright_set.hpp"
-#include "flymc/flymc_state.hpp"
-#include "flymc/loaders.hpp"
-#include "flymc/softmax.hpp"
+#include "flymc/data/loaders.hpp"
+#include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/z_updates.hpp"
+#include "flymc/models/softmax.hpp"
 
 namespace {
 

@@ -15,12 +15,12 @@
 #include <thread>
 #include <vector>
 
-#include "flymc/datagen.hpp"
-#include "flymc/diagnostics.hpp"
-#include "flymc/errors.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/data/loaders.hpp"
+#include "flymc/datagen/datagen.hpp"
+#include "flymc/diagnostics/diagnostics.hpp"
 #include "flymc/kernels/kernels.hpp"
-#include "flymc/loaders.hpp"
-#include "flymc/sampler.hpp"
+#include "flymc/mcmc/sampler.hpp"
 
 extern const char* const flymc_bench_git_sha;  // git_sha.cpp, written at build time
 #ifndef FLYMC_BUILD_TYPE

@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "flymc/bright_set.hpp"
-#include "flymc/checkpoint.hpp"
-#include "flymc/errors.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/io/checkpoint.hpp"
+#include "flymc/io/output.hpp"
+#include "flymc/io/stan_csv.hpp"
 #include "flymc/kernels/kernels.hpp"
-#include "flymc/logistic.hpp"
-#include "flymc/output.hpp"
-#include "flymc/sampler.hpp"
-#include "flymc/stan_csv.hpp"
+#include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/models/logistic.hpp"
 #include "test_util.hpp"
 
 using namespace flymc;

@@ -9,9 +9,9 @@
 #include <set>
 #include <string>
 
-#include "flymc/datagen.hpp"
-#include "flymc/loaders.hpp"
-#include "flymc/stan_csv.hpp"
+#include "flymc/data/loaders.hpp"
+#include "flymc/datagen/datagen.hpp"
+#include "flymc/io/stan_csv.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "flymc/loaders.hpp"
-#include "flymc/rng.hpp"
+#include "flymc/core/rng.hpp"
+#include "flymc/data/loaders.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "flymc/datagen.hpp"
-#include "flymc/dataset.hpp"
-#include "flymc/errors.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/data/dataset.hpp"
+#include "flymc/datagen/datagen.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "flymc/dataset.hpp"
+#include "flymc/data/dataset.hpp"
 
 TEST_SUITE("unit") {
   TEST_CASE("Dataset rows are 64-byte aligned and zero padded") {

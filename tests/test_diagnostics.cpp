@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "flymc/diagnostics.hpp"
-#include "flymc/errors.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/diagnostics/diagnostics.hpp"
 
 // Reference values below were produced by R 4.2.2 with r-cran-posterior 1.4.0 running the R
 // script embedded in the `// R:` lines of this file:

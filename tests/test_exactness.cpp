@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "flymc/logistic.hpp"
-#include "flymc/sampler.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/models/logistic.hpp"
 #include "test_util.hpp"
 
 using namespace flymc;

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <set>
 
-#include "flymc/bright_set.hpp"
-#include "flymc/flymc_state.hpp"
-#include "flymc/logistic.hpp"
-#include "flymc/sampler.hpp"
-#include "flymc/softmax.hpp"
+#include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/mcmc/z_updates.hpp"
+#include "flymc/models/logistic.hpp"
+#include "flymc/models/softmax.hpp"
 #include "test_util.hpp"
 
 using namespace flymc;

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "flymc/core/rng.hpp"
 #include "flymc/kernels/kernels.hpp"
-#include "flymc/rng.hpp"
 
 namespace {
 

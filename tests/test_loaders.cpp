@@ -14,10 +14,10 @@
 #include <optional>
 #include <string>
 
-#include "flymc/datagen.hpp"
-#include "flymc/dataset.hpp"
-#include "flymc/errors.hpp"
-#include "flymc/loaders.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/data/dataset.hpp"
+#include "flymc/data/loaders.hpp"
+#include "flymc/datagen/datagen.hpp"
 
 namespace {
 

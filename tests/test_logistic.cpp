@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "flymc/kernels/kernels.hpp"
-#include "flymc/logistic.hpp"
+#include "flymc/models/logistic.hpp"
 #include "test_util.hpp"
 
 using namespace flymc;

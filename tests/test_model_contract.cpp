@@ -15,12 +15,12 @@
 #include <memory>
 #include <vector>
 
-#include "flymc/bright_set.hpp"
-#include "flymc/flymc_state.hpp"
-#include "flymc/logistic.hpp"
-#include "flymc/model.hpp"
-#include "flymc/robust.hpp"
-#include "flymc/softmax.hpp"
+#include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/z_updates.hpp"
+#include "flymc/models/logistic.hpp"
+#include "flymc/models/model.hpp"
+#include "flymc/models/robust.hpp"
+#include "flymc/models/softmax.hpp"
 #include "test_util.hpp"
 
 using namespace flymc;

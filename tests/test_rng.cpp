@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "flymc/rng.hpp"
+#include "flymc/core/rng.hpp"
 
 using flymc::Rng;
 

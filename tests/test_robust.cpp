@@ -15,11 +15,11 @@
 #include <utility>
 #include <vector>
 
-#include "flymc/datagen.hpp"
-#include "flymc/errors.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/datagen/datagen.hpp"
 #include "flymc/kernels/kernels.hpp"
-#include "flymc/robust.hpp"
-#include "flymc/sampler.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/models/robust.hpp"
 #include "test_util.hpp"
 
 using namespace flymc;

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "flymc/errors.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/core/rng.hpp"
 #include "flymc/kernels/kernels.hpp"
-#include "flymc/logistic.hpp"
-#include "flymc/rng.hpp"
-#include "flymc/sampler.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/models/logistic.hpp"
 
 using namespace flymc;
 

@@ -39,9 +39,9 @@
 #include <string>
 #include <vector>
 
-#include "flymc/logistic.hpp"
-#include "flymc/rng.hpp"
-#include "flymc/validate.hpp"
+#include "flymc/core/rng.hpp"
+#include "flymc/models/logistic.hpp"
+#include "flymc/validate/validate.hpp"
 
 using namespace flymc;
 namespace fs = std::filesystem;

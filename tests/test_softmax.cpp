@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "flymc/errors.hpp"
-#include "flymc/flymc_state.hpp"
-#include "flymc/logistic.hpp"
-#include "flymc/output.hpp"
-#include "flymc/sampler.hpp"
-#include "flymc/softmax.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/io/output.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/mcmc/z_updates.hpp"
+#include "flymc/models/logistic.hpp"
+#include "flymc/models/softmax.hpp"
 #include "test_util.hpp"
 
 using namespace flymc;

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "flymc/errors.hpp"
-#include "flymc/stan_csv.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/io/stan_csv.hpp"
 
 namespace {
 

@@ -36,12 +36,12 @@
 #include <string>
 #include <vector>
 
-#include "flymc/diagnostics.hpp"
-#include "flymc/errors.hpp"
-#include "flymc/metric.hpp"
-#include "flymc/rng.hpp"
-#include "flymc/theta_kernels.hpp"
-#include "flymc/validate.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/core/rng.hpp"
+#include "flymc/diagnostics/diagnostics.hpp"
+#include "flymc/mcmc/metric.hpp"
+#include "flymc/mcmc/theta_kernels.hpp"
+#include "flymc/validate/validate.hpp"
 
 using namespace flymc;
 

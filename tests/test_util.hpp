@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "flymc/dataset.hpp"
-#include "flymc/model.hpp"
-#include "flymc/rng.hpp"
+#include "flymc/core/rng.hpp"
+#include "flymc/data/dataset.hpp"
+#include "flymc/models/model.hpp"
 
 namespace flymc::test {
 

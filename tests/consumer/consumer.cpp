@@ -1,7 +1,7 @@
 // Samples a small logistic regression through the installed library and checks it ran.
 #include <cmath>
 #include <cstdio>
-#include <flymc/sampler.hpp>
+#include <flymc/flymc.hpp>
 #include <memory>
 
 int main() {

@@ -15,9 +15,9 @@
 #include <string>
 #include <string_view>
 
-#include "flymc/dataset.hpp"
-#include "flymc/errors.hpp"
-#include "flymc/loaders.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/data/dataset.hpp"
+#include "flymc/data/loaders.hpp"
 
 namespace flymc::fuzz {
 

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "commands.hpp"
-#include "flymc/datagen.hpp"
-#include "flymc/errors.hpp"
-#include "flymc/loaders.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/data/loaders.hpp"
+#include "flymc/datagen/datagen.hpp"
 
 namespace flymc::cli {
 

@@ -23,11 +23,11 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "flymc/checkpoint.hpp"
-#include "flymc/errors.hpp"
-#include "flymc/loaders.hpp"
-#include "flymc/output.hpp"
-#include "flymc/sampler.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/data/loaders.hpp"
+#include "flymc/io/checkpoint.hpp"
+#include "flymc/io/output.hpp"
+#include "flymc/mcmc/sampler.hpp"
 #include "table.hpp"
 
 namespace flymc::cli {

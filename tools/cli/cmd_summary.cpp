@@ -8,9 +8,9 @@
 #include <regex>
 
 #include "commands.hpp"
-#include "flymc/errors.hpp"
-#include "flymc/output.hpp"
-#include "flymc/stan_csv.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/io/output.hpp"
+#include "flymc/io/stan_csv.hpp"
 #include "table.hpp"
 
 namespace flymc::cli {

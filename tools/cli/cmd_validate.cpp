@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "commands.hpp"
-#include "flymc/errors.hpp"
-#include "flymc/validate.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/validate/validate.hpp"
 
 namespace flymc::cli {
 namespace {

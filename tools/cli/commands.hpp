@@ -9,8 +9,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "flymc/config.hpp"
-#include "flymc/errors.hpp"
+#include "flymc/core/config.hpp"
+#include "flymc/core/errors.hpp"
 
 namespace flymc::cli {
 /// Thrown by a sub-command to end the program with `code` after printing its own message.

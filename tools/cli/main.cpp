@@ -8,7 +8,7 @@
 #include <new>
 
 #include "commands.hpp"
-#include "flymc/errors.hpp"
+#include "flymc/core/errors.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"flymc: exact Bayesian posterior sampling on tall data with Firefly Monte Carlo"};

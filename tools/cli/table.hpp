@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "flymc/output.hpp"
+#include "flymc/io/output.hpp"
 
 namespace flymc::cli {
 

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <memory>
 
-#include "flymc/datagen.hpp"
-#include "flymc/errors.hpp"
-#include "flymc/loaders.hpp"
-#include "flymc/sampler.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/data/loaders.hpp"
+#include "flymc/datagen/datagen.hpp"
+#include "flymc/mcmc/sampler.hpp"
 
 int main(int argc, char** argv) {
   using namespace flymc;

@@ -1,0 +1,71 @@
+#pragma once
+/// @file dataset.hpp
+/// The read-only data matrix shared by every chain.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace flymc {
+
+/// Index type for data rows (N < 2^32).
+using Index = std::uint32_t;
+
+/// Row stride in doubles: D rounded up to a multiple of 8, so that every row starts on a
+/// 64-byte boundary and SIMD kernels run over whole registers. Padding entries are zero.
+constexpr std::size_t padded_stride(std::size_t d) { return (d + 7) / 8 * 8; }
+
+/// Deleter for 64-byte aligned arrays.
+struct AlignedFree {
+  void operator()(double* p) const noexcept;
+};
+using AlignedBuffer = std::unique_ptr<double[], AlignedFree>;
+/// Allocates `count` doubles, 64-byte aligned, zero-filled. Throws std::bad_alloc.
+AlignedBuffer aligned_zeros(std::size_t count);
+
+/// N rows of D features (row-major, 64-byte aligned rows with zero padding up to `stride()`),
+/// and one response per row (the label y_n). Built once by a loader or generator, then used
+/// read-only through `std::shared_ptr<const Dataset>`.
+///
+/// Thread safety: const member functions may be called concurrently from any number of threads.
+class Dataset {
+ public:
+  Dataset() = default;
+  /// Zero-filled N x D data set; `source` names the file it came from (for messages).
+  Dataset(std::size_t n, std::size_t d, std::string source = {});
+
+  std::size_t n() const noexcept { return n_; }
+  std::size_t d() const noexcept { return d_; }
+  std::size_t stride() const noexcept { return stride_; }
+  const std::string& source() const noexcept { return source_; }
+
+  /// Pointer to row i (stride() doubles, entries >= d() are zero).
+  const double* row(std::size_t i) const noexcept { return x_.get() + i * stride_; }
+  double* mutable_row(std::size_t i) noexcept { return x_.get() + i * stride_; }
+  /// Start of the whole matrix (N * stride() doubles).
+  const double* data() const noexcept { return x_.get(); }
+
+  std::span<const double> y() const noexcept { return y_; }
+  std::vector<double>& mutable_y() noexcept { return y_; }
+
+ private:
+  std::size_t n_ = 0, d_ = 0, stride_ = 0;
+  std::string source_;
+  AlignedBuffer x_;
+  std::vector<double> y_;
+};
+
+/// What values the label column may hold.
+enum class LabelDomain {
+  /// Any finite value (regression).
+  any,
+  /// Two classes: all labels in {-1, +1} (kept), or all in {0, 1} (0 is mapped to -1, 1 to +1).
+  /// Any other value, or a mix of the codings such as {-1, 0, 1}, is a DataError.
+  binary,
+  /// Class indices 0..K-1 (softmax): non-negative integers.
+  categorical,
+};
+
+}  // namespace flymc

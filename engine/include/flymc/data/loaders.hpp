@@ -1,0 +1,66 @@
+#pragma once
+/// @file loaders.hpp
+/// Reading and writing data sets as CSV or NPY files.
+///
+/// Layout of both formats: one row per datum, the label (response) first, then the D features.
+///
+/// CSV: comma-separated numbers. If no field of the first line is a number, that line is a header
+/// and is skipped (save_csv writes `label,x1,...,xD`). CRLF line ends, spaces or tabs around a
+/// field, a leading '+' and blank lines at the end of the file are accepted; a blank line between
+/// data rows is not. Numbers are parsed with std::from_chars (exact round trip).
+///
+/// NPY: a 2-D array of dtype '<f8' or '<f4' in C order (fortran_order False), header format
+/// version 1.0, 2.0 or 3.0; shape (N, D+1), column 0 is the label.
+///
+/// Every problem with the input is reported as flymc::DataError. CSV messages have the form
+/// `<path>:<line>: field <k> (<name>): <what>` (line 1-based counting the header, field 1-based,
+/// name "label" for field 1 and "x<j>" for field j+1); problems that concern a whole line omit the
+/// field part. NPY messages name the byte offset for header and size problems, and
+/// `row <i>` (0-based, as in numpy) plus the field for bad values.
+///
+/// Thread safety: the functions share no state; distinct calls may run concurrently.
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "flymc/data/dataset.hpp"
+
+namespace flymc {
+
+/// Loads a CSV file (see the file comment for the format). The Dataset's source() is `path`.
+Dataset load_csv(const std::string& path, LabelDomain labels);
+/// Loads an NPY file (see the file comment for the format). The Dataset's source() is `path`.
+Dataset load_npy(const std::string& path, LabelDomain labels);
+/// Parses CSV text held in memory exactly as load_csv parses a file; `name` stands for the path
+/// in messages and is the Dataset's source().
+Dataset parse_csv(std::string_view text, const std::string& name, LabelDomain labels);
+/// Parses the bytes of an NPY file held in memory exactly as load_npy parses a file.
+Dataset parse_npy(std::string_view text, const std::string& name, LabelDomain labels);
+/// Dispatches on the extension: ".csv" or ".npy" (case-insensitive); anything else is a DataError.
+Dataset load_dataset(const std::string& path, LabelDomain labels);
+
+/// Writes `ds` as CSV with the header `label,x1,...,xD`; every value is written as the shortest
+/// decimal string that reads back to the identical double. The file is written under a temporary
+/// name and renamed into place. I/O failures throw flymc::Error (exit code 74, EX_IOERR).
+void save_csv(const Dataset& ds, const std::string& path);
+/// Writes `ds` as NPY version 1.0 (2.0 if the header needs it): '<f8', C order, shape (N, D+1),
+/// label first. Same failure behaviour as save_csv.
+void save_npy(const Dataset& ds, const std::string& path);
+
+namespace detail {
+/// The piece sizes the loaders stream and parse in. The result, or the DataError thrown, does
+/// not depend on them; tests and the fuzz targets shrink them to a few bytes to exercise the
+/// logic at piece boundaries on small inputs.
+struct LoaderBlocks {
+  std::size_t io_bytes = std::size_t{16} << 20;    ///< CSV: bytes read at a time
+  std::size_t parse_bytes = std::size_t{1} << 20;  ///< CSV: bytes per parallel parse piece
+  std::size_t npy_bytes = std::size_t{4} << 20;    ///< NPY: bytes per converted block of rows
+};
+/// parse_csv / parse_npy with the given piece sizes.
+Dataset parse_csv_blocks(std::string_view text, const std::string& name, LabelDomain labels,
+                         const LoaderBlocks& blocks);
+Dataset parse_npy_blocks(std::string_view text, const std::string& name, LabelDomain labels,
+                         const LoaderBlocks& blocks);
+}  // namespace detail
+
+}  // namespace flymc

@@ -1,0 +1,28 @@
+#pragma once
+/// @file counters.hpp
+/// What a chain counts: likelihood queries, gradient evaluations, divergences, bound checks and
+/// non-finite densities, and the optional phase timers of the profiling harness.
+#include <cstdint>
+
+#include "flymc/core/profile.hpp"
+#include "flymc/models/model.hpp"
+
+namespace flymc {
+
+/// Counters a chain accumulates.
+struct Counters {
+  std::uint64_t queries = 0;           ///< likelihood evaluations L_n
+  std::uint64_t grad_evals = 0;        ///< gradient evaluations of the target
+  std::uint64_t divergences = 0;       ///< HMC trajectories stopped by a diverging energy
+  std::uint64_t bound_violations = 0;  ///< log B_n > log L_n beyond rounding (BoundCheck): a bug
+  std::uint64_t bound_clamps = 0;      ///< log B_n > log L_n within rounding, clamped (BoundCheck)
+  std::uint64_t nonfinite = 0;         ///< proposals rejected because log density was not finite
+  Profile* profile = nullptr;          ///< phase timers, only in the profiling harness
+
+  void add(const BoundCheck& b) noexcept {
+    bound_violations += b.violations;
+    bound_clamps += b.clamped;
+  }
+};
+
+}  // namespace flymc

@@ -1,0 +1,146 @@
+#pragma once
+/// @file sampler.hpp
+/// Running several independent chains of FlyMC or regular MCMC concurrently (oneTBB, one task per
+/// chain). Every chain's random stream is made up front from (seed, chain_id), and within-chain
+/// reductions are deterministic, so the same seed gives bit-identical draws at any thread count.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flymc/core/config.hpp"
+#include "flymc/core/profile.hpp"
+#include "flymc/data/dataset.hpp"
+#include "flymc/mcmc/counters.hpp"
+#include "flymc/models/model.hpp"
+
+namespace flymc {
+
+/// Receives one chain's output as it is produced (e.g. a Stan CSV file). Called only from that
+/// chain's task; one sink per chain.
+class DrawSink {
+ public:
+  virtual ~DrawSink() = default;
+  /// Before the first row: the column names (sampler columns end in "__").
+  virtual void begin(const std::vector<std::string>& columns) = 0;
+  /// After warm-up: the frozen step size and the inverse metric: its diagonal, or with `dense`
+  /// all of it row by row.
+  virtual void adaptation(double step_size, const std::vector<double>& inv_metric, bool dense) = 0;
+  /// One kept draw, values in column order.
+  virtual void row(const std::vector<double>& values) = 0;
+  /// At the end: the chain's warm-up and sampling seconds and its counters (bound checks).
+  virtual void end(double warmup_seconds, double sampling_seconds, const Counters& counters) = 0;
+  /// Checkpoints: makes everything written so far durable and returns the position to record
+  /// with the chain's state (for a file, its byte length). The default returns 0.
+  virtual std::uint64_t sync() { return 0; }
+  /// Resuming, instead of begin(): cuts the output back to `position` (a value sync()
+  /// returned), continues after it, and returns the rows written before it, each as passed to
+  /// row(). `columns` are the columns begin() was given. The default throws ConfigError.
+  virtual std::vector<std::vector<double>> resume(const std::vector<std::string>& columns,
+                                                  std::uint64_t position);
+};
+/// Makes the sink of chain `chain_id` (1-based), or returns nullptr for none.
+using SinkFactory = std::function<std::unique_ptr<DrawSink>(int chain_id)>;
+
+/// Checkpointing of a run (file formats in checkpoint.hpp). Each chain saves its complete state
+/// every `every` iterations (warm-up included) and when it stops, after making its draw sink
+/// durable; a resumed run continues every chain from its latest state and gives bit-identical
+/// draws to an uninterrupted run (at any thread count). Saving does not touch the random
+/// streams, so the draws do not depend on `every` either. Off when `dir` is empty; with it off,
+/// a run costs one predictable branch per iteration more.
+///
+/// Thread safety: read by every chain's task; only `*stop` may change during a run.
+struct CheckpointOptions {
+  std::string dir;        ///< directory of the checkpoint files (created if missing)
+  long every = 0;         ///< K >= 1: each chain saves after every K-th iteration; 0: on stop only
+  bool resume = false;    ///< continue from the states in `dir`; its manifest must match
+  std::string data_arg;   ///< the data file as given, recorded in the manifest (fresh runs)
+  std::string data_path;  ///< its absolute path, recorded in the manifest (fresh runs)
+  /// Polled by every chain at each iteration boundary; when it becomes true, each chain saves
+  /// its state and returns, and the run returns with RunResult::stopped. Set it from a signal
+  /// handler (std::atomic<bool> is lock-free).
+  const std::atomic<bool>* stop = nullptr;
+  /// Test hooks: every chain stops when it reaches iteration `stop_at` (-1: never), as if
+  /// `stop` were raised; with `stop_without_saving` it saves nothing, as if killed.
+  long stop_at = -1;
+  bool stop_without_saving = false;
+};
+
+/// One chain's kept draws and statistics.
+struct ChainResult {
+  int chain_id = 0;
+  std::size_t kept = 0;
+  std::vector<double> draws;  ///< kept × dim, row-major (dense θ, model.hpp)
+  std::vector<double> lp;     ///< log density targeted (log p(θ, z) for FlyMC) per kept draw
+  double step_size = 0.0;
+  double accept_rate = 0.0;  ///< mean MH acceptance probability over sampling θ-steps
+  double bright_mean = 0.0;  ///< mean bright count over sampling iterations
+  std::uint64_t sampling_queries = 0;
+  std::uint64_t sampling_divergences = 0;  ///< HMC divergences after warm-up
+  Counters counters;                       ///< over the whole chain (warm-up and sampling)
+  Profile profile;                         ///< phase times, when RunConfig::profile is set
+  double warmup_seconds = 0.0, sampling_seconds = 0.0;
+  bool stopped = false;  ///< stopped before the end (CheckpointOptions::stop); draws are partial
+};
+
+/// Everything a run produced.
+struct RunResult {
+  RunConfig config;
+  std::size_t n = 0, dim = 0;      ///< data rows, and parameters (K·D)
+  std::vector<std::string> names;  ///< parameter names (theta.j, or W.k.j for softmax)
+  std::vector<ChainResult> chains;
+  MapResult map;
+  double bound_slack = 0.0;  ///< the slack ε used (RunConfig::bound_slack, resolved if automatic)
+  /// The implicit z-update rate q used (RunConfig::q_dark_to_bright, resolved if automatic).
+  double q_dark_to_bright = 0.0;
+  double setup_seconds = 0.0;     ///< MAP + bound statistics + initial z (wall)
+  double warmup_seconds = 0.0;    ///< wall time of the chains' parallel region spent in warm-up
+  double sampling_seconds = 0.0;  ///< ... and in sampling (apportioned by the chains' own timers)
+  bool stopped = false;           ///< stopped on request: chains are partial, resume to finish
+  std::vector<std::string> warnings;  ///< for the user, e.g. a resume on other SIMD kernels
+  double queries_per_iter() const;    ///< sampling queries per iteration, mean over chains
+  double bright_mean() const;
+  double accept_rate() const;
+  std::uint64_t bound_violations() const;
+  std::uint64_t bound_clamps() const;
+  std::uint64_t nonfinite() const;
+  /// HMC divergences after warm-up (warm-up ones, while the step size adapts, are expected).
+  std::uint64_t divergences() const;
+  /// Kept draws of coordinate j as chains × iterations (for diagnostics).
+  std::vector<std::vector<double>> coordinate(std::size_t j) const;
+  std::vector<std::vector<double>> lp() const;
+};
+
+/// Progress reporting: per-chain iteration counters the caller may poll from another thread.
+struct Progress {
+  std::vector<std::atomic<long>> done;  ///< iterations finished per chain
+  explicit Progress(int chains) : done(static_cast<std::size_t>(chains)) {}
+};
+
+/// Runs `cfg` (its model, algorithm and θ-kernel) over `data`. Throws ConfigError for an invalid
+/// config, DataError for data the model cannot take (labels, non-finite features).
+/// @param sinks optional per-chain draw sinks (files); @param progress optional counters.
+/// @param checkpoint optional checkpointing (needs `sinks`: the draws before a checkpoint are
+/// read back from them on resume).
+/// @throw ConfigError for a missing, corrupt or mismatching checkpoint on resume, DataError if
+/// the data differ from the checkpointed run's.
+RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+              const SinkFactory& sinks = {}, Progress* progress = nullptr,
+              const CheckpointOptions* checkpoint = nullptr);
+
+/// run() with the model cfg.model, kept for callers of the first releases (logistic regression
+/// was the only model then).
+inline RunResult run_logistic(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+                              const SinkFactory& sinks = {}, Progress* progress = nullptr,
+                              const CheckpointOptions* checkpoint = nullptr) {
+  return run(cfg, std::move(data), sinks, progress, checkpoint);
+}
+
+/// The label domain a model's data files are read with (binary, categorical, any).
+LabelDomain label_domain(ModelKind model) noexcept;
+
+}  // namespace flymc

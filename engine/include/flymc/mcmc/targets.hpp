@@ -1,0 +1,275 @@
+#pragma once
+/// @file targets.hpp
+/// The log-density targets a θ-kernel steps on: FlyMC's log p(θ | z) over the bright set and the
+/// collapsed bound (FlyTarget), and the full posterior of regular MCMC (FullTarget). Templates
+/// over the model keep virtual calls out of the hot loop (Stan's static polymorphism).
+///
+/// Thread safety: a target belongs to one chain; the model and bound it references are immutable
+/// and shared by all chains.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+#include "flymc/core/profile.hpp"
+#include "flymc/kernels/kernels.hpp"
+#include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/counters.hpp"
+#include "flymc/models/model.hpp"
+
+namespace flymc {
+
+/// The K linear predictors of gathered rows base[idx[i]] at padded θ (K blocks of `stride`).
+inline void gather_predictors(std::size_t K, const Dataset& data, const Index* idx, std::size_t k,
+                              const double* theta_pad, double* out) noexcept {
+  if (K == 1) {
+    kernels::dots_gather(data.data(), data.stride(), idx, k, theta_pad, out);
+  } else {
+    kernels::dots_gather_multi(data.data(), data.stride(), idx, k, theta_pad, K, data.stride(),
+                               out);
+  }
+}
+/// The same for contiguous rows.
+inline void packed_predictors(std::size_t K, const double* rows, std::size_t nrows,
+                              std::size_t stride, const double* theta_pad, double* out) noexcept {
+  if (K == 1) {
+    kernels::dots_packed(rows, nrows, stride, theta_pad, out);
+  } else {
+    kernels::dots_packed_multi(rows, nrows, stride, theta_pad, K, stride, out);
+  }
+}
+
+/// The data a z-update flipped, with their coefficients ∂ log L̃_n/∂ψ_n at θ (K each), when the
+/// bright set caches coefficients (gradient kernels): enough to update ∇ log p(θ | z) without
+/// touching the data that kept their state (FlyTarget::apply_flips).
+struct FlipLog {
+  std::vector<Index> on, off;             ///< brightened, darkened (in the order applied)
+  std::vector<double> on_coef, off_coef;  ///< K per entry
+  void clear() noexcept {
+    on.clear();
+    off.clear();
+    on_coef.clear();
+    off_coef.clear();
+  }
+};
+
+/// Records the darkening of bright datum n (with its cached coefficients), if coefficients are
+/// cached, and darkens it.
+inline void darken_logged(BrightSet& bright, Index n, FlipLog& log) {
+  const std::size_t K = bright.coef_width();
+  if (K > 0) {
+    const double* co = bright.coefs() + bright.position(n) * K;
+    log.off.push_back(n);
+    log.off_coef.insert(log.off_coef.end(), co, co + K);
+  }
+  bright.darken(n);
+}
+/// Brightens dark datum n with its log L̃ and (if cached) coefficients, recording it.
+inline void brighten_logged(BrightSet& bright, Index n, double llt, const double* coef,
+                            FlipLog& log) {
+  const std::size_t K = bright.coef_width();
+  if (K > 0) {
+    log.on.push_back(n);
+    log.on_coef.insert(log.on_coef.end(), coef, coef + K);
+  }
+  bright.brighten(n, llt, coef);
+}
+
+/// log p(θ | data) for regular MCMC: every datum is queried at every evaluation. θ is dense
+/// (model.hpp); the target pads it for the row kernels.
+///
+/// The target contract, shared with FlyTarget: eval() / eval_grad() evaluate at a proposal
+/// without changing the chain's state; accept() adopts the most recent evaluation as the
+/// chain's current point (kernels call it right after evaluating the point they accept).
+template <FireflyModel M>
+class FullTarget {
+ public:
+  explicit FullTarget(const M& model)
+      : model_(&model),
+        lay_(model.layout()),
+        tp_(aligned_zeros(lay_.padded())),
+        gp_(aligned_zeros(lay_.padded())) {}
+  std::size_t dim() const noexcept { return lay_.dim(); }
+  double eval(const double* theta, Counters& c) {
+    c.queries += model_->num_data();
+    double lp;
+    {
+      PhaseTimer t(c.profile, Phase::prior_bound);
+      lp = model_->prior().log_density(theta, lay_.dim());
+      lay_.pad(theta, tp_.get());
+    }
+    PhaseTimer t(c.profile, Phase::likelihood);
+    return lp + model_->log_lik(tp_.get());
+  }
+  double eval_grad(const double* theta, double* grad, Counters& c) {
+    c.queries += model_->num_data();
+    ++c.grad_evals;
+    lay_.pad(theta, tp_.get());
+    double ll;
+    {
+      PhaseTimer t(c.profile, Phase::likelihood);
+      ll = model_->log_lik_grad(tp_.get(), gp_.get());
+    }
+    PhaseTimer t(c.profile, Phase::prior_bound);
+    lay_.unpad(gp_.get(), grad);
+    model_->prior().add_gradient(theta, lay_.dim(), grad);
+    return ll + model_->prior().log_density(theta, lay_.dim());
+  }
+  void accept() noexcept {}
+  const M& model() const noexcept { return *model_; }
+
+ private:
+  const M* model_;
+  ParamLayout lay_;
+  AlignedBuffer tp_, gp_;
+};
+
+/// log p(θ | z) = log p(θ) + Σ_n log B_n(θ) + Σ_{bright} log L̃_n(θ)  (MATH.md 1), evaluated with
+/// the collapsed bound and one pass over the packed bright rows. Its gradient adds, per bright n,
+/// ∇ log L̃_n = (∇ log L_n − ∇ log B_n)·e^{Δ_n}/expm1(Δ_n), formed from the bound's ∂Δ_n/∂ψ_n
+/// as ∂Δ/∂ψ · exp(Δ − log L̃) (no cancellation at small Δ) and summed over the packed rows by
+/// one weighted row sum per predictor. The per-bright log L̃ of the last evaluation are kept
+/// (pending) and become the cached ones on accept(), so an accepted move costs no re-evaluation.
+template <FireflyModel M>
+class FlyTarget {
+ public:
+  using Bound = typename M::Bound;
+  FlyTarget(const M& model, const Bound& bound, BrightSet& bright)
+      : model_(&model),
+        bound_(&bound),
+        bright_(&bright),
+        lay_(model.layout()),
+        tp_(aligned_zeros(lay_.padded())),
+        cur_(aligned_zeros(lay_.padded())),
+        gp_(aligned_zeros(lay_.padded())),
+        scratch_(aligned_zeros(bound.scratch_size())) {}
+
+  std::size_t dim() const noexcept { return lay_.dim(); }
+
+  double eval(const double* theta, Counters& c) {
+    last_grad_ = false;
+    return evaluate<false>(theta, nullptr, c);
+  }
+  double eval_grad(const double* theta, double* grad, Counters& c) {
+    ++c.grad_evals;
+    last_grad_ = true;
+    return evaluate<true>(theta, grad, c);
+  }
+  /// The last eval()'s θ was accepted: its per-bright log L̃ (and, after eval_grad, their
+  /// gradient coefficients, when the bright set caches them) become the cached ones.
+  void accept() {
+    bright_->swap_log_ltilde(pending_);
+    if (bright_->coef_width() > 0) {
+      // A bright set caching coefficients is only evaluated with gradients (MALA, HMC).
+      if (!last_grad_) throw std::logic_error("FlyTarget: accept() after eval() without gradient");
+      bright_->swap_coefs(dpsi_);
+    }
+    std::swap(tp_, cur_);
+    base_ = pending_base_;
+  }
+  /// Updates ∇ log p(θ | z) (dense, `grad`) at the current θ for the data a z-update flipped:
+  /// + ∂ log L̃_n/∂ψ_n ⊗ x_n for each brightened datum, − for each darkened one (MATH.md 1).
+  /// O(flips · K · D) instead of a pass over every bright row. The result differs from a fresh
+  /// evaluation only by rounding (~1e-16 relative), and every accepted move recomputes the
+  /// gradient from scratch.
+  void apply_flips(const FlipLog& log, double* grad) const noexcept {
+    const Dataset& ds = model_->data();
+    const std::size_t K = lay_.k, D = lay_.d;
+    auto add = [&](const std::vector<Index>& idx, const std::vector<double>& co, double sign) {
+      for (std::size_t i = 0; i < idx.size(); ++i) {
+        const double* x = ds.row(idx[i]);
+        for (std::size_t k = 0; k < K; ++k) {
+          const double w = sign * co[i * K + k];
+          if (w == 0.0) continue;
+          double* g = grad + k * D;
+          for (std::size_t j = 0; j < D; ++j) g[j] += w * x[j];
+        }
+      }
+    };
+    add(log.off, log.off_coef, -1.0);
+    add(log.on, log.on_coef, 1.0);
+  }
+  /// log p(θ | z) at the current θ from the cached values (after a z-update changed z).
+  double current() const noexcept { return base_ + sum(bright_->log_ltilde(), bright_->size()); }
+  /// The current θ, padded, for the z-updaters.
+  const double* current_padded() const noexcept { return cur_.get(); }
+  /// Makes dense `theta` the current point (chain start, resume): the prior + bound part is
+  /// computed, the bright cache is taken as it is (it must hold log L̃ at this θ).
+  void set_current(const double* theta) {
+    lay_.pad(theta, cur_.get());
+    base_ = model_->prior().log_density(theta, lay_.dim()) +
+            bound_->log_bound_sum(cur_.get(), scratch_.get(), nullptr);
+  }
+
+ private:
+  template <bool kGrad>
+  double evaluate(const double* theta, double* grad, Counters& c) {
+    const std::size_t nb = bright_->size(), K = lay_.k, stride = lay_.stride;
+    if (pending_.size() < nb) pending_.resize(bright_->capacity());
+    if (delta_.size() < nb) delta_.resize(bright_->capacity());
+    if (preds_.size() < nb * K) preds_.resize(bright_->capacity() * K);
+    if (kGrad && dpsi_.size() < nb * K) dpsi_.resize(bright_->capacity() * K);
+    double base;
+    {
+      PhaseTimer t(c.profile, Phase::prior_bound);
+      lay_.pad(theta, tp_.get());
+      base = model_->prior().log_density(theta, lay_.dim()) +
+             bound_->log_bound_sum(tp_.get(), scratch_.get(), kGrad ? gp_.get() : nullptr);
+    }
+    PhaseTimer t(c.profile, Phase::likelihood);
+    packed_predictors(K, bright_->packed_rows(), nb, stride, tp_.get(), preds_.data());
+    const Index* idx = bright_->bright_indices();
+    if constexpr (kGrad) {
+      c.add(bound_->delta_grads(idx, preds_.data(), nb, delta_.data(), dpsi_.data()));
+    } else {
+      c.add(bound_->deltas(idx, preds_.data(), nb, delta_.data()));
+    }
+    kernels::log_expm1(delta_.data(), pending_.data(), nb);
+    c.queries += nb;
+    pending_base_ = base;
+    const double lp = base + sum(pending_.data(), nb);
+    if constexpr (kGrad) {
+      // e^{Δ}/expm1(Δ) = exp(Δ − log L̃); where Δ was clamped to 0 the bound set ∂Δ/∂ψ = 0 and
+      // log p = −inf, so the gradient there is never used (a rejected point).
+      double* e = delta_.data();
+      for (std::size_t i = 0; i < nb; ++i) e[i] -= pending_[i];
+      kernels::exp(e, e, nb);
+      for (std::size_t i = 0; i < nb; ++i)
+        for (std::size_t k = 0; k < K; ++k) {
+          double& v = dpsi_[i * K + k];
+          v = v == 0.0 ? 0.0 : v * e[i];
+        }
+      // K > 1: one weighted sum per predictor, over blocks of kRowBlock rows, so that the K passes
+      // read each block from L2 rather than the whole bright set K times from memory (each lane
+      // still sums its rows in index order: the result is the same as unblocked).
+      const std::size_t block = K == 1 ? std::max<std::size_t>(nb, 1) : kRowBlock;
+      for (std::size_t b0 = 0; b0 < nb; b0 += block) {
+        const std::size_t m = std::min(block, nb - b0);
+        for (std::size_t k = 0; k < K; ++k)
+          kernels::weighted_row_sum(bright_->packed_rows() + b0 * stride, m, stride,
+                                    dpsi_.data() + b0 * K + k, K, gp_.get() + k * stride);
+      }
+      lay_.unpad(gp_.get(), grad);
+      model_->prior().add_gradient(theta, lay_.dim(), grad);
+    }
+    return lp;
+  }
+  /// Rows per block of the gradient's weighted row sums for K > 1 (256 rows of D = 257: 0.5 MB).
+  static constexpr std::size_t kRowBlock = 256;
+  static double sum(const double* v, std::size_t n) noexcept {
+    double s = 0.0;
+    for (std::size_t i = 0; i < n; ++i) s += v[i];
+    return s;
+  }
+  const M* model_;
+  const Bound* bound_;
+  BrightSet* bright_;
+  ParamLayout lay_;
+  AlignedBuffer tp_, cur_, gp_, scratch_;
+  std::vector<double> pending_, delta_, preds_, dpsi_;
+  double base_ = 0.0, pending_base_ = 0.0;
+  bool last_grad_ = false;
+};
+
+}  // namespace flymc

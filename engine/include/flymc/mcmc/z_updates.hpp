@@ -1,0 +1,281 @@
+#pragma once
+/// @file z_updates.hpp
+/// The z-updates of FlyMC (docs/math.md §1): exact Gibbs on a block of data, explicit resampling of
+/// a random fraction, and the implicit MH update with geometric skipping over dark data, with
+/// uniform or per-datum proposal rates. Each leaves p(z | θ) invariant.
+///
+/// Thread safety: an updater belongs to one chain; ZRates is shared read-only.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "flymc/core/rng.hpp"
+#include "flymc/kernels/kernels.hpp"
+#include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/counters.hpp"
+#include "flymc/mcmc/targets.hpp"
+#include "flymc/models/model.hpp"
+
+namespace flymc {
+
+/// Shared scratch for the z-updaters.
+struct ZScratch {
+  std::vector<Index> idx, flip, flip_scratch;
+  std::vector<double> a, b, c, pred, coef;
+  FlipLog log;
+  /// Room for k data with K predictors each.
+  void reserve(std::size_t k, std::size_t K = 1) {
+    if (a.size() < k) {
+      a.resize(k);
+      b.resize(k);
+      c.resize(k);
+    }
+    if (pred.size() < k * K) pred.resize(k * K);
+  }
+};
+
+/// Δ_n at padded θ for the gathered data idx[0, k): K predictors per datum into s.pred, Δ into
+/// `delta`. Counts k queries and the bound checks. With `coefs`, also ∂Δ_n/∂ψ_n (K per datum)
+/// into s.coef, which gathered_coefs turns into ∂ log L̃_n/∂ψ_n once log L̃ is known.
+template <class Bound>
+void gathered_deltas(const Bound& bound, const Dataset& data, const double* theta, const Index* idx,
+                     std::size_t k, Counters& c, ZScratch& s, double* delta, bool coefs = false) {
+  gather_predictors(bound.outputs(), data, idx, k, theta, s.pred.data());
+  if (coefs) {
+    if (s.coef.size() < k * bound.outputs()) s.coef.resize(k * bound.outputs());
+    c.add(bound.delta_grads(idx, s.pred.data(), k, delta, s.coef.data()));
+  } else {
+    c.add(bound.deltas(idx, s.pred.data(), k, delta));
+  }
+  c.queries += k;
+}
+/// Turns s.coef from ∂Δ/∂ψ into ∂ log L̃/∂ψ = ∂Δ/∂ψ · exp(Δ − log L̃), as FlyTarget does, using
+/// `scratch` (k doubles).
+inline void gathered_coefs(std::size_t K, std::size_t k, const double* delta, const double* llt,
+                           double* scratch, ZScratch& s) {
+  for (std::size_t i = 0; i < k; ++i) scratch[i] = delta[i] - llt[i];
+  kernels::exp(scratch, scratch, k);
+  for (std::size_t i = 0; i < k; ++i)
+    for (std::size_t j = 0; j < K; ++j) {
+      double& v = s.coef[i * K + j];
+      v = v == 0.0 ? 0.0 : v * scratch[i];
+    }
+}
+
+/// Gibbs updates z_n ~ Bernoulli(1 − B_n/L_n) at θ for the data `idx[0, k)` (in that order;
+/// repeated indices are fine: each is an exact Gibbs update at the same θ). Paper Algorithm 1.
+/// `theta` is padded (FlyTarget::current_padded()).
+template <class Bound>
+void gibbs_z(const Bound& bound, const Dataset& data, BrightSet& bright, const double* theta,
+             const Index* idx, std::size_t k, Rng& rng, Counters& c, ZScratch& s) {
+  const std::size_t K = bound.outputs();
+  const bool coefs = bright.coef_width() > 0;
+  s.reserve(k, K);
+  s.log.clear();
+  double* delta = s.a.data();
+  double* p_dark = s.b.data();
+  double* llt = s.c.data();
+  gathered_deltas(bound, data, theta, idx, k, c, s, delta, coefs);
+  // log L̃ = log expm1(Δ) (and with cached coefficients ∂ log L̃/∂ψ); P(z = 0) = B/L = e^{−Δ}:
+  // vectorized.
+  kernels::log_expm1(delta, llt, k);
+  if (coefs) gathered_coefs(K, k, delta, llt, p_dark, s);
+  for (std::size_t i = 0; i < k; ++i) p_dark[i] = -delta[i];
+  kernels::exp(p_dark, p_dark, k);
+  for (std::size_t i = 0; i < k; ++i) {
+    const bool z1 = rng.uniform() >= p_dark[i];
+    const Index n = idx[i];
+    if (z1 && !bright.is_bright(n)) {
+      brighten_logged(bright, n, llt[i], coefs ? s.coef.data() + i * K : nullptr, s.log);
+    } else if (!z1 && bright.is_bright(n)) {
+      darken_logged(bright, n, s.log);
+    }
+  }
+}
+
+/// Explicit z-resampling of ⌈N·f⌉ data drawn uniformly with replacement (MATH.md 1.1).
+class ExplicitZUpdater {
+ public:
+  explicit ExplicitZUpdater(double fraction) : fraction_(fraction) {}
+  template <class Bound>
+  void update(const Bound& bound, const Dataset& data, BrightSet& bright, const double* theta,
+              Rng& rng, Counters& c) {
+    const std::size_t n = data.n();
+    const auto k = static_cast<std::size_t>(std::ceil(double(n) * fraction_));
+    s_.idx.resize(k);
+    for (std::size_t i = 0; i < k; ++i) s_.idx[i] = static_cast<Index>(rng.below(n));
+    gibbs_z(bound, data, bright, theta, s_.idx.data(), k, rng, c, s_);
+  }
+  /// The data the last update flipped (recorded when the bright set caches coefficients).
+  const FlipLog& flips() const noexcept { return s_.log; }
+
+ private:
+  double fraction_;
+  ZScratch s_;
+};
+
+/// Per-datum proposal rates of the implicit z-update (MATH.md 1.5), fixed for a run and shared
+/// read-only by its chains: log q_n, and the data grouped into buckets of similar rate,
+/// bucket b holding the n with q_n ∈ (2^−(b+1), 2^−b], so that dark data can be proposed
+/// bucket by bucket at rate 2^−b by geometric skipping and thinned to q_n with probability
+/// q_n·2^b ≥ 1/2. A sweep then costs O(Σ_n q_n) random numbers whatever the spread of the rates.
+struct ZRates {
+  std::vector<double> log_q;                ///< log q_n, q_n ∈ (0, 1]
+  std::vector<std::vector<Index>> buckets;  ///< data of bucket b, ascending
+  std::vector<double> log_rate, inv_log1m;  ///< per bucket: log 2^−b and 1/log(1 − 2^−b)
+
+  /// Buckets for the given log rates (each ≤ 0; rates below 2^−60 share the last bucket).
+  explicit ZRates(std::vector<double> log_rates) : log_q(std::move(log_rates)) {
+    constexpr int kLast = 60;
+    buckets.resize(kLast + 1);
+    for (std::size_t i = 0; i < log_q.size(); ++i) {
+      const double b = std::floor(-log_q[i] / std::log(2.0));
+      buckets[static_cast<std::size_t>(std::clamp(b, 0.0, double(kLast)))].push_back(
+          static_cast<Index>(i));
+    }
+    for (int b = 0; b <= kLast; ++b) {
+      const double r = std::ldexp(1.0, -b);
+      log_rate.push_back(-b * std::log(2.0));
+      inv_log1m.push_back(b == 0 ? 0.0 : 1.0 / std::log1p(-r));
+    }
+  }
+};
+
+/// Implicit z-resampling by MH with q_{d→b} = q, q_{b→d} = 1 (MATH.md 1.2): every bright datum
+/// proposes to go dark, accepted w.p. min(1, q/L̃_n) (no query: L̃_n is cached); each dark datum
+/// proposes to go bright w.p. q, chosen by geometric gaps, accepted w.p. min(1, L̃_n/q) (one query).
+/// All proposals are made against the z at the start of the sweep; the z_n are conditionally
+/// independent given θ, so the sweep is a product of valid single-datum MH kernels.
+/// Acceptance tests compare a uniform with a probability computed by a vectorized exp, and the
+/// geometric gaps take their logs in vectorized batches: no scalar libm call per datum.
+class ImplicitZUpdater {
+ public:
+  explicit ImplicitZUpdater(double q)
+      : log_q_(std::log(q)), inv_log1mq_(q < 1.0 ? 1.0 / std::log1p(-q) : 0.0), q_one_(q >= 1.0) {}
+  /// Per-datum rates q_n (MATH.md 1.5), never depending on z: datum n is proposed to go bright
+  /// with probability q_n (found bucket by bucket, see ZRates), and both acceptances use q_n.
+  /// `rates` must outlive the updater.
+  explicit ImplicitZUpdater(const ZRates& rates) : ImplicitZUpdater(1.0) { rates_ = &rates; }
+
+  template <class Bound>
+  void update(const Bound& bound, const Dataset& data, BrightSet& bright, const double* theta,
+              Rng& rng, Counters& c) {
+    // 1. Bright → dark proposals: darken iff u < q/L̃_n = exp(log q − log L̃_n).
+    const std::size_t nb = bright.size();
+    s_.reserve(nb);
+    const double* llt = bright.log_ltilde();
+    double* thr = s_.a.data();
+    if (rates_ == nullptr) {
+      for (std::size_t i = 0; i < nb; ++i) thr[i] = log_q_ - llt[i];
+    } else {
+      const double* lr = rates_->log_q.data();
+      for (std::size_t i = 0; i < nb; ++i) thr[i] = lr[bright.bright(i)] - llt[i];
+    }
+    kernels::exp(thr, thr, nb);
+    s_.flip.clear();
+    for (std::size_t i = 0; i < nb; ++i)
+      if (rng.uniform() < thr[i]) s_.flip.push_back(bright.bright(i));
+    // 2. Dark → bright proposals.
+    s_.idx.clear();
+    if (rates_ == nullptr) {
+      propose_darks(bright, rng);
+    } else {
+      propose_darks_per_datum(bright, rng);
+    }
+    const std::size_t k = s_.idx.size();
+    // 3. One query per proposal: log L̃_n at θ; accept iff u < L̃_n/q = exp(log L̃_n − log q).
+    const std::size_t K = bound.outputs();
+    const bool coefs = bright.coef_width() > 0;
+    s_.reserve(k, K);
+    double* delta = s_.a.data();
+    double* acc = s_.b.data();
+    double* lt = s_.c.data();
+    if (k > 0) {
+      gathered_deltas(bound, data, theta, s_.idx.data(), k, c, s_, delta, coefs);
+      kernels::log_expm1(delta, lt, k);
+      if (coefs) gathered_coefs(K, k, delta, lt, acc, s_);
+      if (rates_ == nullptr) {
+        for (std::size_t i = 0; i < k; ++i) acc[i] = lt[i] - log_q_;
+      } else {
+        const double* lr = rates_->log_q.data();
+        for (std::size_t i = 0; i < k; ++i) acc[i] = lt[i] - lr[s_.idx[i]];
+      }
+      kernels::exp(acc, acc, k);
+    }
+    // 4. Apply: darken first (their proposals were decided), then brighten the accepted darks.
+    s_.log.clear();
+    for (Index n : s_.flip) darken_logged(bright, n, s_.log);
+    for (std::size_t i = 0; i < k; ++i)
+      if (rng.uniform() < acc[i])
+        brighten_logged(bright, s_.idx[i], lt[i], coefs ? s_.coef.data() + i * K : nullptr, s_.log);
+  }
+  /// The data the last update flipped (recorded when the bright set caches coefficients).
+  const FlipLog& flips() const noexcept { return s_.log; }
+
+ private:
+  /// Calls f(position) for the positions of [0, len) chosen independently w.p. r, found by
+  /// skipping Geometric(r) gaps, gap = ⌊log(u)·inv_log1m⌋ with inv_log1m = 1/log(1 − r), the
+  /// logs taken 64 at a time (r = 1: every position).
+  template <class F>
+  static void skip_positions(std::size_t len, double inv_log1m, bool all, Rng& rng, F&& f) {
+    if (all) {
+      for (std::size_t i = 0; i < len; ++i) f(i);
+      return;
+    }
+    constexpr std::size_t kBatch = 64;
+    alignas(64) double lu[kBatch];
+    double pos = 0.0;  // next candidate position
+    const double end = static_cast<double>(len);
+    while (true) {
+      for (std::size_t i = 0; i < kBatch; ++i) lu[i] = rng.uniform_pos();
+      kernels::log(lu, lu, kBatch);
+      for (std::size_t i = 0; i < kBatch; ++i) {
+        pos += std::floor(lu[i] * inv_log1m);
+        if (pos >= end) return;
+        f(static_cast<std::size_t>(pos));
+        pos += 1.0;
+      }
+    }
+  }
+
+  /// Fills s_.idx with the dark data proposed to go bright: each independently w.p. q, chosen
+  /// by position in the dark list.
+  void propose_darks(const BrightSet& bright, Rng& rng) {
+    skip_positions(bright.num_dark(), inv_log1mq_, q_one_, rng,
+                   [&](std::size_t pos) { s_.idx.push_back(bright.dark(pos)); });
+  }
+
+  /// The same with per-datum rates: bucket by bucket, candidates at the bucket's rate 2^−b over
+  /// all its data; a bright candidate is passed over (its move is the bright → dark proposal),
+  /// a dark one kept w.p. q_n·2^b. So each dark datum is proposed w.p. exactly q_n.
+  void propose_darks_per_datum(const BrightSet& bright, Rng& rng) {
+    const ZRates& z = *rates_;
+    std::vector<Index>& cand = s_.flip_scratch;
+    for (std::size_t b = 0; b < z.buckets.size(); ++b) {
+      const std::vector<Index>& members = z.buckets[b];
+      if (members.empty()) continue;
+      cand.clear();
+      skip_positions(members.size(), z.inv_log1m[b], b == 0, rng, [&](std::size_t pos) {
+        if (!bright.is_bright(members[pos])) cand.push_back(members[pos]);
+      });
+      // Thinning: keep n iff u < exp(log q_n − log 2^−b).
+      const std::size_t k = cand.size();
+      s_.reserve(k);
+      double* keep = s_.a.data();
+      for (std::size_t i = 0; i < k; ++i) keep[i] = z.log_q[cand[i]] - z.log_rate[b];
+      kernels::exp(keep, keep, k);
+      for (std::size_t i = 0; i < k; ++i)
+        if (rng.uniform() < keep[i]) s_.idx.push_back(cand[i]);
+    }
+  }
+
+  double log_q_, inv_log1mq_;
+  bool q_one_;
+  const ZRates* rates_ = nullptr;
+  ZScratch s_;
+};
+
+}  // namespace flymc

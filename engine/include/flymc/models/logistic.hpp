@@ -1,0 +1,142 @@
+#pragma once
+/// @file logistic.hpp
+/// Bayesian logistic regression (labels ±1, Gaussian prior N(0, prior_sd² I)) and its
+/// Jaakkola–Jordan lower bound with collapsed sufficient statistics (MATH.md 2.1).
+#include <Eigen/Dense>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flymc/core/config.hpp"
+#include "flymc/data/dataset.hpp"
+#include "flymc/models/model.hpp"
+
+namespace flymc {
+
+/// λ(ξ) = tanh(ξ/2)/(4ξ), with its limit 1/8 at ξ → 0.
+double jj_lambda(double xi) noexcept;
+
+/// Rounding tolerance of LogisticBound::deltas: Δ_n = log L_n − log B_n is a difference of terms
+/// of size ~|a_n|; tolerance 1e-9 + 64·ε·(|log L_n| + |k_n| + |a_n|/2 + λ_n a_n²), ε = 2^-52: a
+/// handful of ulps of every term (and of the vectorized log-sigmoid), with an absolute floor.
+
+class LogisticBound;
+
+/// Logistic regression likelihood and prior over a shared data set.
+///
+/// Thread safety: all const members may be called concurrently.
+/// Satisfies FireflyModel (model.hpp) with K = 1 linear predictor per datum.
+class LogisticModel {
+ public:
+  using Bound = LogisticBound;
+
+  /// @throw ConfigError if the prior's sd is outside [1e-150, 1e150] (1/σ² must be a finite
+  /// double).
+  /// @throw DataError if a label is not ±1, or a feature is not finite or exceeds 1e100 in
+  /// magnitude (sums of x² must stay finite); the message names the row and field.
+  LogisticModel(std::shared_ptr<const Dataset> data, Prior prior);
+  /// A N(0, prior_sd²) prior.
+  LogisticModel(std::shared_ptr<const Dataset> data, double prior_sd)
+      : LogisticModel(std::move(data), Prior{PriorKind::gaussian, prior_sd}) {}
+  /// The model a run configures (cfg.prior, cfg.prior_sd).
+  LogisticModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg)
+      : LogisticModel(std::move(data), Prior{cfg.prior, cfg.prior_sd}) {}
+
+  std::size_t dim() const noexcept { return data_->d(); }
+  std::size_t num_data() const noexcept { return data_->n(); }
+  std::size_t stride() const noexcept { return data_->stride(); }
+  ParamLayout layout() const noexcept { return {1, data_->d(), data_->stride()}; }
+  const Dataset& data() const noexcept { return *data_; }
+  const std::shared_ptr<const Dataset>& data_ptr() const noexcept { return data_; }
+  const Prior& prior() const noexcept { return prior_; }
+  double prior_sd() const noexcept { return prior_.sd; }
+  std::vector<std::string> param_names() const;
+
+  /// log p(θ) without its constant. `theta` has at least dim() entries.
+  double log_prior(const double* theta) const noexcept { return prior_.log_density(theta, dim()); }
+  /// Σ_n log σ(t_n x_n·θ) over all data (deterministic parallel reduction).
+  /// `theta` is padded: stride() entries, 64-byte aligned, zeros past dim().
+  double log_lik(const double* theta) const;
+  /// Σ_n log σ(t_n x_n·θ), and its gradient Σ_n t_n σ(−a_n) x_n into `grad` (stride() entries,
+  /// overwritten), in one pass over the data (deterministic parallel reduction).
+  double log_lik_grad(const double* theta, double* grad) const;
+  /// Gradient of log_lik + log_prior, D entries.
+  Vec grad_log_post(const Vec& theta) const;
+
+  /// θ_MAP of the full posterior by damped Newton iterations with a backtracking line search
+  /// (for a Laplace prior, Newton steps on its local quadratic majorizer, from the Gaussian
+  /// prior's MAP).
+  MapResult find_map(double tol = 1e-10, int max_iter = 100) const;
+
+ private:
+  MapResult newton(const Prior& prior, Vec theta, double tol, int max_iter) const;
+  std::shared_ptr<const Dataset> data_;
+  Prior prior_;
+};
+
+/// The Jaakkola–Jordan bound with per-datum parameters ξ_n, collapsed to a quadratic in θ.
+///   log B_n(θ) = k_n + a_n/2 − λ_n a_n²,  a_n = t_n x_n·θ,  k_n = log σ(ξ_n) − ξ_n/2 + λ_n ξ_n² −
+///   ε
+/// and Σ_n log B_n(θ) = f0 + g0·(θ−θ0) − (θ−θ0)ᵀA(θ−θ0), anchored at θ0 for accuracy.
+/// ε ≥ 0 is an optional slack (MATH.md 1.5): B_n e^{−ε} is still a lower bound.
+///
+/// Thread safety: immutable after construction; all members may be called concurrently.
+class LogisticBound {
+ public:
+  /// The bound `cfg` asks for (cfg.bound: MAP-tuned at map.theta, or untuned with
+  /// cfg.untuned_xi; cfg.bound_slack), as the sampler builds it.
+  static LogisticBound make(const LogisticModel& model, const RunConfig& cfg, const MapResult& map);
+  /// Untuned: ξ_n = xi for every datum (paper: 1.5). The anchor only affects rounding.
+  static LogisticBound untuned(const LogisticModel& model, double xi, const Vec& anchor,
+                               double slack = 0.0);
+  /// MAP-tuned: ξ_n = |x_n·θ_MAP|, tight at θ_MAP.
+  static LogisticBound map_tuned(const LogisticModel& model, const Vec& theta_map,
+                                 double slack = 0.0);
+
+  /// Σ_n log B_n(θ) from the collapsed statistics, O(D²). `theta` is padded (stride() entries,
+  /// 64-byte aligned); `scratch` is caller-owned, 2·stride() aligned doubles (no allocation here).
+  /// If `grad` is non-null, the gradient g0 − 2A(θ−θ0) is written to it (D entries).
+  double log_bound_sum(const double* theta, double* scratch, double* grad = nullptr) const noexcept;
+  std::size_t scratch_size() const noexcept { return 2 * stride_; }
+  std::size_t outputs() const noexcept { return 1; }  ///< linear predictors per datum
+
+  /// For data idx[i] with dot products dots[i] = x_n·θ: Δ_n = log L_n − log B_n ≥ 0 into
+  /// `delta[i]`. A negative Δ (the bound above its likelihood) is clamped to 0 and counted:
+  /// as a rounding clamp when it is within the rounding tolerance (see BoundCheck), as a bound
+  /// violation beyond it (a bug or a broken bound; the draws are then not exact).
+  BoundCheck deltas(const Index* idx, const double* dots, std::size_t k,
+                    double* delta) const noexcept;
+  /// deltas(), plus ∂Δ_n/∂(x_n·θ) = t_n (σ(−a_n) − 1/2 + 2λ_n a_n) into dpsi[i] (0 where Δ_n
+  /// was clamped).
+  BoundCheck delta_grads(const Index* idx, const double* dots, std::size_t k, double* delta,
+                         double* dpsi) const noexcept;
+  /// Test hook: raises every log B_n by `excess` > 0, which makes the bound invalid wherever
+  /// Δ_n < excess. Only for testing that violations are detected and reported.
+  void raise_for_testing(double excess) noexcept;
+  /// log B_n(θ) for one datum given its dot product (tests and diagnostics).
+  double log_bound(Index n, double dot) const noexcept;
+  /// log L_n(θ) for one datum given its dot product.
+  double log_lik(Index n, double dot) const noexcept;
+  /// The same with the datum's predictor passed by pointer (the form every bound offers).
+  double log_bound(Index n, const double* pred) const noexcept { return log_bound(n, *pred); }
+  double log_lik(Index n, const double* pred) const noexcept { return log_lik(n, *pred); }
+
+  double slack() const noexcept { return slack_; }
+  const Mat& A() const noexcept { return A_; }
+  const std::vector<double>& xi() const noexcept { return xi_; }
+  double setup_seconds() const noexcept { return seconds_; }
+
+ private:
+  LogisticBound(const LogisticModel& model, std::vector<double> xi, const Vec& anchor,
+                double slack);
+  std::shared_ptr<const Dataset> data_;
+  std::vector<double> xi_, k_, lam_;
+  Vec theta0_, g0_;
+  Mat A_;
+  AlignedBuffer a_pad_, theta0_pad_, g0_pad_;  // A rows, θ0 and g0 padded to stride for SIMD dots
+  std::size_t d_ = 0, stride_ = 0;
+  double f0_ = 0.0, slack_ = 0.0, seconds_ = 0.0;
+};
+
+}  // namespace flymc

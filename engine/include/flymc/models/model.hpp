@@ -1,0 +1,135 @@
+#pragma once
+/// @file model.hpp
+/// What every model offers the samplers (MATH.md 2): the parameter layout, the prior, the
+/// full-data log-likelihood with its gradient, the MAP fit, and a lower bound whose product over
+/// the data collapses into sufficient statistics.
+///
+/// Every model here is a generalized linear model with K linear predictors per datum,
+/// ψ_n = W x_n, W ∈ R^{K×D} (K = 1 for logistic and robust regression, K classes for softmax).
+/// Two layouts of θ = W are used:
+///   - dense: the K·D values, row k of W after row k−1 (what θ-kernels, draws and MAP use);
+///   - padded: K blocks of stride() doubles, block k = row k of W, zeros in the padding (what the
+///     SIMD row kernels use: every block is 64-byte aligned when the buffer is).
+/// The engine forms log L̃_n = log expm1(Δ_n) and its gradient from a bound's Δ_n and ∂Δ_n/∂ψ_n
+/// (MATH.md 1), so a model only supplies per-datum log L_n − log B_n and its derivative.
+///
+/// The Model and Bound contracts are C++20 concepts (duck typing, no virtual calls in the hot
+/// path): see FireflyModel and FireflyBound below.
+#include <Eigen/Dense>
+#include <concepts>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "flymc/core/config.hpp"
+#include "flymc/data/dataset.hpp"
+
+namespace flymc {
+
+using Vec = Eigen::VectorXd;
+using Mat = Eigen::MatrixXd;
+
+/// Result of the full-data MAP search.
+struct MapResult {
+  Vec theta;        ///< θ_MAP (dense, dim() entries)
+  Mat covariance;   ///< Laplace covariance: inverse of −∇² log p(θ | data) at θ_MAP
+  double log_post;  ///< log p(θ_MAP | data) up to a constant
+  int iterations;   ///< optimizer iterations
+  double seconds;   ///< wall time
+};
+
+/// Outcome of comparing bounds with likelihoods (a bound's deltas()). Δ_n = log L_n − log B_n is
+/// computed as a difference of terms, so rounding alone can leave it slightly negative where the
+/// bound is tight; each bound states its tolerance.
+struct BoundCheck {
+  std::size_t violations = 0;  ///< Δ_n below −tolerance: log B_n > log L_n, a real violation
+  std::size_t clamped = 0;     ///< Δ_n in [−tolerance, 0): rounding, clamped to 0
+  BoundCheck& operator+=(const BoundCheck& o) noexcept {
+    violations += o.violations;
+    clamped += o.clamped;
+    return *this;
+  }
+};
+
+/// The prior on θ: independent N(0, sd²) or Laplace(0, b = sd/√2) coordinates (both with standard
+/// deviation sd). Evaluated on dense θ.
+///
+/// Thread safety: immutable; all members may be called concurrently.
+struct Prior {
+  PriorKind kind = PriorKind::gaussian;
+  double sd = 1.0;
+
+  /// log p(θ) without its constant.
+  double log_density(const double* theta, std::size_t p) const noexcept;
+  /// grad[j] += ∂ log p(θ)/∂θ_j (Laplace: −sign(θ_j)/b, 0 at θ_j = 0).
+  void add_gradient(const double* theta, std::size_t p, double* grad) const noexcept;
+  /// The curvature used by MAP searches and Laplace approximations: 1/sd² for the Gaussian; for
+  /// the Laplace prior, whose log density has no curvature, the same 1/sd² as a stand-in (a
+  /// Gaussian with the prior's variance), so the Laplace covariance stays proper.
+  double precision() const noexcept { return 1.0 / (sd * sd); }
+  /// Curvature of the prior's quadratic majorizer at θ_j, for MAP searches: 1/sd² for the
+  /// Gaussian; for the Laplace prior the local quadratic approximation |t| ≤ t²/(2|θ_j|) + |θ_j|/2
+  /// (Fan & Li 2001), curvature 1/(b·|θ_j|), floored at |θ_j| = 1e-8·sd. Newton steps with it and
+  /// a line search on the true objective climb to the MAP (start them away from 0).
+  double map_curvature(double theta_j) const noexcept;
+};
+
+/// The slack a bound is built with from `cfg`: RunConfig::bound_slack, with the automatic value
+/// (−1; run() resolves it from Laplace draws before building the run's bound) taken as 0.
+inline double bound_slack_of(const RunConfig& cfg) noexcept {
+  return cfg.bound_slack == -1.0 ? 0.0 : cfg.bound_slack;
+}
+
+/// Dense ↔ padded conversions for K blocks of `stride` (see the file comment).
+struct ParamLayout {
+  std::size_t k = 1, d = 0, stride = 0;
+  std::size_t dim() const noexcept { return k * d; }
+  std::size_t padded() const noexcept { return k * stride; }
+  void pad(const double* dense, double* out) const noexcept {
+    for (std::size_t b = 0; b < k; ++b)
+      for (std::size_t j = 0; j < d; ++j) out[b * stride + j] = dense[b * d + j];
+  }
+  void unpad(const double* padded_in, double* dense) const noexcept {
+    for (std::size_t b = 0; b < k; ++b)
+      for (std::size_t j = 0; j < d; ++j) dense[b * d + j] = padded_in[b * stride + j];
+  }
+};
+
+/// What the samplers need of a model. `theta_pad` / `grad_pad` are padded (layout().padded()
+/// doubles, 64-byte aligned); MAP results are dense.
+template <class M>
+concept FireflyModel = requires(const M& m, const double* cp, double* p) {
+  typename M::Bound;
+  { m.num_data() } -> std::convertible_to<std::size_t>;
+  { m.dim() } -> std::convertible_to<std::size_t>;
+  { m.layout() } -> std::convertible_to<ParamLayout>;
+  { m.data() } -> std::same_as<const Dataset&>;
+  { m.prior() } -> std::convertible_to<Prior>;
+  /// Σ_n log L_n(θ) over all data (deterministic parallel reduction).
+  { m.log_lik(cp) } -> std::same_as<double>;
+  /// Σ_n log L_n(θ), and its gradient written to grad_pad (padding entries left 0).
+  { m.log_lik_grad(cp, p) } -> std::same_as<double>;
+  { m.find_map() } -> std::same_as<MapResult>;
+  /// Names of the dense parameters, for draw files ("theta.1", "W.2.5", ...).
+  { m.param_names() } -> std::same_as<std::vector<std::string>>;
+};
+
+/// What FlyMC needs of a bound. `preds` holds the K linear predictors of each datum in turn
+/// (k·K doubles for k data), computed by the engine's row kernels.
+template <class B>
+concept FireflyBound = requires(const B& b, const Index* idx, const double* cp, double* p,
+                                std::size_t k) {
+  /// Σ_n log B_n(θ) from the collapsed statistics, O(K·D² + K²·D) and independent of N; with
+  /// a non-null third argument its gradient is written there (padded).
+  { b.log_bound_sum(cp, p, p) } -> std::same_as<double>;
+  /// Doubles of scratch log_bound_sum needs (caller-owned, 64-byte aligned).
+  { b.scratch_size() } -> std::convertible_to<std::size_t>;
+  /// Δ_n = log L_n − log B_n ≥ 0 for data idx[0..k) (negative values clamped to 0 and counted).
+  { b.deltas(idx, cp, k, p) } -> std::same_as<BoundCheck>;
+  /// The same, plus ∂Δ_n/∂ψ_n (K values per datum) into the last argument.
+  { b.delta_grads(idx, cp, k, p, p) } -> std::same_as<BoundCheck>;
+  { b.slack() } -> std::convertible_to<double>;
+  { b.outputs() } -> std::convertible_to<std::size_t>;  ///< K
+};
+
+}  // namespace flymc

@@ -1,0 +1,141 @@
+#include "flymc/core/config.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <string>
+
+#include "flymc/core/errors.hpp"
+
+namespace flymc {
+namespace {
+/// Shortest text that reads back to v ("1e-300", not std::to_string's "0.000000").
+std::string num(double v) {
+  char buf[40];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+// Upper limits that keep the iteration arithmetic (warmup + iters, chains × iterations,
+// iters + thin − 1) far from overflowing a 64-bit long.
+constexpr long kMaxIterations = 1'000'000'000'000;  // 1e12
+constexpr int kMaxChains = 1'000'000;
+constexpr int kMaxThreads = 65'536;
+// 1/σ² must be a finite, non-zero double (LogisticModel checks the same range).
+constexpr double kMinPriorSd = 1e-150, kMaxPriorSd = 1e150;
+}  // namespace
+
+void RunConfig::validate() const {
+  if (chains < 1 || chains > kMaxChains)
+    throw ConfigError("--chains must be in [1, " + std::to_string(kMaxChains) + "], got " +
+                      std::to_string(chains));
+  if (warmup < 0 || warmup > kMaxIterations)
+    throw ConfigError("--warmup must be in [0, 1e12], got " + std::to_string(warmup));
+  if (iters < 1 || iters > kMaxIterations)
+    throw ConfigError("--iters must be in [1, 1e12], got " + std::to_string(iters));
+  if (thin < 1 || thin > kMaxIterations)
+    throw ConfigError("--thin must be in [1, 1e12], got " + std::to_string(thin));
+  if (threads < 0 || threads > kMaxThreads)
+    throw ConfigError("--threads must be in [0, " + std::to_string(kMaxThreads) +
+                      "] (0: all cores), got " + std::to_string(threads));
+  // The prior precision 1/σ² must be a finite, non-zero double (σ = 1e-300 made it infinite and
+  // the MAP search NaN).
+  if (!(prior_sd >= kMinPriorSd && prior_sd <= kMaxPriorSd))
+    throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + num(prior_sd));
+  if (!(q_dark_to_bright > 0.0 && q_dark_to_bright <= 1.0) && q_dark_to_bright != -1.0)
+    throw ConfigError("--q-dark-to-bright must be in (0, 1] (or auto), got " +
+                      num(q_dark_to_bright));
+  if (!(resample_fraction > 0.0 && resample_fraction <= 1.0))
+    throw ConfigError("--resample-fraction must be in (0, 1], got " + num(resample_fraction));
+  if (!(untuned_xi >= 0.0) || !std::isfinite(untuned_xi))
+    throw ConfigError("--untuned-xi must be finite and >= 0, got " + num(untuned_xi));
+  if (!std::isfinite(bound_slack) || (bound_slack < 0.0 && bound_slack != -1.0))
+    throw ConfigError("--bound-slack must be finite and >= 0 (or auto), got " + num(bound_slack));
+  if (!(target_accept >= 0.0 && target_accept < 1.0))
+    throw ConfigError("--target-accept must be in (0, 1) (0: the kernel's default), got " +
+                      num(target_accept));
+  if (theta_steps < 0)
+    throw ConfigError("--theta-steps must be >= 1 (0: the kernel's default), got " +
+                      std::to_string(theta_steps));
+  if (hmc_steps < 1 || hmc_steps > 100000)
+    throw ConfigError("--hmc-steps must be in [1, 100000], got " + std::to_string(hmc_steps));
+  if (!(student_nu > 0.0) || !std::isfinite(student_nu))
+    throw ConfigError("--nu must be finite and > 0, got " + num(student_nu));
+  if (!(noise_scale > 0.0) || !std::isfinite(noise_scale))
+    throw ConfigError("--noise-scale must be finite and > 0, got " + num(noise_scale));
+  if (!(step_size >= 0.0) || !std::isfinite(step_size))
+    throw ConfigError("--step-size must be finite and >= 0, got " + num(step_size));
+  if (!(init_jitter >= 0.0) || !std::isfinite(init_jitter))
+    throw ConfigError("--init-jitter must be finite and >= 0, got " + num(init_jitter));
+  if (!(test_bound_excess >= 0.0) || !std::isfinite(test_bound_excess))
+    throw ConfigError("--test-bound-excess must be finite and >= 0, got " + num(test_bound_excess));
+}
+
+const char* to_string(Algo a) noexcept { return a == Algo::flymc ? "flymc" : "full"; }
+const char* to_string(BoundTuning b) noexcept { return b == BoundTuning::map ? "map" : "untuned"; }
+const char* to_string(ZUpdate z) noexcept {
+  return z == ZUpdate::implicit ? "implicit" : "explicit";
+}
+const char* to_string(KernelKind k) noexcept {
+  switch (k) {
+    case KernelKind::rwmh:
+      return "rwmh";
+    case KernelKind::mala:
+      return "mala";
+    case KernelKind::hmc:
+      return "hmc";
+    case KernelKind::slice:
+      return "slice";
+  }
+  return "?";
+}
+const char* to_string(Metric m) noexcept {
+  switch (m) {
+    case Metric::automatic:
+      return "auto";
+    case Metric::identity:
+      return "identity";
+    case Metric::diag:
+      return "diag";
+    case Metric::dense:
+      return "dense";
+  }
+  return "?";
+}
+const char* to_string(ModelKind m) noexcept {
+  return m == ModelKind::logistic ? "logistic" : m == ModelKind::softmax ? "softmax" : "robust";
+}
+const char* to_string(PriorKind p) noexcept {
+  return p == PriorKind::gaussian ? "gaussian" : "laplace";
+}
+const char* to_string(SliceMode s) noexcept {
+  return s == SliceMode::coordinate ? "coordinate" : "direction";
+}
+const char* to_string(SoftmaxBoundKind b) noexcept {
+  return b == SoftmaxBoundKind::bohning ? "bohning" : "tight";
+}
+
+Metric RunConfig::resolved_metric() const noexcept {
+  if (metric != Metric::automatic) return metric;
+  return kernel == KernelKind::rwmh ? Metric::identity : Metric::diag;
+}
+int RunConfig::resolved_theta_steps() const noexcept {
+  if (theta_steps > 0) return theta_steps;
+  return kernel == KernelKind::rwmh ? 10 : 1;
+}
+double RunConfig::resolved_target_accept() const noexcept {
+  if (target_accept > 0.0) return target_accept;
+  switch (kernel) {
+    case KernelKind::rwmh:
+      return 0.234;
+    case KernelKind::mala:
+      return 0.574;
+    case KernelKind::hmc:
+      return 0.8;
+    case KernelKind::slice:
+      return 0.5;
+  }
+  return 0.234;
+}
+const char* to_string(Init i) noexcept { return i == Init::map ? "map" : "prior"; }
+
+}  // namespace flymc

@@ -1,0 +1,586 @@
+#include "flymc/io/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <type_traits>
+
+#include "flymc/core/errors.hpp"
+#include "flymc/core/parallel.hpp"
+
+namespace flymc {
+
+static_assert(std::endian::native == std::endian::little,
+              "checkpoint files store the host's little-endian bytes");
+
+namespace {
+
+constexpr char kMagic[8] = {'F', 'L', 'Y', 'M', 'C', 'C', 'K', 'P'};
+constexpr std::uint32_t kKindRun = 1, kKindChain = 2;
+constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8, kTrailerBytes = 8;
+
+constexpr std::uint64_t kK1 = 0x9e3779b97f4a7c15ULL, kK2 = 0xc2b2ae3d27d4eb4fULL,
+                        kK3 = 0x165667b19e3779f9ULL;
+
+inline std::uint64_t rotl(std::uint64_t x, int k) noexcept { return (x << k) | (x >> (64 - k)); }
+inline std::uint64_t lane_step(std::uint64_t h, std::uint64_t w) noexcept {
+  return rotl(h ^ (w * kK1), 27) * kK2 + kK3;
+}
+/// A bijective 64-bit finalizer (the SplitMix64 output function).
+inline std::uint64_t fmix(std::uint64_t z) noexcept {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+inline std::uint64_t load_word(const unsigned char* p) noexcept {
+  std::uint64_t w;
+  std::memcpy(&w, p, 8);
+  return w;
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+// ---------------------------------------------------------------------------------------------
+// Payload encoding
+
+class ByteWriter {
+ public:
+  template <class T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const unsigned char*>(&v);
+    out_.insert(out_.end(), p, p + sizeof(T));
+  }
+  void put_string(const std::string& s) {
+    put<std::uint64_t>(s.size());
+    out_.insert(out_.end(), s.begin(), s.end());
+  }
+  template <class T>
+  void put_array(const T* v, std::size_t count) {
+    put<std::uint64_t>(count);
+    if (count == 0) return;
+    const auto* p = reinterpret_cast<const unsigned char*>(v);
+    out_.insert(out_.end(), p, p + count * sizeof(T));
+  }
+  std::vector<unsigned char>& bytes() noexcept { return out_; }
+
+ private:
+  std::vector<unsigned char> out_;
+};
+
+/// Bounds-checked reads; every failure names the file.
+class ByteReader {
+ public:
+  ByteReader(std::span<const unsigned char> bytes, const std::string& name)
+      : p_(bytes.data()), end_(bytes.data() + bytes.size()), name_(name) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ConfigError(name_ + ": " + what + " (not a checkpoint of this run, or damaged)");
+  }
+  template <class T>
+  T get() {
+    static_assert(std::is_trivially_copyable_v<T>);
+    if (static_cast<std::size_t>(end_ - p_) < sizeof(T)) fail("payload ends early");
+    T v;
+    std::memcpy(&v, p_, sizeof(T));
+    p_ += sizeof(T);
+    return v;
+  }
+  bool get_bool() {
+    const auto b = get<std::uint8_t>();
+    if (b > 1) fail("invalid flag");
+    return b == 1;
+  }
+  std::uint64_t count(std::size_t elem_size) {
+    const auto n = get<std::uint64_t>();
+    // The element count must fit in what is left: no allocation from a hostile length.
+    if (n > static_cast<std::size_t>(end_ - p_) / elem_size) fail("array length out of range");
+    return n;
+  }
+  std::string get_string() {
+    const auto n = count(1);
+    std::string s(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return s;
+  }
+  template <class T>
+  std::vector<T> get_array() {
+    const auto n = count(sizeof(T));
+    std::vector<T> v(n);
+    if (n > 0) std::memcpy(v.data(), p_, n * sizeof(T));  // (memcpy from null is UB even for 0)
+    p_ += n * sizeof(T);
+    return v;
+  }
+  void expect_end() const {
+    if (p_ != end_) fail("unexpected bytes after the payload");
+  }
+
+ private:
+  const unsigned char* p_;
+  const unsigned char* end_;
+  const std::string& name_;
+};
+
+/// Wraps a payload in the header and checksum.
+std::vector<unsigned char> frame(std::uint32_t kind, const std::vector<unsigned char>& payload) {
+  ByteWriter w;
+  for (char c : kMagic) w.put(c);
+  w.put(kCheckpointFormat);
+  w.put(kind);
+  w.put<std::uint64_t>(payload.size());
+  auto& out = w.bytes();
+  out.insert(out.end(), payload.begin(), payload.end());
+  const std::uint64_t h = hash_bytes(out.data(), out.size());
+  w.put(h);
+  return std::move(out);
+}
+
+/// Checks the frame and returns the payload.
+std::span<const unsigned char> unframe(std::span<const unsigned char> bytes, std::uint32_t kind,
+                                       const std::string& name) {
+  const auto fail = [&](const std::string& what) -> void { throw ConfigError(name + ": " + what); };
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    fail("not a flymc checkpoint file (no FLYMCCKP magic)");
+  if (bytes.size() < kHeaderBytes + kTrailerBytes)
+    fail("truncated checkpoint file (" + std::to_string(bytes.size()) + " bytes)");
+  std::uint32_t version, got_kind;
+  std::uint64_t length;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  std::memcpy(&got_kind, bytes.data() + 12, 4);
+  std::memcpy(&length, bytes.data() + 16, 8);
+  if (version != kCheckpointFormat)
+    fail("checkpoint format version " + std::to_string(version) + "; this build reads version " +
+         std::to_string(kCheckpointFormat));
+  if (got_kind != kind)
+    fail(std::string("holds a ") + (got_kind == kKindRun ? "run manifest" : "chain state") +
+         ", expected a " + (kind == kKindRun ? "run manifest" : "chain state"));
+  if (length != bytes.size() - kHeaderBytes - kTrailerBytes)
+    fail("truncated or torn checkpoint file: the header announces " + std::to_string(length) +
+         " payload bytes, the file has " +
+         std::to_string(bytes.size() - kHeaderBytes - kTrailerBytes));
+  std::uint64_t stored;
+  std::memcpy(&stored, bytes.data() + bytes.size() - 8, 8);
+  if (hash_bytes(bytes.data(), bytes.size() - 8) != stored)
+    fail("checksum mismatch: the checkpoint file is corrupted");
+  return bytes.subspan(kHeaderBytes, length);
+}
+
+void put_config(ByteWriter& w, const RunConfig& c) {
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.model));
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.prior));
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.slice_mode));
+  w.put<std::uint8_t>(c.adapt_metric ? 1 : 0);
+  w.put<std::uint8_t>(c.q_per_datum ? 1 : 0);
+  w.put<std::int64_t>(c.hmc_steps);
+  w.put(c.student_nu);
+  w.put(c.noise_scale);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.algo));
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.bound));
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.z));
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.kernel));
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.init));
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.metric));
+  w.put<std::int64_t>(c.chains);
+  w.put<std::int64_t>(c.warmup);
+  w.put<std::int64_t>(c.iters);
+  w.put<std::int64_t>(c.thin);
+  w.put<std::uint64_t>(c.seed);
+  w.put(c.prior_sd);
+  w.put(c.q_dark_to_bright);
+  w.put(c.resample_fraction);
+  w.put(c.untuned_xi);
+  w.put(c.bound_slack);
+  w.put<std::int64_t>(c.theta_steps);
+  w.put(c.target_accept);
+  w.put(c.step_size);
+  w.put(c.init_jitter);
+  w.put(c.test_bound_excess);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.softmax_bound));
+}
+
+RunConfig get_config(ByteReader& r) {
+  RunConfig c;
+  auto e = [&](std::uint32_t max) {
+    const auto v = r.get<std::uint32_t>();
+    if (v > max) r.fail("invalid option value in the stored configuration");
+    return v;
+  };
+  c.model = static_cast<ModelKind>(e(2));
+  c.prior = static_cast<PriorKind>(e(1));
+  c.slice_mode = static_cast<SliceMode>(e(1));
+  c.adapt_metric = r.get_bool();
+  c.q_per_datum = r.get_bool();
+  const auto hs = r.get<std::int64_t>();
+  if (hs < 1 || hs > std::numeric_limits<int>::max()) r.fail("invalid hmc_steps");
+  c.hmc_steps = static_cast<int>(hs);
+  c.student_nu = r.get<double>();
+  c.noise_scale = r.get<double>();
+  c.algo = static_cast<Algo>(e(1));
+  c.bound = static_cast<BoundTuning>(e(1));
+  c.z = static_cast<ZUpdate>(e(1));
+  c.kernel = static_cast<KernelKind>(e(3));
+  c.init = static_cast<Init>(e(1));
+  c.metric = static_cast<Metric>(e(3));
+  const auto chains = r.get<std::int64_t>();
+  if (chains < 1 || chains > std::numeric_limits<int>::max()) r.fail("invalid chain count");
+  c.chains = static_cast<int>(chains);
+  c.warmup = r.get<std::int64_t>();
+  c.iters = r.get<std::int64_t>();
+  c.thin = r.get<std::int64_t>();
+  c.seed = r.get<std::uint64_t>();
+  c.prior_sd = r.get<double>();
+  c.q_dark_to_bright = r.get<double>();
+  c.resample_fraction = r.get<double>();
+  c.untuned_xi = r.get<double>();
+  c.bound_slack = r.get<double>();
+  const auto ts = r.get<std::int64_t>();
+  if (ts < 0 || ts > std::numeric_limits<int>::max()) r.fail("invalid theta_steps");
+  c.theta_steps = static_cast<int>(ts);
+  c.target_accept = r.get<double>();
+  c.step_size = r.get<double>();
+  c.init_jitter = r.get<double>();
+  c.test_bound_excess = r.get<double>();
+  c.softmax_bound = static_cast<SoftmaxBoundKind>(e(1));
+  try {
+    c.validate();
+  } catch (const ConfigError& err) {
+    r.fail(std::string("stored configuration is invalid: ") + err.what());
+  }
+  return c;
+}
+
+std::vector<unsigned char> read_file(const std::string& path, bool& missing) {
+  missing = false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) {
+      missing = true;
+      return {};
+    }
+    throw ConfigError(path + ": cannot open checkpoint: " + errno_text());
+  }
+  std::vector<unsigned char> out;
+  unsigned char buf[1 << 16];
+  while (true) {
+    const ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      const std::string err = errno_text();
+      ::close(fd);
+      throw ConfigError(path + ": cannot read checkpoint: " + err);
+    }
+    if (got == 0) break;
+    out.insert(out.end(), buf, buf + got);
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+std::uint64_t hash_bytes(const void* data, std::size_t size, std::uint64_t seed) noexcept {
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::uint64_t h[4] = {seed ^ kK1, seed ^ kK2, seed ^ kK3, seed ^ (kK1 + kK2)};
+  std::size_t i = 0;
+  for (; i + 32 <= size; i += 32)
+    for (int l = 0; l < 4; ++l) h[l] = lane_step(h[l], load_word(p + i + 8 * l));
+  for (int l = 0; i + 8 <= size; i += 8, ++l) h[l] = lane_step(h[l], load_word(p + i));
+  if (i < size) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p + i, size - i);
+    h[3] = lane_step(h[3], w);
+  }
+  std::uint64_t r = fmix(seed ^ (static_cast<std::uint64_t>(size) * kK2));
+  for (std::uint64_t x : h) r = fmix(r ^ x) + kK3;
+  return r;
+}
+
+std::uint64_t data_fingerprint(const Dataset& data) {
+  const std::size_t n = data.n(), stride = data.stride();
+  const std::uint64_t init =
+      fmix(fmix(static_cast<std::uint64_t>(n) * kK1) ^ static_cast<std::uint64_t>(data.d()));
+  const auto y = data.y();
+  return deterministic_reduce(
+      n, kReduceGrain, init,
+      [&](std::size_t lo, std::size_t hi) {
+        const std::uint64_t hx = hash_bytes(data.row(lo), (hi - lo) * stride * sizeof(double), lo);
+        return hash_bytes(y.data() + lo, (hi - lo) * sizeof(double), hx);
+      },
+      [](std::uint64_t acc, std::uint64_t part) { return fmix(acc * kK2 ^ part) + kK1; });
+}
+
+void write_file_atomic(const std::string& path, std::span<const unsigned char> bytes) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(tmp + ": cannot create: " + errno_text(), 73);
+  auto fail = [&](const char* what) {
+    const std::string err = errno_text();
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw Error(tmp + ": " + what + ": " + err, 74);
+  };
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t put = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      fail("write failed");
+    }
+    done += static_cast<std::size_t>(put);
+  }
+  if (::fsync(fd) != 0) fail("fsync failed");
+  if (::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    throw Error(tmp + ": close failed: " + errno_text(), 74);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string err = errno_text();
+    ::unlink(tmp.c_str());
+    throw Error(path + ": cannot rename the new checkpoint into place: " + err, 74);
+  }
+  // The rename is durable only once the directory entry is on disk.
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) throw Error(dir + ": cannot open directory to sync it: " + errno_text(), 74);
+  const bool synced = ::fsync(dfd) == 0 || errno == EINVAL;
+  const std::string err = synced ? std::string() : errno_text();
+  ::close(dfd);
+  if (!synced) throw Error(dir + ": fsync of the directory failed: " + err, 74);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::vector<unsigned char> encode_checkpoint(const RunManifest& m) {
+  ByteWriter w;
+  put_config(w, m.config);
+  w.put<std::int64_t>(m.checkpoint_every);
+  w.put_string(m.data_arg);
+  w.put_string(m.data_path);
+  w.put(m.n);
+  w.put(m.d);
+  w.put(m.data_hash);
+  w.put_array(m.map.theta.data(), static_cast<std::size_t>(m.map.theta.size()));
+  w.put<std::uint64_t>(static_cast<std::uint64_t>(m.map.covariance.rows()));
+  w.put_array(m.map.covariance.data(), static_cast<std::size_t>(m.map.covariance.size()));
+  w.put(m.map.log_post);
+  w.put<std::int64_t>(m.map.iterations);
+  w.put(m.map.seconds);
+  w.put(m.setup_seconds);
+  w.put_string(m.simd);
+  return frame(kKindRun, w.bytes());
+}
+
+RunManifest decode_run_manifest(std::span<const unsigned char> bytes, const std::string& name) {
+  ByteReader r(unframe(bytes, kKindRun, name), name);
+  RunManifest m;
+  m.config = get_config(r);
+  m.checkpoint_every = r.get<std::int64_t>();
+  if (m.checkpoint_every < 0) r.fail("invalid checkpoint interval");
+  m.data_arg = r.get_string();
+  m.data_path = r.get_string();
+  m.n = r.get<std::uint64_t>();
+  m.d = r.get<std::uint64_t>();
+  m.data_hash = r.get<std::uint64_t>();
+  const auto theta = r.get_array<double>();
+  // θ has K·D entries: K = 1, or the classes of a softmax model (run_model checks K).
+  if (m.d == 0 || theta.empty() || theta.size() % m.d != 0)
+    r.fail("MAP point has the wrong dimension");
+  const std::uint64_t p = theta.size();
+  m.map.theta = Eigen::Map<const Vec>(theta.data(), static_cast<Eigen::Index>(p));
+  const auto rows = r.get<std::uint64_t>();
+  const auto cov = r.get_array<double>();
+  if (rows != p || cov.size() != p * p) r.fail("MAP covariance has the wrong dimension");
+  const auto pp = static_cast<Eigen::Index>(p);
+  m.map.covariance = Eigen::Map<const Mat>(cov.data(), pp, pp);
+  m.map.log_post = r.get<double>();
+  m.map.iterations = static_cast<int>(r.get<std::int64_t>());
+  m.map.seconds = r.get<double>();
+  m.setup_seconds = r.get<double>();
+  m.simd = r.get_string();
+  r.expect_end();
+  return m;
+}
+
+std::vector<unsigned char> encode_checkpoint(const ChainCheckpoint& c) {
+  ByteWriter w;
+  w.put<std::int64_t>(c.chain_id);
+  w.put<std::uint8_t>(c.finished ? 1 : 0);
+  w.put<std::int64_t>(c.iteration);
+  w.put(c.sink_position);
+  w.put(c.kept);
+  w.put(c.rng);
+  w.put_array(c.theta.data(), c.theta.size());
+  w.put(c.step_size);
+  w.put_array(c.kernel_state.data(), c.kernel_state.size());
+  w.put<std::int64_t>(c.since_z);
+  w.put<std::int64_t>(c.window_steps);
+  w.put(c.window_accept);
+  w.put(c.accept_sum);
+  w.put(c.bright_sum);
+  w.put(c.queries);
+  w.put(c.grad_evals);
+  w.put(c.divergences);
+  w.put(c.bound_violations);
+  w.put(c.bound_clamps);
+  w.put(c.nonfinite);
+  w.put(c.queries_at_sampling);
+  w.put(c.divergences_at_sampling);
+  w.put(c.queries_at_row);
+  w.put(c.z_init_seconds);
+  w.put(c.warmup_seconds);
+  w.put(c.sampling_seconds);
+  w.put(c.wall_z_init);
+  w.put(c.wall_warmup);
+  w.put(c.wall_sampling);
+  w.put(c.num_bright);
+  // The order: as (position, index) pairs where it differs from the identity, if fewer bytes.
+  const std::size_t n = c.order.size();
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < n; ++i) moved += c.order[i] != i ? 1 : 0;
+  if (2 * moved < n) {
+    w.put<std::uint8_t>(1);
+    w.put<std::uint64_t>(n);
+    w.put<std::uint64_t>(moved);
+    for (std::size_t i = 0; i < n; ++i)
+      if (c.order[i] != i) {
+        w.put(static_cast<Index>(i));
+        w.put(c.order[i]);
+      }
+  } else {
+    w.put<std::uint8_t>(0);
+    w.put_array(c.order.data(), n);
+  }
+  w.put_array(c.log_ltilde.data(), c.log_ltilde.size());
+  w.put_array(c.grad.data(), c.grad.size());
+  w.put_array(c.coefs.data(), c.coefs.size());
+  return frame(kKindChain, w.bytes());
+}
+
+ChainCheckpoint decode_chain_checkpoint(std::span<const unsigned char> bytes,
+                                        const std::string& name) {
+  ByteReader r(unframe(bytes, kKindChain, name), name);
+  ChainCheckpoint c;
+  const auto id = r.get<std::int64_t>();
+  if (id < 1 || id > std::numeric_limits<int>::max()) r.fail("invalid chain id");
+  c.chain_id = static_cast<int>(id);
+  c.finished = r.get_bool();
+  c.iteration = r.get<std::int64_t>();
+  c.sink_position = r.get<std::uint64_t>();
+  c.kept = r.get<std::uint64_t>();
+  c.rng = r.get<Rng::State>();
+  c.theta = r.get_array<double>();
+  c.step_size = r.get<double>();
+  c.kernel_state = r.get_array<double>();
+  c.since_z = r.get<std::int64_t>();
+  c.window_steps = r.get<std::int64_t>();
+  if (c.iteration < 0 || c.since_z < 0 || c.window_steps < 0) r.fail("negative counter");
+  c.window_accept = r.get<double>();
+  c.accept_sum = r.get<double>();
+  c.bright_sum = r.get<double>();
+  c.queries = r.get<std::uint64_t>();
+  c.grad_evals = r.get<std::uint64_t>();
+  c.divergences = r.get<std::uint64_t>();
+  c.bound_violations = r.get<std::uint64_t>();
+  c.bound_clamps = r.get<std::uint64_t>();
+  c.nonfinite = r.get<std::uint64_t>();
+  c.queries_at_sampling = r.get<std::uint64_t>();
+  c.divergences_at_sampling = r.get<std::uint64_t>();
+  c.queries_at_row = r.get<std::uint64_t>();
+  c.z_init_seconds = r.get<double>();
+  c.warmup_seconds = r.get<double>();
+  c.sampling_seconds = r.get<double>();
+  c.wall_z_init = r.get<double>();
+  c.wall_warmup = r.get<double>();
+  c.wall_sampling = r.get<double>();
+  c.num_bright = r.get<std::uint64_t>();
+  const auto mode = r.get<std::uint8_t>();
+  if (mode == 1) {
+    const auto n = r.get<std::uint64_t>();
+    if (n > std::numeric_limits<Index>::max()) r.fail("bright-set order too long");
+    const auto moved = r.count(2 * sizeof(Index));
+    c.order.resize(n);
+    for (std::size_t i = 0; i < n; ++i) c.order[i] = static_cast<Index>(i);
+    for (std::uint64_t k = 0; k < moved; ++k) {
+      const auto pos = r.get<Index>();
+      const auto val = r.get<Index>();
+      if (pos >= n) r.fail("bright-set position out of range");
+      c.order[pos] = val;
+    }
+  } else if (mode == 0) {
+    c.order = r.get_array<Index>();
+  } else {
+    r.fail("invalid bright-set encoding");
+  }
+  c.log_ltilde = r.get_array<double>();
+  if (c.num_bright > c.order.size() || c.log_ltilde.size() != c.num_bright)
+    r.fail("bright count out of range");
+  c.grad = r.get_array<double>();
+  c.coefs = r.get_array<double>();
+  if (!c.coefs.empty() && (c.num_bright == 0 || c.coefs.size() % c.num_bright != 0))
+    r.fail("gradient coefficients do not fit the bright count");
+  r.expect_end();
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::string run_manifest_path(const std::string& dir) { return dir + "/run.ckpt"; }
+std::string chain_checkpoint_path(const std::string& dir, int chain_id) {
+  return dir + "/chain-" + std::to_string(chain_id) + ".ckpt";
+}
+
+void save_run_manifest(const std::string& dir, const RunManifest& m) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(dir + ": cannot create checkpoint directory: " + ec.message(), 73);
+  write_file_atomic(run_manifest_path(dir), encode_checkpoint(m));
+}
+
+RunManifest load_run_manifest(const std::string& dir) {
+  const std::string path = run_manifest_path(dir);
+  bool missing = false;
+  const auto bytes = read_file(path, missing);
+  if (missing)
+    throw ConfigError(path +
+                      ": no checkpoint to resume (was the run started with "
+                      "--checkpoint-every, and did it get past its set-up?)");
+  return decode_run_manifest(bytes, path);
+}
+
+void save_chain_checkpoint(const std::string& dir, const ChainCheckpoint& c) {
+  write_file_atomic(chain_checkpoint_path(dir, c.chain_id), encode_checkpoint(c));
+}
+
+std::optional<ChainCheckpoint> load_chain_checkpoint(const std::string& dir, int chain_id) {
+  const std::string path = chain_checkpoint_path(dir, chain_id);
+  bool missing = false;
+  const auto bytes = read_file(path, missing);
+  if (missing) return std::nullopt;
+  ChainCheckpoint c = decode_chain_checkpoint(bytes, path);
+  if (c.chain_id != chain_id)
+    throw ConfigError(path + ": holds the state of chain " + std::to_string(c.chain_id));
+  return c;
+}
+
+void remove_checkpoints(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const bool ours = name.ends_with(".ckpt") || name.ends_with(".ckpt.tmp");
+    if (ours && !fs::remove(e.path(), ec) && ec)
+      throw Error(e.path().string() + ": cannot remove stale checkpoint: " + ec.message(), 73);
+  }
+}
+
+}  // namespace flymc

@@ -1,0 +1,166 @@
+#include "flymc/io/output.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "flymc/core/errors.hpp"
+#include "flymc/io/stan_csv.hpp"
+
+namespace flymc {
+namespace {
+
+std::string fmt(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+/// Stan CSV file of one chain; flushes (fflush + fsync) at adaptation, every few seconds, at
+/// each checkpoint (sync) and at the end. The file is opened by begin() (truncated) or by
+/// resume() (cut back to a checkpointed length and appended to), not before.
+class StanCsvSink final : public DrawSink {
+ public:
+  StanCsvSink(std::string path, std::vector<std::pair<std::string, std::string>> config)
+      : path_(std::move(path)), config_(std::move(config)) {}
+  void begin(const std::vector<std::string>& columns) override {
+    writer_.emplace(path_);
+    writer_->write_header(config_, columns);
+  }
+  void adaptation(double step_size, const std::vector<double>& inv_metric, bool dense) override {
+    writer_->write_adaptation(step_size, inv_metric, dense);
+    writer_->flush();
+    last_flush_ = std::chrono::steady_clock::now();
+  }
+  void row(const std::vector<double>& values) override {
+    writer_->write_row(values);
+    if ((++rows_ & 255) == 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_flush_ > std::chrono::seconds(5)) {
+        writer_->flush();
+        last_flush_ = now;
+      }
+    }
+  }
+  void end(double warmup_seconds, double sampling_seconds, const Counters& counters) override {
+    // Diagnostics first: the Elapsed Time block stays the file's last lines (rstan looks for it
+    // there), and it is the only part that differs between an uninterrupted and a resumed run.
+    writer_->write_comments({{"bound_violations", std::to_string(counters.bound_violations)},
+                             {"bound_clamps", std::to_string(counters.bound_clamps)},
+                             {"nonfinite_proposals", std::to_string(counters.nonfinite)}});
+    writer_->write_elapsed(warmup_seconds, sampling_seconds);
+    writer_->close();
+    closed_ = true;
+  }
+  std::uint64_t sync() override {
+    if (!closed_) writer_->flush();
+    return writer_->size();
+  }
+  std::vector<std::vector<double>> resume(const std::vector<std::string>& columns,
+                                          std::uint64_t position) override {
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0)
+      throw ConfigError(path_ + ": cannot resume: the draw file is missing (" +
+                        std::strerror(errno) + ")");
+    if (static_cast<std::uint64_t>(st.st_size) < position)
+      throw ConfigError(path_ + ": cannot resume: the draw file has " + std::to_string(st.st_size) +
+                        " bytes, fewer than the " + std::to_string(position) +
+                        " its checkpoint records (cut or replaced since)");
+    writer_ = StanCsvWriter::reopen(path_, position, columns.size());
+    StanCsv csv = read_stan_csv(path_);
+    if (csv.columns != columns)
+      throw ConfigError(path_ + ": cannot resume: its columns differ from the run's");
+    if (csv.truncated_lines != 0)
+      throw ConfigError(path_ + ": cannot resume: the checkpointed length ends inside a line");
+    return std::move(csv.draws);
+  }
+
+ private:
+  std::string path_;
+  std::vector<std::pair<std::string, std::string>> config_;
+  std::optional<StanCsvWriter> writer_;
+  bool closed_ = false;
+  std::chrono::steady_clock::time_point last_flush_ = std::chrono::steady_clock::now();
+  unsigned long rows_ = 0;
+};
+
+}  // namespace
+
+SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
+                           std::vector<std::pair<std::string, std::string>> extra_config) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(dir + ": cannot create output directory: " + ec.message(), 73);
+  return [dir, cfg, extra_config](int chain_id) -> std::unique_ptr<DrawSink> {
+    // rstan::read_stan_csv reads iter (total, warm-up included), warmup, save_warmup, thin,
+    // seed and chain_id from these comments.
+    std::vector<std::pair<std::string, std::string>> c = {
+        {"flymc_version", "0.1.0"},
+        {"model", to_string(cfg.model)},
+        {"prior", to_string(cfg.prior)},
+        {"algorithm", to_string(cfg.algo)},
+        {"bound", to_string(cfg.bound)},
+        {"z_update", to_string(cfg.z)},
+        {"kernel", to_string(cfg.kernel)},
+        {"sampler_t",
+         std::string(cfg.algo == Algo::flymc ? "FlyMC(" : "Full(") + to_string(cfg.kernel) + ")"},
+        {"seed", std::to_string(cfg.seed)},
+        {"chain_id", std::to_string(chain_id)},
+        {"iter", std::to_string(cfg.warmup + cfg.iters)},
+        {"warmup", std::to_string(cfg.warmup)},
+        {"save_warmup", "0"},
+        {"thin", std::to_string(cfg.thin)},
+        {"prior_sd", fmt(cfg.prior_sd)},
+        {"q_dark_to_bright",
+         cfg.q_dark_to_bright < 0.0 ? std::string("auto") : fmt(cfg.q_dark_to_bright)},
+        {"q_per_datum", cfg.q_per_datum ? "1" : "0"},
+        {"resample_fraction", fmt(cfg.resample_fraction)},
+        {"untuned_xi", fmt(cfg.untuned_xi)},
+        {"bound_slack", cfg.bound_slack < 0.0 ? std::string("auto") : fmt(cfg.bound_slack)},
+        {"theta_steps", std::to_string(cfg.resolved_theta_steps())},
+        {"init", to_string(cfg.init)},
+        {"metric", to_string(cfg.resolved_metric())},
+        {"adapt_metric", cfg.adapt_metric ? "1" : "0"},
+        {"adapt_delta", fmt(cfg.resolved_target_accept())},
+    };
+    if (cfg.kernel == KernelKind::hmc) c.emplace_back("hmc_steps", std::to_string(cfg.hmc_steps));
+    if (cfg.kernel == KernelKind::slice) c.emplace_back("slice_mode", to_string(cfg.slice_mode));
+    if (cfg.model == ModelKind::softmax)
+      c.emplace_back("softmax_bound", to_string(cfg.softmax_bound));
+    if (cfg.model == ModelKind::robust) {
+      c.emplace_back("student_nu", fmt(cfg.student_nu));
+      c.emplace_back("noise_scale", fmt(cfg.noise_scale));
+    }
+    if (cfg.test_bound_excess > 0.0)
+      c.emplace_back("test_bound_excess", fmt(cfg.test_bound_excess));
+    for (const auto& kv : extra_config) c.push_back(kv);
+    const std::string path = dir + "/chain-" + std::to_string(chain_id) + ".csv";
+    return std::make_unique<StanCsvSink>(path, std::move(c));
+  };
+}
+
+std::vector<NamedSummary> summarize_params(const RunResult& r) {
+  std::vector<NamedSummary> out;
+  for (std::size_t j = 0; j < r.dim; ++j)
+    out.push_back({j < r.names.size() ? r.names[j] : "theta." + std::to_string(j + 1),
+                   summarize(r.coordinate(j))});
+  return out;
+}
+
+std::vector<NamedSummary> summarize_columns(const std::vector<std::string>& columns,
+                                            const std::vector<ChainDraws>& per_column) {
+  std::vector<NamedSummary> out;
+  for (std::size_t k = 0; k < columns.size(); ++k) {
+    const std::string& name = columns[k];
+    if (name.size() >= 2 && name.compare(name.size() - 2, 2, "__") == 0) continue;
+    out.push_back({name, summarize(per_column[k])});
+  }
+  return out;
+}
+
+}  // namespace flymc

@@ -1,0 +1,415 @@
+#include "flymc/models/logistic.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "flymc/core/blas.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/core/parallel.hpp"
+#include "flymc/kernels/kernels.hpp"
+#include "model_checks.hpp"
+#include "newton.hpp"
+
+namespace flymc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// A padded, aligned copy of θ for the row kernels.
+AlignedBuffer padded(const double* theta, std::size_t d, std::size_t stride) {
+  AlignedBuffer p = aligned_zeros(stride);
+  for (std::size_t j = 0; j < d; ++j) p[j] = theta[j];
+  return p;
+}
+
+/// Rows per SYRK call inside a chunk: the scaled block (512 × stride) stays in L2.
+constexpr std::size_t kSyrkBlock = 512;
+
+/// Partial sums of one data chunk for Newton's method and the bound statistics.
+struct Partial {
+  double f = 0.0;  // Σ scalar terms
+  Vec g;           // Σ vector terms
+  Mat h;           // Σ weighted outer products (upper triangle)
+};
+
+/// Accumulates over rows [lo, hi): f += sf(n, a_n), g += sg(n, a_n)·x_n, H += w(n, a_n) x_n x_nᵀ
+/// where a_n = x_n·θ (not multiplied by the label).
+template <class Fn>
+Partial chunk_stats(const Dataset& ds, const double* theta_p, std::size_t lo, std::size_t hi,
+                    bool want_h, Fn&& fn) {
+  const std::size_t d = ds.d(), stride = ds.stride();
+  Partial p;
+  p.g = Vec::Zero(static_cast<Eigen::Index>(d));
+  if (want_h) p.h = Mat::Zero(static_cast<Eigen::Index>(d), static_cast<Eigen::Index>(d));
+  AlignedBuffer block = want_h ? aligned_zeros(kSyrkBlock * stride) : AlignedBuffer();
+  std::vector<double> dots(kSyrkBlock);
+  for (std::size_t b0 = lo; b0 < hi; b0 += kSyrkBlock) {
+    const std::size_t m = std::min(kSyrkBlock, hi - b0);
+    kernels::dots_packed(ds.row(b0), m, stride, theta_p, dots.data());
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::size_t n = b0 + i;
+      double sf, sg, w;
+      fn(n, dots[i], sf, sg, w);
+      p.f += sf;
+      const double* x = ds.row(n);
+      for (std::size_t j = 0; j < d; ++j) p.g[static_cast<Eigen::Index>(j)] += sg * x[j];
+      if (want_h) {
+        const double r = std::sqrt(w);
+        double* s = block.get() + i * stride;
+        for (std::size_t j = 0; j < d; ++j) s[j] = r * x[j];
+      }
+    }
+    if (want_h) blas::syrk_accumulate(block.get(), m, d, stride, p.h.data());
+  }
+  return p;
+}
+
+template <class Fn>
+Partial data_stats(const Dataset& ds, const double* theta_p, bool want_h, Fn fn) {
+  return deterministic_reduce(
+      ds.n(), kReduceGrain, Partial{},
+      [&](std::size_t lo, std::size_t hi) { return chunk_stats(ds, theta_p, lo, hi, want_h, fn); },
+      [](Partial acc, Partial p) {
+        if (acc.g.size() == 0) return p;
+        acc.f += p.f;
+        acc.g += p.g;
+        if (p.h.size() != 0) acc.h += p.h;
+        return acc;
+      });
+}
+
+void symmetrize_upper(Mat& h) { h.triangularView<Eigen::StrictlyLower>() = h.transpose(); }
+
+}  // namespace
+
+double jj_lambda(double xi) noexcept {
+  xi = std::fabs(xi);
+  if (xi < 1e-4) return 0.125 - xi * xi / 96.0;  // tanh(x) = x − x³/3 + O(x⁵)
+  return std::tanh(0.5 * xi) / (4.0 * xi);
+}
+
+// ----------------------------------------------------------------------------------------------
+LogisticModel::LogisticModel(std::shared_ptr<const Dataset> data, Prior prior)
+    : data_(std::move(data)), prior_(prior) {
+  if (!data_ || data_->n() == 0 || data_->d() == 0)
+    throw DataError("logistic regression needs at least one row and one feature");
+  // 1/σ² must be a finite, non-zero double (as RunConfig::validate checks).
+  if (!(prior.sd >= 1e-150 && prior.sd <= 1e150))
+    throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + std::to_string(prior.sd));
+  for (std::size_t i = 0; i < data_->n(); ++i) {
+    const double t = data_->y()[i];
+    if (t != 1.0 && t != -1.0)
+      throw DataError(data_->source() + ": row " + std::to_string(i + 1) +
+                      ": field 1 (label): logistic regression needs labels -1/+1 (or 0/1), got " +
+                      std::to_string(t));
+  }
+  detail::check_features(*data_, "logistic regression");
+  blas::use_single_thread();
+}
+
+std::vector<std::string> LogisticModel::param_names() const {
+  std::vector<std::string> names;
+  for (std::size_t j = 1; j <= dim(); ++j) names.push_back("theta." + std::to_string(j));
+  return names;
+}
+
+double LogisticModel::log_lik(const double* theta) const {
+  const Dataset& ds = *data_;
+  return deterministic_reduce(
+      ds.n(), kReduceGrain, 0.0,
+      [&](std::size_t lo, std::size_t hi) {
+        return kernels::sum_log_sigmoid_signed(ds.row(lo), hi - lo, ds.stride(), ds.y().data() + lo,
+                                               theta);
+      },
+      [](double a, double b) { return a + b; });
+}
+
+namespace {
+/// Rows per inner block of the fused log-likelihood + gradient pass: the block's rows are read
+/// from memory by the dot products and again, from L2, by the weighted row sum.
+constexpr std::size_t kGradBlock = 256;
+
+struct LikGrad {
+  double f = 0.0;
+  std::vector<double> g;  // stride entries
+};
+}  // namespace
+
+double LogisticModel::log_lik_grad(const double* theta, double* grad) const {
+  const Dataset& ds = *data_;
+  const std::size_t stride = ds.stride();
+  const auto y = ds.y();
+  LikGrad total = deterministic_reduce(
+      ds.n(), kReduceGrain, LikGrad{},
+      [&](std::size_t lo, std::size_t hi) {
+        LikGrad p;
+        p.g.assign(stride, 0.0);
+        alignas(64) double a[kGradBlock], ls[kGradBlock], c[kGradBlock];
+        for (std::size_t b0 = lo; b0 < hi; b0 += kGradBlock) {
+          const std::size_t m = std::min(kGradBlock, hi - b0);
+          kernels::dots_packed(ds.row(b0), m, stride, theta, a);
+          for (std::size_t i = 0; i < m; ++i) a[i] *= y[b0 + i];
+          kernels::log_sigmoid(a, ls, m);
+          // ∂ log σ(a)/∂(x·θ) = t σ(−a) = t exp(log σ(a) − a).
+          for (std::size_t i = 0; i < m; ++i) {
+            p.f += ls[i];
+            c[i] = ls[i] - a[i];
+          }
+          kernels::exp(c, c, m);
+          for (std::size_t i = 0; i < m; ++i) c[i] *= y[b0 + i];
+          kernels::weighted_row_sum(ds.row(b0), m, stride, c, 1, p.g.data());
+        }
+        return p;
+      },
+      [](LikGrad acc, LikGrad p) {
+        if (acc.g.empty()) return p;
+        acc.f += p.f;
+        for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += p.g[j];
+        return acc;
+      });
+  std::copy(total.g.begin(), total.g.end(), grad);
+  return total.f;
+}
+
+Vec LogisticModel::grad_log_post(const Vec& theta) const {
+  const Dataset& ds = *data_;
+  AlignedBuffer tp = padded(theta.data(), dim(), stride());
+  const auto y = ds.y();
+  Partial p = data_stats(ds, tp.get(), false,
+                         [&](std::size_t n, double dot, double& sf, double& sg, double& w) {
+                           const double a = y[n] * dot;
+                           sf = 0.0;
+                           sg = y[n] * std::exp(kernels::log_sigmoid(-a));  // t σ(−a)
+                           w = 0.0;
+                         });
+  Vec g = p.g;
+  prior_.add_gradient(theta.data(), dim(), g.data());
+  return g;
+}
+
+MapResult LogisticModel::find_map(double tol, int max_iter) const {
+  const auto t0 = Clock::now();
+  const Vec zero = Vec::Zero(static_cast<Eigen::Index>(dim()));
+  MapResult r = newton(Prior{PriorKind::gaussian, prior_.sd}, zero, tol, max_iter);
+  if (prior_.kind != PriorKind::gaussian) {
+    const int it = r.iterations;
+    r = newton(prior_, r.theta, tol, max_iter);
+    r.iterations += it;
+  }
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+MapResult LogisticModel::newton(const Prior& prior, Vec theta, double tol, int max_iter) const {
+  const Dataset& ds = *data_;
+  const auto d = static_cast<Eigen::Index>(dim());
+  const auto y = ds.y();
+  AlignedBuffer tp = aligned_zeros(stride());
+  auto objective = [&](const Vec& th) {
+    for (Eigen::Index j = 0; j < d; ++j) tp[static_cast<std::size_t>(j)] = th[j];
+    return log_lik(tp.get()) + prior.log_density(th.data(), dim());
+  };
+  MapResult r;
+  double f = objective(theta);
+  Mat neg_hess;
+  int it = 0;
+  for (; it < max_iter; ++it) {
+    for (Eigen::Index j = 0; j < d; ++j) tp[static_cast<std::size_t>(j)] = theta[j];
+    Partial p = data_stats(
+        ds, tp.get(), true, [&](std::size_t n, double dot, double& sf, double& sg, double& w) {
+          const double a = y[n] * dot;
+          const double ls_pos = kernels::log_sigmoid(a), ls_neg = kernels::log_sigmoid(-a);
+          sf = ls_pos;
+          sg = y[n] * std::exp(ls_neg);
+          w = std::exp(ls_pos + ls_neg);  // σ(a)σ(−a), the negative Hessian weight
+        });
+    symmetrize_upper(p.h);
+    Vec g = p.g;
+    prior.add_gradient(theta.data(), dim(), g.data());
+    neg_hess = p.h;
+    for (Eigen::Index j = 0; j < d; ++j) neg_hess(j, j) += prior.map_curvature(theta[j]);
+    Eigen::LLT<Mat> llt(neg_hess);
+    const Vec step = llt.solve(g);
+    if (detail::newton_move(objective, theta, f, g, step, tol) != detail::NewtonMove::stepped)
+      break;
+  }
+  // Laplace covariance at the final θ.
+  for (Eigen::Index j = 0; j < d; ++j) tp[static_cast<std::size_t>(j)] = theta[j];
+  Partial p = data_stats(ds, tp.get(), true,
+                         [&](std::size_t n, double dot, double& sf, double& sg, double& w) {
+                           const double a = y[n] * dot;
+                           sf = 0.0;
+                           sg = 0.0;
+                           w = std::exp(kernels::log_sigmoid(a) + kernels::log_sigmoid(-a));
+                         });
+  symmetrize_upper(p.h);
+  p.h.diagonal().array() += prior.precision();
+  r.theta = theta;
+  r.covariance = p.h.llt().solve(Mat::Identity(d, d));
+  r.log_post = f;
+  r.iterations = it;
+  r.seconds = 0.0;
+  return r;
+}
+
+// ----------------------------------------------------------------------------------------------
+LogisticBound LogisticBound::make(const LogisticModel& model, const RunConfig& cfg,
+                                  const MapResult& map) {
+  return cfg.bound == BoundTuning::map
+             ? map_tuned(model, map.theta, bound_slack_of(cfg))
+             : untuned(model, cfg.untuned_xi, map.theta, bound_slack_of(cfg));
+}
+
+LogisticBound LogisticBound::untuned(const LogisticModel& model, double xi, const Vec& anchor,
+                                     double slack) {
+  if (!(xi >= 0.0) || !std::isfinite(xi))
+    throw ConfigError("untuned bound: xi must be finite and >= 0, got " + std::to_string(xi));
+  return LogisticBound(model, std::vector<double>(model.num_data(), xi), anchor, slack);
+}
+
+LogisticBound LogisticBound::map_tuned(const LogisticModel& model, const Vec& theta_map,
+                                       double slack) {
+  const Dataset& ds = model.data();
+  AlignedBuffer tp = padded(theta_map.data(), ds.d(), ds.stride());
+  std::vector<double> xi(ds.n());
+  tbb::parallel_for(std::size_t{0}, ds.n(), [&](std::size_t n) {
+    xi[n] = std::fabs(kernels::dot(ds.row(n), tp.get(), ds.stride()));
+  });
+  return LogisticBound(model, std::move(xi), theta_map, slack);
+}
+
+LogisticBound::LogisticBound(const LogisticModel& model, std::vector<double> xi, const Vec& anchor,
+                             double slack)
+    : data_(model.data_ptr()), xi_(std::move(xi)), slack_(slack) {
+  const auto t0 = Clock::now();
+  if (!(slack >= 0.0) || !std::isfinite(slack))
+    throw ConfigError("--bound-slack must be finite and >= 0, got " + std::to_string(slack));
+  const Dataset& ds = *data_;
+  if (static_cast<std::size_t>(anchor.size()) != ds.d())
+    throw ConfigError("bound anchor has the wrong dimension");
+  const std::size_t n = ds.n();
+  k_.resize(n);
+  lam_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = xi_[i];
+    lam_[i] = jj_lambda(x);
+    k_[i] = kernels::log_sigmoid(x) - 0.5 * x + lam_[i] * x * x - slack;
+  }
+  theta0_ = anchor;
+  AlignedBuffer tp = padded(anchor.data(), ds.d(), ds.stride());
+  const auto y = ds.y();
+  // One pass: f0 = Σ log B_n(θ0), ∇ = Σ (t_n/2 − 2λ_n x_n·θ0) x_n, A = Σ λ_n x_n x_nᵀ.
+  Partial p = data_stats(ds, tp.get(), true,
+                         [&](std::size_t m, double dot, double& sf, double& sg, double& w) {
+                           const double a = y[m] * dot;
+                           sf = k_[m] + 0.5 * a - lam_[m] * a * a;
+                           sg = 0.5 * y[m] - 2.0 * lam_[m] * dot;
+                           w = lam_[m];
+                         });
+  symmetrize_upper(p.h);
+  f0_ = p.f;
+  g0_ = p.g;
+  A_ = std::move(p.h);
+  d_ = ds.d();
+  stride_ = ds.stride();
+  a_pad_ = aligned_zeros(d_ * stride_);
+  theta0_pad_ = padded(theta0_.data(), d_, stride_);
+  g0_pad_ = padded(g0_.data(), d_, stride_);
+  for (std::size_t i = 0; i < d_; ++i)
+    for (std::size_t j = 0; j < d_; ++j)
+      a_pad_[i * stride_ + j] = A_(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
+  seconds_ = seconds_since(t0);
+}
+
+double LogisticBound::log_bound_sum(const double* theta, double* scratch,
+                                    double* grad) const noexcept {
+  double* delta = scratch;
+  double* adelta = scratch + stride_;
+  for (std::size_t j = 0; j < stride_; ++j) delta[j] = theta[j] - theta0_pad_[j];
+  kernels::dots_packed(a_pad_.get(), d_, stride_, delta, adelta);  // A δ (A symmetric)
+  const double quad = kernels::dot(delta, adelta, stride_);
+  const double lin = kernels::dot(g0_pad_.get(), delta, stride_);
+  if (grad != nullptr)
+    for (std::size_t j = 0; j < d_; ++j) grad[j] = g0_pad_[j] - 2.0 * adelta[j];
+  return f0_ + lin - quad;
+}
+
+BoundCheck LogisticBound::deltas(const Index* idx, const double* dots, std::size_t k,
+                                 double* delta) const noexcept {
+  const auto y = data_->y();
+  BoundCheck check;
+  // Blocks of 256 on the stack: the log-sigmoid runs vectorized over each block.
+  constexpr std::size_t kBlock = 256;
+  alignas(64) double a[kBlock];
+  alignas(64) double ls[kBlock];
+  for (std::size_t b0 = 0; b0 < k; b0 += kBlock) {
+    const std::size_t m = std::min(kBlock, k - b0);
+    for (std::size_t i = 0; i < m; ++i) a[i] = y[idx[b0 + i]] * dots[b0 + i];
+    kernels::log_sigmoid(a, ls, m);
+    for (std::size_t i = 0; i < m; ++i) {
+      const Index n = idx[b0 + i];
+      const double dl = ls[i] - (k_[n] + 0.5 * a[i] - lam_[n] * a[i] * a[i]);
+      if (dl >= 0.0) {
+        delta[b0 + i] = dl;
+        continue;
+      }
+      // Off the hot path: Δ < 0 (or NaN) is clamped, and classified (BoundCheck).
+      constexpr double kUlps = 64.0 * std::numeric_limits<double>::epsilon();
+      // (λ·(a·a), not λ·a·a: sharing that product with `dl` would stop GCC from fusing it
+      // into dl's subtraction, which changes dl's rounding and so every draw.)
+      const double tol = 1e-9 + kUlps * (std::fabs(ls[i]) + std::fabs(k_[n]) +
+                                         0.5 * std::fabs(a[i]) + lam_[n] * (a[i] * a[i]));
+      if (dl >= -tol) {
+        ++check.clamped;
+      } else {
+        ++check.violations;  // also NaN
+      }
+      delta[b0 + i] = 0.0;
+    }
+  }
+  return check;
+}
+
+BoundCheck LogisticBound::delta_grads(const Index* idx, const double* dots, std::size_t k,
+                                      double* delta, double* dpsi) const noexcept {
+  const BoundCheck check = deltas(idx, dots, k, delta);
+  const auto y = data_->y();
+  constexpr std::size_t kBlock = 256;
+  alignas(64) double a[kBlock];
+  alignas(64) double e[kBlock];
+  for (std::size_t b0 = 0; b0 < k; b0 += kBlock) {
+    const std::size_t m = std::min(kBlock, k - b0);
+    for (std::size_t i = 0; i < m; ++i) a[i] = y[idx[b0 + i]] * dots[b0 + i];
+    // σ(−a) = exp(log σ(a) − a), accurate for both signs of a.
+    kernels::log_sigmoid(a, e, m);
+    for (std::size_t i = 0; i < m; ++i) e[i] -= a[i];
+    kernels::exp(e, e, m);
+    for (std::size_t i = 0; i < m; ++i) {
+      const Index n = idx[b0 + i];
+      dpsi[b0 + i] = delta[b0 + i] > 0.0 ? y[n] * (e[i] - 0.5 + 2.0 * lam_[n] * a[i]) : 0.0;
+    }
+  }
+  return check;
+}
+
+void LogisticBound::raise_for_testing(double excess) noexcept {
+  for (double& kn : k_) kn += excess;
+  f0_ += excess * static_cast<double>(k_.size());
+}
+
+double LogisticBound::log_bound(Index n, double dot) const noexcept {
+  const double a = data_->y()[n] * dot;
+  return k_[n] + 0.5 * a - lam_[n] * a * a;
+}
+
+double LogisticBound::log_lik(Index n, double dot) const noexcept {
+  return kernels::log_sigmoid(data_->y()[n] * dot);
+}
+
+}  // namespace flymc

@@ -1,0 +1,43 @@
+#pragma once
+// The step rule shared by the models' MAP searches (Newton's method with the exact Hessian):
+// convergence on the Newton decrement, and backtracking along the Newton direction.
+#include <cmath>
+
+#include "flymc/models/model.hpp"  // Vec
+
+namespace flymc::detail {
+
+enum class NewtonMove { converged, stepped, stalled };
+
+/// Moves θ (objective value f, to be maximized) along the Newton step `step` = H⁻¹g, g the
+/// gradient. If the squared Newton decrement gᵀ·step is at most 2·tol, the search has converged:
+/// the last, tiny step is still taken unless it lowers the objective by more than rounding (the
+/// gradient after it is smaller by orders of magnitude; skipping it left |∇| ~1e-6 where a
+/// build's rounding changed the path). Otherwise the step is halved until the objective rises by
+/// at least a quarter of the decrement the step predicts (Armijo); `stalled` when no step down to
+/// 1e-12 of the Newton step does.
+template <class Objective>
+NewtonMove newton_move(Objective&& objective, Vec& theta, double& f, const Vec& g, const Vec& step,
+                       double tol) {
+  const double decrement = g.dot(step);
+  if (!(decrement > 2.0 * tol)) {
+    const double f_last = objective(theta + step);
+    if (f_last >= f - 1e-12 * (1.0 + std::fabs(f))) {
+      theta += step;
+      f = f_last;
+    }
+    return NewtonMove::converged;
+  }
+  double t = 1.0;
+  double f_new = objective(theta + step);
+  while (!(f_new >= f + 0.25 * t * decrement) && t > 1e-12) {
+    t *= 0.5;
+    f_new = objective(theta + t * step);
+  }
+  if (t <= 1e-12) return NewtonMove::stalled;
+  theta += t * step;
+  f = f_new;
+  return NewtonMove::stepped;
+}
+
+}  // namespace flymc::detail

@@ -1,0 +1,1084 @@
+#include "flymc/models/softmax.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "flymc/core/blas.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/core/parallel.hpp"
+#include "flymc/kernels/kernels.hpp"
+#include "model_checks.hpp"
+#include "newton.hpp"
+
+namespace flymc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string num_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+/// The per-datum passes work on blocks of at most kBlockData data and kBlockVals predictors
+/// (K per datum), held on the stack: the exps and logs of a block run vectorized
+/// (kernels::exp / kernels::log), with no libm call per datum.
+constexpr std::size_t kBlockVals = 2048;
+constexpr std::size_t kBlockData = 256;
+/// Data per block for K classes (≥ 2, since K ≤ SoftmaxModel::kMaxClasses = 1024).
+constexpr std::size_t block_data(std::size_t K) noexcept {
+  return std::min(kBlockData, kBlockVals / K);
+}
+static_assert(kBlockVals / SoftmaxModel::kMaxClasses >= 1);
+
+/// softmax and lse of a block of n data with K predictors each (psi[i·K + k]), in log space with
+/// max-subtraction, so that no exp overflows at any finite ψ: m_i = max_k ψ_ik and
+/// lse(ψ_i) = m_i + l_i, l_i = log1p(r_i), r_i = Σ_{k ≠ argmax} e^{ψ_ik − m_i} ∈ [0, K−1].
+/// The argmax's term (exactly 1) is left out of r, and log1p is formed by Goldberg's
+/// log(1+r)·r/((1+r)−1), so l keeps full relative accuracy when a datum is confidently classified
+/// (log L_n = −l_n ≈ −r_n tiny): 1 + r rounded would lose r below 1e-16.
+struct SoftmaxBlock {
+  alignas(64) double p[kBlockVals];  // softmax(ψ_i)_k at i·K + k
+  alignas(64) double m[kBlockData];  // max_k ψ_ik
+  alignas(64) double l[kBlockData];  // log Σ_k e^{ψ_ik − m_i}
+  alignas(64) double u[kBlockData];  // 1 + r_i
+  alignas(64) double lu[kBlockData];
+  std::uint32_t a[kBlockData];  // argmax_k ψ_ik (the first)
+
+  void compute(const double* psi, std::size_t n, std::size_t K) noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+      const double* x = psi + i * K;
+      std::size_t am = 0;
+      double mx = x[0];
+      for (std::size_t k = 1; k < K; ++k)
+        if (x[k] > mx) {
+          mx = x[k];
+          am = k;
+        }
+      m[i] = mx;
+      a[i] = static_cast<std::uint32_t>(am);
+      for (std::size_t k = 0; k < K; ++k) p[i * K + k] = x[k] - mx;
+    }
+    kernels::exp(p, p, n * K);
+    for (std::size_t i = 0; i < n; ++i) {
+      double* e = p + i * K;
+      e[a[i]] = 0.0;
+      double r = 0.0;
+      for (std::size_t k = 0; k < K; ++k) r += e[k];
+      e[a[i]] = 1.0;
+      l[i] = r;
+      u[i] = 1.0 + r;
+    }
+    kernels::log(u, lu, n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double r = l[i], s = u[i];
+      l[i] = s == 1.0 ? r : lu[i] * (r / (s - 1.0));
+      const double inv = 1.0 / s;
+      for (std::size_t k = 0; k < K; ++k) p[i * K + k] *= inv;
+    }
+  }
+};
+
+/// The per-datum terms of Böhning's bound at v = ψ − ψ0, for a datum with predictors `psi` and
+/// tangent record `r` (ψ0 then g0, see SoftmaxBound::rec_).
+struct BoundTerms {
+  double gv;    // g0ᵀv
+  double q;     // ½vᵀHv
+  double mean;  // v̄, the mean of v
+};
+/// H = ½C with C = I − 𝟙𝟙ᵀ/K the centering projector, so ½vᵀHv = ¼|v − v̄𝟙|²: a sum of squares,
+/// with no cancellation (and +inf, not inf − inf = NaN, if v is huge).
+inline BoundTerms bound_terms(const double* psi, const double* r, std::size_t K,
+                              double inv_k) noexcept {
+  double sv = 0.0, gv = 0.0;
+  for (std::size_t c = 0; c < K; ++c) {
+    const double v = psi[c] - r[c];
+    sv += v;
+    gv += r[K + c] * v;
+  }
+  const double mean = sv * inv_k;
+  double q = 0.0;
+  for (std::size_t c = 0; c < K; ++c) {
+    const double w = (psi[c] - r[c]) - mean;
+    q += w * w;
+  }
+  return {gv, 0.25 * q, mean};
+}
+
+/// Grain of the reductions whose chunk partials hold `partial_doubles` doubles (a D×D matrix
+/// or K(K−1)/2 of them): deterministic_reduce keeps every chunk's partial until the ordered
+/// combine, so the chunk count is capped by a 256 MB budget and by 64. It depends only on the
+/// sizes, never on the thread count, so the sums stay bit-identical for any thread count.
+std::size_t stats_grain(std::size_t n, std::size_t partial_doubles) {
+  constexpr std::size_t kBudget = (std::size_t{256} << 20) / sizeof(double);
+  const std::size_t max_chunks =
+      std::clamp<std::size_t>(kBudget / std::max<std::size_t>(1, partial_doubles), 1, 64);
+  return std::max(kReduceGrain, (n + max_chunks - 1) / max_chunks);
+}
+
+/// Partial sums of one data chunk for Newton's method: f = Σ log L_n, g = its gradient (K blocks
+/// of stride), and for every class pair k < l the D×D matrix B_kl = Σ_n p_nk p_nl x_n x_nᵀ
+/// (column-major, upper triangle).
+struct NewtonStats {
+  double f = 0.0;
+  std::vector<double> g, pairs;
+};
+
+/// The negative Hessian of Σ log L_n from the pair sums: its K×K blocks are
+/// Σ_n p_k(δ_kl − p_l) x xᵀ, i.e. −B_kl off the diagonal and, because each row of
+/// diag(p) − ppᵀ sums to zero, p_k(1 − p_k) = Σ_{l≠k} p_k p_l on it: the diagonal blocks are
+/// Σ_{l≠k} B_kl, sums of positive terms (no cancellation when p_k ≈ 1), and only the K(K−1)/2
+/// SYRKs of the pairs are needed.
+Mat assemble_neg_hessian(const std::vector<double>& pairs, std::size_t K, std::size_t d) {
+  const auto D = static_cast<Eigen::Index>(d);
+  Mat h = Mat::Zero(D * static_cast<Eigen::Index>(K), D * static_cast<Eigen::Index>(K));
+  std::size_t pair = 0;
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t l = k + 1; l < K; ++l, ++pair) {
+      Eigen::Map<const Mat> upper(pairs.data() + pair * d * d, D, D);
+      const Mat b = upper.selfadjointView<Eigen::Upper>();
+      const auto kk = static_cast<Eigen::Index>(k) * D, ll = static_cast<Eigen::Index>(l) * D;
+      h.block(kk, ll, D, D) = -b;
+      h.block(ll, kk, D, D) = -b;
+      h.block(kk, kk, D, D) += b;
+      h.block(ll, ll, D, D) += b;
+    }
+  return h;
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------------------------
+namespace lse_bound {
+namespace {
+/// tanh(r/2)/(2r), ¼ at r = 0: the Jaakkola–Jordan curvature coefficient (twice λ(r) of
+/// MATH.md 2.1). Below |r| = 1e-3 by its series ¼ − r²/48 + r⁴/480 (error O(r⁶) < 1e-19); for
+/// huge |r| it tends to 1/(2|r|), and to 0 at infinity.
+double jc_coefficient(double r) noexcept {
+  const double a = std::fabs(r);
+  if (a < 1e-3) {
+    const double r2 = r * r;
+    return 0.25 - r2 / 48.0 + r2 * r2 / 480.0;
+  }
+  if (!(a <= std::numeric_limits<double>::max())) return 0.0;
+  return std::tanh(0.5 * a) / (2.0 * a);
+}
+}  // namespace
+
+void jebara_choromanska(const double* psi0, const std::uint16_t* order, std::size_t K, double* c,
+                        double* s) noexcept {
+  double mx = psi0[0];
+  for (std::size_t k = 1; k < K; ++k) mx = std::max(mx, psi0[k]);
+  // lz = log z_{j−1} relative to e^{max ψ0}; r_j = log α_{o_j} − lz.
+  double lz = psi0[order[0]] - mx;
+  for (std::size_t j = 1; j < K; ++j) {
+    const double a = psi0[order[j]] - mx;
+    const double r = a - lz;
+    c[j - 1] = jc_coefficient(r);
+    // s_j = σ(r_j) and log z_j = lz + softplus(r_j), each in the form that cannot overflow.
+    if (r >= 0.0) {
+      const double e = std::exp(-r);
+      s[j - 1] = 1.0 / (1.0 + e);
+      lz = a + std::log1p(e);
+    } else {
+      const double e = std::exp(r);
+      s[j - 1] = e / (1.0 + e);
+      lz += std::log1p(e);
+    }
+  }
+}
+
+void bohning(std::size_t K, double* c, double* s) noexcept {
+  for (std::size_t j = 1; j < K; ++j) {
+    const auto jd = static_cast<double>(j);
+    c[j - 1] = jd / (2.0 * (jd + 1.0));
+    s[j - 1] = 1.0 / (jd + 1.0);
+  }
+}
+
+double quad(const double* v, const std::uint16_t* order, const double* c, const double* s,
+            std::size_t K, double* sv) noexcept {
+  double m = v[order[0]], q = 0.0;
+  if (sv == nullptr) {
+    for (std::size_t j = 1; j < K; ++j) {
+      const double t = v[order[j]] - m;
+      q += c[j - 1] * (t * t);
+      m += s[j - 1] * t;
+    }
+    return 0.5 * q;
+  }
+  for (std::size_t j = 1; j < K; ++j) {
+    const double t = v[order[j]] - m;
+    q += c[j - 1] * (t * t);
+    m += s[j - 1] * t;
+    sv[order[j]] = t;  // kept for the reverse pass (each class occurs once)
+  }
+  // Reverse pass: a = ∂q/∂m_j through the later terms; t_j feeds c_j t_j into v_{o_j} and takes
+  // it (plus s_j·a) from m_{j−1}, which also passes a on directly.
+  double a = 0.0;
+  for (std::size_t j = K - 1; j >= 1; --j) {
+    const double ct = c[j - 1] * sv[order[j]];
+    sv[order[j]] = ct + a * s[j - 1];
+    a = a * (1.0 - s[j - 1]) - ct;
+  }
+  sv[order[0]] = a;
+  return 0.5 * q;
+}
+
+namespace {
+/// w_kl = −S[k,l] for the pairs k < l (lexicographic, K(K−1)/2 of them), O(K²). For the
+/// classes k = o_p, l = o_q at positions p < q, only l_q and the later l_j have both entries:
+///   S[k,l] = −c_q μ_{q−1}[k] + μ_q[k] μ_q[l] T_q,  T_q = Σ_{j>q} c_j Π_{q<i<j}(1 − s_i)²,
+/// since μ_{j−1}[k]μ_{j−1}[l] = μ_q[k]μ_q[l]·Π_{q<i<j}(1 − s_i)², and T_q = c_{q+1} +
+/// (1 − s_{q+1})² T_{q+1}. `mu` and `t` are K doubles of scratch.
+void pair_weights(const std::uint16_t* order, const double* c, const double* s, std::size_t K,
+                  double* w, double* mu, double* t) noexcept {
+  t[K - 1] = 0.0;
+  for (std::size_t q = K - 1; q >= 2; --q) {
+    const double u = 1.0 - s[q - 1];
+    t[q - 1] = c[q - 1] + u * u * t[q];
+  }
+  std::fill(mu, mu + K, 0.0);
+  mu[order[0]] = 1.0;  // μ_0, indexed by class
+  for (std::size_t q = 1; q < K; ++q) {
+    const std::size_t l = order[q];
+    const double sq = s[q - 1], cq = c[q - 1], u = 1.0 - sq;
+    for (std::size_t p = 0; p < q; ++p) {
+      const std::size_t k = order[p];
+      const double wkl = cq * mu[k] - (mu[k] * u) * sq * t[q];
+      const std::size_t a = std::min(k, l), b = std::max(k, l);
+      w[a * K - a * (a + 1) / 2 + (b - a - 1)] = wkl;
+      mu[k] *= u;
+    }
+    mu[l] = sq;
+  }
+}
+}  // namespace
+
+void curvature(const std::uint16_t* order, const double* c, const double* s, std::size_t K,
+               double* S) noexcept {
+  std::vector<double> w(K * (K - 1) / 2), mu(K), t(K);
+  pair_weights(order, c, s, K, w.data(), mu.data(), t.data());
+  std::fill(S, S + K * K, 0.0);
+  std::size_t pair = 0;
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t l = k + 1; l < K; ++l, ++pair) {
+      S[k * K + l] = S[l * K + k] = -w[pair];
+      S[k * K + k] += w[pair];
+      S[l * K + l] += w[pair];
+    }
+}
+
+double trace_product(const std::uint16_t* order, const double* c, const double* s, std::size_t K,
+                     const double* M) noexcept {
+  // l_jᵀMl_j = M[o,o] − 2(Mμ)_o + μᵀMμ with o = o_j, μ = μ_{j−1}, both kept up to date in O(K)
+  // per step: μ ← (1 − s)μ + s e_o.
+  std::vector<double> mmu(M + std::size_t{order[0]} * K, M + (std::size_t{order[0]} + 1) * K);
+  double mum = M[std::size_t{order[0]} * K + order[0]], tr = 0.0;
+  for (std::size_t j = 1; j < K; ++j) {
+    const std::size_t o = order[j];
+    const double sj = s[j - 1], u = 1.0 - sj, moo = M[o * K + o];
+    tr += c[j - 1] * (moo - 2.0 * mmu[o] + mum);
+    mum = u * u * mum + 2.0 * sj * u * mmu[o] + sj * sj * moo;
+    for (std::size_t k = 0; k < K; ++k) mmu[k] = u * mmu[k] + sj * M[o * K + k];
+  }
+  return tr;
+}
+
+}  // namespace lse_bound
+
+// ----------------------------------------------------------------------------------------------
+SoftmaxModel::SoftmaxModel(std::shared_ptr<const Dataset> data, Prior prior)
+    : data_(std::move(data)), prior_(prior) {
+  if (!data_ || data_->n() == 0 || data_->d() == 0)
+    throw DataError("softmax classification needs at least one row and one feature");
+  // 1/σ² must be a finite, non-zero double (as RunConfig::validate checks).
+  if (!(prior.sd >= 1e-150 && prior.sd <= 1e150))
+    throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + std::to_string(prior.sd));
+  const Dataset& ds = *data_;
+  auto labels = std::make_shared<std::vector<std::uint32_t>>(ds.n());
+  std::uint32_t top = 0;
+  for (std::size_t i = 0; i < ds.n(); ++i) {
+    const double v = ds.y()[i];
+    if (!(v >= 0.0 && v < static_cast<double>(kMaxClasses) && v == std::floor(v)))
+      throw DataError(ds.source() + ": row " + std::to_string(i + 1) +
+                      ": field 1 (label): softmax classification needs class indices 0..K-1 "
+                      "(integers, at most " +
+                      std::to_string(kMaxClasses) + " classes), got " + num_text(v));
+    (*labels)[i] = static_cast<std::uint32_t>(v);
+    top = std::max(top, (*labels)[i]);
+  }
+  if (top == 0)
+    throw DataError(ds.source() +
+                    ": field 1 (label): every label is 0; softmax classification needs at "
+                    "least two classes (labels 0..K-1 with K >= 2)");
+  k_ = std::size_t{top} + 1;
+  labels_ = std::move(labels);
+  detail::check_features(ds, "softmax classification");
+  blas::use_single_thread();
+}
+
+std::vector<std::string> SoftmaxModel::param_names() const {
+  std::vector<std::string> names;
+  names.reserve(dim());
+  for (std::size_t k = 1; k <= k_; ++k)
+    for (std::size_t j = 1; j <= data_->d(); ++j)
+      names.push_back("W." + std::to_string(k) + "." + std::to_string(j));
+  return names;
+}
+
+double SoftmaxModel::log_lik(const double* theta) const {
+  const Dataset& ds = *data_;
+  const std::size_t K = k_, stride = ds.stride(), mb = block_data(K);
+  const auto& y = *labels_;
+  return deterministic_reduce(
+      ds.n(), kReduceGrain, 0.0,
+      [&](std::size_t lo, std::size_t hi) {
+        SoftmaxBlock sb;
+        alignas(64) double psi[kBlockVals];
+        double f = 0.0;
+        for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
+          const std::size_t m = std::min(mb, hi - b0);
+          kernels::dots_packed_multi(ds.row(b0), m, stride, theta, K, stride, psi);
+          sb.compute(psi, m, K);
+          // log L_n = (ψ_y − m) − l: exact 0 − l when y is the argmax.
+          for (std::size_t i = 0; i < m; ++i) f += (psi[i * K + y[b0 + i]] - sb.m[i]) - sb.l[i];
+        }
+        return f;
+      },
+      [](double a, double b) { return a + b; });
+}
+
+namespace {
+struct LikGrad {
+  double f = 0.0;
+  std::vector<double> g;  // K·stride
+};
+
+/// The K class blocks of g (K·stride entries) minus their mean over the classes, per feature:
+/// both bound kinds' collapsed gradient G0, whose class sum is zero up to rounding.
+AlignedBuffer centered_over_classes(const std::vector<double>& g, std::size_t K, std::size_t d,
+                                    std::size_t stride) {
+  const double inv_k = 1.0 / static_cast<double>(K);
+  AlignedBuffer out = aligned_zeros(K * stride);
+  for (std::size_t j = 0; j < d; ++j) {
+    double mean = 0.0;
+    for (std::size_t k = 0; k < K; ++k) mean += g[k * stride + j];
+    mean *= inv_k;
+    for (std::size_t k = 0; k < K; ++k) out[k * stride + j] = g[k * stride + j] - mean;
+  }
+  return out;
+}
+}  // namespace
+
+double SoftmaxModel::log_lik_grad(const double* theta, double* grad) const {
+  const Dataset& ds = *data_;
+  const std::size_t K = k_, stride = ds.stride(), mb = block_data(K);
+  const auto& y = *labels_;
+  LikGrad total = deterministic_reduce(
+      ds.n(), kReduceGrain, LikGrad{},
+      [&](std::size_t lo, std::size_t hi) {
+        LikGrad part;
+        part.g.assign(K * stride, 0.0);
+        SoftmaxBlock sb;
+        alignas(64) double psi[kBlockVals];
+        // One pass per block: the rows are read from memory by the dot products and again, from
+        // L2 (≤ 256 rows), by the K weighted row sums.
+        for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
+          const std::size_t m = std::min(mb, hi - b0);
+          kernels::dots_packed_multi(ds.row(b0), m, stride, theta, K, stride, psi);
+          sb.compute(psi, m, K);
+          for (std::size_t i = 0; i < m; ++i) {
+            const std::uint32_t c = y[b0 + i];
+            part.f += (psi[i * K + c] - sb.m[i]) - sb.l[i];
+            // ∂ log L_n/∂ψ_n = e_y − softmax(ψ_n), in place of the probabilities.
+            double* p = sb.p + i * K;
+            for (std::size_t k = 0; k < K; ++k) p[k] = -p[k];
+            p[c] += 1.0;
+          }
+          for (std::size_t k = 0; k < K; ++k)
+            kernels::weighted_row_sum(ds.row(b0), m, stride, sb.p + k, K,
+                                      part.g.data() + k * stride);
+        }
+        return part;
+      },
+      [](LikGrad acc, LikGrad p) {
+        if (acc.g.empty()) return p;
+        acc.f += p.f;
+        for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += p.g[j];
+        return acc;
+      });
+  std::copy(total.g.begin(), total.g.end(), grad);
+  return total.f;
+}
+
+MapResult SoftmaxModel::find_map(double tol, int max_iter) const {
+  const auto t0 = Clock::now();
+  const Vec zero = Vec::Zero(static_cast<Eigen::Index>(dim()));
+  // At W = 0 every class has probability 1/K: a well-conditioned start for Newton.
+  MapResult r = newton(Prior{PriorKind::gaussian, prior_.sd}, zero, tol, max_iter);
+  if (prior_.kind != PriorKind::gaussian) {
+    const int it = r.iterations;
+    r = newton(prior_, r.theta, tol, max_iter);
+    r.iterations += it;
+  }
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+MapResult SoftmaxModel::newton(const Prior& prior, Vec theta, double tol, int max_iter) const {
+  const Dataset& ds = *data_;
+  const ParamLayout lay = layout();
+  const std::size_t K = k_, d = ds.d(), stride = ds.stride(), p = dim(), mb = block_data(K);
+  const std::size_t npairs = K * (K - 1) / 2;
+  const auto P = static_cast<Eigen::Index>(p);
+  const auto& y = *labels_;
+  AlignedBuffer tp = aligned_zeros(lay.padded());
+
+  // f, its gradient (want_grad) and the pair sums B_kl (want_hess) at padded θ in tp.
+  auto stats = [&](bool want_grad, bool want_hess) {
+    const std::size_t grain = stats_grain(ds.n(), want_hess ? npairs * d * d : K * stride);
+    return deterministic_reduce(
+        ds.n(), grain, NewtonStats{},
+        [&](std::size_t lo, std::size_t hi) {
+          NewtonStats st;
+          if (want_grad) st.g.assign(K * stride, 0.0);
+          if (want_hess) st.pairs.assign(npairs * d * d, 0.0);
+          SoftmaxBlock sb;
+          alignas(64) double psi[kBlockVals], c[kBlockVals];
+          // Row copies scaled by √(p_k p_l); padding columns stay zero (never written).
+          AlignedBuffer q = want_hess ? aligned_zeros(mb * stride) : AlignedBuffer();
+          for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
+            const std::size_t m = std::min(mb, hi - b0);
+            kernels::dots_packed_multi(ds.row(b0), m, stride, tp.get(), K, stride, psi);
+            sb.compute(psi, m, K);
+            for (std::size_t i = 0; i < m; ++i)
+              st.f += (psi[i * K + y[b0 + i]] - sb.m[i]) - sb.l[i];
+            if (want_grad) {
+              for (std::size_t i = 0; i < m * K; ++i) c[i] = -sb.p[i];
+              for (std::size_t i = 0; i < m; ++i) c[i * K + y[b0 + i]] += 1.0;
+              for (std::size_t k = 0; k < K; ++k)
+                kernels::weighted_row_sum(ds.row(b0), m, stride, c + k, K,
+                                          st.g.data() + k * stride);
+            }
+            if (!want_hess) continue;
+            std::size_t pair = 0;
+            for (std::size_t k = 0; k < K; ++k)
+              for (std::size_t l = k + 1; l < K; ++l, ++pair) {
+                for (std::size_t i = 0; i < m; ++i) {
+                  const double w = std::sqrt(sb.p[i * K + k] * sb.p[i * K + l]);
+                  const double* x = ds.row(b0 + i);
+                  double* s = q.get() + i * stride;
+                  for (std::size_t j = 0; j < d; ++j) s[j] = w * x[j];
+                }
+                blas::syrk_accumulate(q.get(), m, d, stride, st.pairs.data() + pair * d * d);
+              }
+          }
+          return st;
+        },
+        [](NewtonStats acc, NewtonStats s) {
+          if (acc.g.empty() && acc.pairs.empty()) return s;
+          acc.f += s.f;
+          for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += s.g[j];
+          for (std::size_t j = 0; j < acc.pairs.size(); ++j) acc.pairs[j] += s.pairs[j];
+          return acc;
+        });
+  };
+  auto objective = [&](const Vec& th) {
+    lay.pad(th.data(), tp.get());
+    return log_lik(tp.get()) + prior.log_density(th.data(), p);
+  };
+  auto cholesky = [&](const Mat& m) {
+    Eigen::LLT<Mat> llt(m);
+    if (llt.info() != Eigen::Success)
+      throw ConfigError(
+          "softmax MAP: the negative Hessian plus the prior's precision is not positive "
+          "definite in double precision (--prior-sd " +
+          std::to_string(prior.sd) + " is too wide for these data)");
+    return llt;
+  };
+
+  MapResult r;
+  double f = objective(theta);
+  int it = 0;
+  for (; it < max_iter; ++it) {
+    lay.pad(theta.data(), tp.get());
+    const NewtonStats st = stats(true, true);
+    Vec g(P);
+    lay.unpad(st.g.data(), g.data());
+    prior.add_gradient(theta.data(), p, g.data());
+    Mat neg_hess = assemble_neg_hessian(st.pairs, K, d);
+    for (Eigen::Index j = 0; j < P; ++j) neg_hess(j, j) += prior.map_curvature(theta[j]);
+    const Vec step = cholesky(neg_hess).solve(g);
+    if (detail::newton_move(objective, theta, f, g, step, tol) != detail::NewtonMove::stepped)
+      break;
+  }
+  // Laplace covariance at the final θ, with the prior's precision (a proper stand-in for the
+  // Laplace prior's curvature, Prior::precision()).
+  lay.pad(theta.data(), tp.get());
+  Mat h = assemble_neg_hessian(stats(false, true).pairs, K, d);
+  h.diagonal().array() += prior.precision();
+  r.theta = theta;
+  r.covariance = cholesky(h).solve(Mat::Identity(P, P));
+  r.log_post = f;
+  r.iterations = it;
+  r.seconds = 0.0;
+  return r;
+}
+
+// ----------------------------------------------------------------------------------------------
+SoftmaxBound SoftmaxBound::make(const SoftmaxModel& model, const RunConfig& cfg,
+                                const MapResult& map) {
+  if (cfg.softmax_bound == SoftmaxBoundKind::tight)
+    return tight(model, map, cfg.bound, bound_slack_of(cfg));
+  return cfg.bound == BoundTuning::map ? map_tuned(model, map.theta, bound_slack_of(cfg))
+                                       : untuned(model, map.theta, bound_slack_of(cfg));
+}
+
+SoftmaxBound SoftmaxBound::tight(const SoftmaxModel& model, const MapResult& map,
+                                 BoundTuning tuning, double slack) {
+  return SoftmaxBound(model, map, tuning, slack);
+}
+
+SoftmaxBound SoftmaxBound::untuned(const SoftmaxModel& model, const Vec& anchor, double slack) {
+  return SoftmaxBound(model, nullptr, anchor, slack);
+}
+
+SoftmaxBound SoftmaxBound::map_tuned(const SoftmaxModel& model, const Vec& w_map, double slack) {
+  return SoftmaxBound(model, &w_map, w_map, slack);
+}
+
+SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const Vec* tangent, const Vec& anchor,
+                           double slack)
+    : data_(model.data_ptr()), labels_(model.labels()), slack_(slack), shift_(slack) {
+  const auto t0 = Clock::now();
+  if (!(slack >= 0.0) || !std::isfinite(slack))
+    throw ConfigError("--bound-slack must be finite and >= 0, got " + std::to_string(slack));
+  const Dataset& ds = *data_;
+  const ParamLayout lay = model.layout();
+  if (static_cast<std::size_t>(anchor.size()) != lay.dim() ||
+      (tangent != nullptr && static_cast<std::size_t>(tangent->size()) != lay.dim()))
+    throw ConfigError("softmax bound: anchor or tangent point has the wrong dimension");
+  k_ = lay.k;
+  d_ = lay.d;
+  stride_ = lay.stride;
+  const std::size_t K = k_, d = d_, stride = stride_, R = 2 * K + 2, mb = block_data(K);
+  const double inv_k = 1.0 / static_cast<double>(K), log_k = std::log(static_cast<double>(K));
+  anchor_pad_ = aligned_zeros(lay.padded());
+  lay.pad(anchor.data(), anchor_pad_.get());
+  AlignedBuffer tangent_pad;
+  if (tangent != nullptr) {
+    tangent_pad = aligned_zeros(lay.padded());
+    lay.pad(tangent->data(), tangent_pad.get());
+  }
+  rec_.resize(ds.n() * R);
+  const auto& y = *labels_;
+
+  // One pass: the per-datum tangent records, f0 = Σ log B_n(W_a), G0 = Σ (e_y − g0 − Hv) x_nᵀ
+  // with v = W_a x_n − ψ0_n, and S = Σ x xᵀ (one SYRK straight on the rows).
+  struct Stats {
+    double f = 0.0;
+    std::vector<double> g, s;
+  };
+  Stats total = deterministic_reduce(
+      ds.n(), stats_grain(ds.n(), d * d), Stats{},
+      [&](std::size_t lo, std::size_t hi) {
+        Stats st;
+        st.g.assign(K * stride, 0.0);
+        st.s.assign(d * d, 0.0);
+        SoftmaxBlock sb;
+        alignas(64) double psi0[kBlockVals], a[kBlockVals], c[kBlockVals];
+        for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
+          const std::size_t m = std::min(mb, hi - b0);
+          if (tangent != nullptr) {
+            kernels::dots_packed_multi(ds.row(b0), m, stride, tangent_pad.get(), K, stride, psi0);
+            sb.compute(psi0, m, K);
+          }
+          for (std::size_t i = 0; i < m; ++i) {
+            double* r = rec_.data() + (b0 + i) * R;
+            for (std::size_t k = 0; k < K; ++k) {
+              r[k] = tangent != nullptr ? psi0[i * K + k] : 0.0;
+              r[K + k] = tangent != nullptr ? sb.p[i * K + k] : inv_k;
+            }
+            r[2 * K] = tangent != nullptr ? sb.m[i] : 0.0;
+            r[2 * K + 1] = tangent != nullptr ? sb.l[i] : log_k;
+          }
+          kernels::dots_packed_multi(ds.row(b0), m, stride, anchor_pad_.get(), K, stride, a);
+          for (std::size_t i = 0; i < m; ++i) {
+            const double* r = rec_.data() + (b0 + i) * R;
+            const double* x = a + i * K;
+            const BoundTerms t = bound_terms(x, r, K, inv_k);
+            const std::uint32_t cls = y[b0 + i];
+            st.f += (x[cls] - r[2 * K]) - r[2 * K + 1] - t.gv - t.q - slack;
+            // ∂ log B_n/∂ψ = e_y − g0 − Hv.
+            for (std::size_t k = 0; k < K; ++k)
+              c[i * K + k] = -r[K + k] - 0.5 * ((x[k] - r[k]) - t.mean);
+            c[i * K + cls] += 1.0;
+          }
+          for (std::size_t k = 0; k < K; ++k)
+            kernels::weighted_row_sum(ds.row(b0), m, stride, c + k, K, st.g.data() + k * stride);
+          blas::syrk_accumulate(ds.row(b0), m, d, stride, st.s.data());
+        }
+        return st;
+      },
+      [](Stats acc, Stats s) {
+        if (acc.g.empty()) return s;
+        acc.f += s.f;
+        for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += s.g[j];
+        for (std::size_t j = 0; j < acc.s.size(); ++j) acc.s[j] += s.s[j];
+        return acc;
+      });
+  f0_ = total.f;
+  // G0 centered over the classes: Σ_k (e_y − g0 − Hv)_k = 0 for every datum, so this only removes
+  // rounding, and makes the collapsed sum exactly invariant along the likelihood's null direction.
+  g0_pad_ = centered_over_classes(total.g, K, d, stride);
+  const auto D = static_cast<Eigen::Index>(d);
+  s_ = Eigen::Map<const Mat>(total.s.data(), D, D).selfadjointView<Eigen::Upper>();
+  s_pad_ = aligned_zeros(d * stride);
+  for (std::size_t i = 0; i < d; ++i)
+    for (std::size_t j = 0; j < d; ++j)
+      s_pad_[i * stride + j] = s_(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
+  seconds_ = seconds_since(t0);
+}
+
+SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const MapResult& map, BoundTuning tuning,
+                           double slack)
+    : data_(model.data_ptr()),
+      labels_(model.labels()),
+      kind_(SoftmaxBoundKind::tight),
+      slack_(slack),
+      shift_(slack) {
+  const auto t0 = Clock::now();
+  if (!(slack >= 0.0) || !std::isfinite(slack))
+    throw ConfigError("--bound-slack must be finite and >= 0, got " + std::to_string(slack));
+  const Dataset& ds = *data_;
+  const ParamLayout lay = model.layout();
+  const auto P = static_cast<Eigen::Index>(lay.dim());
+  if (map.theta.size() != P || map.covariance.rows() != P || map.covariance.cols() != P)
+    throw ConfigError(
+        "tight softmax bound: the MAP point or its Laplace covariance has the wrong dimension");
+  k_ = lay.k;
+  d_ = lay.d;
+  stride_ = lay.stride;
+  const std::size_t K = k_, d = d_, stride = stride_, R = rec_size(), mb = block_data(K);
+  const std::size_t npairs = K * (K - 1) / 2;
+  const bool tuned = tuning == BoundTuning::map;
+  const double inv_k = 1.0 / static_cast<double>(K), log_k = std::log(static_cast<double>(K));
+  anchor_pad_ = aligned_zeros(lay.padded());
+  lay.pad(map.theta.data(), anchor_pad_.get());
+  rec_.resize(ds.n() * R);
+  order_.resize(ds.n() * K);
+  const auto& y = *labels_;
+  const double* cov = map.covariance.data();
+  const std::size_t ldc = lay.dim();
+
+  // One pass: per block, the second moments M_n of v_n under the Laplace approximation, the
+  // chosen curvature of every datum (its record), f0 = Σ log B_n(W_a), G0 = Σ ∂ log B_n/∂ψ_n
+  // x_nᵀ at W_a, and the pair matrices A_kl = Σ w_{n,kl} x_n x_nᵀ (one SYRK per sign of w).
+  struct Stats {
+    double f = 0.0, eq = 0.0, eqb = 0.0;
+    std::size_t jc = 0;
+    std::vector<double> g, a;
+  };
+  Stats total = deterministic_reduce(
+      ds.n(), stats_grain(ds.n(), std::max<std::size_t>(1, npairs) * d * d), Stats{},
+      [&](std::size_t lo, std::size_t hi) {
+        Stats st;
+        st.g.assign(K * stride, 0.0);
+        st.a.assign(npairs * d * d, 0.0);
+        SoftmaxBlock sb;
+        alignas(64) double psi[kBlockVals], coef[kBlockVals];
+        std::vector<double> ybuf(d * mb), mom(mb * K * K), w(mb * npairs), v(K), sv(K), mu(K),
+            tq(K), cand_c(K), cand_s(K), bc(K), bs(K);
+        std::vector<std::uint16_t> perm(K), border(K);
+        AlignedBuffer qpos = aligned_zeros(mb * stride), qneg = aligned_zeros(mb * stride);
+        for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
+          const std::size_t m = std::min(mb, hi - b0);
+          // ψ̂ = W_MAP x (the anchor's predictors); MAP-tuned, ψ0 = ψ̂ (the same dot products).
+          kernels::dots_packed_multi(ds.row(b0), m, stride, anchor_pad_.get(), K, stride, psi);
+          if (tuned) sb.compute(psi, m, K);
+          // Cov(ψ_n)[k,l] = x_nᵀ C_kl x_n, C_kl the (k,l) D×D block of the Laplace covariance.
+          // The blocks of rows are fixed by the data size alone, so the choice below is the
+          // same for any thread count.
+          for (std::size_t k = 0; k < K; ++k)
+            for (std::size_t l = k; l < K; ++l) {
+              blas::gemm_at_xt(cov + (l * d) * ldc + k * d, ldc, ds.row(b0), m, d, stride,
+                               ybuf.data());
+              for (std::size_t i = 0; i < m; ++i) {
+                const double* x = ds.row(b0 + i);
+                const double* yi = ybuf.data() + i * d;
+                double acc = 0.0;
+                for (std::size_t j = 0; j < d; ++j) acc += x[j] * yi[j];
+                mom[i * K * K + k * K + l] = mom[i * K * K + l * K + k] = acc;
+              }
+            }
+          for (std::size_t i = 0; i < m; ++i) {
+            const std::size_t n = b0 + i;
+            double* r = rec_.data() + n * R;
+            std::uint16_t* ord = order_.data() + n * K;
+            const double* xa = psi + i * K;
+            double* M = mom.data() + i * K * K;
+            for (std::size_t k = 0; k < K; ++k) {
+              r[k] = tuned ? xa[k] : 0.0;
+              r[K + k] = tuned ? sb.p[i * K + k] : inv_k;
+            }
+            r[2 * K] = tuned ? sb.m[i] : 0.0;
+            r[2 * K + 1] = tuned ? sb.l[i] : log_k;
+            // Untuned: the second moment about ψ0 = 0 adds ψ̂ψ̂ᵀ.
+            if (!tuned)
+              for (std::size_t k = 0; k < K; ++k)
+                for (std::size_t l = 0; l < K; ++l) M[k * K + l] += xa[k] * xa[l];
+            // Candidates: Böhning's H (kept on ties), then Jebara–Choromanska orders.
+            for (std::size_t k = 0; k < K; ++k) border[k] = static_cast<std::uint16_t>(k);
+            lse_bound::bohning(K, bc.data(), bs.data());
+            const double crit_b =
+                lse_bound::trace_product(border.data(), bc.data(), bs.data(), K, M);
+            double best = crit_b;
+            bool jc = false;
+            auto consider = [&] {
+              lse_bound::jebara_choromanska(r, perm.data(), K, cand_c.data(), cand_s.data());
+              const double crit =
+                  lse_bound::trace_product(perm.data(), cand_c.data(), cand_s.data(), K, M);
+              if (crit < best) {
+                best = crit;
+                jc = true;
+                border = perm;
+                bc = cand_c;
+                bs = cand_s;
+              }
+            };
+            for (std::size_t k = 0; k < K; ++k) perm[k] = static_cast<std::uint16_t>(k);
+            if (K <= lse_bound::kMaxExhaustiveOrder) {
+              do consider();
+              while (std::next_permutation(perm.begin(), perm.end()));
+            } else {
+              // Dominant class first: decreasing ψ0, ties by class index.
+              std::stable_sort(perm.begin(), perm.end(),
+                               [&](std::uint16_t a, std::uint16_t b) { return r[a] > r[b]; });
+              consider();
+            }
+            std::copy(border.begin(), border.end(), ord);
+            std::copy(bc.begin(), bc.begin() + static_cast<std::ptrdiff_t>(K - 1), r + 2 * K + 2);
+            std::copy(bs.begin(), bs.begin() + static_cast<std::ptrdiff_t>(K - 1), r + 3 * K + 1);
+            st.eq += 0.5 * best;
+            st.eqb += 0.5 * crit_b;
+            st.jc += jc ? 1 : 0;
+            // log B_n and ∂ log B_n/∂ψ = e_y − g0 − S_n v at the anchor, v = ψ̂ − ψ0 (0 when
+            // MAP-tuned).
+            double gv = 0.0;
+            for (std::size_t k = 0; k < K; ++k) {
+              v[k] = xa[k] - r[k];
+              gv += r[K + k] * v[k];
+            }
+            const double q =
+                lse_bound::quad(v.data(), ord, r + 2 * K + 2, r + 3 * K + 1, K, sv.data());
+            const std::uint32_t cls = y[n];
+            st.f += (xa[cls] - r[2 * K]) - r[2 * K + 1] - gv - q - slack;
+            for (std::size_t k = 0; k < K; ++k) coef[i * K + k] = -r[K + k] - sv[k];
+            coef[i * K + cls] += 1.0;
+            lse_bound::pair_weights(ord, r + 2 * K + 2, r + 3 * K + 1, K, w.data() + i * npairs,
+                                    mu.data(), tq.data());
+          }
+          for (std::size_t k = 0; k < K; ++k)
+            kernels::weighted_row_sum(ds.row(b0), m, stride, coef + k, K, st.g.data() + k * stride);
+          for (std::size_t pair = 0; pair < npairs; ++pair) {
+            // Rows scaled by √|w|, split by the sign of w: A += Q₊ᵀQ₊ − Q₋ᵀQ₋.
+            std::size_t np = 0, nn = 0;
+            for (std::size_t i = 0; i < m; ++i) {
+              const double wi = w[i * npairs + pair];
+              if (wi == 0.0) continue;
+              double* dst = wi > 0.0 ? qpos.get() + (np++) * stride : qneg.get() + (nn++) * stride;
+              const double sc = std::sqrt(std::fabs(wi));
+              const double* x = ds.row(b0 + i);
+              for (std::size_t j = 0; j < d; ++j) dst[j] = sc * x[j];
+            }
+            double* a = st.a.data() + pair * d * d;
+            blas::syrk_accumulate(qpos.get(), np, d, stride, a, 1.0);
+            blas::syrk_accumulate(qneg.get(), nn, d, stride, a, -1.0);
+          }
+        }
+        return st;
+      },
+      [](Stats acc, Stats s) {
+        if (acc.g.empty()) return s;
+        acc.f += s.f;
+        acc.eq += s.eq;
+        acc.eqb += s.eqb;
+        acc.jc += s.jc;
+        for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += s.g[j];
+        for (std::size_t j = 0; j < acc.a.size(); ++j) acc.a[j] += s.a[j];
+        return acc;
+      });
+  f0_ = total.f;
+  expected_quad_ = total.eq;
+  expected_quad_bohning_ = total.eqb;
+  jc_count_ = total.jc;
+  // G0 centered over the classes: Σ_k (e_y − g0 − S_n v)_k = 0 for every datum (S_n𝟙 = 0), so
+  // this only removes rounding, as for the Böhning kind.
+  g0_pad_ = centered_over_classes(total.g, K, d, stride);
+  // The pair matrices, symmetric, rows padded to stride (SYRK filled the upper triangle of the
+  // column-major D×D sums).
+  s_pad_ = aligned_zeros(std::max<std::size_t>(1, npairs) * d * stride);
+  for (std::size_t pair = 0; pair < npairs; ++pair) {
+    const double* a = total.a.data() + pair * d * d;
+    double* out = s_pad_.get() + pair * d * stride;
+    for (std::size_t i = 0; i < d; ++i)
+      for (std::size_t j = 0; j < d; ++j)
+        out[i * stride + j] = i <= j ? a[j * d + i] : a[i * d + j];
+  }
+  seconds_ = seconds_since(t0);
+}
+
+double SoftmaxBound::log_bound_sum_tight(const double* theta, double* scratch,
+                                         double* grad) const noexcept {
+  const std::size_t K = k_, d = d_, stride = stride_;
+  double* mean = scratch;       // v̄, the mean row of V = W − W_a
+  double* v = mean + stride;    // the rows of V minus v̄ (K blocks)
+  double* dv = v + K * stride;  // v_k − v_l
+  double* u = dv + stride;      // A_kl (v_k − v_l)
+  const double inv_k = 1.0 / static_cast<double>(K);
+  std::fill(mean, mean + stride, 0.0);
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t j = 0; j < stride; ++j)
+      mean[j] += theta[k * stride + j] - anchor_pad_[k * stride + j];
+  for (std::size_t j = 0; j < stride; ++j) mean[j] *= inv_k;
+  double lin = 0.0;
+  for (std::size_t k = 0; k < K; ++k) {
+    double* vk = v + k * stride;
+    for (std::size_t j = 0; j < stride; ++j)
+      vk[j] = (theta[k * stride + j] - anchor_pad_[k * stride + j]) - mean[j];
+    lin += kernels::dot(g0_pad_.get() + k * stride, vk, stride);
+  }
+  if (grad != nullptr)
+    for (std::size_t k = 0; k < K; ++k) {
+      std::copy(g0_pad_.get() + k * stride, g0_pad_.get() + k * stride + d, grad + k * stride);
+      std::fill(grad + k * stride + d, grad + (k + 1) * stride, 0.0);
+    }
+  // Σ_{k<l} (v_k − v_l)ᵀ A_kl (v_k − v_l): differences of rows only (the likelihood's null
+  // direction drops out); ∂/∂v_k of −½ of it is −A_kl(v_k − v_l), ∂/∂v_l is +A_kl(v_k − v_l).
+  double quad = 0.0;
+  std::size_t pair = 0;
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t l = k + 1; l < K; ++l, ++pair) {
+      for (std::size_t j = 0; j < stride; ++j) dv[j] = v[k * stride + j] - v[l * stride + j];
+      kernels::dots_packed(s_pad_.get() + pair * d * stride, d, stride, dv, u);
+      std::fill(u + d, u + stride, 0.0);
+      quad += kernels::dot(dv, u, stride);
+      if (grad != nullptr)
+        for (std::size_t j = 0; j < d; ++j) {
+          grad[k * stride + j] -= u[j];
+          grad[l * stride + j] += u[j];
+        }
+    }
+  return f0_ + lin - 0.5 * quad;
+}
+
+double SoftmaxBound::log_bound_sum(const double* theta, double* scratch,
+                                   double* grad) const noexcept {
+  if (kind_ == SoftmaxBoundKind::tight) return log_bound_sum_tight(theta, scratch, grad);
+  const std::size_t K = k_, d = d_, stride = stride_;
+  double* mean = scratch;      // v̄, the mean row of V = W − W_a
+  double* v = mean + stride;   // CV: the rows of V minus v̄ (K blocks)
+  double* u = v + K * stride;  // CV S (row k: S ṽ_k, S symmetric)
+  const double inv_k = 1.0 / static_cast<double>(K);
+  std::fill(mean, mean + stride, 0.0);
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t j = 0; j < stride; ++j)
+      mean[j] += theta[k * stride + j] - anchor_pad_[k * stride + j];
+  for (std::size_t j = 0; j < stride; ++j) mean[j] *= inv_k;
+  // With H = ½C (C = I − 𝟙𝟙ᵀ/K, C² = C): tr(H V S Vᵀ) = ½ Σ_k ṽ_kᵀ S ṽ_k over the centered rows
+  // ṽ_k, a sum of non-negative terms (S is PSD): no cancellation. G0 is stored centered over
+  // the classes (CG0 = G0), so ⟨G0, V⟩ = ⟨G0, CV⟩, and the whole sum is invariant, like the
+  // likelihood, to adding one vector to every row of W.
+  double quad = 0.0, lin = 0.0;
+  for (std::size_t k = 0; k < K; ++k) {
+    double* vk = v + k * stride;
+    double* uk = u + k * stride;
+    for (std::size_t j = 0; j < stride; ++j)
+      vk[j] = (theta[k * stride + j] - anchor_pad_[k * stride + j]) - mean[j];
+    kernels::dots_packed(s_pad_.get(), d, stride, vk, uk);
+    std::fill(uk + d, uk + stride, 0.0);
+    quad += kernels::dot(vk, uk, stride);
+    lin += kernels::dot(g0_pad_.get() + k * stride, vk, stride);
+  }
+  if (grad != nullptr) {
+    // ∇ = G0 − H V S = G0 − ½ CV S.
+    for (std::size_t k = 0; k < K; ++k) {
+      const double* uk = u + k * stride;
+      const double* gk = g0_pad_.get() + k * stride;
+      double* out = grad + k * stride;
+      for (std::size_t j = 0; j < d; ++j) out[j] = gk[j] - 0.5 * uk[j];
+      std::fill(out + d, out + stride, 0.0);
+    }
+  }
+  return f0_ + lin - 0.25 * quad;
+}
+
+namespace {
+/// Off the hot path of both bound kinds: a Δ ≤ 0 (or NaN) is clamped to 0 with its gradient, and
+/// a negative one classified as rounding (within tol(), computed only then) or a violation
+/// (BoundCheck; the tolerances are documented at SoftmaxBound::deltas).
+template <class Tol>
+void settle_nonpositive(double dl, Tol&& tol, BoundCheck& check, double& delta, double* dpsi,
+                        std::size_t K) {
+  if (dl < 0.0 || std::isnan(dl)) {
+    if (dl >= -tol()) {
+      ++check.clamped;
+    } else {
+      ++check.violations;  // also NaN
+    }
+  }
+  delta = 0.0;
+  if (dpsi != nullptr) std::fill(dpsi, dpsi + K, 0.0);
+}
+}  // namespace
+
+template <bool kGrad>
+BoundCheck SoftmaxBound::compute(const Index* idx, const double* preds, std::size_t k,
+                                 double* delta, double* dpsi) const noexcept {
+  const std::size_t K = k_, R = 2 * K + 2, mb = block_data(K);
+  const double inv_k = 1.0 / static_cast<double>(K);
+  BoundCheck check;
+  SoftmaxBlock sb;
+  for (std::size_t b0 = 0; b0 < k; b0 += mb) {
+    const std::size_t m = std::min(mb, k - b0);
+    const double* psi = preds + b0 * K;
+    sb.compute(psi, m, K);
+    for (std::size_t i = 0; i < m; ++i) {
+      const double* x = psi + i * K;
+      const double* r = rec_.data() + std::size_t{idx[b0 + i]} * R;
+      const double* g = r + K;
+      const BoundTerms t = bound_terms(x, r, K, inv_k);
+      // Δ = [lse(ψ0) + g0ᵀv + ½vᵀHv] − lse(ψ) + ε, with lse = m + l on both sides.
+      const double dl = (r[2 * K] - sb.m[i]) + (r[2 * K + 1] - sb.l[i]) + t.gv + t.q + shift_;
+      if (dl > 0.0) {
+        delta[b0 + i] = dl;
+        if constexpr (kGrad) {
+          // ∂Δ/∂ψ = g0 + Hv − softmax(ψ), (Hv)_c = ½(v_c − mean v).
+          double* out = dpsi + (b0 + i) * K;
+          for (std::size_t c = 0; c < K; ++c)
+            out[c] = g[c] + 0.5 * ((x[c] - r[c]) - t.mean) - sb.p[i * K + c];
+        }
+        continue;
+      }
+      const auto tol = [&] {
+        constexpr double kUlps = 64.0 * std::numeric_limits<double>::epsilon();
+        double gav = 0.0, vv = 0.0;
+        for (std::size_t c = 0; c < K; ++c) {
+          const double v = x[c] - r[c];
+          gav += g[c] * std::fabs(v);
+          vv += v * v;
+        }
+        return 1e-9 + kUlps * (std::fabs(r[2 * K] - sb.m[i]) + r[2 * K + 1] + sb.l[i] + gav +
+                               0.25 * (vv + static_cast<double>(K) * t.mean * t.mean));
+      };
+      settle_nonpositive(dl, tol, check, delta[b0 + i], kGrad ? dpsi + (b0 + i) * K : nullptr, K);
+    }
+  }
+  return check;
+}
+
+template <bool kGrad>
+BoundCheck SoftmaxBound::compute_tight(const Index* idx, const double* preds, std::size_t k,
+                                       double* delta, double* dpsi) const noexcept {
+  const std::size_t K = k_, R = 4 * K, mb = block_data(K);
+  BoundCheck check;
+  SoftmaxBlock sb;
+  alignas(64) double v[SoftmaxModel::kMaxClasses], sv[SoftmaxModel::kMaxClasses];
+  for (std::size_t b0 = 0; b0 < k; b0 += mb) {
+    const std::size_t m = std::min(mb, k - b0);
+    const double* psi = preds + b0 * K;
+    sb.compute(psi, m, K);
+    for (std::size_t i = 0; i < m; ++i) {
+      const double* x = psi + i * K;
+      const std::size_t n = idx[b0 + i];
+      const double* r = rec_.data() + n * R;
+      const double* g = r + K;
+      const std::uint16_t* ord = order_.data() + n * K;
+      double gv = 0.0;
+      for (std::size_t c = 0; c < K; ++c) {
+        v[c] = x[c] - r[c];
+        gv += g[c] * v[c];
+      }
+      const double q =
+          lse_bound::quad(v, ord, r + 2 * K + 2, r + 3 * K + 1, K, kGrad ? sv : nullptr);
+      // Δ = [lse(ψ0) + g0ᵀv + ½vᵀS_n v] − lse(ψ) + ε, with lse = m + l on both sides.
+      const double dl = (r[2 * K] - sb.m[i]) + (r[2 * K + 1] - sb.l[i]) + gv + q + shift_;
+      if (dl > 0.0) {
+        delta[b0 + i] = dl;
+        if constexpr (kGrad) {
+          // ∂Δ/∂ψ = g0 + S_n v − softmax(ψ).
+          double* out = dpsi + (b0 + i) * K;
+          for (std::size_t c = 0; c < K; ++c) out[c] = g[c] + sv[c] - sb.p[i * K + c];
+        }
+        continue;
+      }
+      const auto tol = [&] {
+        constexpr double kUlps = 64.0 * std::numeric_limits<double>::epsilon();
+        double gav = 0.0, vmax = 0.0;
+        for (std::size_t c = 0; c < K; ++c) {
+          gav += g[c] * std::fabs(v[c]);
+          vmax = std::max(vmax, std::fabs(v[c]));
+        }
+        const double kd = static_cast<double>(K);
+        return 1e-9 + kUlps * (std::fabs(r[2 * K] - sb.m[i]) + r[2 * K + 1] + sb.l[i] + gav +
+                               0.5 * kd * kd * vmax * vmax);
+      };
+      settle_nonpositive(dl, tol, check, delta[b0 + i], kGrad ? dpsi + (b0 + i) * K : nullptr, K);
+    }
+  }
+  return check;
+}
+
+BoundCheck SoftmaxBound::deltas(const Index* idx, const double* preds, std::size_t k,
+                                double* delta) const noexcept {
+  if (kind_ == SoftmaxBoundKind::tight) return compute_tight<false>(idx, preds, k, delta, nullptr);
+  return compute<false>(idx, preds, k, delta, nullptr);
+}
+
+BoundCheck SoftmaxBound::delta_grads(const Index* idx, const double* preds, std::size_t k,
+                                     double* delta, double* dpsi) const noexcept {
+  if (kind_ == SoftmaxBoundKind::tight) return compute_tight<true>(idx, preds, k, delta, dpsi);
+  return compute<true>(idx, preds, k, delta, dpsi);
+}
+
+void SoftmaxBound::raise_for_testing(double excess) noexcept {
+  shift_ -= excess;
+  f0_ += excess * static_cast<double>(data_->n());
+}
+
+double SoftmaxBound::log_bound(Index n, const double* pred) const noexcept {
+  const std::size_t K = k_;
+  if (kind_ == SoftmaxBoundKind::tight) {
+    const double* r = rec_.data() + std::size_t{n} * rec_size();
+    double v[SoftmaxModel::kMaxClasses], gv = 0.0;
+    for (std::size_t c = 0; c < K; ++c) {
+      v[c] = pred[c] - r[c];
+      gv += r[K + c] * v[c];
+    }
+    const double q =
+        lse_bound::quad(v, order_.data() + std::size_t{n} * K, r + 2 * K + 2, r + 3 * K + 1, K);
+    return (pred[(*labels_)[n]] - r[2 * K]) - r[2 * K + 1] - gv - q - shift_;
+  }
+  const double* r = rec_.data() + std::size_t{n} * (2 * K + 2);
+  const BoundTerms t = bound_terms(pred, r, K, 1.0 / static_cast<double>(K));
+  return (pred[(*labels_)[n]] - r[2 * K]) - r[2 * K + 1] - t.gv - t.q - shift_;
+}
+
+double SoftmaxBound::log_lik(Index n, const double* pred) const noexcept {
+  SoftmaxBlock sb;
+  sb.compute(pred, 1, k_);
+  return (pred[(*labels_)[n]] - sb.m[0]) - sb.l[0];
+}
+
+}  // namespace flymc

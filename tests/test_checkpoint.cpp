@@ -20,6 +20,7 @@
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/bright_set.hpp"
 #include "flymc/mcmc/sampler.hpp"
+#include "flymc/mcmc/testing.hpp"
 #include "flymc/models/logistic.hpp"
 #include "test_util.hpp"
 
@@ -36,35 +37,37 @@ fs::path temp_dir(const std::string& name) {
   return d;
 }
 
-ChainCheckpoint sample_chain_state(std::size_t n, bool sparse) {
-  ChainCheckpoint c;
+ChainState sample_chain_state(std::size_t n, bool sparse) {
+  ChainState c;
   c.chain_id = 3;
-  c.iteration = 1234;
+  c.tally.iteration = 1234;
   c.sink_position = 98765;
   c.kept = 77;
   c.rng = Rng(5, 6).state();
   c.theta = {0.5, -1.25, 3e-300, -0.0};
   c.step_size = 0.0123;
   c.kernel_state = {0.0123, 1.5, -2.5, 3e-300};
-  c.grad_evals = 17;
-  c.divergences = 4;
-  c.since_z = 2;
-  c.window_steps = 3;
-  c.window_accept = 0.75;
-  c.accept_sum = 12.5;
-  c.bright_sum = 1e6;
-  c.queries = 1ULL << 40;
-  c.bound_violations = 1;
-  c.bound_clamps = 2;
-  c.nonfinite = 3;
-  c.queries_at_sampling = 11;
-  c.queries_at_row = 13;
-  c.z_init_seconds = 0.1;
-  c.warmup_seconds = 1.5;
-  c.sampling_seconds = 2.5;
-  c.wall_z_init = 0.05;
-  c.wall_warmup = 0.75;
-  c.wall_sampling = 1.25;
+  c.counters.grad_evals = 17;
+  c.counters.divergences = 4;
+  c.tally.since_z = 2;
+  c.tally.window_steps = 3;
+  c.tally.window_accept = 0.75;
+  c.tally.accept_sum = 12.5;
+  c.tally.bright_sum = 1e6;
+  c.counters.queries = 1ULL << 40;
+  c.counters.bound_violations = 1;
+  c.counters.bound_clamps = 2;
+  c.counters.nonfinite = 3;
+  c.counters.slice_failures = 5;
+  c.tally.divergences_at_sampling = 6;
+  c.tally.queries_at_sampling = 11;
+  c.tally.queries_at_row = 13;
+  c.timers.z_init = 0.1;
+  c.timers.warmup = 1.5;
+  c.timers.sampling = 2.5;
+  c.timers.wall_z_init = 0.05;
+  c.timers.wall_warmup = 0.75;
+  c.timers.wall_sampling = 1.25;
   c.order.resize(n);
   for (std::size_t i = 0; i < n; ++i) c.order[i] = static_cast<Index>(i);
   if (sparse) {
@@ -78,10 +81,10 @@ ChainCheckpoint sample_chain_state(std::size_t n, bool sparse) {
   return c;
 }
 
-void check_equal(const ChainCheckpoint& a, const ChainCheckpoint& b) {
+void check_equal(const ChainState& a, const ChainState& b) {
   CHECK(a.chain_id == b.chain_id);
   CHECK(a.finished == b.finished);
-  CHECK(a.iteration == b.iteration);
+  CHECK(a.tally.iteration == b.tally.iteration);
   CHECK(a.sink_position == b.sink_position);
   CHECK(a.kept == b.kept);
   CHECK(std::memcmp(&a.rng, &b.rng, sizeof a.rng) == 0);
@@ -89,25 +92,27 @@ void check_equal(const ChainCheckpoint& a, const ChainCheckpoint& b) {
   CHECK(std::memcmp(a.theta.data(), b.theta.data(), a.theta.size() * sizeof(double)) == 0);
   CHECK(a.step_size == b.step_size);
   CHECK(a.kernel_state == b.kernel_state);
-  CHECK(a.grad_evals == b.grad_evals);
-  CHECK(a.divergences == b.divergences);
-  CHECK(a.since_z == b.since_z);
-  CHECK(a.window_steps == b.window_steps);
-  CHECK(a.window_accept == b.window_accept);
-  CHECK(a.accept_sum == b.accept_sum);
-  CHECK(a.bright_sum == b.bright_sum);
-  CHECK(a.queries == b.queries);
-  CHECK(a.bound_violations == b.bound_violations);
-  CHECK(a.bound_clamps == b.bound_clamps);
-  CHECK(a.nonfinite == b.nonfinite);
-  CHECK(a.queries_at_sampling == b.queries_at_sampling);
-  CHECK(a.queries_at_row == b.queries_at_row);
-  CHECK(a.z_init_seconds == b.z_init_seconds);
-  CHECK(a.warmup_seconds == b.warmup_seconds);
-  CHECK(a.sampling_seconds == b.sampling_seconds);
-  CHECK(a.wall_z_init == b.wall_z_init);
-  CHECK(a.wall_warmup == b.wall_warmup);
-  CHECK(a.wall_sampling == b.wall_sampling);
+  CHECK(a.counters.grad_evals == b.counters.grad_evals);
+  CHECK(a.counters.divergences == b.counters.divergences);
+  CHECK(a.tally.since_z == b.tally.since_z);
+  CHECK(a.tally.window_steps == b.tally.window_steps);
+  CHECK(a.tally.window_accept == b.tally.window_accept);
+  CHECK(a.tally.accept_sum == b.tally.accept_sum);
+  CHECK(a.tally.bright_sum == b.tally.bright_sum);
+  CHECK(a.counters.queries == b.counters.queries);
+  CHECK(a.counters.bound_violations == b.counters.bound_violations);
+  CHECK(a.counters.bound_clamps == b.counters.bound_clamps);
+  CHECK(a.counters.nonfinite == b.counters.nonfinite);
+  CHECK(a.counters.slice_failures == b.counters.slice_failures);
+  CHECK(a.tally.divergences_at_sampling == b.tally.divergences_at_sampling);
+  CHECK(a.tally.queries_at_sampling == b.tally.queries_at_sampling);
+  CHECK(a.tally.queries_at_row == b.tally.queries_at_row);
+  CHECK(a.timers.z_init == b.timers.z_init);
+  CHECK(a.timers.warmup == b.timers.warmup);
+  CHECK(a.timers.sampling == b.timers.sampling);
+  CHECK(a.timers.wall_z_init == b.timers.wall_z_init);
+  CHECK(a.timers.wall_warmup == b.timers.wall_warmup);
+  CHECK(a.timers.wall_sampling == b.timers.wall_sampling);
   CHECK(a.num_bright == b.num_bright);
   CHECK(a.order == b.order);
   CHECK(a.log_ltilde == b.log_ltilde);
@@ -132,9 +137,9 @@ std::shared_ptr<Dataset> copy_of(const Dataset& a) {
 
 /// A run with Stan CSV sinks in `dir` and optional checkpointing.
 RunResult run_in(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const fs::path& dir,
-                 const CheckpointOptions* ck = nullptr) {
-  return run_logistic(cfg, data, stan_csv_sinks(dir.string(), cfg, {{"data", "synthetic"}}),
-                      nullptr, ck);
+                 const CheckpointOptions* ck = nullptr, const testing::RunHooks& hooks = {}) {
+  return testing::run_with_hooks(
+      cfg, data, stan_csv_sinks(dir.string(), cfg, {{"data", "synthetic"}}), nullptr, ck, hooks);
 }
 
 }  // namespace
@@ -174,7 +179,7 @@ TEST_SUITE("unit") {
     const fs::path dir = temp_dir("roundtrip");
     for (bool sparse : {false, true}) {
       CAPTURE(sparse);
-      const ChainCheckpoint c = sample_chain_state(40, sparse);
+      const ChainState c = sample_chain_state(40, sparse);
       const auto bytes = encode_checkpoint(c);
       check_equal(decode_chain_checkpoint(bytes, "mem"), c);
       save_chain_checkpoint(dir.string(), c);
@@ -347,8 +352,9 @@ TEST_SUITE("unit") {
     cfg.threads = 2;
     for (double excess : {0.0, 1e-3}) {
       CAPTURE(excess);
-      cfg.test_bound_excess = excess;
-      const RunResult r = run_in(cfg, ds, dir);
+      testing::RunHooks hooks;
+      hooks.bound_excess = excess;
+      const RunResult r = run_in(cfg, ds, dir, nullptr, hooks);
       if (excess == 0.0) {
         CHECK(r.bound_violations() == 0);
       } else {
@@ -400,34 +406,35 @@ TEST_SUITE("unit") {
       const RunResult ref = run_in(cfg, ds, ref_dir);  // no checkpointing at all
 
       CheckpointOptions ck;
+      testing::RunHooks hooks;
       ck.dir = (dir / "checkpoint").string();
       ck.every = 50;
       // Session 1 stops in warm-up (saving), on 1 thread.
       cfg.threads = 1;
-      ck.stop_at = 137;
-      CHECK(run_in(cfg, ds, dir, &ck).stopped);
+      hooks.stop_at = 137;
+      CHECK(run_in(cfg, ds, dir, &ck, hooks).stopped);
       // Session 2 resumes on 2 threads and stops exactly at the end of warm-up (iteration 300,
       // before the switch to sampling).
       ck.resume = true;
       cfg.threads = 2;
-      ck.stop_at = 300;
-      CHECK(run_in(cfg, ds, dir, &ck).stopped);
+      hooks.stop_at = 300;
+      CHECK(run_in(cfg, ds, dir, &ck, hooks).stopped);
       // Session 3 "dies" in sampling without saving: the draw files run past the last state
       // (iteration 550), which the next resume cuts back to.
-      ck.stop_at = 571;
-      ck.stop_without_saving = true;
-      CHECK(run_in(cfg, ds, dir, &ck).stopped);
+      hooks.stop_at = 571;
+      hooks.stop_without_saving = true;
+      CHECK(run_in(cfg, ds, dir, &ck, hooks).stopped);
       // Session 4 stops (saving) late in sampling, on 1 thread.
-      ck.stop_without_saving = false;
+      hooks.stop_without_saving = false;
       cfg.threads = 1;
-      ck.stop_at = cfg.warmup + cfg.iters - 7;
-      CHECK(run_in(cfg, ds, dir, &ck).stopped);
+      hooks.stop_at = cfg.warmup + cfg.iters - 7;
+      CHECK(run_in(cfg, ds, dir, &ck, hooks).stopped);
       // Session 5 finishes; session 6 finds every chain finished and only re-reads them.
-      ck.stop_at = -1;
+      hooks.stop_at = -1;
       cfg.threads = 2;
-      RunResult r = run_in(cfg, ds, dir, &ck);
+      RunResult r = run_in(cfg, ds, dir, &ck, hooks);
       CHECK(!r.stopped);
-      const RunResult again = run_in(cfg, ds, dir, &ck);
+      const RunResult again = run_in(cfg, ds, dir, &ck, hooks);
       for (const RunResult* x : {static_cast<const RunResult*>(&r), &again}) {
         REQUIRE(x->chains.size() == ref.chains.size());
         for (std::size_t c = 0; c < ref.chains.size(); ++c) {
@@ -500,24 +507,25 @@ TEST_SUITE("unit") {
       const RunResult ref = run_in(cfg, ds, ref_dir);
 
       CheckpointOptions ck;
+      testing::RunHooks hooks;
       ck.dir = (dir / "checkpoint").string();
       ck.every = 50;
       // Session 1 stops mid-window (iteration 130 of [100, 150)), on 1 thread.
       cfg.threads = 1;
-      ck.stop_at = 130;
-      CHECK(run_in(cfg, ds, dir, &ck).stopped);
+      hooks.stop_at = 130;
+      CHECK(run_in(cfg, ds, dir, &ck, hooks).stopped);
       // Session 2 is killed in sampling (no save): resumed from iteration 400.
       ck.resume = true;
       cfg.threads = 2;
-      ck.stop_at = 433;
-      ck.stop_without_saving = true;
-      CHECK(run_in(cfg, ds, dir, &ck).stopped);
+      hooks.stop_at = 433;
+      hooks.stop_without_saving = true;
+      CHECK(run_in(cfg, ds, dir, &ck, hooks).stopped);
       // Session 3 stops (saving) in sampling, session 4 finishes.
-      ck.stop_without_saving = false;
-      ck.stop_at = 611;
-      CHECK(run_in(cfg, ds, dir, &ck).stopped);
-      ck.stop_at = -1;
-      const RunResult r = run_in(cfg, ds, dir, &ck);
+      hooks.stop_without_saving = false;
+      hooks.stop_at = 611;
+      CHECK(run_in(cfg, ds, dir, &ck, hooks).stopped);
+      hooks.stop_at = -1;
+      const RunResult r = run_in(cfg, ds, dir, &ck, hooks);
       CHECK(!r.stopped);
       REQUIRE(r.chains.size() == ref.chains.size());
       for (std::size_t c = 0; c < ref.chains.size(); ++c) {
@@ -552,16 +560,17 @@ TEST_SUITE("unit") {
     cfg.iters = 400;
     cfg.seed = 2;
     CheckpointOptions ck;
+    testing::RunHooks hooks;
     ck.dir = (dir / "checkpoint").string();
     ck.every = 100;
-    ck.stop_at = 250;
-    REQUIRE(run_in(cfg, ds, dir, &ck).stopped);
+    hooks.stop_at = 250;
+    REQUIRE(run_in(cfg, ds, dir, &ck, hooks).stopped);
     ck.resume = true;
-    ck.stop_at = -1;
+    hooks.stop_at = -1;
     // Other data.
     auto other = copy_of(*ds);
     other->mutable_row(0)[0] += 1.0;
-    CHECK_THROWS_AS(run_in(cfg, other, dir, &ck), DataError);
+    CHECK_THROWS_AS(run_in(cfg, other, dir, &ck, hooks), DataError);
     // Another configuration.
     RunConfig cfg2 = cfg;
     cfg2.seed = 3;
@@ -569,26 +578,27 @@ TEST_SUITE("unit") {
                          ConfigError);
     // A chain state with a valid checksum whose contents do not fit the run.
     {
-      const ChainCheckpoint saved = *load_chain_checkpoint(ck.dir, 1);
-      ChainCheckpoint bad = saved;
+      const ChainState saved = *load_chain_checkpoint(ck.dir, 1);
+      ChainState bad = saved;
       bad.order[0] = bad.order[1];
       save_chain_checkpoint(ck.dir, bad);
-      CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck), doctest::Contains("not a permutation"),
+      CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck, hooks), doctest::Contains("not a permutation"),
                            ConfigError);
       bad = saved;
       bad.kept += 1;
       save_chain_checkpoint(ck.dir, bad);
-      CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck), doctest::Contains("kept-draw count"),
+      CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck, hooks), doctest::Contains("kept-draw count"),
                            ConfigError);
       save_chain_checkpoint(ck.dir, saved);
     }
     // A draw file shorter than its checkpoint says.
     const fs::path csv = dir / "chain-2.csv";
     fs::resize_file(csv, fs::file_size(csv) / 2);
-    CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck), doctest::Contains("fewer than"), ConfigError);
+    CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck, hooks), doctest::Contains("fewer than"),
+                         ConfigError);
     // No checkpoint at all.
     fs::remove_all(dir / "checkpoint");
-    CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck), doctest::Contains("no checkpoint"),
+    CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck, hooks), doctest::Contains("no checkpoint"),
                          ConfigError);
     // Checkpointing without draw sinks is refused up front.
     ck.resume = false;

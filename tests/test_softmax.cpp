@@ -18,6 +18,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/io/output.hpp"
 #include "flymc/mcmc/sampler.hpp"
+#include "flymc/mcmc/testing.hpp"
 #include "flymc/mcmc/z_updates.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/softmax.hpp"
@@ -229,8 +230,9 @@ TEST_SUITE("unit") {
     cfg.chains = 1;
     cfg.warmup = 50;
     cfg.iters = 100;
-    cfg.test_bound_excess = 0.5;
-    const RunResult r = run(cfg, ds);
+    testing::RunHooks hooks;
+    hooks.bound_excess = 0.5;
+    const RunResult r = testing::run_with_hooks(cfg, ds, {}, nullptr, nullptr, hooks);
     CHECK(r.bound_violations() > 0);
   }
 
@@ -616,10 +618,12 @@ TEST_SUITE("unit") {
       CheckpointOptions ck;
       ck.dir = (dir / "checkpoint").string();
       ck.every = 40;
-      ck.stop_at = 137;
-      CHECK(run(cfg, ds, stan_csv_sinks(dir.string(), cfg, {}), nullptr, &ck).stopped);
+      testing::RunHooks hooks;
+      hooks.stop_at = 137;
+      CHECK(testing::run_with_hooks(cfg, ds, stan_csv_sinks(dir.string(), cfg, {}), nullptr, &ck,
+                                    hooks)
+                .stopped);
       ck.resume = true;
-      ck.stop_at = -1;
       const RunResult r = run(cfg, ds, stan_csv_sinks(dir.string(), cfg, {}), nullptr, &ck);
       CHECK(!r.stopped);
       for (std::size_t c = 0; c < 2; ++c) {

@@ -28,6 +28,7 @@
 #include "flymc/io/checkpoint.hpp"
 #include "flymc/io/output.hpp"
 #include "flymc/mcmc/sampler.hpp"
+#include "flymc/mcmc/testing.hpp"
 #include "table.hpp"
 
 namespace flymc::cli {
@@ -39,6 +40,7 @@ struct SampleOptions {
   long checkpoint_every = 0;
   bool quiet = false;
   CLI::App* app = nullptr;
+  testing::RunHooks hooks;  // --test-bound-excess (hidden)
 };
 
 /// Exit status when SIGINT or SIGTERM stopped the run after its chains saved their states:
@@ -220,7 +222,10 @@ void run_sample(const SampleOptions& o) {
     data_path = o.data;
   }
   cfg.validate();
-  SinkFactory sinks = stan_csv_sinks(out, cfg, {{"data", data_arg}});
+  std::vector<std::pair<std::string, std::string>> extra = {{"data", data_arg}};
+  if (o.hooks.bound_excess > 0.0)
+    extra.emplace_back("test_bound_excess", std::to_string(o.hooks.bound_excess));
+  SinkFactory sinks = stan_csv_sinks(out, cfg, extra);
   check_writable(out);
   const std::string ckdir = out + "/checkpoint";
   CheckpointOptions ck;
@@ -273,7 +278,8 @@ void run_sample(const SampleOptions& o) {
   try {
     std::optional<StopSignals> signals;
     if (checkpointing) signals.emplace();
-    r = run(cfg, data, sinks, &progress, checkpointing ? &ck : nullptr);
+    r = testing::run_with_hooks(cfg, data, sinks, &progress, checkpointing ? &ck : nullptr,
+                                o.hooks);
   } catch (...) {
     done = true;
     if (monitor.joinable()) monitor.join();
@@ -456,7 +462,7 @@ void add_sample_command(CLI::App& app) {
       "stopped by SIGINT/SIGTERM after a checkpoint (resume it), 78 configuration or "
       "checkpoint.");
   // Test hook, hidden from --help: an invalid bound, to test violation reporting end to end.
-  s->add_option("--test-bound-excess", c.test_bound_excess)->group("");
+  s->add_option("--test-bound-excess", o->hooks.bound_excess)->group("");
   s->callback([o] { run_sample(*o); });
 }
 

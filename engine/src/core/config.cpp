@@ -66,8 +66,6 @@ void RunConfig::validate() const {
     throw ConfigError("--step-size must be finite and >= 0, got " + num(step_size));
   if (!(init_jitter >= 0.0) || !std::isfinite(init_jitter))
     throw ConfigError("--init-jitter must be finite and >= 0, got " + num(init_jitter));
-  if (!(test_bound_excess >= 0.0) || !std::isfinite(test_bound_excess))
-    throw ConfigError("--test-bound-excess must be finite and >= 0, got " + num(test_bound_excess));
 }
 
 const char* to_string(Algo a) noexcept { return a == Algo::flymc ? "flymc" : "full"; }

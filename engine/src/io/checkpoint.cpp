@@ -200,7 +200,6 @@ void put_config(ByteWriter& w, const RunConfig& c) {
   w.put(c.target_accept);
   w.put(c.step_size);
   w.put(c.init_jitter);
-  w.put(c.test_bound_excess);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(c.softmax_bound));
 }
 
@@ -245,7 +244,6 @@ RunConfig get_config(ByteReader& r) {
   c.target_accept = r.get<double>();
   c.step_size = r.get<double>();
   c.init_jitter = r.get<double>();
-  c.test_bound_excess = r.get<double>();
   c.softmax_bound = static_cast<SoftmaxBoundKind>(e(1));
   try {
     c.validate();
@@ -410,37 +408,63 @@ RunManifest decode_run_manifest(std::span<const unsigned char> bytes, const std:
   return m;
 }
 
-std::vector<unsigned char> encode_checkpoint(const ChainCheckpoint& c) {
+namespace {
+
+void put_tally(ByteWriter& w, const ChainTally& t) {
+  w.put<std::int64_t>(t.iteration);
+  w.put<std::int64_t>(t.since_z);
+  w.put<std::int64_t>(t.window_steps);
+  w.put(t.window_accept);
+  w.put(t.accept_sum);
+  w.put(t.bright_sum);
+  w.put(t.queries_at_sampling);
+  w.put(t.queries_at_row);
+  w.put(t.divergences_at_sampling);
+}
+
+ChainTally get_tally(ByteReader& r) {
+  ChainTally t;
+  t.iteration = r.get<std::int64_t>();
+  t.since_z = r.get<std::int64_t>();
+  t.window_steps = r.get<std::int64_t>();
+  if (t.iteration < 0 || t.since_z < 0 || t.window_steps < 0) r.fail("negative counter");
+  t.window_accept = r.get<double>();
+  t.accept_sum = r.get<double>();
+  t.bright_sum = r.get<double>();
+  t.queries_at_sampling = r.get<std::uint64_t>();
+  t.queries_at_row = r.get<std::uint64_t>();
+  t.divergences_at_sampling = r.get<std::uint64_t>();
+  return t;
+}
+
+void put_timers(ByteWriter& w, const ChainTimers& t) {
+  for (double v : {t.z_init, t.warmup, t.sampling, t.wall_z_init, t.wall_warmup, t.wall_sampling})
+    w.put(v);
+}
+
+ChainTimers get_timers(ByteReader& r) {
+  ChainTimers t;
+  for (double* v :
+       {&t.z_init, &t.warmup, &t.sampling, &t.wall_z_init, &t.wall_warmup, &t.wall_sampling})
+    *v = r.get<double>();
+  return t;
+}
+
+}  // namespace
+
+std::vector<unsigned char> encode_checkpoint(const ChainState& c) {
   ByteWriter w;
   w.put<std::int64_t>(c.chain_id);
   w.put<std::uint8_t>(c.finished ? 1 : 0);
-  w.put<std::int64_t>(c.iteration);
   w.put(c.sink_position);
   w.put(c.kept);
   w.put(c.rng);
   w.put_array(c.theta.data(), c.theta.size());
   w.put(c.step_size);
   w.put_array(c.kernel_state.data(), c.kernel_state.size());
-  w.put<std::int64_t>(c.since_z);
-  w.put<std::int64_t>(c.window_steps);
-  w.put(c.window_accept);
-  w.put(c.accept_sum);
-  w.put(c.bright_sum);
-  w.put(c.queries);
-  w.put(c.grad_evals);
-  w.put(c.divergences);
-  w.put(c.bound_violations);
-  w.put(c.bound_clamps);
-  w.put(c.nonfinite);
-  w.put(c.queries_at_sampling);
-  w.put(c.divergences_at_sampling);
-  w.put(c.queries_at_row);
-  w.put(c.z_init_seconds);
-  w.put(c.warmup_seconds);
-  w.put(c.sampling_seconds);
-  w.put(c.wall_z_init);
-  w.put(c.wall_warmup);
-  w.put(c.wall_sampling);
+  put_tally(w, c.tally);
+  c.counters.for_each_count([&](std::uint64_t v) { w.put(v); });
+  put_timers(w, c.timers);
   w.put(c.num_bright);
   // The order: as (position, index) pairs where it differs from the identity, if fewer bytes.
   const std::size_t n = c.order.size();
@@ -465,42 +489,22 @@ std::vector<unsigned char> encode_checkpoint(const ChainCheckpoint& c) {
   return frame(kKindChain, w.bytes());
 }
 
-ChainCheckpoint decode_chain_checkpoint(std::span<const unsigned char> bytes,
-                                        const std::string& name) {
+ChainState decode_chain_checkpoint(std::span<const unsigned char> bytes, const std::string& name) {
   ByteReader r(unframe(bytes, kKindChain, name), name);
-  ChainCheckpoint c;
+  ChainState c;
   const auto id = r.get<std::int64_t>();
   if (id < 1 || id > std::numeric_limits<int>::max()) r.fail("invalid chain id");
   c.chain_id = static_cast<int>(id);
   c.finished = r.get_bool();
-  c.iteration = r.get<std::int64_t>();
   c.sink_position = r.get<std::uint64_t>();
   c.kept = r.get<std::uint64_t>();
   c.rng = r.get<Rng::State>();
   c.theta = r.get_array<double>();
   c.step_size = r.get<double>();
   c.kernel_state = r.get_array<double>();
-  c.since_z = r.get<std::int64_t>();
-  c.window_steps = r.get<std::int64_t>();
-  if (c.iteration < 0 || c.since_z < 0 || c.window_steps < 0) r.fail("negative counter");
-  c.window_accept = r.get<double>();
-  c.accept_sum = r.get<double>();
-  c.bright_sum = r.get<double>();
-  c.queries = r.get<std::uint64_t>();
-  c.grad_evals = r.get<std::uint64_t>();
-  c.divergences = r.get<std::uint64_t>();
-  c.bound_violations = r.get<std::uint64_t>();
-  c.bound_clamps = r.get<std::uint64_t>();
-  c.nonfinite = r.get<std::uint64_t>();
-  c.queries_at_sampling = r.get<std::uint64_t>();
-  c.divergences_at_sampling = r.get<std::uint64_t>();
-  c.queries_at_row = r.get<std::uint64_t>();
-  c.z_init_seconds = r.get<double>();
-  c.warmup_seconds = r.get<double>();
-  c.sampling_seconds = r.get<double>();
-  c.wall_z_init = r.get<double>();
-  c.wall_warmup = r.get<double>();
-  c.wall_sampling = r.get<double>();
+  c.tally = get_tally(r);
+  c.counters.for_each_count([&](std::uint64_t& v) { v = r.get<std::uint64_t>(); });
+  c.timers = get_timers(r);
   c.num_bright = r.get<std::uint64_t>();
   const auto mode = r.get<std::uint8_t>();
   if (mode == 1) {
@@ -556,16 +560,16 @@ RunManifest load_run_manifest(const std::string& dir) {
   return decode_run_manifest(bytes, path);
 }
 
-void save_chain_checkpoint(const std::string& dir, const ChainCheckpoint& c) {
+void save_chain_checkpoint(const std::string& dir, const ChainState& c) {
   write_file_atomic(chain_checkpoint_path(dir, c.chain_id), encode_checkpoint(c));
 }
 
-std::optional<ChainCheckpoint> load_chain_checkpoint(const std::string& dir, int chain_id) {
+std::optional<ChainState> load_chain_checkpoint(const std::string& dir, int chain_id) {
   const std::string path = chain_checkpoint_path(dir, chain_id);
   bool missing = false;
   const auto bytes = read_file(path, missing);
   if (missing) return std::nullopt;
-  ChainCheckpoint c = decode_chain_checkpoint(bytes, path);
+  ChainState c = decode_chain_checkpoint(bytes, path);
   if (c.chain_id != chain_id)
     throw ConfigError(path + ": holds the state of chain " + std::to_string(c.chain_id));
   return c;

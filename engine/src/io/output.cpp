@@ -136,8 +136,6 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
       c.emplace_back("student_nu", fmt(cfg.student_nu));
       c.emplace_back("noise_scale", fmt(cfg.noise_scale));
     }
-    if (cfg.test_bound_excess > 0.0)
-      c.emplace_back("test_bound_excess", fmt(cfg.test_bound_excess));
     for (const auto& kv : extra_config) c.push_back(kv);
     const std::string path = dir + "/chain-" + std::to_string(chain_id) + ".csv";
     return std::make_unique<StanCsvSink>(path, std::move(c));

@@ -5,21 +5,22 @@
 
 #include "flymc/core/errors.hpp"
 #include "flymc/mcmc/metric.hpp"
-#include "sampler_impl.hpp"
+#include "flymc/mcmc/testing.hpp"
+#include "run_model.hpp"
 
 namespace flymc {
 
 // The runner per model (sampler_<model>.cpp).
 RunResult run_logistic_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
-                             Progress*, const CheckpointOptions*);
+                             Progress*, const CheckpointOptions*, const testing::RunHooks&);
 RunResult run_softmax_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
-                            Progress*, const CheckpointOptions*);
+                            Progress*, const CheckpointOptions*, const testing::RunHooks&);
 RunResult run_robust_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
-                           Progress*, const CheckpointOptions*);
+                           Progress*, const CheckpointOptions*, const testing::RunHooks&);
 
 namespace detail {
 
-void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size_t n, std::size_t p,
+void check_chain_state(const ChainState& c, const RunConfig& cfg, std::size_t n, std::size_t p,
                        std::size_t k, const std::string& dir) {
   const bool grad_cache =
       cfg.algo == Algo::flymc && (cfg.kernel == KernelKind::mala || cfg.kernel == KernelKind::hmc);
@@ -31,13 +32,13 @@ void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size
     bad = "bright-set size differs from N";
   else if (cfg.algo == Algo::full && !c.order.empty())
     bad = "a bright set in a regular MCMC run";
-  else if (c.iteration > total)
+  else if (c.tally.iteration > total)
     bad = "iteration beyond the run's end";
-  else if (c.finished != (c.iteration == total))
+  else if (c.finished != (c.tally.iteration == total))
     bad = "inconsistent completion flag";
-  else if (c.kept != kept_after(cfg, c.iteration))
+  else if (c.kept != kept_after(cfg, c.tally.iteration))
     bad = "kept-draw count inconsistent";
-  else if (c.since_z >= cfg.resolved_theta_steps())
+  else if (c.tally.since_z >= cfg.resolved_theta_steps())
     bad = "z-sweep schedule out of range";
   else if (grad_cache ? c.grad.size() != p || c.coefs.size() != c.num_bright * k
                       : !c.grad.empty() || !c.coefs.empty())
@@ -57,63 +58,99 @@ void check_chain_state(const ChainCheckpoint& c, const RunConfig& cfg, std::size
                       ": does not fit the run's configuration (" + bad + ")");
 }
 
-std::vector<double> laplace_draws(const MapResult& map, std::uint64_t seed) {
-  constexpr int kDraws = 8;
-  const auto p = static_cast<std::size_t>(map.theta.size());
-  const Eigen::LLT<Mat> llt(map.covariance);
-  const Mat L = llt.matrixL();
-  Rng rng(seed, 0x5eedf1f1ULL);
-  std::vector<double> draws(kDraws * p);
-  Vec eta(static_cast<Eigen::Index>(p));
-  for (int t = 0; t < kDraws; ++t) {
-    for (auto& e : eta) e = rng.normal();
-    const Vec th = map.theta + L * eta;
-    std::copy(th.data(), th.data() + p, draws.begin() + static_cast<std::ptrdiff_t>(t * p));
-  }
-  return draws;
+RunManifest load_matching_manifest(const CheckpointOptions& ck, const RunConfig& cfg,
+                                   const Dataset& data, std::uint64_t fingerprint, std::size_t dim,
+                                   std::vector<std::string>& warnings) {
+  RunManifest manifest = load_run_manifest(ck.dir);
+  const std::string where = run_manifest_path(ck.dir);
+  if (manifest.n != data.n() || manifest.d != data.d() || manifest.data_hash != fingerprint)
+    throw DataError(data.source() + ": the data differ from those of the checkpointed run (" +
+                    std::to_string(manifest.n) + " x " + std::to_string(manifest.d) +
+                    " with another fingerprint in " + where + ", now " + std::to_string(data.n()) +
+                    " x " + std::to_string(data.d()) + "): resume with the original data file");
+  // Every stored option must match (threads and profile are not stored).
+  auto options = [](const RunConfig& c) {
+    RunManifest m;
+    m.config = c;
+    return encode_checkpoint(m);
+  };
+  if (options(cfg) != options(manifest.config))
+    throw ConfigError(where + ": the run configuration differs from the checkpointed run's");
+  if (manifest.simd != kernels::simd_name())
+    warnings.push_back("the run was started by a build with " + manifest.simd +
+                       " kernels and resumed with " + kernels::simd_name() +
+                       " kernels: the chains remain valid, but their draws are not bit-identical "
+                       "to an uninterrupted run's");
+  if (static_cast<std::size_t>(manifest.map.theta.size()) != dim)
+    throw ConfigError(where + ": the MAP point has " + std::to_string(manifest.map.theta.size()) +
+                      " entries, the model " + std::to_string(dim) +
+                      " (not a checkpoint of this run, or damaged)");
+  return manifest;
 }
 
-InverseMetric initial_metric(const RunConfig& cfg, const MapResult& map) {
-  const auto p = static_cast<std::size_t>(map.theta.size());
-  switch (cfg.resolved_metric()) {
-    case Metric::automatic:
-    case Metric::identity:
-      return InverseMetric::identity(p);
-    case Metric::diag: {
-      std::vector<double> var(p);
-      for (std::size_t j = 0; j < p; ++j) {
-        const auto jj = static_cast<Eigen::Index>(j);
-        var[j] = std::max(map.covariance(jj, jj), 1e-300);
-      }
-      return InverseMetric::diagonal(std::move(var));
-    }
-    case Metric::dense:
-      return InverseMetric::dense(map.covariance);
-  }
-  return InverseMetric::identity(p);
+void start_manifest(const CheckpointOptions& ck, const RunConfig& cfg, const Dataset& data,
+                    std::uint64_t fingerprint, const MapResult& map, double setup_seconds) {
+  remove_checkpoints(ck.dir);  // stale states of an earlier run in the same directory
+  RunManifest m;
+  m.config = cfg;
+  m.checkpoint_every = ck.every;
+  m.data_arg = ck.data_arg;
+  m.data_path = ck.data_path;
+  m.n = data.n();
+  m.d = data.d();
+  m.data_hash = fingerprint;
+  m.map = map;
+  m.setup_seconds = setup_seconds;
+  m.simd = kernels::simd_name();
+  save_run_manifest(ck.dir, m);
 }
 
-double initial_step_size(const RunConfig& cfg, const MapResult& map, std::size_t p) {
-  if (cfg.step_size > 0.0) return cfg.step_size;
-  // In the metric's units the posterior has sd ≈ 1 (Laplace); with the identity metric the
-  // smallest Laplace sd sets the scale. Then the textbook optimal scalings in dimension P:
-  // RW 2.38/√P (Roberts, Gelman & Gilks 1997), MALA 1.65·P^(−1/6) (Roberts & Rosenthal 1998),
-  // HMC P^(−1/4) (Beskos et al. 2013), slice width 2 sd (Neal 2003: about the slice's size).
-  double scale = 1.0;
-  if (cfg.resolved_metric() == Metric::identity)
-    scale = std::sqrt(std::max(map.covariance.diagonal().minCoeff(), 1e-300));
-  const double dp = static_cast<double>(std::max<std::size_t>(p, 1));
-  switch (cfg.kernel) {
-    case KernelKind::rwmh:
-      return scale * 2.38 / std::sqrt(dp);
-    case KernelKind::mala:
-      return scale * 1.65 * std::pow(dp, -1.0 / 6.0);
-    case KernelKind::hmc:
-      return scale * std::pow(dp, -0.25);
-    case KernelKind::slice:
-      return scale * 2.0;
+ChainSessions open_sessions(const RunConfig& cfg, const CheckpointOptions* ck,
+                            const SinkFactory& sinks, const std::vector<std::string>& columns,
+                            std::size_t n, std::size_t p, std::size_t k, int threads) {
+  const auto nc = static_cast<std::size_t>(cfg.chains);
+  ChainSessions cs;
+  cs.sinks.resize(nc);
+  cs.states.resize(nc);
+  cs.sessions.resize(nc);
+  for (std::size_t c = 0; c < nc; ++c) {
+    const int id = static_cast<int>(c) + 1;
+    if (sinks) cs.sinks[c] = sinks(id);
+    ChainSession& ses = cs.sessions[c];
+    ses.ck = ck;
+    ses.concurrency = static_cast<double>(std::max(1, std::min(cfg.chains, threads)));
+    if (ck == nullptr || !ck->resume) continue;
+    cs.states[c] = load_chain_checkpoint(ck->dir, id);
+    if (!cs.states[c]) continue;  // never saved: the chain starts afresh
+    const ChainState& st = *cs.states[c];
+    check_chain_state(st, cfg, n, p, k, ck->dir);
+    if (!cs.sinks[c])
+      throw ConfigError("resuming needs a draw sink for chain " + std::to_string(id));
+    ses.rows = cs.sinks[c]->resume(columns, st.sink_position);
+    if (ses.rows.size() != st.kept)
+      throw ConfigError(chain_checkpoint_path(ck->dir, id) + ": records " +
+                        std::to_string(st.kept) + " kept draws, the draw file holds " +
+                        std::to_string(ses.rows.size()) + " up to the recorded length");
+    ses.state = &st;
+    cs.prev_wall.wall_z_init += st.timers.wall_z_init;
+    cs.prev_wall.wall_warmup += st.timers.wall_warmup;
+    cs.prev_wall.wall_sampling += st.timers.wall_sampling;
   }
-  return scale;
+  return cs;
+}
+
+void apportion_wall_time(RunResult& out, const ChainSessions& cs, double setup_serial,
+                         double par_seconds) {
+  double zi = 0.0, w = 0.0, s = 0.0;
+  for (const ChainSession& ses : cs.sessions) {
+    zi += ses.z_init;
+    w += ses.warmup;
+    s += ses.sampling;
+  }
+  const double tot = std::max(zi + w + s, 1e-300);
+  out.setup_seconds += setup_serial + cs.prev_wall.wall_z_init + par_seconds * zi / tot;
+  out.warmup_seconds = cs.prev_wall.wall_warmup + par_seconds * w / tot;
+  out.sampling_seconds = cs.prev_wall.wall_sampling + par_seconds * s / tot;
 }
 
 }  // namespace detail
@@ -146,6 +183,11 @@ std::uint64_t RunResult::bound_clamps() const {
 std::uint64_t RunResult::nonfinite() const {
   std::uint64_t s = 0;
   for (const auto& c : chains) s += c.counters.nonfinite;
+  return s;
+}
+std::uint64_t RunResult::slice_failures() const {
+  std::uint64_t s = 0;
+  for (const auto& c : chains) s += c.counters.slice_failures;
   return s;
 }
 std::uint64_t RunResult::divergences() const {
@@ -184,19 +226,32 @@ LabelDomain label_domain(ModelKind model) noexcept {
   return LabelDomain::any;
 }
 
-RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const SinkFactory& sinks,
-              Progress* progress, const CheckpointOptions* checkpoint) {
+namespace testing {
+
+RunResult run_with_hooks(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+                         const SinkFactory& sinks, Progress* progress,
+                         const CheckpointOptions* checkpoint, const RunHooks& hooks) {
   cfg.validate();
+  if (!(hooks.bound_excess >= 0.0) || !std::isfinite(hooks.bound_excess))
+    throw ConfigError("--test-bound-excess must be finite and >= 0, got " +
+                      std::to_string(hooks.bound_excess));
   if (!data) throw DataError("no data");
   switch (cfg.model) {
     case ModelKind::logistic:
-      return run_logistic_model(cfg, std::move(data), sinks, progress, checkpoint);
+      return run_logistic_model(cfg, std::move(data), sinks, progress, checkpoint, hooks);
     case ModelKind::softmax:
-      return run_softmax_model(cfg, std::move(data), sinks, progress, checkpoint);
+      return run_softmax_model(cfg, std::move(data), sinks, progress, checkpoint, hooks);
     case ModelKind::robust:
-      return run_robust_model(cfg, std::move(data), sinks, progress, checkpoint);
+      return run_robust_model(cfg, std::move(data), sinks, progress, checkpoint, hooks);
   }
   throw ConfigError(std::string("model ") + to_string(cfg.model) + " is not available yet");
+}
+
+}  // namespace testing
+
+RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const SinkFactory& sinks,
+              Progress* progress, const CheckpointOptions* checkpoint) {
+  return testing::run_with_hooks(cfg, std::move(data), sinks, progress, checkpoint, {});
 }
 
 }  // namespace flymc

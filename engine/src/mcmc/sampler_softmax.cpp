@@ -1,13 +1,13 @@
 // The runner instantiated for softmax classification.
 #include "flymc/models/softmax.hpp"
-#include "sampler_impl.hpp"
+#include "run_model.hpp"
 
 namespace flymc {
 
 RunResult run_softmax_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                             const SinkFactory& sinks, Progress* progress,
-                            const CheckpointOptions* checkpoint) {
-  return detail::run_model<SoftmaxModel>(cfg, std::move(data), sinks, progress, checkpoint);
+                            const CheckpointOptions* checkpoint, const testing::RunHooks& hooks) {
+  return detail::run_model<SoftmaxModel>(cfg, std::move(data), sinks, progress, checkpoint, hooks);
 }
 
 }  // namespace flymc

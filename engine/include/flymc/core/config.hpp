@@ -105,9 +105,6 @@ struct RunConfig {
   double step_size = 0.0;    ///< initial step size (slice: interval width); 0 picks one
   double init_jitter = 0.1;  ///< --init map: jitter in Laplace standard deviations
   bool profile = false;      ///< time the phases of every iteration (profiling harness)
-  /// Test hook (hidden CLI option --test-bound-excess): raises every log B_n by this much, an
-  /// invalid bound, so that the detection and reporting of bound violations can be tested.
-  double test_bound_excess = 0.0;
 
   /// @throw ConfigError naming the option when a value is out of range.
   void validate() const;

@@ -19,7 +19,7 @@
 ///     u32       format version (kCheckpointFormat)
 ///     u32       kind: 1 run manifest, 2 chain state
 ///     u64       payload length P
-///     P bytes   payload (the fields of RunManifest or ChainCheckpoint, in declaration order)
+///     P bytes   payload (the fields of RunManifest or ChainState, chain_state.hpp)
 ///     u64       hash_bytes() of everything before it
 ///
 /// A file that is too short, has another magic, version or kind, a length that disagrees with
@@ -35,14 +35,15 @@
 #include "flymc/core/config.hpp"
 #include "flymc/core/rng.hpp"
 #include "flymc/data/dataset.hpp"
-#include "flymc/mcmc/adaptation.hpp"
+#include "flymc/mcmc/chain_state.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {
 
-/// 3: the softmax bound kind in the stored configuration; 2: models, θ-kernels and their
-/// adaptation state (metric, windows); 1 held RW-MH only.
-inline constexpr std::uint32_t kCheckpointFormat = 3;
+/// 4: a chain's state grouped as ChainState (counters with slice failures); no test hooks in the
+/// stored configuration. 3: the softmax bound kind in the stored configuration; 2: models,
+/// θ-kernels and their adaptation state (metric, windows); 1 held RW-MH only.
+inline constexpr std::uint32_t kCheckpointFormat = 4;
 
 /// 64-bit hash of a byte string (not cryptographic): four independent lanes of 8-byte words,
 /// each step w ↦ rotl(h ^ w·K1, 27)·K2 + K3 a bijection of h and of w, so a change confined to
@@ -71,48 +72,12 @@ struct RunManifest {
   std::string simd;            ///< kernels::simd_name() of the build that started the run
 };
 
-/// One chain's complete state at an iteration boundary: after `iteration` iterations, before the
-/// next. Restoring it and running on gives bit-identical draws to never having stopped.
-struct ChainCheckpoint {
-  int chain_id = 0;                 ///< 1-based
-  bool finished = false;            ///< the chain completed; its draw file is complete
-  long iteration = 0;               ///< iterations completed, warm-up included
-  std::uint64_t sink_position = 0;  ///< byte length of the chain's draw file at this state
-  std::uint64_t kept = 0;           ///< kept draws written up to sink_position
-  Rng::State rng{};
-  std::vector<double> theta;  ///< D entries
-  double step_size = 0.0;
-  /// ThetaKernel::save(): step size, dual averaging, metric and metric-adaptation sums.
-  std::vector<double> kernel_state;
-  long since_z = 0;       ///< θ-steps since the last z-sweep
-  long window_steps = 0;  ///< θ-steps since the last kept row (its accept_stat__ window)
-  double window_accept = 0.0, accept_sum = 0.0, bright_sum = 0.0;
-  std::uint64_t queries = 0, grad_evals = 0, divergences = 0;
-  std::uint64_t bound_violations = 0, bound_clamps = 0, nonfinite = 0;
-  std::uint64_t queries_at_sampling = 0, queries_at_row = 0, divergences_at_sampling = 0;
-  /// The chain's own timers, summed over sessions (the draw file's Elapsed Time block).
-  double z_init_seconds = 0.0, warmup_seconds = 0.0, sampling_seconds = 0.0;
-  /// Their wall-clock share: each session's timer time divided by that session's concurrency
-  /// min(chains, threads), summed over sessions (the run's seconds in the summary).
-  double wall_z_init = 0.0, wall_warmup = 0.0, wall_sampling = 0.0;
-  /// FlyMC: BrightSet::order() (N entries; empty for regular MCMC), the bright count and their
-  /// cached log L̃ (num_bright entries, in order). The order is stored sparsely (the entries
-  /// that differ from the identity) when that is smaller.
-  std::uint64_t num_bright = 0;
-  std::vector<Index> order;
-  std::vector<double> log_ltilde;
-  /// FlyMC with a gradient kernel (MALA, HMC): the gradient at θ as the chain holds it (P
-  /// entries) and the bright data's cached ∂ log L̃_n/∂ψ_n (num_bright × K); empty otherwise.
-  std::vector<double> grad, coefs;
-};
-
 std::vector<unsigned char> encode_checkpoint(const RunManifest& m);
-std::vector<unsigned char> encode_checkpoint(const ChainCheckpoint& c);
+std::vector<unsigned char> encode_checkpoint(const ChainState& c);
 /// Decode a checkpoint file's bytes; `name` is used in error messages.
 /// @throw ConfigError (78) for a torn, foreign, corrupted or out-of-range file.
 RunManifest decode_run_manifest(std::span<const unsigned char> bytes, const std::string& name);
-ChainCheckpoint decode_chain_checkpoint(std::span<const unsigned char> bytes,
-                                        const std::string& name);
+ChainState decode_chain_checkpoint(std::span<const unsigned char> bytes, const std::string& name);
 
 std::string run_manifest_path(const std::string& dir);
 std::string chain_checkpoint_path(const std::string& dir, int chain_id);
@@ -121,10 +86,10 @@ void save_run_manifest(const std::string& dir, const RunManifest& m);
 /// @throw ConfigError if there is no manifest in `dir`, or it is unreadable or corrupt.
 RunManifest load_run_manifest(const std::string& dir);
 /// Writes chain c.chain_id's state atomically. @throw Error 73/74.
-void save_chain_checkpoint(const std::string& dir, const ChainCheckpoint& c);
+void save_chain_checkpoint(const std::string& dir, const ChainState& c);
 /// Chain `chain_id`'s state, or nullopt if it never saved one.
 /// @throw ConfigError if the file exists but is unreadable, corrupt or of another chain.
-std::optional<ChainCheckpoint> load_chain_checkpoint(const std::string& dir, int chain_id);
+std::optional<ChainState> load_chain_checkpoint(const std::string& dir, int chain_id);
 /// Removes every checkpoint file (and leftover temporary file) in `dir`, if any.
 void remove_checkpoints(const std::string& dir);
 

@@ -3,6 +3,7 @@
 /// What a chain counts: likelihood queries, gradient evaluations, divergences, bound checks and
 /// non-finite densities, and the optional phase timers of the profiling harness.
 #include <cstdint>
+#include <initializer_list>
 
 #include "flymc/core/profile.hpp"
 #include "flymc/models/model.hpp"
@@ -17,7 +18,24 @@ struct Counters {
   std::uint64_t bound_violations = 0;  ///< log B_n > log L_n beyond rounding (BoundCheck): a bug
   std::uint64_t bound_clamps = 0;      ///< log B_n > log L_n within rounding, clamped (BoundCheck)
   std::uint64_t nonfinite = 0;         ///< proposals rejected because log density was not finite
-  Profile* profile = nullptr;          ///< phase timers, only in the profiling harness
+  /// Slice-sampling updates that gave up without finding a point in the slice (the chain stayed
+  /// where it was): a sign of a cached density that is not θ's, never expected.
+  std::uint64_t slice_failures = 0;
+  Profile* profile = nullptr;  ///< phase timers, only in the profiling harness
+
+  /// Calls f on every count in a fixed order (what a checkpoint stores).
+  template <class F>
+  void for_each_count(F&& f) {
+    for (std::uint64_t* v : {&queries, &grad_evals, &divergences, &bound_violations, &bound_clamps,
+                             &nonfinite, &slice_failures})
+      f(*v);
+  }
+  template <class F>
+  void for_each_count(F&& f) const {
+    for (const std::uint64_t* v : {&queries, &grad_evals, &divergences, &bound_violations,
+                                   &bound_clamps, &nonfinite, &slice_failures})
+      f(*v);
+  }
 
   void add(const BoundCheck& b) noexcept {
     bound_violations += b.violations;

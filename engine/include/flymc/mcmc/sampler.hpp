@@ -64,10 +64,6 @@ struct CheckpointOptions {
   /// its state and returns, and the run returns with RunResult::stopped. Set it from a signal
   /// handler (std::atomic<bool> is lock-free).
   const std::atomic<bool>* stop = nullptr;
-  /// Test hooks: every chain stops when it reaches iteration `stop_at` (-1: never), as if
-  /// `stop` were raised; with `stop_without_saving` it saves nothing, as if killed.
-  long stop_at = -1;
-  bool stop_without_saving = false;
 };
 
 /// One chain's kept draws and statistics.
@@ -108,6 +104,7 @@ struct RunResult {
   std::uint64_t bound_violations() const;
   std::uint64_t bound_clamps() const;
   std::uint64_t nonfinite() const;
+  std::uint64_t slice_failures() const;
   /// HMC divergences after warm-up (warm-up ones, while the step size adapts, are expected).
   std::uint64_t divergences() const;
   /// Kept draws of coordinate j as chains × iterations (for diagnostics).

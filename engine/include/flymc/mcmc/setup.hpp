@@ -1,0 +1,158 @@
+#pragma once
+/// @file setup.hpp
+/// The set-up of a run, before any chain starts: from the model and the MAP fit, the FlyMC bound
+/// (with its slack ε), what is estimated from draws of the Laplace approximation (each datum's
+/// expected bright probability, giving the automatic ε, the automatic z-proposal rate q and the
+/// per-datum rates), the chains' initial metric and step size. Deterministic: the Laplace draws
+/// come from a random stream of their own, so the chains' streams are untouched and the set-up is
+/// the same at any thread count.
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "flymc/core/config.hpp"
+#include "flymc/kernels/kernels.hpp"
+#include "flymc/mcmc/metric.hpp"
+#include "flymc/mcmc/targets.hpp"
+#include "flymc/mcmc/z_updates.hpp"
+#include "flymc/models/model.hpp"
+
+namespace flymc {
+
+/// The mean dark probability m_n = mean over `draws` of B_n/L_n = e^{−Δ_n} for every datum, from
+/// M dense θ draws (M × P values, e.g. from the Laplace approximation): 1 − m_n estimates the
+/// datum's expected bright probability. Fixed blocks combined in order: the same on any number
+/// of threads.
+template <class Bound>
+std::vector<double> mean_dark_probability(const Bound& bound, const Dataset& data,
+                                          const ParamLayout& lay,
+                                          const std::vector<double>& draws) {
+  const std::size_t n = data.n(), P = lay.dim(), K = lay.k;
+  const std::size_t m = P > 0 ? draws.size() / P : 0;
+  std::vector<double> dark(n, 0.0);
+  std::vector<AlignedBuffer> pads;
+  for (std::size_t t = 0; t < m; ++t) {
+    pads.push_back(aligned_zeros(lay.padded()));
+    lay.pad(draws.data() + t * P, pads.back().get());
+  }
+  constexpr std::size_t kBlock = 2048;
+  tbb::parallel_for(std::size_t{0}, (n + kBlock - 1) / kBlock, [&](std::size_t b) {
+    const std::size_t lo = b * kBlock, hi = std::min(n, lo + kBlock), len = hi - lo;
+    std::vector<Index> idx(len);
+    for (std::size_t i = 0; i < len; ++i) idx[i] = static_cast<Index>(lo + i);
+    std::vector<double> preds(len * K), delta(len);
+    for (std::size_t t = 0; t < m; ++t) {
+      packed_predictors(K, data.row(lo), len, data.stride(), pads[t].get(), preds.data());
+      bound.deltas(idx.data(), preds.data(), len, delta.data());
+      for (std::size_t i = 0; i < len; ++i) delta[i] = -delta[i];
+      kernels::exp(delta.data(), delta.data(), len);
+      for (std::size_t i = 0; i < len; ++i) dark[lo + i] += delta[i];
+    }
+    for (std::size_t i = lo; i < hi; ++i)
+      dark[i] /= static_cast<double>(std::max<std::size_t>(m, 1));
+  });
+  return dark;
+}
+
+/// Per-datum proposal rates for the implicit z-update (MATH.md 1.5, the paper's discussion):
+/// q_n ∝ the datum's expected bright probability p̄_n (`pbar`, e.g. 1 − mean_dark_probability),
+/// scaled so that the expected number of dark proposals per sweep, Σ_n q_n (1 − p̄_n), equals
+/// the uniform update's q·N, floored at q/10 (every datum keeps being proposed: the chain stays
+/// irreducible) and capped at 1. Data likely to be bright are then proposed often and follow θ
+/// quickly, the others rarely.
+inline ZRates per_datum_rates(const std::vector<double>& pbar, double q) {
+  const std::size_t n = pbar.size();
+  // κ by bisection: Σ_n min(1, max(q/10, κ p̄_n))·(1 − p̄_n) = q·N.
+  const double floor_q = 0.1 * q, budget = q * static_cast<double>(n);
+  auto rate = [&](double kappa, double p) { return std::min(1.0, std::max(floor_q, kappa * p)); };
+  auto spend = [&](double kappa) {
+    double s = 0.0;
+    for (double p : pbar) s += rate(kappa, p) * (1.0 - p);
+    return s;
+  };
+  double lo = 0.0, hi = 1.0;
+  while (spend(hi) < budget && hi < 1e12) hi *= 2.0;
+  for (int it = 0; it < 100; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    (spend(mid) < budget ? lo : hi) = mid;
+  }
+  std::vector<double> log_rates(n);
+  for (std::size_t i = 0; i < n; ++i) log_rates[i] = std::log(rate(hi, pbar[i]));
+  return ZRates(std::move(log_rates));
+}
+
+/// Eight draws of the Laplace approximation N(θ_MAP, Σ) from the stream Rng(seed, 0x5eedf1f1),
+/// 8 × P dense values.
+std::vector<double> laplace_draws(const MapResult& map, std::uint64_t seed);
+
+/// The initial metric of every chain (RunConfig::metric; docs/math.md §3).
+InverseMetric initial_metric(const RunConfig& cfg, const MapResult& map);
+/// The initial step size (slice: interval width): RunConfig::step_size, or the optimal scaling
+/// of the kernel in P dimensions in the units of the Laplace fit.
+double initial_step_size(const RunConfig& cfg, const MapResult& map, std::size_t p);
+
+/// What the set-up decided for FlyMC. For regular MCMC only q_dark_to_bright is filled (the
+/// value an implicit z-update would use, reported but unused).
+template <FireflyModel M>
+struct RunSetup {
+  std::optional<typename M::Bound> bound;  ///< FlyMC's bound, with the slack ε below
+  std::optional<ZRates> rates;             ///< per-datum z-proposal rates (RunConfig::q_per_datum)
+  double bound_slack = 0.0;                ///< ε, resolved if automatic
+  double q_dark_to_bright = 0.0;           ///< q, resolved if automatic
+};
+
+/// Builds the bound and resolves the automatic ε and q (docs/math.md §1.2, §1.5). The expected
+/// bright probabilities are estimated only when something needs them (automatic ε, automatic q
+/// below 0.01, or per-datum rates). `bound_excess` > 0 raises every log B_n by that much: an
+/// invalid bound, a seam for the tests of violation detection (flymc/mcmc/testing.hpp).
+template <FireflyModel M>
+RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& map,
+                        double bound_excess = 0.0) {
+  using Bound = typename M::Bound;
+  const Dataset& data = model.data();
+  RunSetup<M> out;
+  out.bound_slack = std::max(cfg.bound_slack, 0.0);
+  // The automatic q is 0.01 up to N = 10,000 whatever the bright count (auto_q_dark_to_bright).
+  out.q_dark_to_bright =
+      cfg.q_dark_to_bright > 0.0 ? cfg.q_dark_to_bright : auto_q_dark_to_bright(0.0, data.n());
+  if (cfg.algo != Algo::flymc) return out;
+  RunConfig bc = cfg;
+  bc.bound_slack = out.bound_slack;
+  out.bound.emplace(Bound::make(model, bc, map));
+  const bool auto_slack = cfg.bound_slack < 0.0;
+  const bool per_datum = cfg.z == ZUpdate::implicit && cfg.q_per_datum;
+  const bool auto_q =
+      cfg.z == ZUpdate::implicit && cfg.q_dark_to_bright < 0.0 && out.q_dark_to_bright < 0.01;
+  if (auto_slack || per_datum || auto_q) {
+    std::vector<double> dark =
+        mean_dark_probability(*out.bound, data, model.layout(), laplace_draws(map, cfg.seed));
+    auto expected_bright = [&dark] {
+      double bright = 0.0;
+      for (double m : dark) bright += 1.0 - m;
+      return bright;
+    };
+    if (auto_slack) {
+      // ε = ¼ · (expected bright count)/N: about a quarter more bright data, in exchange for no
+      // bright datum pulling log p(θ | z) to −∞ at its tight point (docs/math.md §1.5).
+      out.bound_slack = 0.25 * expected_bright() / static_cast<double>(data.n());
+      bc.bound_slack = out.bound_slack;
+      out.bound.emplace(Bound::make(model, bc, map));
+      const double shrink = std::exp(-out.bound_slack);
+      for (double& m : dark) m *= shrink;  // B/L with the slack: e^{−ε}·B/L
+    }
+    if (auto_q) out.q_dark_to_bright = auto_q_dark_to_bright(expected_bright(), data.n());
+    if (per_datum) {
+      for (double& m : dark) m = 1.0 - m;
+      out.rates.emplace(per_datum_rates(dark, out.q_dark_to_bright));
+    }
+  }
+  if (bound_excess > 0.0) out.bound->raise_for_testing(bound_excess);
+  return out;
+}
+
+}  // namespace flymc

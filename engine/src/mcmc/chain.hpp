@@ -1,0 +1,442 @@
+#pragma once
+// Private: one chain's transition loop, a template over the model (FireflyModel), whether it runs
+// FlyMC, and its z-updater. The loop is short (run()); each of its steps is a member with a name:
+// start or restore the state, take a transition (θ-step, adaptation, z-sweep), record a kept draw,
+// save the state. A checkpoint is taken at the top of an iteration: the saved state is everything
+// the rest of the loop reads, so a chain restored from it continues exactly as the original would
+// have (flymc/mcmc/chain_state.hpp).
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "flymc/core/clock.hpp"
+#include "flymc/io/checkpoint.hpp"
+#include "flymc/mcmc/chain_state.hpp"
+#include "flymc/mcmc/columns.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/mcmc/targets.hpp"
+#include "flymc/mcmc/testing.hpp"
+#include "flymc/mcmc/theta_kernels.hpp"
+#include "flymc/mcmc/z_updates.hpp"
+
+namespace flymc::detail {
+
+/// Kept draws after `it` iterations: sampling iterations si = it' − warmup with si % thin == 0.
+inline std::uint64_t kept_after(const RunConfig& cfg, long it) {
+  if (it <= cfg.warmup) return 0;
+  return static_cast<std::uint64_t>((it - cfg.warmup + cfg.thin - 1) / cfg.thin);
+}
+
+/// Per chain, per session: checkpointing and resume inputs, and the session's timer seconds.
+struct ChainSession {
+  const CheckpointOptions* ck = nullptr;              // null: checkpointing off
+  const ChainState* state = nullptr;                  // resume from this state
+  std::vector<std::vector<double>> rows;              // rows already in the draw file (resume)
+  double concurrency = 1.0;                           // min(chains, threads) of this session
+  double z_init = 0.0, warmup = 0.0, sampling = 0.0;  // this session's timer seconds (out)
+};
+
+/// Everything shared read-only by the chains of one run.
+template <class M>
+struct Shared {
+  const RunConfig& cfg;
+  const M& model;
+  const typename M::Bound* bound;  // null for regular MCMC
+  const MapResult& map;
+  const InverseMetric& metric;  // the initial metric (each chain adapts its own copy)
+  double eps0;
+  std::vector<std::string> columns;
+  const testing::RunHooks& hooks;
+};
+
+/// Fills the draws and lp of a chain from the rows of its draw file.
+inline void restore_draws(std::size_t p, std::vector<std::vector<double>>& rows, ChainResult& res) {
+  res.draws.reserve(res.kept * p);
+  res.lp.reserve(res.kept);
+  for (const auto& r : rows) {
+    res.lp.push_back(r[0]);
+    const double* theta = draw_params(r);
+    res.draws.insert(res.draws.end(), theta, theta + p);
+  }
+  rows.clear();
+  rows.shrink_to_fit();
+}
+
+/// One chain. An iteration is one θ-step (one MH proposal, one HMC trajectory, one slice update),
+/// for FlyMC on p(θ | z); FlyMC resamples z after every `theta_steps`-th iteration. Each θ-step
+/// and each z-sweep leaves the joint p(θ, z) invariant (docs/math.md §1.5).
+template <class M, bool kFly, class ZUp>
+class Chain {
+ public:
+  Chain(const Shared<M>& sh, int chain_id, ZUp* zup, DrawSink* sink, ChainSession& ses)
+      : sh_(sh),
+        cfg_(sh.cfg),
+        data_(sh.model.data()),
+        p_(sh.model.dim()),
+        id_(chain_id),
+        zup_(zup),
+        sink_(sink),
+        ses_(ses),
+        ck_(ses.ck),
+        total_(cfg_.warmup + cfg_.iters),
+        theta_steps_(cfg_.resolved_theta_steps()),
+        rng_(cfg_.seed, static_cast<std::uint64_t>(chain_id)),
+        kernel_(cfg_, p_, sh.metric, sh.eps0) {
+    res_.chain_id = chain_id;
+    res_.kept = static_cast<std::size_t>((cfg_.iters + cfg_.thin - 1) / cfg_.thin);
+  }
+
+  /// Runs the chain to its end (or to a stop request) and returns what it produced.
+  ChainResult run(std::atomic<long>* progress) {
+    const ChainState* st = ses_.state;
+    if (st == nullptr && stop_requested(0)) {  // stopped before it started: nothing to save
+      res_.stopped = true;
+      res_.kept = 0;
+      return std::move(res_);
+    }
+    if (st != nullptr && st->finished) return finished_earlier(*st, progress);
+    const long it0 = st == nullptr ? start() : restore(*st, progress);
+    next_save_ = every() > 0 ? (it0 / every() + 1) * every() : std::numeric_limits<long>::max();
+    saved_at_ = st != nullptr ? it0 : -1;
+    for (long it = it0; it < total_; ++it) {
+      if (ck_ != nullptr && checkpoint_or_stop(it)) break;
+      if (it == cfg_.warmup) begin_sampling();
+      transition(it);
+      if (it >= cfg_.warmup) record(it);
+      if (progress && ((it & 1023) == 1023 || it + 1 == total_))
+        progress->store(it + 1, std::memory_order_relaxed);
+    }
+    return finish();
+  }
+
+ private:
+  using Target = std::conditional_t<kFly, FlyTarget<M>, FullTarget<M>>;
+
+  Counters& counters() noexcept { return res_.counters; }
+  long every() const noexcept { return ck_ != nullptr ? ck_->every : 0; }
+  bool stop_requested(long it) const {
+    return ck_ != nullptr &&
+           (it == sh_.hooks.stop_at || (ck_->stop && ck_->stop->load(std::memory_order_relaxed)));
+  }
+
+  /// Initial θ (dense): θ_MAP plus chain-specific jitter in Laplace standard deviations, or a
+  /// prior draw (a Gaussian with the prior's sd).
+  void initial_theta() {
+    for (std::size_t j = 0; j < p_; ++j) {
+      const auto jj = static_cast<Eigen::Index>(j);
+      if (cfg_.init == Init::map) {
+        s_.theta[j] = sh_.map.theta[jj] +
+                      cfg_.init_jitter * std::sqrt(sh_.map.covariance(jj, jj)) * rng_.normal();
+      } else {
+        s_.theta[j] = sh_.model.prior().sd * rng_.normal();
+      }
+    }
+  }
+
+  /// The chain's objects before θ is known: θ-state, bright set, target, output buffers.
+  void construct() {
+    s_.theta.assign(p_, 0.0);
+    s_.grad.assign(p_, 0.0);
+    if (cfg_.profile) counters().profile = &res_.profile;
+    if constexpr (kFly) {
+      bright_ = BrightSet(data_);
+      // Gradient kernels keep ∂ log L̃_n/∂ψ_n per bright datum, so that a z-sweep updates the
+      // gradient from the flipped data alone (FlyTarget::apply_flips).
+      if (kernel_.needs_gradient()) bright_.enable_coefs(sh_.model.layout().k);
+      target_.emplace(sh_.model, *sh_.bound, bright_);
+    } else {
+      target_.emplace(sh_.model);
+    }
+    row_.resize(sh_.columns.size());
+    res_.draws.reserve(res_.kept * p_);
+    res_.lp.reserve(res_.kept);
+  }
+
+  /// (Re)computes the cached log density (and gradient) at θ from the target's state.
+  void refresh(Counters& c) {
+    const bool grad = kernel_.needs_gradient();
+    if constexpr (kFly) {
+      if (grad) {
+        s_.logp = target_->eval_grad(s_.theta.data(), s_.grad.data(), c);
+        target_->accept();
+      } else {
+        s_.logp = target_->current();
+      }
+    } else {
+      s_.logp = grad ? target_->eval_grad(s_.theta.data(), s_.grad.data(), c)
+                     : target_->eval(s_.theta.data(), c);
+    }
+  }
+
+  /// A fresh chain: θ0, for FlyMC z ~ p(z | θ0) exactly (one Gibbs pass over all data, in fixed
+  /// blocks), the cached density, the draw file's header. Returns the first iteration (0).
+  long start() {
+    const Stopwatch clock;
+    construct();
+    initial_theta();
+    if constexpr (kFly) {
+      target_->set_current(s_.theta.data());
+      ZScratch zs;
+      std::vector<Index> block;
+      for (std::size_t lo = 0; lo < data_.n(); lo += 4096) {
+        const std::size_t hi = std::min(data_.n(), lo + 4096);
+        block.resize(hi - lo);
+        for (std::size_t i = lo; i < hi; ++i) block[i - lo] = static_cast<Index>(i);
+        gibbs_z(*sh_.bound, data_, bright_, target_->current_padded(), block.data(), block.size(),
+                rng_, counters(), zs);
+      }
+    }
+    refresh(counters());
+    if (sink_) sink_->begin(sh_.columns);
+    tally_.queries_at_sampling = tally_.queries_at_row = counters().queries;
+    session_start(clock.start(), 0);
+    return 0;
+  }
+
+  /// A chain resumed from `st`. The cached density (and gradient) are recomputed from θ and the
+  /// cached log L̃: the same functions on the same values as when they were cached, so
+  /// bit-identical, and consistent with this build's kernels even if the run moved to another
+  /// machine. Returns the iteration to continue from.
+  long restore(const ChainState& st, std::atomic<long>* progress) {
+    construct();
+    rng_.set_state(st.rng);
+    std::copy(st.theta.begin(), st.theta.end(), s_.theta.begin());
+    kernel_.load(st.kernel_state);
+    Counters scratch;  // not queries of the chain: the uninterrupted run had these cached
+    if constexpr (kFly) {
+      bright_.restore(st.order, static_cast<std::size_t>(st.num_bright), st.log_ltilde.data(),
+                      st.coefs.data());
+      target_->set_current(s_.theta.data());
+      if (kernel_.needs_gradient()) {
+        s_.grad = st.grad;  // as the chain held it (a z-sweep may have updated it incrementally)
+        s_.logp = target_->current();
+      } else {
+        refresh(scratch);
+      }
+    } else {
+      refresh(scratch);
+    }
+    tally_ = st.tally;
+    restore_counts(st.counters);
+    prev_ = st.timers;
+    restore_draws(p_, ses_.rows, res_);
+    if (progress) progress->store(st.tally.iteration, std::memory_order_relaxed);
+    session_start(Clock::now(), st.tally.iteration);
+    return st.tally.iteration;
+  }
+
+  void restore_counts(const Counters& from) {
+    Profile* profile = counters().profile;
+    counters() = from;
+    counters().profile = profile;
+  }
+
+  /// A chain that finished in an earlier session: its results from the state and the draw file.
+  ChainResult finished_earlier(const ChainState& st, std::atomic<long>* progress) {
+    restore_draws(p_, ses_.rows, res_);
+    res_.step_size = st.step_size;
+    tally_ = st.tally;
+    restore_counts(st.counters);
+    fill_sampling_results();
+    res_.warmup_seconds = st.timers.warmup;
+    res_.sampling_seconds = st.timers.sampling;
+    if (progress) progress->store(total_, std::memory_order_relaxed);
+    return std::move(res_);
+  }
+
+  /// This session's timers: its time goes to warm-up until the start of iteration `warmup`.
+  void session_start(Clock::time_point chain_start, long it0) {
+    seg_start_ = Clock::now();
+    ses_.z_init = ses_.state == nullptr ? seconds_between(chain_start, seg_start_) : 0.0;
+    in_warmup_ = it0 <= cfg_.warmup;
+  }
+  void session_times(double& warm, double& samp) const {
+    const double open = seconds_between(seg_start_, Clock::now());
+    warm = ses_.warmup + (in_warmup_ ? open : 0.0);
+    samp = ses_.sampling + (in_warmup_ ? 0.0 : open);
+  }
+
+  /// Saves the state when due and handles stop requests; true when the chain must stop.
+  bool checkpoint_or_stop(long it) {
+    if (it == next_save_) {
+      save(it, false);
+      saved_at_ = it;
+      next_save_ += every();
+    }
+    if (!stop_requested(it)) return false;
+    if (!sh_.hooks.stop_without_saving && saved_at_ != it) save(it, false);
+    res_.stopped = true;
+    return true;
+  }
+
+  /// End of warm-up: the kernel freezes its adaptation, the draw file gets the adaptation block,
+  /// the sampling sums start.
+  void begin_sampling() {
+    kernel_.end_warmup();
+    if (sink_)
+      sink_->adaptation(kernel_.step_size(), kernel_.metric().inverse_values(),
+                        kernel_.metric().form() == InverseMetric::Form::dense);
+    const auto now = Clock::now();
+    ses_.warmup += seconds_between(seg_start_, now);
+    seg_start_ = now;
+    in_warmup_ = false;
+    tally_.queries_at_sampling = tally_.queries_at_row = counters().queries;
+    tally_.divergences_at_sampling = counters().divergences;
+    tally_.window_accept = 0.0;
+    tally_.window_steps = 0;
+  }
+
+  /// One iteration's transition: a θ-step (adapting in warm-up), then for FlyMC a z-sweep after
+  /// every theta_steps-th θ-step (any fixed schedule of θ-steps and z-sweeps leaves the joint
+  /// invariant, docs/math.md §1.5).
+  void transition(long it) {
+    const StepInfo info = kernel_.step(rng_, s_, *target_, counters());
+    if (it < cfg_.warmup) {
+      kernel_.adapt(it, info, s_.theta.data());
+    } else {
+      tally_.accept_sum += info.accept_stat;
+    }
+    tally_.window_accept += info.accept_stat;
+    ++tally_.window_steps;
+    if constexpr (kFly) {
+      if (++tally_.since_z == theta_steps_) {
+        tally_.since_z = 0;
+        PhaseTimer t(counters().profile, Phase::z_update);
+        zup_->update(*sh_.bound, data_, bright_, target_->current_padded(), rng_, counters());
+        // log p(θ | z) (and its gradient) under the new z, from the cached values.
+        if (kernel_.needs_gradient()) target_->apply_flips(zup_->flips(), s_.grad.data());
+        s_.logp = target_->current();
+      }
+    }
+  }
+
+  std::size_t bright_count() const noexcept {
+    if constexpr (kFly) {
+      return bright_.size();
+    } else {
+      return data_.n();
+    }
+  }
+
+  /// A sampling iteration's sums, and every thin-th one's kept draw and draw-file row.
+  void record(long it) {
+    const std::size_t nb = bright_count();
+    tally_.bright_sum += static_cast<double>(nb);
+    if ((it - cfg_.warmup) % cfg_.thin != 0) return;
+    PhaseTimer t(counters().profile, Phase::output);
+    res_.lp.push_back(s_.logp);
+    res_.draws.insert(res_.draws.end(), s_.theta.begin(), s_.theta.end());
+    if (sink_) {
+      SamplerRow r;
+      r.lp = s_.logp;
+      r.accept_stat = tally_.window_accept / static_cast<double>(std::max(1L, tally_.window_steps));
+      r.stepsize = kernel_.step_size();
+      r.n_bright = static_cast<double>(nb);
+      r.n_queries = static_cast<double>(counters().queries - tally_.queries_at_row);
+      fill_draw_row(r, s_.theta.data(), p_, row_);
+      sink_->row(row_);
+    }
+    tally_.queries_at_row = counters().queries;
+    tally_.window_accept = 0.0;
+    tally_.window_steps = 0;
+  }
+
+  /// The chain's state after `it` iterations (ChainState), saved after the draw file is durable.
+  void save(long it, bool finished) {
+    ChainState c;
+    c.chain_id = id_;
+    c.finished = finished;
+    c.sink_position = sink_->sync();  // the draw file is durable before the state that cites it
+    c.kept = res_.lp.size();
+    c.rng = rng_.state();
+    c.theta = s_.theta;
+    c.step_size = kernel_.step_size();
+    kernel_.save(c.kernel_state);
+    c.tally = tally_;
+    c.tally.iteration = it;
+    c.counters = counters();
+    c.counters.profile = nullptr;
+    double warm, samp;
+    session_times(warm, samp);
+    c.timers.z_init = prev_.z_init + ses_.z_init;
+    c.timers.warmup = prev_.warmup + warm;
+    c.timers.sampling = prev_.sampling + samp;
+    c.timers.wall_z_init = prev_.wall_z_init + ses_.z_init / ses_.concurrency;
+    c.timers.wall_warmup = prev_.wall_warmup + warm / ses_.concurrency;
+    c.timers.wall_sampling = prev_.wall_sampling + samp / ses_.concurrency;
+    if constexpr (kFly) {
+      c.num_bright = bright_.size();
+      c.order.assign(bright_.order(), bright_.order() + bright_.num_data());
+      c.log_ltilde.assign(bright_.log_ltilde(), bright_.log_ltilde() + bright_.size());
+      if (kernel_.needs_gradient()) {
+        c.grad = s_.grad;
+        c.coefs.assign(bright_.coefs(), bright_.coefs() + bright_.size() * bright_.coef_width());
+      }
+    }
+    save_chain_checkpoint(ck_->dir, c);
+  }
+
+  void fill_sampling_results() {
+    const double iters = static_cast<double>(cfg_.iters);
+    res_.accept_rate = tally_.accept_sum / iters;
+    res_.bright_mean = tally_.bright_sum / iters;
+    res_.sampling_queries = counters().queries - tally_.queries_at_sampling;
+    res_.sampling_divergences = counters().divergences - tally_.divergences_at_sampling;
+  }
+
+  /// After the loop: timers, results, the draw file's trailer and the final state.
+  ChainResult finish() {
+    double warm, samp;
+    session_times(warm, samp);
+    ses_.warmup = warm;
+    ses_.sampling = samp;
+    res_.step_size = kernel_.step_size();
+    res_.warmup_seconds = prev_.warmup + warm;
+    res_.sampling_seconds = prev_.sampling + samp;
+    counters().profile = nullptr;  // points into res_, which is moved out
+    if (res_.stopped) {
+      res_.kept = res_.lp.size();
+      return std::move(res_);
+    }
+    fill_sampling_results();
+    if (sink_) sink_->end(res_.warmup_seconds, res_.sampling_seconds, counters());
+    if (ck_ != nullptr) save(total_, true);
+    return std::move(res_);
+  }
+
+  const Shared<M>& sh_;
+  const RunConfig& cfg_;
+  const Dataset& data_;
+  const std::size_t p_;
+  const int id_;
+  ZUp* zup_;
+  DrawSink* sink_;
+  ChainSession& ses_;
+  const CheckpointOptions* ck_;
+  const long total_;
+  const int theta_steps_;
+
+  // The chain's state (ChainState in plain values): random stream, θ with its cached density,
+  // bright set and target (FlyMC), kernel with its adaptation, loop sums, counters (in res_),
+  // timers of earlier sessions.
+  Rng rng_;
+  ThetaState s_;
+  BrightSet bright_;
+  std::optional<Target> target_;
+  ThetaKernel kernel_;
+  ChainTally tally_;
+  ChainTimers prev_;
+
+  ChainResult res_;
+  std::vector<double> row_;
+  Clock::time_point seg_start_{};
+  bool in_warmup_ = true;
+  long next_save_ = 0, saved_at_ = -1;
+};
+
+}  // namespace flymc::detail

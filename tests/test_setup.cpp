@@ -1,0 +1,177 @@
+// The set-up of a run (flymc/mcmc/setup.hpp): the bound, the automatic slack ε and z-proposal
+// rate q, the per-datum rates, the initial metric and step size, each checked against its
+// definition (docs/math.md §1.2, §1.5, §3).
+#include <doctest/doctest.h>
+#include <tbb/task_arena.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "flymc/mcmc/setup.hpp"
+#include "flymc/models/logistic.hpp"
+#include "flymc/models/softmax.hpp"
+#include "test_util.hpp"
+
+using namespace flymc;
+
+namespace {
+
+/// Σ_n (1 − m_n): the expected bright count under the Laplace draws, for the bound of `setup`.
+template <class M>
+double expected_bright(const M& model, const RunSetup<M>& setup, const MapResult& map,
+                       std::uint64_t seed) {
+  const std::vector<double> dark =
+      mean_dark_probability(*setup.bound, model.data(), model.layout(), laplace_draws(map, seed));
+  double b = 0.0;
+  for (double m : dark) b += 1.0 - m;
+  return b;
+}
+
+RunConfig flymc_config() {
+  RunConfig cfg;
+  cfg.seed = 11;
+  return cfg;
+}
+
+}  // namespace
+
+TEST_SUITE("unit") {
+  TEST_CASE("set-up: regular MCMC builds no bound and reports the q an implicit update would use") {
+    const auto ds = test::logistic_data(500, 4, 3);
+    RunConfig cfg = flymc_config();
+    cfg.algo = Algo::full;
+    const LogisticModel model(ds, cfg.prior_sd);
+    const MapResult map = model.find_map();
+    const RunSetup<LogisticModel> s = prepare_run(model, cfg, map);
+    CHECK(!s.bound);
+    CHECK(!s.rates);
+    CHECK(s.q_dark_to_bright == auto_q_dark_to_bright(0.0, ds->n()));
+    CHECK(s.bound_slack == 0.0);
+  }
+
+  TEST_CASE("set-up: explicit slack and q are taken as given, with no Laplace estimates") {
+    const auto ds = test::logistic_data(500, 4, 3);
+    RunConfig cfg = flymc_config();
+    cfg.bound_slack = 0.02;
+    cfg.q_dark_to_bright = 0.2;
+    const LogisticModel model(ds, cfg.prior_sd);
+    const MapResult map = model.find_map();
+    const RunSetup<LogisticModel> s = prepare_run(model, cfg, map);
+    REQUIRE(s.bound);
+    CHECK(s.bound_slack == 0.02);
+    CHECK(s.q_dark_to_bright == 0.2);
+    CHECK(!s.rates);
+  }
+
+  TEST_CASE("set-up: the automatic slack is a quarter of the expected bright fraction") {
+    const auto ds = test::logistic_data(3000, 5, 4);
+    RunConfig cfg = flymc_config();
+    const LogisticModel model(ds, cfg.prior_sd);
+    const MapResult map = model.find_map();
+    RunConfig zero = cfg;
+    zero.bound_slack = 0.0;
+    const double b0 = expected_bright(model, prepare_run(model, zero, map), map, cfg.seed);
+    const RunSetup<LogisticModel> s = prepare_run(model, cfg, map);  // automatic slack
+    CHECK(b0 > 1.0);
+    CHECK(s.bound_slack == 0.25 * b0 / static_cast<double>(ds->n()));
+    // N <= 10,000: the automatic q stays at 0.01 whatever the bright count.
+    CHECK(s.q_dark_to_bright == 0.01);
+  }
+
+  TEST_CASE("set-up: for tall data the automatic q keeps max(100, 4B) proposals per sweep") {
+    const auto ds = test::logistic_data(40000, 3, 5);
+    RunConfig cfg = flymc_config();
+    cfg.bound_slack = 0.0;
+    const LogisticModel model(ds, cfg.prior_sd);
+    const MapResult map = model.find_map();
+    const RunSetup<LogisticModel> s = prepare_run(model, cfg, map);
+    const double b = expected_bright(model, s, map, cfg.seed);
+    CHECK(s.q_dark_to_bright == auto_q_dark_to_bright(b, ds->n()));
+    CHECK(s.q_dark_to_bright < 0.01);
+    CHECK(s.q_dark_to_bright * static_cast<double>(ds->n()) >= 100.0 - 1e-9);
+  }
+
+  TEST_CASE("set-up: per-datum rates spend the uniform rate's proposals, floored at q/10") {
+    const auto ds = test::logistic_data(4000, 4, 6);
+    RunConfig cfg = flymc_config();
+    cfg.q_per_datum = true;
+    cfg.q_dark_to_bright = 0.05;
+    const LogisticModel model(ds, cfg.prior_sd);
+    const MapResult map = model.find_map();
+    const RunSetup<LogisticModel> s = prepare_run(model, cfg, map);
+    REQUIRE(s.rates);
+    REQUIRE(s.rates->log_q.size() == ds->n());
+    const std::vector<double> dark =
+        mean_dark_probability(*s.bound, model.data(), model.layout(), laplace_draws(map, cfg.seed));
+    double spend = 0.0, min_q = 1.0;
+    for (std::size_t n = 0; n < ds->n(); ++n) {
+      const double qn = std::exp(s.rates->log_q[n]);
+      spend += qn * dark[n];  // proposals come from dark data (s.bound includes the slack)
+      min_q = std::min(min_q, qn);
+    }
+    CHECK(spend == doctest::Approx(0.05 * static_cast<double>(ds->n())).epsilon(1e-6));
+    CHECK(min_q >= 0.1 * 0.05 * (1.0 - 1e-12));
+  }
+
+  TEST_CASE("set-up: the same on 1 and 2 threads (softmax, automatic slack and q)") {
+    const auto ds = test::softmax_data(12000, 4, 3, 7);
+    RunConfig cfg = flymc_config();
+    cfg.model = ModelKind::softmax;
+    const SoftmaxModel model(ds, Prior{});
+    const MapResult map = model.find_map();
+    auto with_threads = [&](int t) {
+      tbb::task_arena arena(t);
+      return arena.execute([&] { return prepare_run(model, cfg, map); });
+    };
+    const RunSetup<SoftmaxModel> a = with_threads(1), b = with_threads(2);
+    CHECK(a.bound_slack == b.bound_slack);
+    CHECK(a.q_dark_to_bright == b.q_dark_to_bright);
+    CHECK(a.bound_slack > 0.0);
+  }
+
+  TEST_CASE("set-up: initial step sizes follow the optimal scalings in the metric's units") {
+    const auto ds = test::logistic_data(500, 4, 3);
+    const LogisticModel model(ds, 1.0);
+    const MapResult map = model.find_map();
+    const double p = 4.0;
+    RunConfig cfg;
+    cfg.metric = Metric::diag;
+    cfg.kernel = KernelKind::rwmh;
+    CHECK(initial_step_size(cfg, map, 4) == doctest::Approx(2.38 / std::sqrt(p)));
+    cfg.kernel = KernelKind::mala;
+    CHECK(initial_step_size(cfg, map, 4) == doctest::Approx(1.65 * std::pow(p, -1.0 / 6.0)));
+    cfg.kernel = KernelKind::hmc;
+    CHECK(initial_step_size(cfg, map, 4) == doctest::Approx(std::pow(p, -0.25)));
+    cfg.kernel = KernelKind::slice;
+    CHECK(initial_step_size(cfg, map, 4) == doctest::Approx(2.0));
+    // The identity metric scales by the smallest Laplace sd.
+    cfg.metric = Metric::identity;
+    cfg.kernel = KernelKind::hmc;
+    const double sd_min = std::sqrt(map.covariance.diagonal().minCoeff());
+    CHECK(initial_step_size(cfg, map, 4) == doctest::Approx(sd_min * std::pow(p, -0.25)));
+    cfg.step_size = 0.3;
+    CHECK(initial_step_size(cfg, map, 4) == 0.3);
+  }
+
+  TEST_CASE("set-up: the initial metric is the Laplace covariance in the form asked for") {
+    const auto ds = test::logistic_data(500, 3, 8);
+    const LogisticModel model(ds, 1.0);
+    const MapResult map = model.find_map();
+    RunConfig cfg;
+    cfg.metric = Metric::identity;
+    CHECK(initial_metric(cfg, map).form() == InverseMetric::Form::identity);
+    cfg.metric = Metric::diag;
+    const InverseMetric diag = initial_metric(cfg, map);
+    REQUIRE(diag.form() == InverseMetric::Form::diag);
+    for (std::size_t j = 0; j < 3; ++j)
+      CHECK(diag.inverse_values()[j] ==
+            map.covariance(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(j)));
+    cfg.metric = Metric::dense;
+    CHECK(initial_metric(cfg, map).form() == InverseMetric::Form::dense);
+    cfg.metric = Metric::automatic;
+    cfg.kernel = KernelKind::rwmh;
+    CHECK(initial_metric(cfg, map).form() == InverseMetric::Form::identity);
+    cfg.kernel = KernelKind::mala;
+    CHECK(initial_metric(cfg, map).form() == InverseMetric::Form::diag);
+  }
+}

@@ -1,20 +1,13 @@
 #include "flymc/core/config.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <string>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/core/format.hpp"
 
 namespace flymc {
 namespace {
-/// Shortest text that reads back to v ("1e-300", not std::to_string's "0.000000").
-std::string num(double v) {
-  char buf[40];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
 // Upper limits that keep the iteration arithmetic (warmup + iters, chains × iterations,
 // iters + thin − 1) far from overflowing a 64-bit long.
 constexpr long kMaxIterations = 1'000'000'000'000;  // 1e12
@@ -40,32 +33,34 @@ void RunConfig::validate() const {
   // The prior precision 1/σ² must be a finite, non-zero double (σ = 1e-300 made it infinite and
   // the MAP search NaN).
   if (!(prior_sd >= kMinPriorSd && prior_sd <= kMaxPriorSd))
-    throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + num(prior_sd));
+    throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + number_text(prior_sd));
   if (!(q_dark_to_bright > 0.0 && q_dark_to_bright <= 1.0) && q_dark_to_bright != -1.0)
     throw ConfigError("--q-dark-to-bright must be in (0, 1] (or auto), got " +
-                      num(q_dark_to_bright));
+                      number_text(q_dark_to_bright));
   if (!(resample_fraction > 0.0 && resample_fraction <= 1.0))
-    throw ConfigError("--resample-fraction must be in (0, 1], got " + num(resample_fraction));
+    throw ConfigError("--resample-fraction must be in (0, 1], got " +
+                      number_text(resample_fraction));
   if (!(untuned_xi >= 0.0) || !std::isfinite(untuned_xi))
-    throw ConfigError("--untuned-xi must be finite and >= 0, got " + num(untuned_xi));
+    throw ConfigError("--untuned-xi must be finite and >= 0, got " + number_text(untuned_xi));
   if (!std::isfinite(bound_slack) || (bound_slack < 0.0 && bound_slack != -1.0))
-    throw ConfigError("--bound-slack must be finite and >= 0 (or auto), got " + num(bound_slack));
+    throw ConfigError("--bound-slack must be finite and >= 0 (or auto), got " +
+                      number_text(bound_slack));
   if (!(target_accept >= 0.0 && target_accept < 1.0))
     throw ConfigError("--target-accept must be in (0, 1) (0: the kernel's default), got " +
-                      num(target_accept));
+                      number_text(target_accept));
   if (theta_steps < 0)
     throw ConfigError("--theta-steps must be >= 1 (0: the kernel's default), got " +
                       std::to_string(theta_steps));
   if (hmc_steps < 1 || hmc_steps > 100000)
     throw ConfigError("--hmc-steps must be in [1, 100000], got " + std::to_string(hmc_steps));
   if (!(student_nu > 0.0) || !std::isfinite(student_nu))
-    throw ConfigError("--nu must be finite and > 0, got " + num(student_nu));
+    throw ConfigError("--nu must be finite and > 0, got " + number_text(student_nu));
   if (!(noise_scale > 0.0) || !std::isfinite(noise_scale))
-    throw ConfigError("--noise-scale must be finite and > 0, got " + num(noise_scale));
+    throw ConfigError("--noise-scale must be finite and > 0, got " + number_text(noise_scale));
   if (!(step_size >= 0.0) || !std::isfinite(step_size))
-    throw ConfigError("--step-size must be finite and >= 0, got " + num(step_size));
+    throw ConfigError("--step-size must be finite and >= 0, got " + number_text(step_size));
   if (!(init_jitter >= 0.0) || !std::isfinite(init_jitter))
-    throw ConfigError("--init-jitter must be finite and >= 0, got " + num(init_jitter));
+    throw ConfigError("--init-jitter must be finite and >= 0, got " + number_text(init_jitter));
 }
 
 const char* to_string(Algo a) noexcept { return a == Algo::flymc ? "flymc" : "full"; }

@@ -10,16 +10,11 @@
 #include <optional>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/core/format.hpp"
 #include "flymc/io/stan_csv.hpp"
 
 namespace flymc {
 namespace {
-
-std::string fmt(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 /// Stan CSV file of one chain; flushes (fflush + fsync) at adaptation, every few seconds, at
 /// each checkpoint (sync) and at the end. The file is opened by begin() (truncated) or by
@@ -115,26 +110,26 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
         {"warmup", std::to_string(cfg.warmup)},
         {"save_warmup", "0"},
         {"thin", std::to_string(cfg.thin)},
-        {"prior_sd", fmt(cfg.prior_sd)},
+        {"prior_sd", number_text(cfg.prior_sd)},
         {"q_dark_to_bright",
-         cfg.q_dark_to_bright < 0.0 ? std::string("auto") : fmt(cfg.q_dark_to_bright)},
+         cfg.q_dark_to_bright < 0.0 ? std::string("auto") : number_text(cfg.q_dark_to_bright)},
         {"q_per_datum", cfg.q_per_datum ? "1" : "0"},
-        {"resample_fraction", fmt(cfg.resample_fraction)},
-        {"untuned_xi", fmt(cfg.untuned_xi)},
-        {"bound_slack", cfg.bound_slack < 0.0 ? std::string("auto") : fmt(cfg.bound_slack)},
+        {"resample_fraction", number_text(cfg.resample_fraction)},
+        {"untuned_xi", number_text(cfg.untuned_xi)},
+        {"bound_slack", cfg.bound_slack < 0.0 ? std::string("auto") : number_text(cfg.bound_slack)},
         {"theta_steps", std::to_string(cfg.resolved_theta_steps())},
         {"init", to_string(cfg.init)},
         {"metric", to_string(cfg.resolved_metric())},
         {"adapt_metric", cfg.adapt_metric ? "1" : "0"},
-        {"adapt_delta", fmt(cfg.resolved_target_accept())},
+        {"adapt_delta", number_text(cfg.resolved_target_accept())},
     };
     if (cfg.kernel == KernelKind::hmc) c.emplace_back("hmc_steps", std::to_string(cfg.hmc_steps));
     if (cfg.kernel == KernelKind::slice) c.emplace_back("slice_mode", to_string(cfg.slice_mode));
     if (cfg.model == ModelKind::softmax)
       c.emplace_back("softmax_bound", to_string(cfg.softmax_bound));
     if (cfg.model == ModelKind::robust) {
-      c.emplace_back("student_nu", fmt(cfg.student_nu));
-      c.emplace_back("noise_scale", fmt(cfg.noise_scale));
+      c.emplace_back("student_nu", number_text(cfg.student_nu));
+      c.emplace_back("noise_scale", number_text(cfg.noise_scale));
     }
     for (const auto& kv : extra_config) c.push_back(kv);
     const std::string path = dir + "/chain-" + std::to_string(chain_id) + ".csv";

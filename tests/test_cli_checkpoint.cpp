@@ -20,6 +20,7 @@
 
 #include "flymc/core/rng.hpp"
 #include "flymc/data/loaders.hpp"
+#include "flymc/io/stan_csv.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -147,6 +148,92 @@ TEST_SUITE("unit") {
     fs::remove_all(dir);
   }
 
+  TEST_CASE("a second run into a live checkpointed run's directory exits 73 and deletes nothing") {
+    // The bug: the second run removed the live run's checkpoint files before it found the lock
+    // taken, so the first run could no longer be resumed after a kill.
+    const fs::path dir = temp_dir("live-ckpt"), logs = dir / "second";
+    fs::create_directories(logs);
+    flymc::save_csv(*flymc::test::logistic_data(20000, 6, 3), (dir / "d.csv").string());
+    const fs::path out = dir / "run";
+    const std::string base = "sample --data " + (dir / "d.csv").string() + long_run_options();
+    const pid_t first = spawn("sample --data " + (dir / "d.csv").string() +
+                                  " --chains 2 --warmup 20000 --iters 3000000 --seed 7 --quiet "
+                                  "--threads 1 --checkpoint-every 200000 --out " +
+                                  out.string(),
+                              dir);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!fs::exists(out / "checkpoint" / "run.ckpt") &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    REQUIRE(fs::exists(out / "checkpoint" / "run.ckpt"));
+    const std::string manifest = slurp(out / "checkpoint" / "run.ckpt");
+    const Status s = run(base + " --checkpoint-every 100 --out " + out.string(), logs);
+    CHECK(s.code == 73);
+    CHECK(s.err.find("another flymc run is writing this directory") != std::string::npos);
+    CHECK(s.err.find(std::to_string(first)) != std::string::npos);  // names the holder
+    CHECK(slurp(out / "checkpoint" / "run.ckpt") == manifest);
+    ::kill(first, SIGKILL);
+    wait_for(first, dir);
+    const Status r = run("sample --resume " + out.string() + " --quiet", dir);
+    CAPTURE(r.err);
+    CHECK(r.code == 0);
+    CHECK(fs::exists(out / "summary.json"));
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("two plain runs into one directory: the second exits 73 and the first's draws stay") {
+    // The bug: without checkpointing no lock was taken; the second run (seed 2) truncated and
+    // re-headed the first's draw files while the first kept appending to them.
+    const fs::path dir = temp_dir("live-plain"), logs = dir / "second";
+    fs::create_directories(logs);
+    flymc::save_csv(*flymc::test::logistic_data(20000, 6, 3), (dir / "d.csv").string());
+    const fs::path out = dir / "run";
+    const std::string data = "sample --data " + (dir / "d.csv").string();
+    // Long enough that the second run always meets the first one running.
+    const pid_t first = spawn(data +
+                                  " --chains 2 --warmup 20000 --iters 3000000 --thin 100 --seed 7 "
+                                  "--quiet --threads 2 --out " +
+                                  out.string(),
+                              dir);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!fs::exists(out / "chain-1.csv") &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const Status s = run(
+        data + " --seed 2 --chains 2 --warmup 50 --iters 100 --quiet --out " + out.string(), logs);
+    CHECK(s.code == 73);
+    const Status f = wait_for(first, dir);
+    CAPTURE(f.err);
+    REQUIRE(f.code == 0);
+    const flymc::StanCsv csv = flymc::read_stan_csv((out / "chain-1.csv").string());
+    CHECK(csv.draws.size() == 30000);  // 3,000,000 iterations, thin 100
+    CHECK(slurp(out / "chain-1.csv").find("seed=7") != std::string::npos);
+    CHECK(slurp(out / "chain-1.csv").find("seed=2") == std::string::npos);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("a new run replaces a finished run's files in its directory, never mixes with them") {
+    const fs::path dir = temp_dir("replace");
+    flymc::save_csv(*flymc::test::logistic_data(500, 3, 5), (dir / "d.csv").string());
+    const fs::path out = dir / "run";
+    const std::string base = "sample --data " + (dir / "d.csv").string() +
+                             " --warmup 100 --iters 200 --quiet --out " + out.string();
+    REQUIRE(run(base + " --chains 5 --checkpoint-every 50", dir).code == 0);
+    REQUIRE(fs::exists(out / "chain-5.csv"));
+    REQUIRE(fs::exists(out / "checkpoint" / "chain-5.ckpt"));
+    std::ofstream(out / "notes.txt") << "mine";  // not flymc's: left alone
+    REQUIRE(run(base + " --chains 2 --seed 3", dir).code == 0);
+    CHECK(fs::exists(out / "chain-2.csv"));
+    for (const char* gone : {"chain-3.csv", "chain-4.csv", "chain-5.csv"})
+      CHECK(!fs::exists(out / gone));
+    CHECK(!fs::exists(out / "checkpoint" / "run.ckpt"));
+    CHECK(!fs::exists(out / "checkpoint" / "chain-1.ckpt"));
+    CHECK(slurp(out / "notes.txt") == "mine");
+    const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+    CHECK(summary["run"]["chains"] == 2);
+    fs::remove_all(dir);
+  }
+
   TEST_CASE("flymc sample --resume: clear errors for a missing, corrupt, busy or mismatched run") {
     const fs::path dir = temp_dir("resume-errors");
     flymc::save_csv(*flymc::test::logistic_data(500, 3, 5), (dir / "d.csv").string());
@@ -171,12 +258,12 @@ TEST_SUITE("unit") {
     REQUIRE(run("sample --resume " + out.string() + " --quiet", dir).code == 0);  // idempotent
     // Held by another process: refused, nothing touched.
     {
-      const int fd = ::open((out / "checkpoint" / "lock").c_str(), O_RDWR);
+      const int fd = ::open((out / ".lock").c_str(), O_RDWR);
       REQUIRE(fd >= 0);
       REQUIRE(::flock(fd, LOCK_EX) == 0);
       s = run("sample --resume " + out.string(), dir);
       CHECK(s.code == 73);
-      CHECK(s.err.find("another flymc process") != std::string::npos);
+      CHECK(s.err.find("another flymc run is writing this directory") != std::string::npos);
       ::close(fd);
     }
     // A corrupted manifest: the checksum catches it.

@@ -38,7 +38,7 @@ for patch in "${patches[@]}"; do
     echo "$name: MISSED (the selection passed; see $log)"
     survivors=$((survivors + 1))
   else
-    echo "$name: caught ($(grep -c 'Failed\|\*\*\*Exception' "$log" || true) failing tests; $log)"
+    echo "$name: caught ($(grep -c '\*\*\*Failed' "$log" || true) failing tests; $log)"
   fi
 done
 git -C "$src" checkout -q -- .

@@ -1,6 +1,4 @@
 // `flymc sample`: run chains, write DIR/chain-<k>.csv and DIR/summary.json, print the summary.
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,9 +22,11 @@
 
 #include "commands.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/core/format.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/io/checkpoint.hpp"
 #include "flymc/io/output.hpp"
+#include "flymc/io/run_dir.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/testing.hpp"
 #include "table.hpp"
@@ -94,31 +94,6 @@ class StopSignals {
   struct sigaction old_term_ {};
 };
 
-/// An exclusive lock on a run's checkpoint directory, held while the process lives (the kernel
-/// drops it when the process dies, even by SIGKILL): two processes never write one run.
-class DirLock {
- public:
-  explicit DirLock(const std::string& dir) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw Error(dir + ": cannot create checkpoint directory: " + ec.message(), 73);
-    const std::string path = dir + "/lock";
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw Error(path + ": cannot create: " + std::strerror(errno), 73);
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd_);
-      throw Error(dir + ": another flymc process is running this run (lock held on " + path + ")",
-                  73);
-    }
-  }
-  ~DirLock() { ::close(fd_); }
-  DirLock(const DirLock&) = delete;
-  DirLock& operator=(const DirLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
 void write_summary_json(const std::string& path, const RunResult& r,
                         const std::vector<NamedSummary>& params) {
   nlohmann::json j;
@@ -182,84 +157,97 @@ bool allowed_with_resume(const std::string& name) {
          name == "--checkpoint-every" || name == "--help";
 }
 
-void run_sample(const SampleOptions& o) {
+/// What one `flymc sample` invocation runs: the configuration (from the options, or from the
+/// checkpoint when resuming), where it writes, and its data.
+struct SampleJob {
+  RunConfig cfg;
+  std::string out, data_arg, data_path;
+  bool resume = false;
+  long every = 0;  // checkpoint every K iterations; 0: no periodic checkpoints
+};
+
+/// A resumed run: its directory must hold a checkpoint, whose configuration and data it takes.
+/// Only the options of allowed_with_resume() may be given. Called with the directory locked.
+void load_resumed_job(const SampleOptions& o, bool every_given, SampleJob& job) {
   namespace fs = std::filesystem;
-  RunConfig cfg = o.cfg;
-  std::string out = o.out, data_arg = o.data, data_path;
-  const bool resume = !o.resume.empty();
-  long every = o.checkpoint_every;
+  std::error_code ec;
+  const std::string ckdir = job.out + "/checkpoint";
+  if (!fs::is_directory(ckdir, ec))
+    throw ConfigError(job.out +
+                      ": no checkpoint to resume (was the run started with "
+                      "--checkpoint-every?)");
+  const RunManifest manifest = load_run_manifest(ckdir);
+  job.cfg = manifest.config;
+  job.cfg.threads = o.cfg.threads;
+  job.data_arg = manifest.data_arg;
+  job.data_path = manifest.data_path;
+  if (!every_given) job.every = manifest.checkpoint_every;
+}
+
+/// Checks the options, takes the output directory's lock (before anything in it is touched),
+/// then loads the checkpoint to resume, or clears an earlier run's files for a fresh one.
+SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock) {
+  SampleJob job;
+  job.cfg = o.cfg;
+  job.out = o.out;
+  job.data_arg = o.data;
+  job.resume = !o.resume.empty();
+  job.every = o.checkpoint_every;
   const bool every_given = o.app->get_option("--checkpoint-every")->count() > 0;
-  if (every_given && every < 1)
-    throw ConfigError("--checkpoint-every must be >= 1 (iterations), got " + std::to_string(every));
-  std::optional<DirLock> lock;
-  std::optional<RunManifest> manifest;
-  if (resume) {
+  if (every_given && job.every < 1)
+    throw ConfigError("--checkpoint-every must be >= 1 (iterations), got " +
+                      std::to_string(job.every));
+  if (job.resume) {
     for (const CLI::Option* opt : o.app->get_options())
       if (opt->count() > 0 && !allowed_with_resume(opt->get_name()))
         throw UsageError(opt->get_name() +
                          " cannot be given with --resume: the run's options come from its "
                          "checkpoint (only --threads, --checkpoint-every and --quiet may change)");
-    out = o.resume;
+    job.out = o.resume;
     std::error_code ec;
-    if (!fs::is_directory(out, ec)) throw ConfigError(out + ": no such run directory to resume");
-    const std::string ckdir = out + "/checkpoint";
-    if (!fs::is_directory(ckdir, ec))
-      throw ConfigError(out +
-                        ": no checkpoint to resume (was the run started with "
-                        "--checkpoint-every?)");
-    lock.emplace(ckdir);
-    manifest = load_run_manifest(ckdir);
-    const int threads = cfg.threads;
-    cfg = manifest->config;
-    cfg.threads = threads;
-    data_arg = manifest->data_arg;
-    data_path = manifest->data_path;
-    if (!every_given) every = manifest->checkpoint_every;
+    if (!std::filesystem::is_directory(job.out, ec))
+      throw ConfigError(job.out + ": no such run directory to resume");
+    lock.emplace(job.out);
+    load_resumed_job(o, every_given, job);
   } else {
     // Every option is checked before any work: values, then the output directory, then the data.
     if (o.data.empty()) throw UsageError("--data is required (or --resume DIR)");
-    if (out.empty()) throw UsageError("--out must not be empty");
-    data_path = o.data;
+    if (job.out.empty()) throw UsageError("--out must not be empty");
+    job.data_path = o.data;
+    job.cfg.validate();
+    lock.emplace(job.out);
+    clear_run_outputs(job.out);  // an earlier run's files: replaced, never mixed
   }
-  cfg.validate();
-  std::vector<std::pair<std::string, std::string>> extra = {{"data", data_arg}};
-  if (o.hooks.bound_excess > 0.0)
-    extra.emplace_back("test_bound_excess", std::to_string(o.hooks.bound_excess));
-  SinkFactory sinks = stan_csv_sinks(out, cfg, extra);
-  check_writable(out);
-  const std::string ckdir = out + "/checkpoint";
+  job.cfg.validate();
+  check_writable(job.out);
+  return job;
+}
+
+/// The checkpointing of a job, or none (nullopt) when it neither resumes nor checkpoints.
+std::optional<CheckpointOptions> checkpoint_options(const SampleJob& job) {
+  if (!job.resume && job.every <= 0) return std::nullopt;
   CheckpointOptions ck;
-  if (!resume) {
-    // A fresh run in a directory that held another run: its checkpoint no longer matches.
-    remove_checkpoints(ckdir);
-    if (every > 0) {
-      lock.emplace(ckdir);
-      std::error_code ec;
-      const fs::path abs = fs::absolute(o.data, ec);
-      ck.data_path = ec ? o.data : abs.lexically_normal().string();
-      ck.data_arg = o.data;
-    }
+  ck.dir = job.out + "/checkpoint";
+  ck.every = job.every;
+  ck.resume = job.resume;
+  ck.stop = &g_stop;
+  if (!job.resume) {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(job.data_arg, ec);
+    ck.data_path = ec ? job.data_arg : abs.lexically_normal().string();
+    ck.data_arg = job.data_arg;
   }
-  const bool checkpointing = resume || every > 0;
-  if (checkpointing) {
-    ck.dir = ckdir;
-    ck.every = every;
-    ck.resume = resume;
-    ck.stop = &g_stop;
-  }
-  auto data = std::make_shared<const Dataset>(load_dataset(data_path, label_domain(cfg.model)));
-  const bool tty = isatty(STDERR_FILENO) && !o.quiet;
-  if (!o.quiet)
-    std::fprintf(stderr,
-                 "flymc: %s: %zu rows x %zu features; %s %s, %s kernel, %d chains, %ld+%ld "
-                 "iterations%s\n",
-                 data_path.c_str(), data->n(), data->d(), to_string(cfg.model), to_string(cfg.algo),
-                 to_string(cfg.kernel), cfg.chains, cfg.warmup, cfg.iters,
-                 resume ? " (resuming)" : "");
+  return ck;
+}
+
+/// Runs the job, with a progress line on a terminal (polled from the chains' counters).
+RunResult run_job(const SampleOptions& o, const SampleJob& job, const SinkFactory& sinks,
+                  std::shared_ptr<const Dataset> data, const CheckpointOptions* ck) {
+  const RunConfig& cfg = job.cfg;
   Progress progress(cfg.chains);
   std::atomic<bool> done{false};
   std::thread monitor;
-  if (tty) {
+  if (isatty(STDERR_FILENO) && !o.quiet) {
     monitor = std::thread([&] {
       const long total = cfg.warmup + cfg.iters;
       while (!done.load()) {
@@ -274,19 +262,103 @@ void run_sample(const SampleOptions& o) {
       std::fprintf(stderr, "\r%70s\r", "");
     });
   }
+  auto stop_monitor = [&] {
+    done = true;
+    if (monitor.joinable()) monitor.join();
+  };
   RunResult r;
   try {
     std::optional<StopSignals> signals;
-    if (checkpointing) signals.emplace();
-    r = testing::run_with_hooks(cfg, data, sinks, &progress, checkpointing ? &ck : nullptr,
-                                o.hooks);
+    if (ck != nullptr) signals.emplace();
+    r = testing::run_with_hooks(cfg, std::move(data), sinks, &progress, ck, o.hooks);
   } catch (...) {
-    done = true;
-    if (monitor.joinable()) monitor.join();
+    stop_monitor();
     throw;
   }
-  done = true;
-  if (monitor.joinable()) monitor.join();
+  stop_monitor();
+  return r;
+}
+
+/// The summary table and the run's figures on stdout.
+void print_report(const RunResult& r, const std::vector<NamedSummary>& params,
+                  const std::string& out) {
+  print_summary_table(stdout, params);
+  char flymc_extra[128] = "";  // the automatic choices made at set-up
+  if (r.config.algo == Algo::flymc && r.config.z == ZUpdate::implicit)
+    std::snprintf(flymc_extra, sizeof flymc_extra, ", bound slack %.3g, q %.3g", r.bound_slack,
+                  r.q_dark_to_bright);
+  else if (r.config.algo == Algo::flymc)
+    std::snprintf(flymc_extra, sizeof flymc_extra, ", bound slack %.3g", r.bound_slack);
+  std::printf(
+      "\nset-up %.3f s, warm-up %.3f s, sampling %.3f s; %.1f likelihood queries/iter "
+      "(%.2f%% of N), %.1f bright on average, acceptance %.3f%s\n",
+      r.setup_seconds, r.warmup_seconds, r.sampling_seconds, r.queries_per_iter(),
+      100.0 * r.queries_per_iter() / double(r.n), r.bright_mean(), r.accept_rate(), flymc_extra);
+  std::printf("draws: %s/chain-{1..%d}.csv, summary: %s/summary.json\n", out.c_str(),
+              r.config.chains, out.c_str());
+}
+
+/// Warnings go to stderr even with --quiet: convergence (Vehtari et al. 2021 ask for R-hat <
+/// 1.01 and a bulk ESS of at least 100 per chain), and anything that makes draws inexact or
+/// suspicious.
+void print_warnings(const RunResult& r, const std::vector<NamedSummary>& params) {
+  const RunConfig& cfg = r.config;
+  double rhat = 0.0, ess = std::numeric_limits<double>::infinity();
+  for (const auto& p : params) {
+    rhat = std::max(rhat, std::isnan(p.s.rhat) ? 0.0 : p.s.rhat);
+    ess = std::min(ess, std::isnan(p.s.ess_bulk) ? 0.0 : p.s.ess_bulk);
+  }
+  if (rhat > 1.01 || ess < 100.0 * cfg.chains)
+    std::fprintf(stderr,
+                 "flymc: warning: the chains have not mixed enough for reliable estimates (max "
+                 "R-hat %.3f, min bulk ESS %.0f; aim for R-hat < 1.01 and ESS >= 100 per "
+                 "chain): run more iterations (--iters, --warmup)%s\n",
+                 rhat, ess,
+                 cfg.algo == Algo::flymc ? "; FlyMC iterations are cheap but mix more slowly "
+                                           "than regular MCMC's"
+                                         : "");
+  auto count = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+  if (r.bound_violations() > 0)
+    std::fprintf(stderr,
+                 "flymc: warning: %llu bound violations (log B_n > log L_n beyond rounding, per "
+                 "chain in the draw files' end comments): the bound is invalid and the draws "
+                 "are not exact\n",
+                 count(r.bound_violations()));
+  if (r.slice_failures() > 0)
+    std::fprintf(stderr,
+                 "flymc: warning: %llu slice-sampling updates gave up without finding a point in "
+                 "the slice (the chain stayed put; per chain in the draw files' end comments): "
+                 "the cached density disagreed with the target, so the draws may not be exact\n",
+                 count(r.slice_failures()));
+  if (r.divergences() > 0)
+    std::fprintf(stderr,
+                 "flymc: warning: %llu divergent HMC trajectories after warm-up (rejected; the "
+                 "draws stay exact, but a higher --target-accept mixes better)\n",
+                 count(r.divergences()));
+  if (r.nonfinite() > 0)
+    std::fprintf(stderr, "flymc: warning: %llu proposals rejected for a non-finite density\n",
+                 count(r.nonfinite()));
+}
+
+void run_sample(const SampleOptions& o) {
+  std::optional<RunDirLock> lock;  // held until the run's files are complete
+  const SampleJob job = prepare_job(o, lock);
+  std::vector<std::pair<std::string, std::string>> extra = {{"data", job.data_arg}};
+  if (o.hooks.bound_excess > 0.0)
+    extra.emplace_back("test_bound_excess", number_text(o.hooks.bound_excess));
+  const SinkFactory sinks = stan_csv_sinks(job.out, job.cfg, extra);
+  const std::optional<CheckpointOptions> ck = checkpoint_options(job);
+  auto data =
+      std::make_shared<const Dataset>(load_dataset(job.data_path, label_domain(job.cfg.model)));
+  const RunConfig& cfg = job.cfg;
+  if (!o.quiet)
+    std::fprintf(stderr,
+                 "flymc: %s: %zu rows x %zu features; %s %s, %s kernel, %d chains, %ld+%ld "
+                 "iterations%s\n",
+                 job.data_path.c_str(), data->n(), data->d(), to_string(cfg.model),
+                 to_string(cfg.algo), to_string(cfg.kernel), cfg.chains, cfg.warmup, cfg.iters,
+                 job.resume ? " (resuming)" : "");
+  const RunResult r = run_job(o, job, sinks, data, ck ? &*ck : nullptr);
   for (const std::string& w : r.warnings) std::fprintf(stderr, "flymc: warning: %s\n", w.c_str());
   if (r.stopped) {
     const int sig = g_signal.load();
@@ -296,61 +368,13 @@ void run_sample(const SampleOptions& o) {
                  sig == SIGTERM  ? "SIGTERM"
                  : sig == SIGINT ? "SIGINT"
                                  : "request",
-                 out.c_str(), out.c_str());
+                 job.out.c_str(), job.out.c_str());
     throw ExitStatus{kExitStopped};
   }
   const auto params = summarize_params(r);
-  write_summary_json(out + "/summary.json", r, params);
-  if (!o.quiet) {
-    print_summary_table(stdout, params);
-    char flymc_extra[128] = "";  // the automatic choices made at set-up
-    if (r.config.algo == Algo::flymc && r.config.z == ZUpdate::implicit)
-      std::snprintf(flymc_extra, sizeof flymc_extra, ", bound slack %.3g, q %.3g", r.bound_slack,
-                    r.q_dark_to_bright);
-    else if (r.config.algo == Algo::flymc)
-      std::snprintf(flymc_extra, sizeof flymc_extra, ", bound slack %.3g", r.bound_slack);
-    std::printf(
-        "\nset-up %.3f s, warm-up %.3f s, sampling %.3f s; %.1f likelihood queries/iter "
-        "(%.2f%% of N), %.1f bright on average, acceptance %.3f%s\n",
-        r.setup_seconds, r.warmup_seconds, r.sampling_seconds, r.queries_per_iter(),
-        100.0 * r.queries_per_iter() / double(r.n), r.bright_mean(), r.accept_rate(), flymc_extra);
-    std::printf("draws: %s/chain-{1..%d}.csv, summary: %s/summary.json\n", out.c_str(), cfg.chains,
-                out.c_str());
-  }
-  // Convergence: Vehtari et al. (2021) ask for R-hat < 1.01 and a bulk ESS of at least 100 per
-  // chain before the estimates are trusted.
-  {
-    double rhat = 0.0, ess = std::numeric_limits<double>::infinity();
-    for (const auto& p : params) {
-      rhat = std::max(rhat, std::isnan(p.s.rhat) ? 0.0 : p.s.rhat);
-      ess = std::min(ess, std::isnan(p.s.ess_bulk) ? 0.0 : p.s.ess_bulk);
-    }
-    if (rhat > 1.01 || ess < 100.0 * cfg.chains)
-      std::fprintf(stderr,
-                   "flymc: warning: the chains have not mixed enough for reliable estimates (max "
-                   "R-hat %.3f, min bulk ESS %.0f; aim for R-hat < 1.01 and ESS >= 100 per "
-                   "chain): run more iterations (--iters, --warmup)%s\n",
-                   rhat, ess,
-                   cfg.algo == Algo::flymc ? "; FlyMC iterations are cheap but mix more slowly "
-                                             "than regular MCMC's"
-                                           : "");
-  }
-  // Warnings go to stderr even with --quiet: a violated bound means the draws are not exact.
-  if (r.bound_violations() > 0)
-    std::fprintf(stderr,
-                 "flymc: warning: %llu bound violations (log B_n > log L_n beyond rounding, per "
-                 "chain in the draw files' end comments): the bound is invalid and the draws "
-                 "are not exact\n",
-                 static_cast<unsigned long long>(r.bound_violations()));
-  if (r.divergences() > 0)
-    std::fprintf(
-        stderr,
-        "flymc: warning: %llu divergent HMC trajectories after warm-up (rejected; the draws "
-        "stay exact, but a higher --target-accept mixes better)\n",
-        static_cast<unsigned long long>(r.divergences()));
-  if (r.nonfinite() > 0)
-    std::fprintf(stderr, "flymc: warning: %llu proposals rejected for a non-finite density\n",
-                 static_cast<unsigned long long>(r.nonfinite()));
+  write_summary_json(job.out + "/summary.json", r, params);
+  if (!o.quiet) print_report(r, params, job.out);
+  print_warnings(r, params);
 }
 
 }  // namespace

@@ -364,13 +364,15 @@ TEST_SUITE("unit") {
       for (const ChainResult& c : r.chains) {
         const StanCsv csv =
             read_stan_csv((dir / ("chain-" + std::to_string(c.chain_id) + ".csv")).string());
-        std::string violations, clamps;
+        std::string violations, clamps, slice_failures;
         for (const auto& [k, v] : csv.diagnostics) {
           if (k == "bound_violations") violations = v;
           if (k == "bound_clamps") clamps = v;
+          if (k == "slice_failures") slice_failures = v;
         }
         CHECK(violations == std::to_string(c.counters.bound_violations));
         CHECK(clamps == std::to_string(c.counters.bound_clamps));
+        CHECK(slice_failures == "0");                // written beside the bound checks
         CHECK(std::isfinite(csv.sampling_seconds));  // the Elapsed Time block is still read
       }
     }

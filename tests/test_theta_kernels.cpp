@@ -835,7 +835,18 @@ TEST_SUITE("unit") {
       CHECK(s.theta == std::vector<double>{0.3, -0.7});
       CHECK(cnt.queries < 200 * 2);
       CHECK(info.adapt_stat < 0.1);  // shrinks only
+      // Every univariate update gave up, and each give-up is counted, not silent.
+      CHECK(cnt.slice_failures == (mode == SliceMode::direction ? 1U : 2U));
     }
+    // A consistent target never gives up.
+    TestTarget t(Vec::Zero(2), Mat::Identity(2, 2));
+    ThetaKernel k(kernel_config(KernelKind::slice, SliceMode::coordinate), 2,
+                  InverseMetric::identity(2), 2.0);
+    Rng rng(5, 5);
+    ThetaState s = state_at({0.3, -0.7}, t);
+    Counters cnt;
+    for (int i = 0; i < 2000; ++i) k.step(rng, s, t, cnt);
+    CHECK(cnt.slice_failures == 0);
   }
 
   TEST_CASE("HMC: an unstable step size gives counted divergences, never a non-finite state") {

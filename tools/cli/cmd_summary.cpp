@@ -17,9 +17,9 @@ namespace flymc::cli {
 namespace {
 
 /// The bound checks from the chains' end comments (bound_violations, bound_clamps,
-/// nonfinite_proposals); a chain without them has not finished.
+/// nonfinite_proposals, slice_failures); a chain without them has not finished.
 void print_bound_checks(const std::vector<StanCsv>& chains) {
-  unsigned long long violations = 0, clamps = 0, nonfinite = 0;
+  unsigned long long violations = 0, clamps = 0, nonfinite = 0, slice_failures = 0;
   std::string violating, unfinished;
   for (const StanCsv& c : chains) {
     auto value = [&](const char* key) -> std::optional<unsigned long long> {
@@ -40,11 +40,12 @@ void print_bound_checks(const std::vector<StanCsv>& chains) {
     if (*bv > 0) violating += (violating.empty() ? "" : ", ") + c.config_value("chain_id");
     clamps += value("bound_clamps").value_or(0);
     nonfinite += value("nonfinite_proposals").value_or(0);
+    slice_failures += value("slice_failures").value_or(0);
   }
   std::printf(
       "\nbound checks: %llu violations (log B_n > log L_n beyond rounding), %llu rounding "
-      "clamps, %llu non-finite proposals\n",
-      violations, clamps, nonfinite);
+      "clamps, %llu non-finite proposals, %llu slice failures\n",
+      violations, clamps, nonfinite, slice_failures);
   if (!unfinished.empty())
     std::printf(
         "(chain %s: no bound-check comments, not counted: the chain has not finished, "
@@ -55,6 +56,11 @@ void print_bound_checks(const std::vector<StanCsv>& chains) {
                  "flymc: warning: %llu bound violations in chain %s: the bound is invalid and "
                  "the draws are not exact\n",
                  violations, violating.c_str());
+  if (slice_failures > 0)
+    std::fprintf(stderr,
+                 "flymc: warning: %llu slice-sampling updates gave up without finding a point in "
+                 "the slice: the draws may not be exact\n",
+                 slice_failures);
 }
 
 void run_summary(const std::string& dir) {

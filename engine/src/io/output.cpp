@@ -47,7 +47,8 @@ class StanCsvSink final : public DrawSink {
     // there), and it is the only part that differs between an uninterrupted and a resumed run.
     writer_->write_comments({{"bound_violations", std::to_string(counters.bound_violations)},
                              {"bound_clamps", std::to_string(counters.bound_clamps)},
-                             {"nonfinite_proposals", std::to_string(counters.nonfinite)}});
+                             {"nonfinite_proposals", std::to_string(counters.nonfinite)},
+                             {"slice_failures", std::to_string(counters.slice_failures)}});
     writer_->write_elapsed(warmup_seconds, sampling_seconds);
     writer_->close();
     closed_ = true;

@@ -126,7 +126,7 @@ struct StanCsv {
   std::vector<double> inv_metric;
   /// `# key=value` lines after the header (keys of letters, digits and '_'), in file order:
   /// flymc writes its run diagnostics there (bound_violations, bound_clamps,
-  /// nonfinite_proposals).
+  /// nonfinite_proposals, slice_failures).
   std::vector<std::pair<std::string, std::string>> diagnostics;
   /// From the Elapsed Time block, if present.
   double warmup_seconds = std::numeric_limits<double>::quiet_NaN();

@@ -11,10 +11,12 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "auto_option.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
@@ -117,8 +119,9 @@ struct Table1Options {
   KernelKind kernel = KernelKind::rwmh;
   Metric metric = Metric::identity;
   std::uint64_t seed = 1;
-  double q = 0.01, slack = RunConfig{}.bound_slack;  // < 0: automatic
-  int theta_steps = 0;
+  double q = 0.01;
+  std::optional<double> slack;  // unset: automatic
+  std::optional<int> theta_steps;
   // Softmax (3-class Fashion-MNIST, 256 components) with MALA, and robust regression (synthetic,
   // 1.8 M x 57) with slice sampling.
   KernelKind softmax_kernel = KernelKind::mala, robust_kernel = KernelKind::slice;
@@ -132,7 +135,7 @@ struct Table1Options {
   Budget robust_regular{100, 900, 1}, robust_untuned{100, 900, 1}, robust_flymc{5000, 100000, 50};
   int robust_chains = 2;
   double robust_q = 1e-4;  // q·N = 180 dark proposals per sweep at N = 1.8 M
-  double softmax_slack = RunConfig{}.bound_slack, robust_slack = RunConfig{}.bound_slack;
+  std::optional<double> softmax_slack, robust_slack;  // unset: automatic
   // Prior sds chosen as the paper did, by out-of-sample performance: the held-out (t10k) log
   // predictive density at the MAP over sd ∈ {0.03, 0.1, 0.3, 1, 3} peaks at 1 for logistic
   // 7-vs-9 (−0.1154 nats) and at 0.3 for softmax 0/1/2 (−0.1095; sd 1: −0.1185).
@@ -332,11 +335,11 @@ struct ScalingOptions {
   // is in the tens to hundreds (an ESS estimated from a handful of effective draws is biased),
   // and N = 10^6 still costs only a few minutes.
   double regular_budget = 2e9;
-  int theta_steps = RunConfig{}.theta_steps;
-  double slack = RunConfig{}.bound_slack;
-  // FlyMC's implicit z-update rate; < 0: the engine's automatic one (auto_q_dark_to_bright),
+  std::optional<int> theta_steps;
+  std::optional<double> slack;
+  // FlyMC's implicit z-update rate; unset: the engine's automatic one (auto_q_dark_to_bright),
   // here q = 100/N (about 4 data are bright), so the z-sweep's cost does not grow with N.
-  double q = -1.0;
+  std::optional<double> q;
 };
 
 void scaling(const ScalingOptions& o) {
@@ -366,7 +369,7 @@ void scaling(const ScalingOptions& o) {
         cfg.thin = o.thin_flymc;
         cfg.theta_steps = o.theta_steps;
         cfg.bound_slack = o.slack;
-        cfg.q_dark_to_bright = o.q > 0.0 ? o.q : -1.0;
+        cfg.q_dark_to_bright = o.q;
       }
       const char* name = a == 0 ? "regular" : "flymc-map";
       std::fprintf(stderr, "scaling: N = %zu %s %ld iterations x %d chains ...\n", n, name,
@@ -515,19 +518,23 @@ int main(int argc, char** argv) {
   t1->add_option("--thin-flymc", t.thin_flymc)->capture_default_str();
   t1->add_option("--q-dark-to-bright", t.q, "Logistic row: implicit z-update rate q")
       ->capture_default_str();
-  t1->add_option("--bound-slack", t.slack, "Logistic row: slack in log B_n (-1: auto)")
-      ->capture_default_str();
-  t1->add_option("--softmax-slack", t.softmax_slack, "Softmax row: slack in log B_n (-1: auto)")
-      ->capture_default_str();
+  cli::add_auto_option(
+      t1, "--bound-slack", t.slack, [](double x) { return x >= 0.0; }, ">= 0",
+      "Logistic row: slack in log B_n");
+  cli::add_auto_option(
+      t1, "--softmax-slack", t.softmax_slack, [](double x) { return x >= 0.0; }, ">= 0",
+      "Softmax row: slack in log B_n");
   t1->add_option("--prior-sd", t.prior_sd, "Logistic row: prior sd")->capture_default_str();
   t1->add_option("--softmax-prior-sd", t.softmax_prior_sd, "Softmax row: prior sd")
       ->capture_default_str();
   t1->add_option("--robust-prior-sd", t.robust_prior_sd, "Robust row: prior sd (Laplace)")
       ->capture_default_str();
-  t1->add_option("--robust-slack", t.robust_slack, "Robust row: slack in log B_n (-1: auto)")
-      ->capture_default_str();
-  t1->add_option("--theta-steps", t.theta_steps, "Logistic row: theta-steps per z-sweep")
-      ->capture_default_str();
+  cli::add_auto_option(
+      t1, "--robust-slack", t.robust_slack, [](double x) { return x >= 0.0; }, ">= 0",
+      "Robust row: slack in log B_n");
+  cli::add_auto_option(
+      t1, "--theta-steps", t.theta_steps, [](double x) { return x >= 1.0; }, ">= 1",
+      "Logistic row: theta-steps per z-sweep");
   t1->callback([&] { table1(t); });
 
   ScalingOptions sc;
@@ -543,10 +550,15 @@ int main(int argc, char** argv) {
   s1->add_option("--regular-budget", sc.regular_budget,
                  "Regular MCMC runs clamp(budget/N, 1e4, 2e5) iterations")
       ->capture_default_str();
-  s1->add_option("--theta-steps", sc.theta_steps)->capture_default_str();
-  s1->add_option("--bound-slack", sc.slack)->capture_default_str();
-  s1->add_option("--q-dark-to-bright", sc.q, "FlyMC's implicit z-update rate (< 0: automatic)")
-      ->capture_default_str();
+  cli::add_auto_option(
+      s1, "--theta-steps", sc.theta_steps, [](double x) { return x >= 1.0; }, ">= 1",
+      "theta-steps per z-sweep");
+  cli::add_auto_option(
+      s1, "--bound-slack", sc.slack, [](double x) { return x >= 0.0; }, ">= 0",
+      "Slack subtracted from every log B_n");
+  cli::add_auto_option(
+      s1, "--q-dark-to-bright", sc.q, [](double x) { return x > 0.0 && x <= 1.0; }, "in (0, 1]",
+      "FlyMC's implicit z-update rate");
   s1->callback([&] { scaling(sc); });
 
   ChainsOptions ch;

@@ -404,12 +404,12 @@ void add_kernel_options(CLI::App* s, RunConfig& c) {
   add_enum_option(s, "--slice-mode", c.slice_mode, modes,
                   "Slice sampling along a random direction or every coordinate in turn",
                   "direction");
-  s->add_option("--target-accept", c.target_accept,
-                "Step-size adaptation target (0: 0.234 rwmh, 0.574 mala, 0.8 hmc, 0.5 slice)")
-      ->capture_default_str();
-  s->add_option("--step-size", c.step_size,
-                "Initial step size (slice: interval width; 0: from the Laplace fit)")
-      ->capture_default_str();
+  add_auto_option(
+      s, "--target-accept", c.target_accept, [](double x) { return x > 0.0 && x < 1.0; },
+      "in (0, 1)", "Step-size adaptation target; auto: 0.234 rwmh, 0.574 mala, 0.8 hmc, 0.5 slice");
+  add_auto_option(
+      s, "--step-size", c.step_size, [](double x) { return x > 0.0; }, "> 0",
+      "Initial step size (slice: interval width); auto: from the Laplace fit");
   const std::map<std::string, PriorKind> priors{{"gaussian", PriorKind::gaussian},
                                                 {"laplace", PriorKind::laplace}};
   add_enum_option(s, "--prior", c.prior, priors,
@@ -464,9 +464,9 @@ void add_sample_command(CLI::App& app) {
   s->add_flag("--q-per-datum", c.q_per_datum,
               "Implicit z-update: per-datum rates q_n proportional to the expected bright "
               "probability (Laplace draws at set-up), at the uniform rate's mean cost");
-  s->add_option("--theta-steps", c.theta_steps,
-                "theta-steps per z-sweep (0: 10 for rwmh, 1 for the other kernels)")
-      ->capture_default_str();
+  add_auto_option(
+      s, "--theta-steps", c.theta_steps, [](double x) { return x >= 1.0; }, ">= 1",
+      "theta-steps per z-sweep; auto: 10 for rwmh, 1 for the other kernels");
   s->add_option("--out", o->out, "Output directory")->capture_default_str();
   s->add_flag("--quiet", o->quiet, "No progress line or table");
   s->add_option("--checkpoint-every", o->checkpoint_every,

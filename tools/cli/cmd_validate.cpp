@@ -26,6 +26,10 @@ class ValidationFailed : public Error {
 };
 
 nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+/// An automatic (unset) option as null.
+nlohmann::json optional_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
 
 void write_json(const std::string& path, const nlohmann::json& j) {
   const std::string tmp = path + ".tmp";
@@ -94,11 +98,11 @@ nlohmann::json sbc_json(const SbcResult& r) {
                   {"kernel", to_string(c.kernel)},
                   {"bound", to_string(c.bound)},
                   {"z", to_string(c.z)},
-                  {"q_dark_to_bright", c.q_dark_to_bright},
+                  {"q_dark_to_bright", optional_json(c.q_dark_to_bright)},
                   {"resample_fraction", c.resample_fraction},
                   {"untuned_xi", c.untuned_xi},
-                  {"bound_slack", c.bound_slack},
-                  {"theta_steps", c.theta_steps},
+                  {"bound_slack", optional_json(c.bound_slack)},
+                  {"theta_steps", c.resolved_theta_steps()},
                   {"metric", to_string(c.metric)},
                   {"prior_sd", c.prior_sd},
                   {"warmup", c.warmup},
@@ -274,7 +278,9 @@ void add_validate_command(CLI::App& app) {
     s->add_option("--threads", o.threads, "Worker threads over replicates (0: all cores)")
         ->capture_default_str();
     add_model_z_options(s, r);
-    s->add_option("--theta-steps", r.theta_steps, "theta-steps per z-sweep")->capture_default_str();
+    add_auto_option(
+        s, "--theta-steps", r.theta_steps, [](double x) { return x >= 1.0; }, ">= 1",
+        "theta-steps per z-sweep");
     s->add_option("--alpha", o.alpha, "Family-wise significance level (Bonferroni)")
         ->capture_default_str();
     s->add_flag("--approximate", o.approximate,

@@ -1,14 +1,12 @@
 #pragma once
 // Sub-command registration for the flymc command line. Each sub-command lives in its own file.
 #include <CLI/CLI.hpp>
-#include <cmath>
-#include <exception>
-#include <limits>
 #include <map>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "auto_option.hpp"
 #include "flymc/core/config.hpp"
 #include "flymc/core/errors.hpp"
 
@@ -17,34 +15,6 @@ namespace flymc::cli {
 struct ExitStatus {
   int code;
 };
-/// An option taking "auto" (stored as −1, RunConfig's marker for a value chosen at set-up) or a
-/// number that `valid` accepts; anything else is a configuration error (exit 78) naming the
-/// option and the value.
-inline void add_auto_option(CLI::App* s, const std::string& name, double& target,
-                            bool (*valid)(double), const std::string& range,
-                            const std::string& help) {
-  s->add_option_function<std::string>(
-       name,
-       [&target, valid, name, range](const std::string& v) {
-         if (v == "auto") {
-           target = -1.0;
-           return;
-         }
-         double x = std::numeric_limits<double>::quiet_NaN();
-         try {
-           std::size_t used = 0;
-           x = std::stod(v, &used);
-           if (used != v.size()) x = std::numeric_limits<double>::quiet_NaN();
-         } catch (const std::exception&) {
-         }
-         if (!std::isfinite(x) || !valid(x))
-           throw ConfigError(name + " must be auto or a number " + range + ", got " + v);
-         target = x;
-       },
-       help)
-      ->default_str("auto");
-}
-
 /// The model and FlyMC options shared by `flymc sample` and `flymc validate` (any options struct
 /// with these fields: RunConfig, GewekeOptions): prior, z-update rates, untuned ξ, bound slack.
 template <class Options>

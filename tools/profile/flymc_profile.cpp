@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "auto_option.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
@@ -33,9 +34,15 @@ int main(int argc, char** argv) {
   app.add_flag("--q-per-datum", cfg.q_per_datum, "Per-datum implicit z-update rates");
   app.add_option("--iters", cfg.iters, "Sampling iterations")->capture_default_str();
   app.add_option("--warmup", cfg.warmup, "Warm-up iterations")->capture_default_str();
-  app.add_option("--theta-steps", cfg.theta_steps)->capture_default_str();
-  app.add_option("--bound-slack", cfg.bound_slack)->capture_default_str();
-  app.add_option("--q-dark-to-bright", cfg.q_dark_to_bright)->capture_default_str();
+  cli::add_auto_option(
+      &app, "--theta-steps", cfg.theta_steps, [](double x) { return x >= 1.0; }, ">= 1",
+      "theta-steps per z-sweep");
+  cli::add_auto_option(
+      &app, "--bound-slack", cfg.bound_slack, [](double x) { return x >= 0.0; }, ">= 0",
+      "Slack subtracted from every log B_n");
+  cli::add_auto_option(
+      &app, "--q-dark-to-bright", cfg.q_dark_to_bright,
+      [](double x) { return x > 0.0 && x <= 1.0; }, "in (0, 1]", "Implicit z-update rate q");
   app.add_flag("--no-timers", no_timers, "Run without the phase timers (for perf/callgrind)");
   CLI11_PARSE(app, argc, argv);
   cfg.algo = algo == "full" ? Algo::full : Algo::flymc;

@@ -34,31 +34,32 @@ void RunConfig::validate() const {
   // the MAP search NaN).
   if (!(prior_sd >= kMinPriorSd && prior_sd <= kMaxPriorSd))
     throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + number_text(prior_sd));
-  if (!(q_dark_to_bright > 0.0 && q_dark_to_bright <= 1.0) && q_dark_to_bright != -1.0)
+  if (q_dark_to_bright && !(*q_dark_to_bright > 0.0 && *q_dark_to_bright <= 1.0))
     throw ConfigError("--q-dark-to-bright must be in (0, 1] (or auto), got " +
-                      number_text(q_dark_to_bright));
+                      number_text(*q_dark_to_bright));
   if (!(resample_fraction > 0.0 && resample_fraction <= 1.0))
     throw ConfigError("--resample-fraction must be in (0, 1], got " +
                       number_text(resample_fraction));
   if (!(untuned_xi >= 0.0) || !std::isfinite(untuned_xi))
     throw ConfigError("--untuned-xi must be finite and >= 0, got " + number_text(untuned_xi));
-  if (!std::isfinite(bound_slack) || (bound_slack < 0.0 && bound_slack != -1.0))
+  if (bound_slack && !(*bound_slack >= 0.0 && std::isfinite(*bound_slack)))
     throw ConfigError("--bound-slack must be finite and >= 0 (or auto), got " +
-                      number_text(bound_slack));
-  if (!(target_accept >= 0.0 && target_accept < 1.0))
-    throw ConfigError("--target-accept must be in (0, 1) (0: the kernel's default), got " +
-                      number_text(target_accept));
-  if (theta_steps < 0)
-    throw ConfigError("--theta-steps must be >= 1 (0: the kernel's default), got " +
-                      std::to_string(theta_steps));
+                      number_text(*bound_slack));
+  if (target_accept && !(*target_accept > 0.0 && *target_accept < 1.0))
+    throw ConfigError("--target-accept must be in (0, 1) (or auto: the kernel's), got " +
+                      number_text(*target_accept));
+  if (theta_steps && *theta_steps < 1)
+    throw ConfigError("--theta-steps must be >= 1 (or auto: the kernel's), got " +
+                      std::to_string(*theta_steps));
   if (hmc_steps < 1 || hmc_steps > 100000)
     throw ConfigError("--hmc-steps must be in [1, 100000], got " + std::to_string(hmc_steps));
   if (!(student_nu > 0.0) || !std::isfinite(student_nu))
     throw ConfigError("--nu must be finite and > 0, got " + number_text(student_nu));
   if (!(noise_scale > 0.0) || !std::isfinite(noise_scale))
     throw ConfigError("--noise-scale must be finite and > 0, got " + number_text(noise_scale));
-  if (!(step_size >= 0.0) || !std::isfinite(step_size))
-    throw ConfigError("--step-size must be finite and >= 0, got " + number_text(step_size));
+  if (step_size && !(*step_size > 0.0 && std::isfinite(*step_size)))
+    throw ConfigError("--step-size must be finite and > 0 (or auto: from the Laplace fit), got " +
+                      number_text(*step_size));
   if (!(init_jitter >= 0.0) || !std::isfinite(init_jitter))
     throw ConfigError("--init-jitter must be finite and >= 0, got " + number_text(init_jitter));
 }
@@ -112,11 +113,11 @@ Metric RunConfig::resolved_metric() const noexcept {
   return kernel == KernelKind::rwmh ? Metric::identity : Metric::diag;
 }
 int RunConfig::resolved_theta_steps() const noexcept {
-  if (theta_steps > 0) return theta_steps;
+  if (theta_steps) return *theta_steps;
   return kernel == KernelKind::rwmh ? 10 : 1;
 }
 double RunConfig::resolved_target_accept() const noexcept {
-  if (target_accept > 0.0) return target_accept;
+  if (target_accept) return *target_accept;
   switch (kernel) {
     case KernelKind::rwmh:
       return 0.234;

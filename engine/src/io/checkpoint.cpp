@@ -171,6 +171,17 @@ std::span<const unsigned char> unframe(std::span<const unsigned char> bytes, std
   return bytes.subspan(kHeaderBytes, length);
 }
 
+/// An optional value: a presence byte, then the value if present.
+void put_optional(ByteWriter& w, const std::optional<double>& v) {
+  w.put<std::uint8_t>(v ? 1 : 0);
+  if (v) w.put(*v);
+}
+
+std::optional<double> get_optional(ByteReader& r) {
+  if (!r.get_bool()) return std::nullopt;
+  return r.get<double>();
+}
+
 void put_config(ByteWriter& w, const RunConfig& c) {
   w.put<std::uint32_t>(static_cast<std::uint32_t>(c.model));
   w.put<std::uint32_t>(static_cast<std::uint32_t>(c.prior));
@@ -192,13 +203,13 @@ void put_config(ByteWriter& w, const RunConfig& c) {
   w.put<std::int64_t>(c.thin);
   w.put<std::uint64_t>(c.seed);
   w.put(c.prior_sd);
-  w.put(c.q_dark_to_bright);
+  put_optional(w, c.q_dark_to_bright);
   w.put(c.resample_fraction);
   w.put(c.untuned_xi);
-  w.put(c.bound_slack);
-  w.put<std::int64_t>(c.theta_steps);
-  w.put(c.target_accept);
-  w.put(c.step_size);
+  put_optional(w, c.bound_slack);
+  put_optional(w, c.theta_steps ? std::optional<double>(*c.theta_steps) : std::nullopt);
+  put_optional(w, c.target_accept);
+  put_optional(w, c.step_size);
   w.put(c.init_jitter);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(c.softmax_bound));
 }
@@ -234,15 +245,16 @@ RunConfig get_config(ByteReader& r) {
   c.thin = r.get<std::int64_t>();
   c.seed = r.get<std::uint64_t>();
   c.prior_sd = r.get<double>();
-  c.q_dark_to_bright = r.get<double>();
+  c.q_dark_to_bright = get_optional(r);
   c.resample_fraction = r.get<double>();
   c.untuned_xi = r.get<double>();
-  c.bound_slack = r.get<double>();
-  const auto ts = r.get<std::int64_t>();
-  if (ts < 0 || ts > std::numeric_limits<int>::max()) r.fail("invalid theta_steps");
-  c.theta_steps = static_cast<int>(ts);
-  c.target_accept = r.get<double>();
-  c.step_size = r.get<double>();
+  c.bound_slack = get_optional(r);
+  if (const std::optional<double> ts = get_optional(r)) {
+    if (!(*ts >= 1.0 && *ts <= std::numeric_limits<int>::max())) r.fail("invalid theta_steps");
+    c.theta_steps = static_cast<int>(*ts);
+  }
+  c.target_accept = get_optional(r);
+  c.step_size = get_optional(r);
   c.init_jitter = r.get<double>();
   c.softmax_bound = static_cast<SoftmaxBoundKind>(e(1));
   try {

@@ -46,7 +46,7 @@ InverseMetric initial_metric(const RunConfig& cfg, const MapResult& map) {
 }
 
 double initial_step_size(const RunConfig& cfg, const MapResult& map, std::size_t p) {
-  if (cfg.step_size > 0.0) return cfg.step_size;
+  if (cfg.step_size) return *cfg.step_size;
   // In the metric's units the posterior has sd ≈ 1 (Laplace); with the identity metric the
   // smallest Laplace sd sets the scale. Then the textbook optimal scalings in dimension P:
   // RW 2.38/√P (Roberts, Gelman & Gilks 1997), MALA 1.65·P^(−1/6) (Roberts & Rosenthal 1998),

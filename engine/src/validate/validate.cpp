@@ -384,8 +384,10 @@ std::string format_report(const SbcResult& r) {
   const RunConfig& c = o.run;
   std::string s = "SBC (Talts et al. 2018): logistic regression, n = " + std::to_string(o.n) +
                   ", d = " + std::to_string(o.d) + fmt(", prior sd %g\n", c.prior_sd);
-  s += "sampler: " + sampler_description(c.algo, c.bound, c.z, c.kernel, c.q_dark_to_bright,
-                                         c.resample_fraction, c.bound_slack, c.theta_steps);
+  // An automatic q or slack is described as such (q ≤ 0, slack 0 are not printed as values).
+  s += "sampler: " + sampler_description(c.algo, c.bound, c.z, c.kernel,
+                                         c.q_dark_to_bright.value_or(0.0), c.resample_fraction,
+                                         c.bound_slack.value_or(0.0), c.resolved_theta_steps());
   if (c.resolved_metric() != Metric::identity)
     s += std::string(", metric ") + to_string(c.resolved_metric()) +
          (c.adapt_metric ? " (adapted)" : " (Laplace)");

@@ -3,6 +3,7 @@
 /// Run configuration: one struct with validate(), instead of long argument lists.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace flymc {
@@ -70,10 +71,10 @@ struct RunConfig {
   double prior_sd = 1.0;
   double student_nu = 4.0;   ///< robust regression: Student-t degrees of freedom ν (paper: 4)
   double noise_scale = 1.0;  ///< robust regression: the Student-t scale s
-  /// Implicit z-update proposal rate q (MATH.md 1.2). Negative: automatic, auto_q_dark_to_bright()
+  /// Implicit z-update proposal rate q (MATH.md 1.2). Unset: automatic, auto_q_dark_to_bright()
   /// of the expected bright count (8 Laplace draws at set-up); RunResult::q_dark_to_bright
   /// reports the value used. It is 0.01 up to N = 10,000.
-  double q_dark_to_bright = -1.0;
+  std::optional<double> q_dark_to_bright;
   /// Implicit z-update with per-datum rates q_n ∝ expected bright probability, at the same mean
   /// number of proposals as the uniform rate q (MATH.md 1.5; per_datum_log_rates()).
   bool q_per_datum = false;
@@ -82,27 +83,28 @@ struct RunConfig {
   /// the residual |r| where the Gaussian bound touches the Student-t; unused by softmax (its
   /// untuned bound is anchored at W = 0).
   double untuned_xi = 1.5;
-  /// ε subtracted from every log B_n (MATH.md 1.5). Negative: automatic, ε = ¼·(expected bright
+  /// ε subtracted from every log B_n (MATH.md 1.5). Unset: automatic, ε = ¼·(expected bright
   /// count)/N estimated from 8 Laplace draws at set-up (about a quarter more bright data, no
   /// −∞ barrier at any bright datum's tight point; RunResult::bound_slack reports it).
-  double bound_slack = -1.0;
+  std::optional<double> bound_slack;
   /// Softmax only: which quadratic bound on lse (SoftmaxBound). Measured default: tight (on
   /// Fashion-MNIST classes 0-2, 256 PCs, MALA: 2.2x fewer bright data and queries per iteration,
   /// 2.5-3x the ESS per iteration with the Laplace metric; README).
   SoftmaxBoundKind softmax_bound = SoftmaxBoundKind::tight;
   /// θ-steps per z-sweep (MATH.md 1.5). An iteration is one θ-step, so z is resampled after
   /// every theta_steps-th iteration and queries/ESS per iteration stay per θ proposal.
-  /// 0 picks the measured default: 10 for RW-MH (README, "Levers": 10 θ-steps per z-sweep cut
+  /// Unset picks the measured default: 10 for RW-MH (README, "Levers": 10 θ-steps per z-sweep cut
   /// the time per iteration from 11.3 to 4.0 us on Fashion-MNIST 7-vs-9 at the same ESS per
   /// iteration), 1 for the kernels whose θ-step costs many evaluations (MALA's gradient, HMC's
   /// trajectory, slice sampling's interval), beside which a z-sweep is cheap.
-  int theta_steps = 0;
-  /// Step-size adaptation target; 0 picks the kernel's: 0.234 RW-MH (Roberts, Gelman & Gilks
+  std::optional<int> theta_steps;
+  /// Step-size adaptation target; unset picks the kernel's: 0.234 RW-MH (Roberts, Gelman & Gilks
   /// 1997), 0.574 MALA (Roberts & Rosenthal 1998), 0.8 HMC (Stan), 0.5 slice sampling (the
   /// fraction of stepping-out moves among stepping-out and shrinkage moves, which tunes the
   /// initial interval width).
-  double target_accept = 0.0;
-  double step_size = 0.0;    ///< initial step size (slice: interval width); 0 picks one
+  std::optional<double> target_accept;
+  /// Initial step size (slice: interval width); unset picks one from the Laplace fit.
+  std::optional<double> step_size;
   double init_jitter = 0.1;  ///< --init map: jitter in Laplace standard deviations
   bool profile = false;      ///< time the phases of every iteration (profiling harness)
 
@@ -111,9 +113,9 @@ struct RunConfig {
 
   /// The metric after resolving Metric::automatic for the kernel.
   Metric resolved_metric() const noexcept;
-  /// θ-steps per z-sweep after resolving 0 for the kernel.
+  /// θ-steps per z-sweep after resolving an unset value for the kernel.
   int resolved_theta_steps() const noexcept;
-  /// The adaptation target after resolving 0 for the kernel.
+  /// The adaptation target after resolving an unset value for the kernel.
   double resolved_target_accept() const noexcept;
 };
 

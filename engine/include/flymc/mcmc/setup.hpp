@@ -116,18 +116,17 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
   using Bound = typename M::Bound;
   const Dataset& data = model.data();
   RunSetup<M> out;
-  out.bound_slack = std::max(cfg.bound_slack, 0.0);
+  out.bound_slack = cfg.bound_slack.value_or(0.0);
   // The automatic q is 0.01 up to N = 10,000 whatever the bright count (auto_q_dark_to_bright).
-  out.q_dark_to_bright =
-      cfg.q_dark_to_bright > 0.0 ? cfg.q_dark_to_bright : auto_q_dark_to_bright(0.0, data.n());
+  out.q_dark_to_bright = cfg.q_dark_to_bright.value_or(auto_q_dark_to_bright(0.0, data.n()));
   if (cfg.algo != Algo::flymc) return out;
   RunConfig bc = cfg;
   bc.bound_slack = out.bound_slack;
   out.bound.emplace(Bound::make(model, bc, map));
-  const bool auto_slack = cfg.bound_slack < 0.0;
+  const bool auto_slack = !cfg.bound_slack;
   const bool per_datum = cfg.z == ZUpdate::implicit && cfg.q_per_datum;
   const bool auto_q =
-      cfg.z == ZUpdate::implicit && cfg.q_dark_to_bright < 0.0 && out.q_dark_to_bright < 0.01;
+      cfg.z == ZUpdate::implicit && !cfg.q_dark_to_bright && out.q_dark_to_bright < 0.01;
   if (auto_slack || per_datum || auto_q) {
     std::vector<double> dark =
         mean_dark_probability(*out.bound, data, model.layout(), laplace_draws(map, cfg.seed));

@@ -75,9 +75,9 @@ struct Prior {
 };
 
 /// The slack a bound is built with from `cfg`: RunConfig::bound_slack, with the automatic value
-/// (−1; run() resolves it from Laplace draws before building the run's bound) taken as 0.
+/// (unset; the set-up resolves it from Laplace draws before building the run's bound) taken as 0.
 inline double bound_slack_of(const RunConfig& cfg) noexcept {
-  return cfg.bound_slack == -1.0 ? 0.0 : cfg.bound_slack;
+  return cfg.bound_slack.value_or(0.0);
 }
 
 /// Dense ↔ padded conversions for K blocks of `stride` (see the file comment).

@@ -1,4 +1,4 @@
-// Google Benchmark micro-benchmarks for softmax classification (MATH.md 2.2) at the size of
+// Google Benchmark micro-benchmarks for softmax classification (docs/math.md §2.2) at the size of
 // Fashion-MNIST classes 0, 1, 2 with 256 principal components (N = 18,000, D = 257, K = 3):
 // the full-data log-likelihood and its gradient (regular MCMC's cost per evaluation), the
 // collapsed bounds (Böhning's, and the tight per-datum choice with Jebara & Choromanska's; arg

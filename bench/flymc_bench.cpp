@@ -309,7 +309,9 @@ void table1(const Table1Options& o) {
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     if (!f) throw Error(o.json + ": cannot create", 73);
-    f << nlohmann::json{{"machine", machine_info()}, {"rows", jrows}}.dump(2) << '\n';
+    f << nlohmann::json{{"benchmark", "table1"}, {"machine", machine_info()}, {"rows", jrows}}.dump(
+             2)
+      << '\n';
     std::printf("wrote %s\n", o.json.c_str());
   }
 }
@@ -404,7 +406,9 @@ void scaling(const ScalingOptions& o) {
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     if (!f) throw Error(o.json + ": cannot create", 73);
-    f << nlohmann::json{{"machine", machine_info()}, {"rows", jrows}}.dump(2) << '\n';
+    f << nlohmann::json{{"benchmark", "scaling"}, {"machine", machine_info()}, {"rows", jrows}}
+             .dump(2)
+      << '\n';
   }
 }
 
@@ -455,7 +459,9 @@ void chains_bench(const ChainsOptions& o) {
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     if (!f) throw Error(o.json + ": cannot create", 73);
-    f << nlohmann::json{{"machine", machine_info()}, {"rows", jrows}}.dump(2) << '\n';
+    f << nlohmann::json{{"benchmark", "chains"}, {"machine", machine_info()}, {"rows", jrows}}.dump(
+             2)
+      << '\n';
   }
 }
 

@@ -7,7 +7,8 @@
 # got no label and were left out of `ctest -L unit`. Here each suite is listed with
 # --test-suite=<suite>, and every name is escaped for doctest's filter; a ';' in a name no longer
 # splits it into two tests that match nothing and pass. A test case outside every listed suite is
-# an error.
+# an error. Suite "threaded" holds unit tests that run several threads or chains at once: they are
+# labelled both unit and threaded (the TSan build runs -L threaded).
 string(REPLACE "," ";" suites "${SUITES}")
 set(env_property "")
 if(ENV)
@@ -22,6 +23,10 @@ set(total ${CMAKE_MATCH_1})
 set(count 0)
 set(script "")
 foreach(suite IN LISTS suites)
+  set(labels ${suite})
+  if(suite STREQUAL "threaded")
+    set(labels "unit;threaded")
+  endif()
   execute_process(COMMAND "${EXE}" --test-suite=${suite} --list-test-cases
                   OUTPUT_VARIABLE out RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
@@ -44,7 +49,7 @@ foreach(suite IN LISTS suites)
            "add_test([==[${name}]==] \"${EXE}\" [==[--test-case=${filter}]==] "
            "[==[--test-suite=${suite}]==])\n"
            "set_tests_properties([==[${name}]==] PROPERTIES WORKING_DIRECTORY \"${WORKDIR}\" "
-           "LABELS ${suite}${env_property})\n")
+           "LABELS [==[${labels}]==]${env_property})\n")
   endforeach()
 endforeach()
 if(NOT count EQUAL total)

@@ -379,7 +379,8 @@ TEST_SUITE("unit") {
     fs::remove_all(dir);
   }
 
-  TEST_CASE("stopped and resumed runs equal an uninterrupted run, byte for byte") {
+  TEST_CASE("stopped and resumed runs equal an uninterrupted run, byte for byte" *
+            doctest::test_suite("threaded")) {
     auto ds = test::logistic_data(3000, 4, 12);
     struct Case {
       const char* name;
@@ -467,7 +468,8 @@ TEST_SUITE("unit") {
     }
   }
 
-  TEST_CASE("stopped and resumed runs equal an uninterrupted run: MALA, HMC, slice, dense metric") {
+  TEST_CASE("stopped and resumed runs equal an uninterrupted run: MALA, HMC, slice, dense metric" *
+            doctest::test_suite("threaded")) {
     // The θ-kernels' adaptation state (dual averaging, the dense metric, the Welford sums of the
     // open window) travels in the checkpoint: stopping in the middle of a slow window, being
     // killed in sampling and stopping again late change no byte of the draw files (whose

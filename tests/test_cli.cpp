@@ -45,7 +45,8 @@ fs::path temp_dir(const std::string& name) {
 
 TEST_SUITE("unit") {
   TEST_CASE(
-      "flymc sample writes Stan CSV chains and summary.json with exactly the documented keys") {
+      "flymc sample writes Stan CSV chains and summary.json with exactly the documented keys" *
+      doctest::test_suite("threaded")) {
     const fs::path dir = temp_dir("sample");
     flymc::save_csv(*flymc::test::logistic_data(800, 3, 5), (dir / "d.csv").string());
     const std::string out = (dir / "run").string();

@@ -301,7 +301,8 @@ TEST_SUITE("unit") {
     }
   }
 
-  TEST_CASE("synth_logistic: shape, bias column, determinism, thread independence") {
+  TEST_CASE("synth_logistic: shape, bias column, determinism, thread independence" *
+            doctest::test_suite("threaded")) {
     const std::size_t n = 150000, d = 6;  // 3 blocks of 65536 rows
     const flymc::Dataset a = flymc::synth_logistic(n, d, 42);
     REQUIRE(a.n() == n);

@@ -161,7 +161,8 @@ TEST_SUITE("statistical") {
     }
   }
 
-  TEST_CASE("the same seed gives bit-identical draws with 1 and 2 threads") {
+  TEST_CASE("the same seed gives bit-identical draws with 1 and 2 threads" *
+            doctest::test_suite("threaded")) {
     auto ds = test::logistic_data(10000, 4, 41);  // > one 4096-row chunk: parallel reductions
     for (Algo algo : {Algo::full, Algo::flymc}) {
       RunConfig cfg;

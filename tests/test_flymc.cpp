@@ -132,10 +132,10 @@ TEST_SUITE("statistical") {
   // replicates from an exact draw of p(z | θ), apply one update, and test the per-datum bright
   // counts against Binomial(R, p_n) with a chi-square over the N data (independent across n given
   // θ). With R = 20000 and p_n spread over (0.02, 0.98), a reversed inequality in the implicit
-  // update (MATH.md 1.2) moves the counts by hundreds of standard errors; the fixed seed makes the
-  // test deterministic, and the cut p > 1e-3 is the false-alarm rate for a correct sampler. The
-  // fifth updater uses per-datum rates q_n (thinned proposals; mutation: using q_max instead of
-  // q_n in either acceptance fails it).
+  // update (docs/math.md §1.2) moves the counts by hundreds of standard errors; the fixed seed
+  // makes the test deterministic, and the cut p > 1e-3 is the false-alarm rate for a correct
+  // sampler. The fifth updater uses per-datum rates q_n (thinned proposals; mutation: using q_max
+  // instead of q_n in either acceptance fails it).
   TEST_CASE("the automatic z-update rate: 0.01 up to N = 10,000, a constant sweep cost beyond") {
     // The rule itself: min(0.01, max(100, 4·B)/N).
     CHECK(auto_q_dark_to_bright(0.0, 1000) == 0.01);
@@ -184,7 +184,7 @@ TEST_SUITE("statistical") {
       llt[i] = kernels::log_expm1(delta);
     }
     const int reps = 20000;
-    // Per-datum rates q_n spread over [0.02, 1] (MATH.md 1.5), for the fifth updater, and one
+    // Per-datum rates q_n spread over [0.02, 1] (docs/math.md §1.5), for the fifth updater, and one
     // q_n = 1 (bucket 0: every dark datum proposed).
     std::vector<double> log_rates(n);
     {

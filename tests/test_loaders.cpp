@@ -235,7 +235,8 @@ TEST_SUITE("unit") {
                    ":3: field 1 (label): label 1.5 is not a class index"));
   }
 
-  TEST_CASE("load_csv error: line numbers stay right deep inside a large, multi-block file") {
+  TEST_CASE("load_csv error: line numbers stay right deep inside a large, multi-block file" *
+            doctest::test_suite("threaded")) {
     TempDir tmp;
     const auto ds = flymc::synth_logistic(60000, 4, 11);
     const std::string path = tmp / "big.csv";
@@ -275,7 +276,8 @@ TEST_SUITE("unit") {
     CHECK(identical(ds, back));
   }
 
-  TEST_CASE("round trip of a large data set through both formats (parallel paths)") {
+  TEST_CASE("round trip of a large data set through both formats (parallel paths)" *
+            doctest::test_suite("threaded")) {
     TempDir tmp;
     const auto ds = flymc::synth_logistic(120000, 9, 5);
     flymc::save_csv(ds, tmp / "big.csv");
@@ -456,7 +458,8 @@ TEST_SUITE("unit") {
     CHECK(compared >= 3 * 40);  // the fixtures of tests/data and tests/data/bad, 3 domains each
   }
 
-  TEST_CASE("CSV and NPY parsed in pieces of a few bytes give the same data set") {
+  TEST_CASE("CSV and NPY parsed in pieces of a few bytes give the same data set" *
+            doctest::test_suite("threaded")) {
     // Larger than a few pieces: every block, carry-over and parallel-chunk boundary is crossed.
     TempDir tmp;
     const auto ds = awkward_dataset();

@@ -1,4 +1,4 @@
-// Model-contract tests for logistic regression and its Jaakkola–Jordan bound (MATH.md 2.1).
+// Model-contract tests for logistic regression and its Jaakkola–Jordan bound (docs/math.md §2.1).
 #include <doctest/doctest.h>
 
 #include <cmath>

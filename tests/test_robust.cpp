@@ -1,4 +1,4 @@
-// Robust regression (MATH.md 2.3) beyond the model contract: Δ_n, ∂Δ_n/∂ψ and log L_n against
+// Robust regression (docs/math.md §2.3) beyond the model contract: Δ_n, ∂Δ_n/∂ψ and log L_n against
 // long double references where double arithmetic would cancel or overflow (t → 0, t → −1, huge
 // residuals), the MAP with outliers and from a far start, data and configuration errors, the
 // synth-robust generator, and (statistical) every sampler against the exact posterior of a
@@ -280,7 +280,8 @@ TEST_SUITE("unit") {
     CHECK_THROWS_AS(RobustBound::untuned(model, 1.0, Vec::Zero(2)), ConfigError);
   }
 
-  TEST_CASE("synth_robust: determinism, thread independence, the documented recipe") {
+  TEST_CASE("synth_robust: determinism, thread independence, the documented recipe" *
+            doctest::test_suite("threaded")) {
     const std::size_t n = 150000, d = 17;  // 3 blocks of 65536 rows; 16 features, 2 factors
     const Dataset a = synth_robust(n, d, 42);
     REQUIRE(a.n() == n);

@@ -198,7 +198,8 @@ TEST_SUITE("unit") {
     }
   }
 
-  TEST_CASE("every sampler keeps draws and lp finite on hostile data, without bound violations") {
+  TEST_CASE("every sampler keeps draws and lp finite on hostile data, without bound violations" *
+            doctest::test_suite("threaded")) {
     for (const Scenario& s : scenarios()) {
       for (const Sampler& k : kSamplers) {
         CAPTURE(s.name);

@@ -1,5 +1,5 @@
-// Softmax classification and its bounds (MATH.md 2.2: Böhning's, and the tight per-datum choice
-// with Jebara & Choromanska's), beyond the model contract (test_model_contract.cpp): label
+// Softmax classification and its bounds (docs/math.md §2.2: Böhning's, and the tight per-datum
+// choice with Jebara & Choromanska's), beyond the model contract (test_model_contract.cpp): label
 // validation, K = 2 against logistic regression, the lse bounds against lse and against a plain
 // transcription of Jebara & Choromanska's algorithm, numerical robustness at extreme predictors,
 // bit-identical results on 1 and 2 threads, and every sampler against an importance-sampling

@@ -107,7 +107,7 @@ inline bool is_streaming(std::size_t nrows, std::size_t stride) noexcept {
 
 /// How many rows ahead dots_gather prefetches: enough rows in flight to cover DRAM latency
 /// (~100 ns against a few ns of arithmetic per row), few enough not to evict what is still
-/// needed. Flat optimum between 12 and 32 rows (d = 51) on EPYC; 64 is 1.7x slower.
+/// needed (bench/bm_kernels.cpp measures the gathered dots; the optimum is flat around this).
 constexpr std::size_t kGatherAhead = 16;
 
 // ---- Element functions ----------------------------------------------------------------------

@@ -1,5 +1,5 @@
 // `flymc validate sbc|geweke`: statistical validation of the samplers (engine/validate.hpp).
-// Prints the report; exits 1 when a quantity fails (unless the sampler is flagged approximate).
+// Prints the report; exits 1 when a quantity fails.
 #include <unistd.h>
 
 #include <atomic>
@@ -88,61 +88,69 @@ struct SbcCli {
   bool quiet = false;
 };
 
+/// The sampler options both tests report, under the same keys.
+nlohmann::json sampler_json(ModelKind model, Algo algo, KernelKind kernel, BoundTuning bound,
+                            ZUpdate z, const nlohmann::json& q, double f, double xi,
+                            const nlohmann::json& slack, int theta_steps, double prior_sd) {
+  return {{"model", to_string(model)},  {"algo", to_string(algo)}, {"kernel", to_string(kernel)},
+          {"bound", to_string(bound)},  {"z", to_string(z)},       {"q_dark_to_bright", q},
+          {"resample_fraction", f},     {"untuned_xi", xi},        {"bound_slack", slack},
+          {"theta_steps", theta_steps}, {"prior_sd", prior_sd}};
+}
+
+/// The outcome both tests report: the per-item cut, the verdict, time and the sampler's counts.
+void add_outcome(nlohmann::json& j, double threshold, bool passed, double seconds,
+                 double accept_rate, std::uint64_t violations, std::uint64_t nonfinite) {
+  j["threshold"] = threshold;
+  j["passed"] = passed;
+  j["seconds"] = seconds;
+  j["accept_rate"] = accept_rate;
+  j["bound_violations"] = violations;
+  j["nonfinite"] = nonfinite;
+}
+
 nlohmann::json sbc_json(const SbcResult& r) {
   const SbcOptions& o = r.options;
   const RunConfig& c = o.run;
   nlohmann::json j;
   j["test"] = "sbc";
-  j["options"] = {{"model", "logistic"},
-                  {"algo", to_string(c.algo)},
-                  {"kernel", to_string(c.kernel)},
-                  {"bound", to_string(c.bound)},
-                  {"z", to_string(c.z)},
-                  {"q_dark_to_bright", optional_json(c.q_dark_to_bright)},
-                  {"resample_fraction", c.resample_fraction},
-                  {"untuned_xi", c.untuned_xi},
-                  {"bound_slack", optional_json(c.bound_slack)},
-                  {"theta_steps", c.resolved_theta_steps()},
-                  {"metric", to_string(c.metric)},
-                  {"prior_sd", c.prior_sd},
-                  {"warmup", c.warmup},
-                  {"n", o.n},
-                  {"d", o.d},
-                  {"reps", o.reps},
-                  {"draws", o.draws},
-                  {"thin", o.thin},
-                  {"bins", o.bins},
-                  {"seed", o.seed},
-                  {"alpha", o.alpha},
-                  {"approximate", o.approximate}};
+  j["options"] = sampler_json(c.model, c.algo, c.kernel, c.bound, c.z,
+                              optional_json(c.q_dark_to_bright), c.resample_fraction, c.untuned_xi,
+                              optional_json(c.bound_slack), c.resolved_theta_steps(), c.prior_sd);
+  j["options"].update({{"metric", to_string(c.metric)},
+                       {"warmup", c.warmup},
+                       {"n", o.n},
+                       {"d", o.d},
+                       {"classes", o.classes},
+                       {"reps", o.reps},
+                       {"draws", o.draws},
+                       {"thin", o.thin},
+                       {"bins", o.bins},
+                       {"seed", o.seed},
+                       {"alpha", o.alpha}});
   j["quantities"] = nlohmann::json::array();
-  for (const RankTest& t : r.quantities) {
-    nlohmann::json q = {{"name", t.name},
-                        {"chi2", t.chi2},
-                        {"dof", t.dof},
-                        {"p_value", num(t.p_value)},
-                        {"max_deviation", t.max_deviation},
-                        {"ess_ratio", num(t.ess_ratio)},
-                        {"lag1", num(t.lag1)},
-                        {"counts", t.counts},
-                        {"expected", t.expected},
-                        {"ranks", t.ranks}};
-    if (!o.approximate) q["pass"] = t.pass;
-    j["quantities"].push_back(q);
-  }
-  j["threshold"] = r.threshold;
-  j["passed"] = o.approximate ? nlohmann::json() : nlohmann::json(r.passed());
-  j["seconds"] = r.seconds;
-  j["accept_rate"] = r.accept_rate;
+  for (const RankTest& t : r.quantities)
+    j["quantities"].push_back({{"name", t.name},
+                               {"chi2", t.chi2},
+                               {"dof", t.dof},
+                               {"p_value", num(t.p_value)},
+                               {"max_deviation", t.max_deviation},
+                               {"ess_ratio", num(t.ess_ratio)},
+                               {"lag1", num(t.lag1)},
+                               {"counts", t.counts},
+                               {"expected", t.expected},
+                               {"ranks", t.ranks},
+                               {"pass", t.pass}});
+  add_outcome(j, r.threshold, r.passed(), r.seconds, r.accept_rate, r.bound_violations,
+              r.nonfinite);
   j["bright_mean"] = r.bright_mean;
-  j["bound_violations"] = r.bound_violations;
-  j["nonfinite"] = r.nonfinite;
   return j;
 }
 
-void run_sbc_command(const SbcCli& c) {
-  if (c.model != "logistic")
-    throw ConfigError("--model " + c.model + ": only 'logistic' is available in this build");
+void run_sbc_command(SbcCli& c) {
+  c.opt.run.model = c.model == "softmax"  ? ModelKind::softmax
+                    : c.model == "robust" ? ModelKind::robust
+                                          : ModelKind::logistic;
   c.opt.validate();
   std::atomic<int> done{0};
   SbcResult r;
@@ -170,43 +178,33 @@ nlohmann::json geweke_json(const GewekeResult& r) {
   const GewekeOptions& o = r.options;
   nlohmann::json j;
   j["test"] = "geweke";
-  j["options"] = {{"model", "logistic"},
-                  {"algo", to_string(o.algo)},
-                  {"kernel", to_string(o.kernel)},
-                  {"bound", to_string(o.bound)},
-                  {"z", to_string(o.z)},
-                  {"q_dark_to_bright", o.q_dark_to_bright},
-                  {"resample_fraction", o.resample_fraction},
-                  {"untuned_xi", o.untuned_xi},
-                  {"bound_slack", o.bound_slack},
-                  {"theta_steps", o.theta_steps},
-                  {"sweeps", o.sweeps},
-                  {"step_size", o.step_size},
-                  {"prior_sd", o.prior_sd},
-                  {"n", o.n},
-                  {"d", o.d},
-                  {"iters", o.iters},
-                  {"burn", o.burn},
-                  {"chains", o.chains},
-                  {"mc_draws", o.mc_draws},
-                  {"batches", o.batches},
-                  {"seed", o.seed},
-                  {"alpha", o.alpha},
-                  {"approximate", o.approximate}};
+  j["options"] =
+      sampler_json(ModelKind::logistic, o.algo, o.kernel, o.bound, o.z, o.q_dark_to_bright,
+                   o.resample_fraction, o.untuned_xi, o.bound_slack, o.theta_steps, o.prior_sd);
+  j["options"].update({{"sweeps", o.sweeps},
+                       {"step_size", o.step_size},
+                       {"n", o.n},
+                       {"d", o.d},
+                       {"iters", o.iters},
+                       {"burn", o.burn},
+                       {"chains", o.chains},
+                       {"mc_draws", o.mc_draws},
+                       {"batches", o.batches},
+                       {"seed", o.seed},
+                       {"alpha", o.alpha}});
   j["functions"] = nlohmann::json::array();
-  for (const GewekeStat& g : r.stats) {
-    nlohmann::json f = {{"name", g.name},       {"mc_mean", g.mc_mean},     {"mc_se", g.mc_se},
-                        {"sc_mean", g.sc_mean}, {"sc_se", g.sc_se},         {"exact", num(g.exact)},
-                        {"z", num(g.z)},        {"p_value", num(g.p_value)}};
-    if (!o.approximate) f["pass"] = g.pass;
-    j["functions"].push_back(f);
-  }
-  j["threshold"] = r.threshold;
-  j["passed"] = o.approximate ? nlohmann::json() : nlohmann::json(r.passed());
-  j["seconds"] = r.seconds;
-  j["accept_rate"] = r.accept_rate;
-  j["bound_violations"] = r.bound_violations;
-  j["nonfinite"] = r.nonfinite;
+  for (const GewekeStat& g : r.stats)
+    j["functions"].push_back({{"name", g.name},
+                              {"mc_mean", g.mc_mean},
+                              {"mc_se", g.mc_se},
+                              {"sc_mean", g.sc_mean},
+                              {"sc_se", g.sc_se},
+                              {"exact", num(g.exact)},
+                              {"z", num(g.z)},
+                              {"p_value", num(g.p_value)},
+                              {"pass", g.pass}});
+  add_outcome(j, r.threshold, r.passed(), r.seconds, r.accept_rate, r.bound_violations,
+              r.nonfinite);
   return j;
 }
 
@@ -232,11 +230,9 @@ void run_geweke_command(const GewekeCli& c) {
 }
 
 /// Options shared by both sub-commands, bound to the given fields.
-void add_sampler_options(CLI::App* s, std::string& model, Algo& algo, BoundTuning& bound,
-                         ZUpdate& z) {
-  s->add_option("--model", model, "Model")
-      ->check(CLI::IsMember({"logistic"}))
-      ->capture_default_str();
+void add_sampler_options(CLI::App* s, const std::vector<std::string>& models, std::string& model,
+                         Algo& algo, BoundTuning& bound, ZUpdate& z) {
+  s->add_option("--model", model, "Model")->check(CLI::IsMember(models))->capture_default_str();
   s->add_option("--algo", algo, "flymc or full (regular MCMC)")
       ->transform(CLI::CheckedTransformer(kAlgos))
       ->default_str(to_string(algo));
@@ -264,7 +260,7 @@ void add_validate_command(CLI::App& app) {
         "sbc",
         "Simulation-based calibration (Talts et al. 2018): ranks of the true parameters "
         "among posterior draws, tested for uniformity");
-    add_sampler_options(s, c->model, r.algo, r.bound, r.z);
+    add_sampler_options(s, {"logistic", "softmax", "robust"}, c->model, r.algo, r.bound, r.z);
     add_kernel_options(s, r);
     s->add_option("--reps", o.reps, "Replicates (simulated data sets)")->capture_default_str();
     s->add_option("--n", o.n, "Rows per simulated data set")->capture_default_str();
@@ -283,10 +279,9 @@ void add_validate_command(CLI::App& app) {
         "theta-steps per z-sweep");
     s->add_option("--alpha", o.alpha, "Family-wise significance level (Bonferroni)")
         ->capture_default_str();
-    s->add_flag("--approximate", o.approximate,
-                "The sampler is approximate: report deviations, no pass/fail");
     s->add_option("--json", c->json, "Write the results to this JSON file");
     s->add_flag("--quiet", c->quiet, "No report on stdout");
+    s->add_option("--classes", o.classes, "Softmax: classes K")->capture_default_str();
     s->callback([c] { run_sbc_command(*c); });
   }
 
@@ -298,7 +293,7 @@ void add_validate_command(CLI::App& app) {
         "geweke",
         "Geweke's (2004) joint-distribution test of the FlyMC transition, z-updates "
         "included: marginal-conditional vs successive-conditional simulator");
-    add_sampler_options(s, c->model, o.algo, o.bound, o.z);
+    add_sampler_options(s, {"logistic"}, c->model, o.algo, o.bound, o.z);
     s->add_option("--kernel", o.kernel, "theta-kernel (fixed step size, identity metric)")
         ->transform(CLI::CheckedTransformer(kKernels))
         ->default_str(to_string(o.kernel));
@@ -327,8 +322,6 @@ void add_validate_command(CLI::App& app) {
     add_model_z_options(s, o);
     s->add_option("--alpha", o.alpha, "Family-wise significance level (Bonferroni)")
         ->capture_default_str();
-    s->add_flag("--approximate", o.approximate,
-                "The sampler is approximate: report deviations, no pass/fail");
     s->add_option("--json", c->json, "Write the results to this JSON file");
     s->add_flag("--quiet", c->quiet, "No report on stdout");
     s->callback([c] { run_geweke_command(*c); });

@@ -1,4 +1,4 @@
-// The runner instantiated for robust linear regression (Student-t likelihood, MATH.md 2.3).
+// The runner instantiated for robust linear regression (Student-t likelihood, docs/math.md §2.3).
 #include "flymc/models/robust.hpp"
 #include "run_model.hpp"
 

@@ -176,7 +176,8 @@ void check_data(const Dataset& ds) {
 /// log L, and the requested curvatures of −log L in ψ per datum:
 ///   exact: −∂²log L_n/∂ψ² = 2a(c − r²)/(c + r²)² = (2a/c)·ρ(2ρ − 1), ρ = c/(c + r²) ∈ [0, 1]
 ///          (negative beyond |r| = √c: the likelihood is not log-concave);
-///   mm:    2w_n = 2a/(c + r²) = (2a/c)·ρ, the tangent bound's curvature (MATH.md 2.3), ≥ exact.
+///   mm:    2w_n = 2a/(c + r²) = (2a/c)·ρ, the tangent bound's curvature (docs/math.md §2.3), ≥
+///   exact.
 /// With x = r/√c: ρ = 1/(1 + x²) and ∂log L/∂ψ = 2a·r/(c + r²) = (2a/√c)/(x + 1/x), forms in
 /// which x = 0 and x = ±inf give 0, never NaN.
 Stats curvature_stats(const Dataset& ds, const StudentT& st, const double* theta_p, bool grad,

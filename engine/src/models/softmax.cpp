@@ -162,7 +162,7 @@ Mat assemble_neg_hessian(const std::vector<double>& pairs, std::size_t K, std::s
 namespace lse_bound {
 namespace {
 /// tanh(r/2)/(2r), ¼ at r = 0: the Jaakkola–Jordan curvature coefficient (twice λ(r) of
-/// MATH.md 2.1). Below |r| = 1e-3 by its series ¼ − r²/48 + r⁴/480 (error O(r⁶) < 1e-19); for
+/// docs/math.md §2.1). Below |r| = 1e-3 by its series ¼ − r²/48 + r⁴/480 (error O(r⁶) < 1e-19); for
 /// huge |r| it tends to 1/(2|r|), and to 0 at infinity.
 double jc_coefficient(double r) noexcept {
   const double a = std::fabs(r);

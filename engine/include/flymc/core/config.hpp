@@ -9,9 +9,9 @@
 namespace flymc {
 
 enum class Algo { flymc, full };             ///< FlyMC, or regular full-data MCMC
-enum class BoundTuning { map, untuned };     ///< MATH.md 1.4
-enum class ZUpdate { implicit, explicit_ };  ///< MATH.md 1.2 / 1.1
-/// θ-kernels (MATH.md 3): random-walk MH, MALA, HMC (leapfrog), slice sampling (Neal 2003).
+enum class BoundTuning { map, untuned };     ///< docs/math.md §1.4
+enum class ZUpdate { implicit, explicit_ };  ///< docs/math.md §1.2 / 1.1
+/// θ-kernels (docs/math.md §3): random-walk MH, MALA, HMC (leapfrog), slice sampling (Neal 2003).
 enum class KernelKind { rwmh, mala, hmc, slice };
 enum class Init { map, prior };  ///< chain starting points
 /// The kernels' metric (the RW proposal covariance, MALA's preconditioner, HMC's inverse mass
@@ -21,12 +21,12 @@ enum class Init { map, prior };  ///< chain starting points
 /// `automatic` is the measured default per kernel: identity for RW-MH (Table 1's comparison),
 /// diag for MALA, HMC and slice sampling.
 enum class Metric { automatic, identity, diag, dense };
-/// Models (MATH.md 2): logistic regression (labels ±1), softmax classification (labels
+/// Models (docs/math.md §2): logistic regression (labels ±1), softmax classification (labels
 /// 0..K−1), robust linear regression with a Student-t likelihood (real responses).
 enum class ModelKind { logistic, softmax, robust };
 /// Prior on every coefficient: N(0, sd²), or Laplace with the same standard deviation.
 enum class PriorKind { gaussian, laplace };
-/// Softmax classification's quadratic bound on lse (MATH.md 2.2): Böhning's fixed curvature
+/// Softmax classification's quadratic bound on lse (docs/math.md §2.2): Böhning's fixed curvature
 /// ½(I − 𝟙𝟙ᵀ/K) for every datum (Böhning 1992), or `tight`: per datum the tightest (by expected
 /// gap under the Laplace approximation) of Böhning's and the Jebara–Choromanska bounds (Jebara &
 /// Choromanska 2012) over class orders, much less curved for confidently classified data.
@@ -35,19 +35,20 @@ enum class SoftmaxBoundKind { bohning, tight };
 /// direction drawn from N(0, metric).
 enum class SliceMode { coordinate, direction };
 
-/// Everything a sampling run needs besides the data. Defaults are the measured choices.
 /// The automatic implicit z-update rate: q = min(0.01, max(100, 4·B)/N), B the expected bright
-/// count. A dark datum with bright odds r_n turns bright at rate min(q, r_n) per sweep (MATH.md
-/// 1.2), so a q above the typical odds, about B/N, refreshes the bright set about as fast as any
-/// larger q, while a sweep costs q·N bound evaluations: with q fixed at 0.01 a sweep at N = 10⁶
-/// makes 10⁴ of them (131 µs per iteration against 1.8 µs, README "Tall data"). At least 100
-/// proposals per sweep; at most the paper's 0.01.
+/// count. A dark datum with bright odds r_n turns bright at rate min(q, r_n) per sweep
+/// (docs/math.md §1.2), so a q above the typical odds, about B/N, refreshes the bright set about
+/// as fast as any larger q, while a sweep costs q·N bound evaluations: with q fixed at 0.01 a
+/// sweep at N = 10⁶ would make 10⁴ of them (docs/benchmarks.md has the measurement). At least
+/// 100 proposals per sweep; at most the paper's 0.01.
 inline double auto_q_dark_to_bright(double expected_bright, std::size_t n) noexcept {
   const double nn = static_cast<double>(n > 0 ? n : 1);
   const double want = (expected_bright > 25.0 ? 4.0 * expected_bright : 100.0) / nn;
   return want < 0.01 ? want : 0.01;
 }
 
+/// Everything a sampling run needs besides the data. Defaults are the measured choices
+/// (docs/benchmarks.md).
 struct RunConfig {
   ModelKind model = ModelKind::logistic;
   PriorKind prior = PriorKind::gaussian;
@@ -71,32 +72,31 @@ struct RunConfig {
   double prior_sd = 1.0;
   double student_nu = 4.0;   ///< robust regression: Student-t degrees of freedom ν (paper: 4)
   double noise_scale = 1.0;  ///< robust regression: the Student-t scale s
-  /// Implicit z-update proposal rate q (MATH.md 1.2). Unset: automatic, auto_q_dark_to_bright()
-  /// of the expected bright count (8 Laplace draws at set-up); RunResult::q_dark_to_bright
-  /// reports the value used. It is 0.01 up to N = 10,000.
+  /// Implicit z-update proposal rate q (docs/math.md §1.2). Unset: automatic,
+  /// auto_q_dark_to_bright() of the expected bright count (8 Laplace draws at set-up);
+  /// RunResult::q_dark_to_bright reports the value used. It is 0.01 up to N = 10,000.
   std::optional<double> q_dark_to_bright;
   /// Implicit z-update with per-datum rates q_n ∝ expected bright probability, at the same mean
-  /// number of proposals as the uniform rate q (MATH.md 1.5; per_datum_log_rates()).
+  /// number of proposals as the uniform rate q (docs/math.md §1.5; per_datum_log_rates()).
   bool q_per_datum = false;
-  double resample_fraction = 0.01;  ///< explicit z-update fraction f (MATH.md 1.1)
+  double resample_fraction = 0.01;  ///< explicit z-update fraction f (docs/math.md §1.1)
   /// ξ of the untuned bound: logistic, the tangent point |a| (paper: 1.5); robust regression,
   /// the residual |r| where the Gaussian bound touches the Student-t; unused by softmax (its
   /// untuned bound is anchored at W = 0).
   double untuned_xi = 1.5;
-  /// ε subtracted from every log B_n (MATH.md 1.5). Unset: automatic, ε = ¼·(expected bright
+  /// ε subtracted from every log B_n (docs/math.md §1.5). Unset: automatic, ε = ¼·(expected bright
   /// count)/N estimated from 8 Laplace draws at set-up (about a quarter more bright data, no
   /// −∞ barrier at any bright datum's tight point; RunResult::bound_slack reports it).
   std::optional<double> bound_slack;
-  /// Softmax only: which quadratic bound on lse (SoftmaxBound). Measured default: tight (on
-  /// Fashion-MNIST classes 0-2, 256 PCs, MALA: 2.2x fewer bright data and queries per iteration,
-  /// 2.5-3x the ESS per iteration with the Laplace metric; README).
+  /// Softmax only: which quadratic bound on lse (SoftmaxBound). Default tight: it leaves far
+  /// fewer data bright than Böhning's fixed curvature (docs/benchmarks.md).
   SoftmaxBoundKind softmax_bound = SoftmaxBoundKind::tight;
-  /// θ-steps per z-sweep (MATH.md 1.5). An iteration is one θ-step, so z is resampled after
+  /// θ-steps per z-sweep (docs/math.md §1.5). An iteration is one θ-step, so z is resampled after
   /// every theta_steps-th iteration and queries/ESS per iteration stay per θ proposal.
-  /// Unset picks the measured default: 10 for RW-MH (README, "Levers": 10 θ-steps per z-sweep cut
-  /// the time per iteration from 11.3 to 4.0 us on Fashion-MNIST 7-vs-9 at the same ESS per
-  /// iteration), 1 for the kernels whose θ-step costs many evaluations (MALA's gradient, HMC's
-  /// trajectory, slice sampling's interval), beside which a z-sweep is cheap.
+  /// Unset picks the measured default: 10 for RW-MH (a RW θ-step is cheap beside a z-sweep, and
+  /// sweeping less often cut the time per iteration at the same ESS per iteration), 1 for the
+  /// kernels whose θ-step costs many evaluations (MALA's gradient, HMC's trajectory, slice
+  /// sampling's interval), beside which a z-sweep is cheap.
   std::optional<int> theta_steps;
   /// Step-size adaptation target; unset picks the kernel's: 0.234 RW-MH (Roberts, Gelman & Gilks
   /// 1997), 0.574 MALA (Roberts & Rosenthal 1998), 0.8 HMC (Stan), 0.5 slice sampling (the

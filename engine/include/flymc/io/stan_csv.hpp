@@ -1,7 +1,7 @@
 #pragma once
 /// @file stan_csv.hpp
 /// Draw files in the layout Stan's tools write ("Stan CSV"): one file per chain, comment lines
-/// starting with `#`, one header row, one row per draw. See docs/OUTPUT.md.
+/// starting with `#`, one header row, one row per draw. See docs/output.md.
 ///
 /// Layout written by StanCsvWriter (and read by rstan::read_stan_csv, cmdstanr, posterior, arviz):
 ///

@@ -1,6 +1,7 @@
 #pragma once
 /// @file bright_set.hpp
-/// The set of bright data (z_n = 1) of one chain, after the paper's section 3.3 (MATH.md 1.3).
+/// The set of bright data (z_n = 1) of one chain, after the paper's section 3.3 (docs/math.md
+/// §1.3).
 ///
 /// `arr` holds every index once with the bright ones first, `tab[n]` is n's position in `arr`, and
 /// `size()` counts the bright ones, so brighten, darken, membership, the i-th bright and the i-th

@@ -59,7 +59,7 @@ std::vector<double> mean_dark_probability(const Bound& bound, const Dataset& dat
   return dark;
 }
 
-/// Per-datum proposal rates for the implicit z-update (MATH.md 1.5, the paper's discussion):
+/// Per-datum proposal rates for the implicit z-update (docs/math.md §1.5, the paper's discussion):
 /// q_n ∝ the datum's expected bright probability p̄_n (`pbar`, e.g. 1 − mean_dark_probability),
 /// scaled so that the expected number of dark proposals per sweep, Σ_n q_n (1 − p̄_n), equals
 /// the uniform update's q·N, floored at q/10 (every datum keeps being proposed: the chain stays

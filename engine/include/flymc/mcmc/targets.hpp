@@ -125,12 +125,12 @@ class FullTarget {
   AlignedBuffer tp_, gp_;
 };
 
-/// log p(θ | z) = log p(θ) + Σ_n log B_n(θ) + Σ_{bright} log L̃_n(θ)  (MATH.md 1), evaluated with
-/// the collapsed bound and one pass over the packed bright rows. Its gradient adds, per bright n,
-/// ∇ log L̃_n = (∇ log L_n − ∇ log B_n)·e^{Δ_n}/expm1(Δ_n), formed from the bound's ∂Δ_n/∂ψ_n
-/// as ∂Δ/∂ψ · exp(Δ − log L̃) (no cancellation at small Δ) and summed over the packed rows by
-/// one weighted row sum per predictor. The per-bright log L̃ of the last evaluation are kept
-/// (pending) and become the cached ones on accept(), so an accepted move costs no re-evaluation.
+/// log p(θ | z) = log p(θ) + Σ_n log B_n(θ) + Σ_{bright} log L̃_n(θ)  (docs/math.md §1), evaluated
+/// with the collapsed bound and one pass over the packed bright rows. Its gradient adds, per bright
+/// n, ∇ log L̃_n = (∇ log L_n − ∇ log B_n)·e^{Δ_n}/expm1(Δ_n), formed from the bound's ∂Δ_n/∂ψ_n as
+/// ∂Δ/∂ψ · exp(Δ − log L̃) (no cancellation at small Δ) and summed over the packed rows by one
+/// weighted row sum per predictor. The per-bright log L̃ of the last evaluation are kept (pending)
+/// and become the cached ones on accept(), so an accepted move costs no re-evaluation.
 template <FireflyModel M>
 class FlyTarget {
  public:
@@ -169,7 +169,7 @@ class FlyTarget {
     base_ = pending_base_;
   }
   /// Updates ∇ log p(θ | z) (dense, `grad`) at the current θ for the data a z-update flipped:
-  /// + ∂ log L̃_n/∂ψ_n ⊗ x_n for each brightened datum, − for each darkened one (MATH.md 1).
+  /// + ∂ log L̃_n/∂ψ_n ⊗ x_n for each brightened datum, − for each darkened one (docs/math.md §1).
   /// O(flips · K · D) instead of a pass over every bright row. The result differs from a fresh
   /// evaluation only by rounding (~1e-16 relative), and every accepted move recomputes the
   /// gradient from scratch.

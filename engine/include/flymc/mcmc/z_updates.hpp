@@ -96,7 +96,7 @@ void gibbs_z(const Bound& bound, const Dataset& data, BrightSet& bright, const d
   }
 }
 
-/// Explicit z-resampling of ⌈N·f⌉ data drawn uniformly with replacement (MATH.md 1.1).
+/// Explicit z-resampling of ⌈N·f⌉ data drawn uniformly with replacement (docs/math.md §1.1).
 class ExplicitZUpdater {
  public:
   explicit ExplicitZUpdater(double fraction) : fraction_(fraction) {}
@@ -117,8 +117,8 @@ class ExplicitZUpdater {
   ZScratch s_;
 };
 
-/// Per-datum proposal rates of the implicit z-update (MATH.md 1.5), fixed for a run and shared
-/// read-only by its chains: log q_n, and the data grouped into buckets of similar rate,
+/// Per-datum proposal rates of the implicit z-update (docs/math.md §1.5), fixed for a run and
+/// shared read-only by its chains: log q_n, and the data grouped into buckets of similar rate,
 /// bucket b holding the n with q_n ∈ (2^−(b+1), 2^−b], so that dark data can be proposed
 /// bucket by bucket at rate 2^−b by geometric skipping and thinned to q_n with probability
 /// q_n·2^b ≥ 1/2. A sweep then costs O(Σ_n q_n) random numbers whatever the spread of the rates.
@@ -144,20 +144,20 @@ struct ZRates {
   }
 };
 
-/// Implicit z-resampling by MH with q_{d→b} = q, q_{b→d} = 1 (MATH.md 1.2): every bright datum
-/// proposes to go dark, accepted w.p. min(1, q/L̃_n) (no query: L̃_n is cached); each dark datum
-/// proposes to go bright w.p. q, chosen by geometric gaps, accepted w.p. min(1, L̃_n/q) (one query).
-/// All proposals are made against the z at the start of the sweep; the z_n are conditionally
-/// independent given θ, so the sweep is a product of valid single-datum MH kernels.
+/// Implicit z-resampling by MH with q_{d→b} = q, q_{b→d} = 1 (docs/math.md §1.2): every bright
+/// datum proposes to go dark, accepted w.p. min(1, q/L̃_n) (no query: L̃_n is cached); each dark
+/// datum proposes to go bright w.p. q, chosen by geometric gaps, accepted w.p. min(1, L̃_n/q) (one
+/// query). All proposals are made against the z at the start of the sweep; the z_n are
+/// conditionally independent given θ, so the sweep is a product of valid single-datum MH kernels.
 /// Acceptance tests compare a uniform with a probability computed by a vectorized exp, and the
 /// geometric gaps take their logs in vectorized batches: no scalar libm call per datum.
 class ImplicitZUpdater {
  public:
   explicit ImplicitZUpdater(double q)
       : log_q_(std::log(q)), inv_log1mq_(q < 1.0 ? 1.0 / std::log1p(-q) : 0.0), q_one_(q >= 1.0) {}
-  /// Per-datum rates q_n (MATH.md 1.5), never depending on z: datum n is proposed to go bright
-  /// with probability q_n (found bucket by bucket, see ZRates), and both acceptances use q_n.
-  /// `rates` must outlive the updater.
+  /// Per-datum rates q_n (docs/math.md §1.5), never depending on z: datum n is proposed to go
+  /// bright with probability q_n (found bucket by bucket, see ZRates), and both acceptances use
+  /// q_n. `rates` must outlive the updater.
   explicit ImplicitZUpdater(const ZRates& rates) : ImplicitZUpdater(1.0) { rates_ = &rates; }
 
   template <class Bound>

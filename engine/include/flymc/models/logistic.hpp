@@ -1,7 +1,7 @@
 #pragma once
 /// @file logistic.hpp
 /// Bayesian logistic regression (labels ±1, Gaussian prior N(0, prior_sd² I)) and its
-/// Jaakkola–Jordan lower bound with collapsed sufficient statistics (MATH.md 2.1).
+/// Jaakkola–Jordan lower bound with collapsed sufficient statistics (docs/math.md §2.1).
 #include <Eigen/Dense>
 #include <cstddef>
 #include <memory>
@@ -79,7 +79,7 @@ class LogisticModel {
 ///   log B_n(θ) = k_n + a_n/2 − λ_n a_n²,  a_n = t_n x_n·θ,  k_n = log σ(ξ_n) − ξ_n/2 + λ_n ξ_n² −
 ///   ε
 /// and Σ_n log B_n(θ) = f0 + g0·(θ−θ0) − (θ−θ0)ᵀA(θ−θ0), anchored at θ0 for accuracy.
-/// ε ≥ 0 is an optional slack (MATH.md 1.5): B_n e^{−ε} is still a lower bound.
+/// ε ≥ 0 is an optional slack (docs/math.md §1.5): B_n e^{−ε} is still a lower bound.
 ///
 /// Thread safety: immutable after construction; all members may be called concurrently.
 class LogisticBound {

@@ -1,6 +1,6 @@
 #pragma once
 /// @file model.hpp
-/// What every model offers the samplers (MATH.md 2): the parameter layout, the prior, the
+/// What every model offers the samplers (docs/math.md §2): the parameter layout, the prior, the
 /// full-data log-likelihood with its gradient, the MAP fit, and a lower bound whose product over
 /// the data collapses into sufficient statistics.
 ///
@@ -11,7 +11,7 @@
 ///   - padded: K blocks of stride() doubles, block k = row k of W, zeros in the padding (what the
 ///     SIMD row kernels use: every block is 64-byte aligned when the buffer is).
 /// The engine forms log L̃_n = log expm1(Δ_n) and its gradient from a bound's Δ_n and ∂Δ_n/∂ψ_n
-/// (MATH.md 1), so a model only supplies per-datum log L_n − log B_n and its derivative.
+/// (docs/math.md §1), so a model only supplies per-datum log L_n − log B_n and its derivative.
 ///
 /// The Model and Bound contracts are C++20 concepts (duck typing, no virtual calls in the hot
 /// path): see FireflyModel and FireflyBound below.

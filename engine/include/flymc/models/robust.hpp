@@ -1,8 +1,8 @@
 #pragma once
 /// @file robust.hpp
 /// Bayesian robust linear regression: a Student-t likelihood for real responses, a Gaussian or
-/// Laplace prior, and the Gaussian lower bound tangent to the likelihood in u = r² (MATH.md 2.3),
-/// whose product over the data collapses into a quadratic form in θ.
+/// Laplace prior, and the Gaussian lower bound tangent to the likelihood in u = r² (docs/math.md
+/// §2.3), whose product over the data collapses into a quadratic form in θ.
 ///
 ///   r_n = y_n − x_n·θ,  log L_n = C − a·log1p(r_n²/c),  a = (ν+1)/2,  c = ν s²,
 ///   C = lgamma(a) − lgamma(ν/2) − ½ log(π c).
@@ -110,14 +110,14 @@ class RobustModel {
   StudentT t_;
 };
 
-/// The Gaussian lower bound of MATH.md 2.3 with per-datum tangent points ξ_n ≥ 0:
+/// The Gaussian lower bound of docs/math.md §2.3 with per-datum tangent points ξ_n ≥ 0:
 ///   log B_n(θ) = f(ξ_n²) − w_n (r_n² − ξ_n²) − ε,  f(u) = C − a·log1p(u/c),  w_n = a/(c + ξ_n²),
 /// tangent to the convex f at u = ξ_n², hence below it. Its sum over the data is the quadratic
 ///   Σ_n log B_n(θ) = f0 + g0·δ − δᵀAδ,  δ = θ − θ0,  A = Σ_n w_n x_n x_nᵀ,  g0 = Σ_n 2w_n r_n(θ0)
 ///   x_n,
 /// anchored at θ0 for accuracy. Δ_n = log L_n − log B_n is evaluated in the cancellation-free
 /// form a·(t − log1p t) + ε, t = (r_n² − ξ_n²)/(c + ξ_n²) > −1, which is ≥ 0 by construction.
-/// ε ≥ 0 is an optional slack (MATH.md 1.5).
+/// ε ≥ 0 is an optional slack (docs/math.md §1.5).
 ///
 /// Thread safety: immutable after construction (except raise_for_testing); all const members may
 /// be called concurrently.

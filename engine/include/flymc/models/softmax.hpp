@@ -1,7 +1,7 @@
 #pragma once
 /// @file softmax.hpp
 /// Bayesian softmax (multinomial logistic) classification with K classes and its Böhning lower
-/// bound with collapsed sufficient statistics (MATH.md 2.2; D. Böhning, "Multinomial logistic
+/// bound with collapsed sufficient statistics (docs/math.md §2.2; D. Böhning, "Multinomial logistic
 /// regression algorithm", Ann. Inst. Statist. Math. 44, 1992).
 ///
 /// Labels y_n ∈ {0, …, K−1}, parameters W ∈ R^{K×D} (θ = the rows of W, ParamLayout{K, D,
@@ -129,12 +129,12 @@ class SoftmaxModel {
 };
 
 /// A quadratic lower bound on every softmax likelihood whose sum over the data collapses into
-/// sufficient statistics (MATH.md 2.2). For any ψ0, with g0 = softmax(ψ0) and a curvature S ⪰ 0
-/// that makes it an upper bound of lse (lse_bound),
+/// sufficient statistics (docs/math.md §2.2). For any ψ0, with g0 = softmax(ψ0) and a curvature S ⪰
+/// 0 that makes it an upper bound of lse (lse_bound),
 ///   lse(ψ) ≤ lse(ψ0) + g0ᵀ(ψ − ψ0) + ½(ψ − ψ0)ᵀS(ψ − ψ0),
 /// so log B_n(W) = ψ_{n,y} − [that upper bound at ψ = ψ_n, ψ0 = ψ0_n] − ε is a lower bound of
-/// log L_n, tight at ψ_n = ψ0_n (up to the slack ε ≥ 0, MATH.md 1.5). MAP-tuned: ψ0_n = W_MAP x_n;
-/// untuned: ψ0_n = 0 (g0 = 𝟙/K, lse0 = log K). Two kinds (SoftmaxBoundKind):
+/// log L_n, tight at ψ_n = ψ0_n (up to the slack ε ≥ 0, docs/math.md §1.5). MAP-tuned: ψ0_n = W_MAP
+/// x_n; untuned: ψ0_n = 0 (g0 = 𝟙/K, lse0 = log K). Two kinds (SoftmaxBoundKind):
 ///
 /// - bohning: S = H = ½(I_K − 𝟙𝟙ᵀ/K) for every datum (Böhning 1992), which dominates every
 ///   Hessian of lse. With V = W − W_a for an anchor W_a,
@@ -150,7 +150,7 @@ class SoftmaxModel {
 ///   lse_bound::jebara_choromanska) in every class order for K ≤ lse_bound::kMaxExhaustiveOrder,
 ///   else in the order of decreasing ψ0 (dominant class first). Each candidate is a valid bound
 ///   and the choice depends only on the data and the MAP fit, fixed at set-up, so FlyMC stays
-///   exact (MATH.md 1.5). With S_n𝟙 = 0, S_n is a weighted graph Laplacian,
+///   exact (docs/math.md §1.5). With S_n𝟙 = 0, S_n is a weighted graph Laplacian,
 ///   ½vᵀS_n v = ½ Σ_{k<l} w_{n,kl}(v_k − v_l)² with w_{n,kl} = −S_n[k,l], so the sum collapses to
 ///     Σ_n log B_n(W) = f0 + ⟨G0, V⟩_F − ½ Σ_{k<l} (v_k − v_l)ᵀ A_kl (v_k − v_l),
 ///     A_kl = Σ_n w_{n,kl} x_n x_nᵀ,

@@ -1,0 +1,134 @@
+// Pinned draws: seeded runs of every model and θ-kernel must reproduce, bit for bit, the draws
+// recorded in tests/data/pinned_draws.txt. A refactoring that changes them fails here; a commit
+// that changes draws on purpose regenerates the file (FLYMC_WRITE_PINNED=PATH, see
+// docs/validation.md) and says so. Bits depend on the SIMD path (the kernels' summation order), so
+// the exact comparison runs where the recorded path is this build's; elsewhere the runs are only
+// checked to complete with finite draws, and a message says why.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "flymc/kernels/kernels.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "test_util.hpp"
+
+using namespace flymc;
+
+namespace {
+
+struct Pinned {
+  const char* name;
+  std::function<RunConfig()> config;
+  std::function<std::shared_ptr<const Dataset>()> data;
+};
+
+RunConfig base_config(ModelKind model, KernelKind kernel) {
+  RunConfig c;
+  c.model = model;
+  c.kernel = kernel;
+  c.chains = 2;
+  c.warmup = 200;
+  c.iters = 300;
+  c.seed = 17;
+  c.threads = 2;
+  return c;
+}
+
+std::vector<Pinned> configurations() {
+  auto logistic = [] { return test::logistic_data(2000, 5, 3); };
+  auto with = [](ModelKind m, KernelKind k, std::function<void(RunConfig&)> f = {}) {
+    return [=] {
+      RunConfig c = base_config(m, k);
+      if (f) f(c);
+      return c;
+    };
+  };
+  return {
+      {"logistic-rwmh", with(ModelKind::logistic, KernelKind::rwmh), logistic},
+      {"logistic-mala", with(ModelKind::logistic, KernelKind::mala), logistic},
+      {"logistic-hmc", with(ModelKind::logistic, KernelKind::hmc), logistic},
+      {"logistic-full-hmc",
+       with(ModelKind::logistic, KernelKind::hmc, [](RunConfig& c) { c.algo = Algo::full; }),
+       logistic},
+      {"logistic-slice-explicit",
+       with(ModelKind::logistic, KernelKind::slice, [](RunConfig& c) { c.z = ZUpdate::explicit_; }),
+       logistic},
+      {"softmax-mala", with(ModelKind::softmax, KernelKind::mala),
+       [] { return test::softmax_data(1500, 4, 3, 5); }},
+      {"robust-slice",
+       with(ModelKind::robust, KernelKind::slice,
+            [](RunConfig& c) { c.prior = PriorKind::laplace; }),
+       [] { return test::robust_data(1500, 4, 6); }},
+  };
+}
+
+/// One line per chain: the configuration, the chain, then lp and θ of its first and last kept
+/// draws, as %.17g (exact round trip).
+std::vector<std::string> pinned_lines(const Pinned& p, const RunResult& r) {
+  std::vector<std::string> lines;
+  for (const ChainResult& c : r.chains) {
+    std::string line = std::string(p.name) + " chain " + std::to_string(c.chain_id) + ":";
+    char buf[32];
+    for (std::size_t i : {std::size_t{0}, c.kept - 1}) {
+      std::snprintf(buf, sizeof buf, " %.17g", c.lp[i]);
+      line += buf;
+      for (std::size_t j = 0; j < r.dim; ++j) {
+        std::snprintf(buf, sizeof buf, " %.17g", c.draws[i * r.dim + j]);
+        line += buf;
+      }
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace
+
+TEST_SUITE("unit") {
+  TEST_CASE("pinned draws: every model and kernel reproduces its recorded draws bit for bit") {
+    std::vector<std::string> got;
+    for (const Pinned& p : configurations()) {
+      CAPTURE(p.name);
+      const RunResult r = run(p.config(), p.data());
+      for (const ChainResult& c : r.chains) {
+        REQUIRE(c.kept == 300);
+        for (double v : c.draws) REQUIRE(std::isfinite(v));
+      }
+      for (auto& l : pinned_lines(p, r)) got.push_back(std::move(l));
+    }
+    const std::string simd = kernels::simd_name();
+    if (const char* out = std::getenv("FLYMC_WRITE_PINNED")) {
+      std::ofstream f(out);
+      f << "# simd=" << simd << "\n";
+      for (const auto& l : got) f << l << "\n";
+      MESSAGE("wrote " << out);
+      return;
+    }
+    std::ifstream f(std::string(FLYMC_TEST_DATA_DIR) + "/pinned_draws.txt");
+    REQUIRE(f.good());
+    std::string header;
+    std::getline(f, header);
+    REQUIRE(header.rfind("# simd=", 0) == 0);
+    if (header.substr(7) != simd) {
+      MESSAGE("pinned draws were recorded with " << header.substr(7) << " kernels, this build has "
+                                                 << simd << ": bits differ across SIMD paths, so "
+                                                 << "only completion and finiteness were checked");
+      return;
+    }
+    std::vector<std::string> want;
+    for (std::string line; std::getline(f, line);)
+      if (!line.empty() && line[0] != '#') want.push_back(line);
+    REQUIRE(want.size() == got.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      CHECK(got[i] == want[i]);
+    }
+  }
+}

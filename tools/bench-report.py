@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Writes docs/benchmarks.md's tables from benchmark JSON files, so that no figure is pasted by hand.
+
+    tools/bench-report.py --out docs/benchmarks.md docs/bench/*.json
+    tools/bench-report.py --self-test
+
+Inputs: the JSON of `flymc-bench table1|scaling|chains --json F` (a "benchmark" key names which;
+older files are recognised by their keys) and Google Benchmark's `--benchmark_format=json` output
+of `flymc_bm`. The hand-written text of the page lives in docs/bench/intro.md (placed first) and
+docs/bench/notes.md (placed last), if present. Python 3 standard library only.
+"""
+import argparse
+import json
+import os
+import sys
+
+
+def fmt(v, digits=3):
+    """A number for a table: integers with thousands separators, others to `digits` significant."""
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    if v != v:  # NaN
+        return "–"
+    if v == 0:
+        return "0"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}"
+
+
+def table(headers, rows):
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def kind_of(doc):
+    if "benchmark" in doc:
+        return doc["benchmark"]
+    if "benchmarks" in doc and "context" in doc:
+        return "micro"
+    rows = doc.get("rows", [])
+    if rows and "dataset" in rows[0]:
+        return "table1"
+    if rows and "ratio_to_one_chain" in rows[0]:
+        return "chains"
+    if rows and "n" in rows[0]:
+        return "scaling"
+    return None
+
+
+def machine_line(doc):
+    m = doc.get("machine")
+    if not m:
+        return ""
+    return (f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('simd', '?')} "
+            f"kernels, {m.get('blas', '?')}, {m.get('build_type', '?')} build, commit "
+            f"`{m.get('git_sha', '?')}`.")
+
+
+def table1_section(doc, name):
+    parts = []
+    datasets = []
+    for r in doc["rows"]:
+        if r["dataset"] not in datasets:
+            datasets.append(r["dataset"])
+    for ds in datasets:
+        rows = [r for r in doc["rows"] if r["dataset"] == ds]
+        first = rows[0]
+        parts.append(f"#### Table 1: {ds} ({first['model']}, {first['kernel']} kernel, "
+                     f"N = {first['n']:,}, D = {first['d']})")
+        parts.append(table(
+            ["algorithm", "queries/iter", "bright", "ESS/1000 iters (min)", "min ESS/s",
+             "speedup (queries)", "speedup (wall)", "µs/iter", "chains × iters"],
+            [[r["algo"], fmt(r["queries_per_iter"]), fmt(r["bright_mean"]),
+              fmt(r["ess_per_1000_min"]), fmt(r["ess_per_second_min"]),
+              fmt(r["speedup_queries"]), fmt(r["speedup_wall"]),
+              fmt(1e6 * r["seconds_per_iter"]), f"{r['chains']} × {r['iters']:,}"] for r in rows]))
+    parts.append(f"Source: `{name}`. " + machine_line(doc))
+    return "\n\n".join(parts)
+
+
+def scaling_section(doc, name):
+    rows = doc["rows"]
+    body = table(
+        ["N", "algorithm", "µs/iter", "queries/iter", "bright", "min ESS/s", "speedup (wall)",
+         "q", "set-up s"],
+        [[fmt(r["n"]), r["algo"], fmt(1e6 * r["seconds_per_iter"]), fmt(r["queries_per_iter"]),
+          fmt(r["bright_mean"]), fmt(r["ess_per_second_min"]), fmt(r.get("speedup_wall")),
+          fmt(r.get("q_dark_to_bright")), fmt(r["setup_seconds"])] for r in rows])
+    return "#### Tall synthetic data: cost as N grows\n\n" + body + \
+        f"\n\nSource: `{name}`. " + machine_line(doc)
+
+
+def chains_section(doc, name):
+    rows = doc["rows"]
+    body = table(
+        ["chains", "min ESS", "min ESS/s", "ratio to 1 chain", "iterations/s",
+         "rate ratio to 1 chain"],
+        [[fmt(r["chains"]), fmt(r["min_ess"]), fmt(r["ess_per_second_min"]),
+          fmt(r["ratio_to_one_chain"]), fmt(r["iterations_per_second"]),
+          fmt(r["rate_ratio_to_one_chain"])] for r in rows])
+    return "#### Concurrent chains\n\n" + body + f"\n\nSource: `{name}`. " + machine_line(doc)
+
+
+def micro_section(doc, name):
+    ctx = doc.get("context", {})
+    rows = []
+    for b in doc["benchmarks"]:
+        if b.get("run_type", "iteration") != "iteration":
+            continue
+        unit = b.get("time_unit", "ns")
+        extra = ""
+        if "bytes_per_second" in b:
+            extra = f"{b['bytes_per_second'] / 1e9:.1f} GB/s"
+        elif "items_per_second" in b:
+            extra = f"{b['items_per_second'] / 1e6:.1f} M items/s"
+        rows.append([f"`{b['name']}`", f"{fmt(b['real_time'])} {unit}",
+                     f"{fmt(b['cpu_time'])} {unit}", extra])
+    head = (f"#### Micro-benchmarks (`flymc_bm`)\n\n"
+            f"{ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz, "
+            f"{ctx.get('date', '')}.\n\n")
+    return head + table(["benchmark", "real time", "CPU time", "throughput"], rows) + \
+        f"\n\nSource: `{name}`."
+
+
+SECTIONS = {"table1": table1_section, "scaling": scaling_section, "chains": chains_section,
+            "micro": micro_section}
+ORDER = ["table1", "scaling", "chains", "micro"]
+
+
+def report(files, intro="", notes=""):
+    docs = []
+    for path in files:
+        with open(path) as f:
+            doc = json.load(f)
+        kind = kind_of(doc)
+        if kind not in SECTIONS:
+            raise SystemExit(f"{path}: not a flymc-bench or flymc_bm JSON file")
+        docs.append((kind, os.path.basename(path), doc))
+    docs.sort(key=lambda d: (ORDER.index(d[0]), d[1]))
+    out = ["# Benchmarks", "",
+           "Generated by `tools/bench-report.py` from the JSON files in `docs/bench/`; do not "
+           "edit the tables by hand. To regenerate after new runs: "
+           "`tools/bench-report.py --out docs/benchmarks.md docs/bench/*.json`.", ""]
+    if intro:
+        out += [intro.strip(), ""]
+    for kind, name, doc in docs:
+        out += [SECTIONS[kind](doc, name), ""]
+    if notes:
+        out += [notes.strip(), ""]
+    return "\n".join(out)
+
+
+def self_test():
+    t1 = {"benchmark": "table1", "machine": {"cpu": "Test CPU", "cores": 2, "simd": "avx512",
+                                             "blas": "OpenBLAS x", "build_type": "Release",
+                                             "git_sha": "abc1234"},
+          "rows": [{"dataset": "fmnist-7v9", "model": "logistic", "kernel": "rwmh",
+                    "algo": "regular", "n": 12000, "d": 51, "queries_per_iter": 12000.0,
+                    "bright_mean": 12000.0, "ess_per_1000_min": 0.2, "ess_per_second_min": 2.5,
+                    "ess_per_query_min": 1e-8, "speedup_queries": 1.0, "speedup_wall": 1.0,
+                    "accept_rate": 0.23, "step_size": 0.1, "seconds_per_iter": 8.1e-5,
+                    "setup_seconds": 0.2, "iters": 400000, "chains": 4,
+                    "sampling_seconds": 30.0}]}
+    micro = {"context": {"num_cpus": 2, "mhz_per_cpu": 2600, "date": "today"},
+             "benchmarks": [{"name": "BM_X", "run_type": "iteration", "real_time": 2.5,
+                             "cpu_time": 2.4, "time_unit": "us"}]}
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        paths = []
+        for name, doc in (("t1.json", t1), ("bm.json", micro)):
+            paths.append(os.path.join(d, name))
+            with open(paths[-1], "w") as f:
+                json.dump(doc, f)
+        text = report(paths, "Intro.", "Notes.")
+    checks = [
+        "| regular | 12,000 | 12,000 | 0.2 | 2.5 | 1 | 1 | 81 | 4 × 400,000 |" in text,
+        "commit `abc1234`" in text,
+        "| `BM_X` | 2.5 us | 2.4 us |  |" in text,
+        text.index("#### Table 1") < text.index("#### Micro"),
+        text.index("Intro.") < text.index("#### Table 1") < text.index("Notes."),
+    ]
+    if not all(checks):
+        print(text)
+        print("bench-report self-test FAILED:", checks)
+        return 1
+    print("bench-report self-test passed")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="*", help="benchmark JSON files")
+    ap.add_argument("--out", help="markdown file to write (default: stdout)")
+    ap.add_argument("--self-test", action="store_true", help="check the script on built-in data")
+    a = ap.parse_args()
+    if a.self_test:
+        return self_test()
+    if not a.files:
+        ap.error("no JSON files given")
+    here = os.path.dirname(os.path.abspath(a.files[0]))
+
+    def read(name):
+        p = os.path.join(here, name)
+        return open(p).read() if os.path.exists(p) else ""
+
+    text = report(a.files, read("intro.md"), read("notes.md"))
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

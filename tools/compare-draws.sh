@@ -5,7 +5,7 @@
 #   tools/compare-draws.sh OLD_FLYMC NEW_FLYMC [WORKDIR]
 # Exit 0 when every chain of every configuration is identical, 1 otherwise.
 set -euo pipefail
-old=$1 new=$2
+old=$(realpath "$1") new=$(realpath "$2")
 work=${3:-$(mktemp -d)}
 mkdir -p "$work"
 cd "$work"

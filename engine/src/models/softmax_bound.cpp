@@ -1,7 +1,6 @@
-#include "flymc/models/softmax.hpp"
-
+// Softmax classification: the quadratic bounds on lse (Böhning, Jebara–Choromanska) and their
+// collapsed statistics.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -10,153 +9,18 @@
 #include <vector>
 
 #include "flymc/core/blas.hpp"
+#include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/core/format.hpp"
 #include "flymc/core/parallel.hpp"
 #include "flymc/kernels/kernels.hpp"
+#include "flymc/models/softmax.hpp"
 #include "model_checks.hpp"
-#include "newton.hpp"
+#include "softmax_detail.hpp"
 
 namespace flymc {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string num_text(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-/// The per-datum passes work on blocks of at most kBlockData data and kBlockVals predictors
-/// (K per datum), held on the stack: the exps and logs of a block run vectorized
-/// (kernels::exp / kernels::log), with no libm call per datum.
-constexpr std::size_t kBlockVals = 2048;
-constexpr std::size_t kBlockData = 256;
-/// Data per block for K classes (≥ 2, since K ≤ SoftmaxModel::kMaxClasses = 1024).
-constexpr std::size_t block_data(std::size_t K) noexcept {
-  return std::min(kBlockData, kBlockVals / K);
-}
-static_assert(kBlockVals / SoftmaxModel::kMaxClasses >= 1);
-
-/// softmax and lse of a block of n data with K predictors each (psi[i·K + k]), in log space with
-/// max-subtraction, so that no exp overflows at any finite ψ: m_i = max_k ψ_ik and
-/// lse(ψ_i) = m_i + l_i, l_i = log1p(r_i), r_i = Σ_{k ≠ argmax} e^{ψ_ik − m_i} ∈ [0, K−1].
-/// The argmax's term (exactly 1) is left out of r, and log1p is formed by Goldberg's
-/// log(1+r)·r/((1+r)−1), so l keeps full relative accuracy when a datum is confidently classified
-/// (log L_n = −l_n ≈ −r_n tiny): 1 + r rounded would lose r below 1e-16.
-struct SoftmaxBlock {
-  alignas(64) double p[kBlockVals];  // softmax(ψ_i)_k at i·K + k
-  alignas(64) double m[kBlockData];  // max_k ψ_ik
-  alignas(64) double l[kBlockData];  // log Σ_k e^{ψ_ik − m_i}
-  alignas(64) double u[kBlockData];  // 1 + r_i
-  alignas(64) double lu[kBlockData];
-  std::uint32_t a[kBlockData];  // argmax_k ψ_ik (the first)
-
-  void compute(const double* psi, std::size_t n, std::size_t K) noexcept {
-    for (std::size_t i = 0; i < n; ++i) {
-      const double* x = psi + i * K;
-      std::size_t am = 0;
-      double mx = x[0];
-      for (std::size_t k = 1; k < K; ++k)
-        if (x[k] > mx) {
-          mx = x[k];
-          am = k;
-        }
-      m[i] = mx;
-      a[i] = static_cast<std::uint32_t>(am);
-      for (std::size_t k = 0; k < K; ++k) p[i * K + k] = x[k] - mx;
-    }
-    kernels::exp(p, p, n * K);
-    for (std::size_t i = 0; i < n; ++i) {
-      double* e = p + i * K;
-      e[a[i]] = 0.0;
-      double r = 0.0;
-      for (std::size_t k = 0; k < K; ++k) r += e[k];
-      e[a[i]] = 1.0;
-      l[i] = r;
-      u[i] = 1.0 + r;
-    }
-    kernels::log(u, lu, n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const double r = l[i], s = u[i];
-      l[i] = s == 1.0 ? r : lu[i] * (r / (s - 1.0));
-      const double inv = 1.0 / s;
-      for (std::size_t k = 0; k < K; ++k) p[i * K + k] *= inv;
-    }
-  }
-};
-
-/// The per-datum terms of Böhning's bound at v = ψ − ψ0, for a datum with predictors `psi` and
-/// tangent record `r` (ψ0 then g0, see SoftmaxBound::rec_).
-struct BoundTerms {
-  double gv;    // g0ᵀv
-  double q;     // ½vᵀHv
-  double mean;  // v̄, the mean of v
-};
-/// H = ½C with C = I − 𝟙𝟙ᵀ/K the centering projector, so ½vᵀHv = ¼|v − v̄𝟙|²: a sum of squares,
-/// with no cancellation (and +inf, not inf − inf = NaN, if v is huge).
-inline BoundTerms bound_terms(const double* psi, const double* r, std::size_t K,
-                              double inv_k) noexcept {
-  double sv = 0.0, gv = 0.0;
-  for (std::size_t c = 0; c < K; ++c) {
-    const double v = psi[c] - r[c];
-    sv += v;
-    gv += r[K + c] * v;
-  }
-  const double mean = sv * inv_k;
-  double q = 0.0;
-  for (std::size_t c = 0; c < K; ++c) {
-    const double w = (psi[c] - r[c]) - mean;
-    q += w * w;
-  }
-  return {gv, 0.25 * q, mean};
-}
-
-/// Grain of the reductions whose chunk partials hold `partial_doubles` doubles (a D×D matrix
-/// or K(K−1)/2 of them): deterministic_reduce keeps every chunk's partial until the ordered
-/// combine, so the chunk count is capped by a 256 MB budget and by 64. It depends only on the
-/// sizes, never on the thread count, so the sums stay bit-identical for any thread count.
-std::size_t stats_grain(std::size_t n, std::size_t partial_doubles) {
-  constexpr std::size_t kBudget = (std::size_t{256} << 20) / sizeof(double);
-  const std::size_t max_chunks =
-      std::clamp<std::size_t>(kBudget / std::max<std::size_t>(1, partial_doubles), 1, 64);
-  return std::max(kReduceGrain, (n + max_chunks - 1) / max_chunks);
-}
-
-/// Partial sums of one data chunk for Newton's method: f = Σ log L_n, g = its gradient (K blocks
-/// of stride), and for every class pair k < l the D×D matrix B_kl = Σ_n p_nk p_nl x_n x_nᵀ
-/// (column-major, upper triangle).
-struct NewtonStats {
-  double f = 0.0;
-  std::vector<double> g, pairs;
-};
-
-/// The negative Hessian of Σ log L_n from the pair sums: its K×K blocks are
-/// Σ_n p_k(δ_kl − p_l) x xᵀ, i.e. −B_kl off the diagonal and, because each row of
-/// diag(p) − ppᵀ sums to zero, p_k(1 − p_k) = Σ_{l≠k} p_k p_l on it: the diagonal blocks are
-/// Σ_{l≠k} B_kl, sums of positive terms (no cancellation when p_k ≈ 1), and only the K(K−1)/2
-/// SYRKs of the pairs are needed.
-Mat assemble_neg_hessian(const std::vector<double>& pairs, std::size_t K, std::size_t d) {
-  const auto D = static_cast<Eigen::Index>(d);
-  Mat h = Mat::Zero(D * static_cast<Eigen::Index>(K), D * static_cast<Eigen::Index>(K));
-  std::size_t pair = 0;
-  for (std::size_t k = 0; k < K; ++k)
-    for (std::size_t l = k + 1; l < K; ++l, ++pair) {
-      Eigen::Map<const Mat> upper(pairs.data() + pair * d * d, D, D);
-      const Mat b = upper.selfadjointView<Eigen::Upper>();
-      const auto kk = static_cast<Eigen::Index>(k) * D, ll = static_cast<Eigen::Index>(l) * D;
-      h.block(kk, ll, D, D) = -b;
-      h.block(ll, kk, D, D) = -b;
-      h.block(kk, kk, D, D) += b;
-      h.block(ll, ll, D, D) += b;
-    }
-  return h;
-}
-
-}  // namespace
+using namespace softmax_detail;
 
 // ----------------------------------------------------------------------------------------------
 namespace lse_bound {
@@ -297,246 +161,6 @@ double trace_product(const std::uint16_t* order, const double* c, const double* 
 
 }  // namespace lse_bound
 
-// ----------------------------------------------------------------------------------------------
-SoftmaxModel::SoftmaxModel(std::shared_ptr<const Dataset> data, Prior prior)
-    : data_(std::move(data)), prior_(prior) {
-  if (!data_ || data_->n() == 0 || data_->d() == 0)
-    throw DataError("softmax classification needs at least one row and one feature");
-  // 1/σ² must be a finite, non-zero double (as RunConfig::validate checks).
-  if (!(prior.sd >= 1e-150 && prior.sd <= 1e150))
-    throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + std::to_string(prior.sd));
-  const Dataset& ds = *data_;
-  auto labels = std::make_shared<std::vector<std::uint32_t>>(ds.n());
-  std::uint32_t top = 0;
-  for (std::size_t i = 0; i < ds.n(); ++i) {
-    const double v = ds.y()[i];
-    if (!(v >= 0.0 && v < static_cast<double>(kMaxClasses) && v == std::floor(v)))
-      throw DataError(ds.source() + ": row " + std::to_string(i + 1) +
-                      ": field 1 (label): softmax classification needs class indices 0..K-1 "
-                      "(integers, at most " +
-                      std::to_string(kMaxClasses) + " classes), got " + num_text(v));
-    (*labels)[i] = static_cast<std::uint32_t>(v);
-    top = std::max(top, (*labels)[i]);
-  }
-  if (top == 0)
-    throw DataError(ds.source() +
-                    ": field 1 (label): every label is 0; softmax classification needs at "
-                    "least two classes (labels 0..K-1 with K >= 2)");
-  k_ = std::size_t{top} + 1;
-  labels_ = std::move(labels);
-  detail::check_features(ds, "softmax classification");
-  blas::use_single_thread();
-}
-
-std::vector<std::string> SoftmaxModel::param_names() const {
-  std::vector<std::string> names;
-  names.reserve(dim());
-  for (std::size_t k = 1; k <= k_; ++k)
-    for (std::size_t j = 1; j <= data_->d(); ++j)
-      names.push_back("W." + std::to_string(k) + "." + std::to_string(j));
-  return names;
-}
-
-double SoftmaxModel::log_lik(const double* theta) const {
-  const Dataset& ds = *data_;
-  const std::size_t K = k_, stride = ds.stride(), mb = block_data(K);
-  const auto& y = *labels_;
-  return deterministic_reduce(
-      ds.n(), kReduceGrain, 0.0,
-      [&](std::size_t lo, std::size_t hi) {
-        SoftmaxBlock sb;
-        alignas(64) double psi[kBlockVals];
-        double f = 0.0;
-        for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
-          const std::size_t m = std::min(mb, hi - b0);
-          kernels::dots_packed_multi(ds.row(b0), m, stride, theta, K, stride, psi);
-          sb.compute(psi, m, K);
-          // log L_n = (ψ_y − m) − l: exact 0 − l when y is the argmax.
-          for (std::size_t i = 0; i < m; ++i) f += (psi[i * K + y[b0 + i]] - sb.m[i]) - sb.l[i];
-        }
-        return f;
-      },
-      [](double a, double b) { return a + b; });
-}
-
-namespace {
-struct LikGrad {
-  double f = 0.0;
-  std::vector<double> g;  // K·stride
-};
-
-/// The K class blocks of g (K·stride entries) minus their mean over the classes, per feature:
-/// both bound kinds' collapsed gradient G0, whose class sum is zero up to rounding.
-AlignedBuffer centered_over_classes(const std::vector<double>& g, std::size_t K, std::size_t d,
-                                    std::size_t stride) {
-  const double inv_k = 1.0 / static_cast<double>(K);
-  AlignedBuffer out = aligned_zeros(K * stride);
-  for (std::size_t j = 0; j < d; ++j) {
-    double mean = 0.0;
-    for (std::size_t k = 0; k < K; ++k) mean += g[k * stride + j];
-    mean *= inv_k;
-    for (std::size_t k = 0; k < K; ++k) out[k * stride + j] = g[k * stride + j] - mean;
-  }
-  return out;
-}
-}  // namespace
-
-double SoftmaxModel::log_lik_grad(const double* theta, double* grad) const {
-  const Dataset& ds = *data_;
-  const std::size_t K = k_, stride = ds.stride(), mb = block_data(K);
-  const auto& y = *labels_;
-  LikGrad total = deterministic_reduce(
-      ds.n(), kReduceGrain, LikGrad{},
-      [&](std::size_t lo, std::size_t hi) {
-        LikGrad part;
-        part.g.assign(K * stride, 0.0);
-        SoftmaxBlock sb;
-        alignas(64) double psi[kBlockVals];
-        // One pass per block: the rows are read from memory by the dot products and again, from
-        // L2 (≤ 256 rows), by the K weighted row sums.
-        for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
-          const std::size_t m = std::min(mb, hi - b0);
-          kernels::dots_packed_multi(ds.row(b0), m, stride, theta, K, stride, psi);
-          sb.compute(psi, m, K);
-          for (std::size_t i = 0; i < m; ++i) {
-            const std::uint32_t c = y[b0 + i];
-            part.f += (psi[i * K + c] - sb.m[i]) - sb.l[i];
-            // ∂ log L_n/∂ψ_n = e_y − softmax(ψ_n), in place of the probabilities.
-            double* p = sb.p + i * K;
-            for (std::size_t k = 0; k < K; ++k) p[k] = -p[k];
-            p[c] += 1.0;
-          }
-          for (std::size_t k = 0; k < K; ++k)
-            kernels::weighted_row_sum(ds.row(b0), m, stride, sb.p + k, K,
-                                      part.g.data() + k * stride);
-        }
-        return part;
-      },
-      [](LikGrad acc, LikGrad p) {
-        if (acc.g.empty()) return p;
-        acc.f += p.f;
-        for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += p.g[j];
-        return acc;
-      });
-  std::copy(total.g.begin(), total.g.end(), grad);
-  return total.f;
-}
-
-MapResult SoftmaxModel::find_map(double tol, int max_iter) const {
-  const auto t0 = Clock::now();
-  const Vec zero = Vec::Zero(static_cast<Eigen::Index>(dim()));
-  // At W = 0 every class has probability 1/K: a well-conditioned start for Newton.
-  MapResult r = newton(Prior{PriorKind::gaussian, prior_.sd}, zero, tol, max_iter);
-  if (prior_.kind != PriorKind::gaussian) {
-    const int it = r.iterations;
-    r = newton(prior_, r.theta, tol, max_iter);
-    r.iterations += it;
-  }
-  r.seconds = seconds_since(t0);
-  return r;
-}
-
-MapResult SoftmaxModel::newton(const Prior& prior, Vec theta, double tol, int max_iter) const {
-  const Dataset& ds = *data_;
-  const ParamLayout lay = layout();
-  const std::size_t K = k_, d = ds.d(), stride = ds.stride(), p = dim(), mb = block_data(K);
-  const std::size_t npairs = K * (K - 1) / 2;
-  const auto P = static_cast<Eigen::Index>(p);
-  const auto& y = *labels_;
-  AlignedBuffer tp = aligned_zeros(lay.padded());
-
-  // f, its gradient (want_grad) and the pair sums B_kl (want_hess) at padded θ in tp.
-  auto stats = [&](bool want_grad, bool want_hess) {
-    const std::size_t grain = stats_grain(ds.n(), want_hess ? npairs * d * d : K * stride);
-    return deterministic_reduce(
-        ds.n(), grain, NewtonStats{},
-        [&](std::size_t lo, std::size_t hi) {
-          NewtonStats st;
-          if (want_grad) st.g.assign(K * stride, 0.0);
-          if (want_hess) st.pairs.assign(npairs * d * d, 0.0);
-          SoftmaxBlock sb;
-          alignas(64) double psi[kBlockVals], c[kBlockVals];
-          // Row copies scaled by √(p_k p_l); padding columns stay zero (never written).
-          AlignedBuffer q = want_hess ? aligned_zeros(mb * stride) : AlignedBuffer();
-          for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
-            const std::size_t m = std::min(mb, hi - b0);
-            kernels::dots_packed_multi(ds.row(b0), m, stride, tp.get(), K, stride, psi);
-            sb.compute(psi, m, K);
-            for (std::size_t i = 0; i < m; ++i)
-              st.f += (psi[i * K + y[b0 + i]] - sb.m[i]) - sb.l[i];
-            if (want_grad) {
-              for (std::size_t i = 0; i < m * K; ++i) c[i] = -sb.p[i];
-              for (std::size_t i = 0; i < m; ++i) c[i * K + y[b0 + i]] += 1.0;
-              for (std::size_t k = 0; k < K; ++k)
-                kernels::weighted_row_sum(ds.row(b0), m, stride, c + k, K,
-                                          st.g.data() + k * stride);
-            }
-            if (!want_hess) continue;
-            std::size_t pair = 0;
-            for (std::size_t k = 0; k < K; ++k)
-              for (std::size_t l = k + 1; l < K; ++l, ++pair) {
-                for (std::size_t i = 0; i < m; ++i) {
-                  const double w = std::sqrt(sb.p[i * K + k] * sb.p[i * K + l]);
-                  const double* x = ds.row(b0 + i);
-                  double* s = q.get() + i * stride;
-                  for (std::size_t j = 0; j < d; ++j) s[j] = w * x[j];
-                }
-                blas::syrk_accumulate(q.get(), m, d, stride, st.pairs.data() + pair * d * d);
-              }
-          }
-          return st;
-        },
-        [](NewtonStats acc, NewtonStats s) {
-          if (acc.g.empty() && acc.pairs.empty()) return s;
-          acc.f += s.f;
-          for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += s.g[j];
-          for (std::size_t j = 0; j < acc.pairs.size(); ++j) acc.pairs[j] += s.pairs[j];
-          return acc;
-        });
-  };
-  auto objective = [&](const Vec& th) {
-    lay.pad(th.data(), tp.get());
-    return log_lik(tp.get()) + prior.log_density(th.data(), p);
-  };
-  auto cholesky = [&](const Mat& m) {
-    Eigen::LLT<Mat> llt(m);
-    if (llt.info() != Eigen::Success)
-      throw ConfigError(
-          "softmax MAP: the negative Hessian plus the prior's precision is not positive "
-          "definite in double precision (--prior-sd " +
-          std::to_string(prior.sd) + " is too wide for these data)");
-    return llt;
-  };
-
-  MapResult r;
-  double f = objective(theta);
-  int it = 0;
-  for (; it < max_iter; ++it) {
-    lay.pad(theta.data(), tp.get());
-    const NewtonStats st = stats(true, true);
-    Vec g(P);
-    lay.unpad(st.g.data(), g.data());
-    prior.add_gradient(theta.data(), p, g.data());
-    Mat neg_hess = assemble_neg_hessian(st.pairs, K, d);
-    for (Eigen::Index j = 0; j < P; ++j) neg_hess(j, j) += prior.map_curvature(theta[j]);
-    const Vec step = cholesky(neg_hess).solve(g);
-    if (detail::newton_move(objective, theta, f, g, step, tol) != detail::NewtonMove::stepped)
-      break;
-  }
-  // Laplace covariance at the final θ, with the prior's precision (a proper stand-in for the
-  // Laplace prior's curvature, Prior::precision()).
-  lay.pad(theta.data(), tp.get());
-  Mat h = assemble_neg_hessian(stats(false, true).pairs, K, d);
-  h.diagonal().array() += prior.precision();
-  r.theta = theta;
-  r.covariance = cholesky(h).solve(Mat::Identity(P, P));
-  r.log_post = f;
-  r.iterations = it;
-  r.seconds = 0.0;
-  return r;
-}
-
-// ----------------------------------------------------------------------------------------------
 SoftmaxBound SoftmaxBound::make(const SoftmaxModel& model, const RunConfig& cfg,
                                 const MapResult& map) {
   if (cfg.softmax_bound == SoftmaxBoundKind::tight)
@@ -648,7 +272,7 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const Vec* tangent, const 
   for (std::size_t i = 0; i < d; ++i)
     for (std::size_t j = 0; j < d; ++j)
       s_pad_[i * stride + j] = s_(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
-  seconds_ = seconds_since(t0);
+  seconds_ = seconds_between(t0, Clock::now());
 }
 
 SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const MapResult& map, BoundTuning tuning,
@@ -836,7 +460,7 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const MapResult& map, Boun
       for (std::size_t j = 0; j < d; ++j)
         out[i * stride + j] = i <= j ? a[j * d + i] : a[i * d + j];
   }
-  seconds_ = seconds_since(t0);
+  seconds_ = seconds_between(t0, Clock::now());
 }
 
 double SoftmaxBound::log_bound_sum_tight(const double* theta, double* scratch,

@@ -4,6 +4,7 @@
 /// Each room's headers can also be included alone (docs/architecture.md maps them).
 #include "flymc/core/config.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/core/rng.hpp"
 #include "flymc/data/dataset.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/diagnostics/diagnostics.hpp"

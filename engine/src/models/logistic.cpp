@@ -7,7 +7,9 @@
 #include <string>
 
 #include "flymc/core/blas.hpp"
+#include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/core/format.hpp"
 #include "flymc/core/parallel.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "model_checks.hpp"
@@ -15,11 +17,6 @@
 
 namespace flymc {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 /// A padded, aligned copy of θ for the row kernels.
 AlignedBuffer padded(const double* theta, std::size_t d, std::size_t stride) {
@@ -194,16 +191,9 @@ Vec LogisticModel::grad_log_post(const Vec& theta) const {
 }
 
 MapResult LogisticModel::find_map(double tol, int max_iter) const {
-  const auto t0 = Clock::now();
-  const Vec zero = Vec::Zero(static_cast<Eigen::Index>(dim()));
-  MapResult r = newton(Prior{PriorKind::gaussian, prior_.sd}, zero, tol, max_iter);
-  if (prior_.kind != PriorKind::gaussian) {
-    const int it = r.iterations;
-    r = newton(prior_, r.theta, tol, max_iter);
-    r.iterations += it;
-  }
-  r.seconds = seconds_since(t0);
-  return r;
+  return detail::two_stage_map(dim(), prior_, [&](const Prior& prior, const Vec& start) {
+    return newton(prior, start, tol, max_iter);
+  });
 }
 
 MapResult LogisticModel::newton(const Prior& prior, Vec theta, double tol, int max_iter) const {
@@ -324,7 +314,7 @@ LogisticBound::LogisticBound(const LogisticModel& model, std::vector<double> xi,
   for (std::size_t i = 0; i < d_; ++i)
     for (std::size_t j = 0; j < d_; ++j)
       a_pad_[i * stride_ + j] = A_(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
-  seconds_ = seconds_since(t0);
+  seconds_ = seconds_between(t0, Clock::now());
 }
 
 double LogisticBound::log_bound_sum(const double* theta, double* scratch,

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/core/format.hpp"
 #include "flymc/core/parallel.hpp"
 #include "model_checks.hpp"
 
@@ -56,8 +57,7 @@ void detail::check_features(const Dataset& ds, const std::string& model) {
       [](std::size_t a, std::size_t b) { return std::min(a, b); });
   if (first_bad == none) return;
   const std::size_t row = first_bad / d, col = first_bad % d;
-  char value[40];
-  std::snprintf(value, sizeof value, "%.17g", ds.row(row)[col]);
+  const std::string value = number_text(ds.row(row)[col]);
   throw DataError(ds.source() + ": row " + std::to_string(row + 1) + ": field " +
                   std::to_string(col + 2) + " (x" + std::to_string(col + 1) + "): feature " +
                   value + " is not finite or exceeds 1e100 in magnitude; " + model +

@@ -3,6 +3,7 @@
 // convergence on the Newton decrement, and backtracking along the Newton direction.
 #include <cmath>
 
+#include "flymc/core/clock.hpp"
 #include "flymc/models/model.hpp"  // Vec
 
 namespace flymc::detail {
@@ -38,6 +39,24 @@ NewtonMove newton_move(Objective&& objective, Vec& theta, double& f, const Vec& 
   theta += t * step;
   f = f_new;
   return NewtonMove::stepped;
+}
+
+/// The MAP search of a model with a smooth Gaussian stage: Newton from θ = 0 under the Gaussian
+/// prior of the same sd (concave, well conditioned there), then, for a Laplace prior, Newton
+/// again from that point under the model's own prior (its quadratic majorizer needs a start away
+/// from 0). `stage(prior, θ0)` runs one Newton search from θ0.
+template <class Stage>
+MapResult two_stage_map(std::size_t dim, const Prior& prior, Stage&& stage) {
+  const Stopwatch clock;
+  const Vec zero = Vec::Zero(static_cast<Eigen::Index>(dim));
+  MapResult r = stage(Prior{PriorKind::gaussian, prior.sd}, zero);
+  if (prior.kind != PriorKind::gaussian) {
+    const int it = r.iterations;
+    r = stage(prior, r.theta);
+    r.iterations += it;
+  }
+  r.seconds = clock.seconds();
+  return r;
 }
 
 }  // namespace flymc::detail

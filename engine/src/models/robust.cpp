@@ -13,24 +13,15 @@
 #include <string>
 
 #include "flymc/core/blas.hpp"
+#include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/core/format.hpp"
 #include "flymc/core/parallel.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "model_checks.hpp"
 
 namespace flymc {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 /// Rows per block of every data pass: the block's predictors come from one dots_packed, the
 /// element functions run vectorized over the block, and the weighted row sum and the scaled
@@ -166,7 +157,7 @@ void check_data(const Dataset& ds) {
       [](std::size_t a, std::size_t b) { return std::min(a, b); });
   if (first_bad != none)
     throw DataError(ds.source() + ": row " + std::to_string(first_bad + 1) +
-                    ": field 1 (response): " + num(y[first_bad]) +
+                    ": field 1 (response): " + number_text(y[first_bad]) +
                     " is not finite or exceeds 1e100 in magnitude; robust regression needs sums "
                     "of w*r^2 that fit a double (rescale the response)");
   detail::check_features(ds, "robust regression");
@@ -223,13 +214,14 @@ inline double series_p(double z) noexcept {
 // ----------------------------------------------------------------------------------------------
 StudentT::StudentT(double dof, double s) : nu(dof), scale(s) {
   if (!(nu > 0.0) || !std::isfinite(nu))
-    throw ConfigError("--nu must be finite and > 0, got " + num(nu));
+    throw ConfigError("--nu must be finite and > 0, got " + number_text(nu));
   if (!(scale > 0.0) || !std::isfinite(scale))
-    throw ConfigError("--noise-scale must be finite and > 0, got " + num(scale));
+    throw ConfigError("--noise-scale must be finite and > 0, got " + number_text(scale));
   a = 0.5 * (nu + 1.0);
   c = nu * scale * scale;
   if (!(c >= 1e-150 && c <= 1e150))
-    throw ConfigError("--nu times --noise-scale^2 must be in [1e-150, 1e150], got " + num(c));
+    throw ConfigError("--nu times --noise-scale^2 must be in [1e-150, 1e150], got " +
+                      number_text(c));
   inv_sqrt_c = 1.0 / std::sqrt(c);
   log_inv_sqrt_c = -0.5 * std::log(c);
   log_norm = std::lgamma(a) - std::lgamma(0.5 * nu) - 0.5 * std::log(std::numbers::pi * c);
@@ -243,7 +235,7 @@ RobustModel::RobustModel(std::shared_ptr<const Dataset> data, Prior prior, doubl
   if (!data_ || data_->n() == 0 || data_->d() == 0)
     throw DataError("robust regression needs at least one row and one feature");
   if (!(prior.sd >= 1e-150 && prior.sd <= 1e150))
-    throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + num(prior.sd));
+    throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + number_text(prior.sd));
   check_data(*data_);
   blas::use_single_thread();
 }
@@ -326,7 +318,7 @@ MapResult RobustModel::find_map(double tol, int max_iter) const {
   r.covariance = llt.solve(Mat::Identity(d, d));
   r.log_post = a.f;
   r.iterations = a.iterations;
-  r.seconds = seconds_since(t0);
+  r.seconds = seconds_between(t0, Clock::now());
   return r;
 }
 
@@ -464,7 +456,8 @@ RobustBound RobustBound::make(const RobustModel& model, const RunConfig& cfg,
 RobustBound RobustBound::untuned(const RobustModel& model, double xi, const Vec& anchor,
                                  double slack) {
   if (!(xi >= 0.0 && xi <= kMaxResponse))
-    throw ConfigError("--untuned-xi must be in [0, 1e100] for robust regression, got " + num(xi));
+    throw ConfigError("--untuned-xi must be in [0, 1e100] for robust regression, got " +
+                      number_text(xi));
   return RobustBound(model, std::vector<double>(model.num_data(), xi), anchor, slack);
 }
 
@@ -495,13 +488,14 @@ RobustBound::RobustBound(const RobustModel& model, std::vector<double> xi, const
       offset_(slack) {
   const auto t0 = Clock::now();
   if (!(slack >= 0.0) || !std::isfinite(slack))
-    throw ConfigError("--bound-slack must be finite and >= 0, got " + num(slack));
+    throw ConfigError("--bound-slack must be finite and >= 0, got " + number_text(slack));
   const Dataset& ds = *data_;
   if (static_cast<std::size_t>(anchor.size()) != ds.d())
     throw ConfigError("bound anchor has the wrong dimension");
   for (double x : xi_)
     if (!(x <= 1e150))  // ξ² must be finite; |r| this large needs a non-finite θ_MAP
-      throw Error("robust bound: tangent point " + num(x) + " is not finite or exceeds 1e150");
+      throw Error("robust bound: tangent point " + number_text(x) +
+                  " is not finite or exceeds 1e150");
   const auto y = ds.y();
   const double a = t_.a, c = t_.c;
   AlignedBuffer tp = padded(anchor.data(), ds.d(), ds.stride());
@@ -534,7 +528,7 @@ RobustBound::RobustBound(const RobustModel& model, std::vector<double> xi, const
       a_pad_[i * stride_ + j] = A_(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
   theta0_pad_ = padded(theta0_.data(), d_, stride_);
   g0_pad_ = padded(g0_.data(), d_, stride_);
-  seconds_ = seconds_since(t0);
+  seconds_ = seconds_between(t0, Clock::now());
 }
 
 double RobustBound::log_bound_sum(const double* theta, double* scratch,

@@ -126,17 +126,10 @@ double SoftmaxModel::log_lik_grad(const double* theta, double* grad) const {
 }
 
 MapResult SoftmaxModel::find_map(double tol, int max_iter) const {
-  const auto t0 = Clock::now();
-  const Vec zero = Vec::Zero(static_cast<Eigen::Index>(dim()));
   // At W = 0 every class has probability 1/K: a well-conditioned start for Newton.
-  MapResult r = newton(Prior{PriorKind::gaussian, prior_.sd}, zero, tol, max_iter);
-  if (prior_.kind != PriorKind::gaussian) {
-    const int it = r.iterations;
-    r = newton(prior_, r.theta, tol, max_iter);
-    r.iterations += it;
-  }
-  r.seconds = seconds_between(t0, Clock::now());
-  return r;
+  return detail::two_stage_map(dim(), prior_, [&](const Prior& prior, const Vec& start) {
+    return newton(prior, start, tol, max_iter);
+  });
 }
 
 MapResult SoftmaxModel::newton(const Prior& prior, Vec theta, double tol, int max_iter) const {

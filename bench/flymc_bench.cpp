@@ -465,12 +465,8 @@ void chains_bench(const ChainsOptions& o) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"flymc-bench: wall-clock effective samples per second"};
-  app.require_subcommand(1);
-  Table1Options t;
+/// `flymc-bench table1`: its options, into `t`.
+void add_table1_command(CLI::App& app, Table1Options& t) {
   CLI::App* t1 = app.add_subcommand(
       "table1",
       "FlyMC paper Table 1: logistic regression (RW-MH), softmax (MALA), robust regression "
@@ -541,9 +537,11 @@ int main(int argc, char** argv) {
   cli::add_auto_option(
       t1, "--theta-steps", t.theta_steps, [](double x) { return x >= 1.0; }, ">= 1",
       "Logistic row: theta-steps per z-sweep");
-  t1->callback([&] { table1(t); });
+  t1->callback([&t] { table1(t); });
+}
 
-  ScalingOptions sc;
+/// `flymc-bench scaling`: its options, into `sc`.
+void add_scaling_command(CLI::App& app, ScalingOptions& sc) {
   CLI::App* s1 = app.add_subcommand("scaling", "Synthetic tall data: speedup as N grows");
   s1->add_option("--json", sc.json, "Write the figures as JSON");
   s1->add_flag("--large", sc.large, "Also N = 10^7");
@@ -565,9 +563,11 @@ int main(int argc, char** argv) {
   cli::add_auto_option(
       s1, "--q-dark-to-bright", sc.q, [](double x) { return x > 0.0 && x <= 1.0; }, "in (0, 1]",
       "FlyMC's implicit z-update rate");
-  s1->callback([&] { scaling(sc); });
+  s1->callback([&sc] { scaling(sc); });
+}
 
-  ChainsOptions ch;
+/// `flymc-bench chains`: its options, into `ch`.
+void add_chains_command(CLI::App& app, ChainsOptions& ch) {
   CLI::App* c1 = app.add_subcommand("chains", "min-ESS/s with 1, 2, ... concurrent chains");
   c1->add_option("--data", ch.data, "Logistic data set")->required();
   c1->add_option("--json", ch.json);
@@ -576,7 +576,20 @@ int main(int argc, char** argv) {
   c1->add_option("--thin", ch.thin)->capture_default_str();
   c1->add_option("--seed", ch.seed)->capture_default_str();
   c1->add_option("--max-chains", ch.max_chains, "0: the core count")->capture_default_str();
-  c1->callback([&] { chains_bench(ch); });
+  c1->callback([&ch] { chains_bench(ch); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"flymc-bench: wall-clock effective samples per second"};
+  app.require_subcommand(1);
+  Table1Options t;
+  ScalingOptions sc;
+  ChainsOptions ch;
+  add_table1_command(app, t);
+  add_scaling_command(app, sc);
+  add_chains_command(app, ch);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

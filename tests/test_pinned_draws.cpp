@@ -1,9 +1,10 @@
 // Pinned draws: seeded runs of every model and θ-kernel must reproduce, bit for bit, the draws
 // recorded in tests/data/pinned_draws.txt. A refactoring that changes them fails here; a commit
 // that changes draws on purpose regenerates the file (FLYMC_WRITE_PINNED=PATH, see
-// docs/validation.md) and says so. Bits depend on the SIMD path (the kernels' summation order), so
-// the exact comparison runs where the recorded path is this build's; elsewhere the runs are only
-// checked to complete with finite draws, and a message says why.
+// docs/validation.md) and says so. Bits depend on the SIMD path (the kernels' summation order) and
+// on the compiler flags (contraction into fused multiply-adds differs between -O2 and -O3), so the
+// exact comparison runs where both are the recording's; elsewhere the runs are only checked to
+// complete with finite draws, and a message says why.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -103,10 +104,11 @@ TEST_SUITE("unit") {
       }
       for (auto& l : pinned_lines(p, r)) got.push_back(std::move(l));
     }
-    const std::string simd = kernels::simd_name();
+    const std::string build =
+        std::string("# simd=") + kernels::simd_name() + " flags=" + FLYMC_BUILD_FLAGS;
     if (const char* out = std::getenv("FLYMC_WRITE_PINNED")) {
       std::ofstream f(out);
-      f << "# simd=" << simd << "\n";
+      f << build << "\n";
       for (const auto& l : got) f << l << "\n";
       MESSAGE("wrote " << out);
       return;
@@ -116,10 +118,11 @@ TEST_SUITE("unit") {
     std::string header;
     std::getline(f, header);
     REQUIRE(header.rfind("# simd=", 0) == 0);
-    if (header.substr(7) != simd) {
-      MESSAGE("pinned draws were recorded with " << header.substr(7) << " kernels, this build has "
-                                                 << simd << ": bits differ across SIMD paths, so "
-                                                 << "only completion and finiteness were checked");
+    if (header != build) {
+      MESSAGE("pinned draws were recorded by the build '"
+              << header.substr(2) << "', this is '" << build.substr(2)
+              << "': bits differ across SIMD paths and compiler flags, so only completion and "
+                 "finiteness were checked");
       return;
     }
     std::vector<std::string> want;

@@ -31,11 +31,11 @@ using Mat = Eigen::MatrixXd;
 
 /// Result of the full-data MAP search.
 struct MapResult {
-  Vec theta;        ///< θ_MAP (dense, dim() entries)
-  Mat covariance;   ///< Laplace covariance: inverse of −∇² log p(θ | data) at θ_MAP
-  double log_post;  ///< log p(θ_MAP | data) up to a constant
-  int iterations;   ///< optimizer iterations
-  double seconds;   ///< wall time
+  Vec theta;              ///< θ_MAP (dense, dim() entries)
+  Mat covariance;         ///< Laplace covariance: inverse of −∇² log p(θ | data) at θ_MAP
+  double log_post = 0.0;  ///< log p(θ_MAP | data) up to a constant
+  int iterations = 0;     ///< optimizer iterations
+  double seconds = 0.0;   ///< wall time
 };
 
 /// Outcome of comparing bounds with likelihoods (a bound's deltas()). Δ_n = log L_n − log B_n is

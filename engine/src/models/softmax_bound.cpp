@@ -275,6 +275,212 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const Vec* tangent, const 
   seconds_ = seconds_between(t0, Clock::now());
 }
 
+namespace {
+/// The tight bound's set-up sums over a range of data.
+struct TightSums {
+  double f = 0.0;            // Σ log B_n at the anchor
+  double eq = 0.0;           // ½ Σ tr(S_n M_n) of the chosen curvatures
+  double eqb = 0.0;          // the same with Böhning's curvature everywhere
+  std::size_t jc = 0;        // data whose chosen curvature is a Jebara–Choromanska one
+  std::vector<double> g, a;  // G0 (K rows of stride); the pair matrices (column-major D×D each)
+  void add(const TightSums& s) {
+    f += s.f;
+    eq += s.eq;
+    eqb += s.eqb;
+    jc += s.jc;
+    for (std::size_t j = 0; j < g.size(); ++j) g[j] += s.g[j];
+    for (std::size_t j = 0; j < a.size(); ++j) a[j] += s.a[j];
+  }
+};
+
+/// One thread's scratch for the tight set-up over blocks of at most `mb` data.
+struct TightScratch {
+  TightScratch(std::size_t K, std::size_t d, std::size_t stride, std::size_t mb, std::size_t np)
+      : ybuf(d * mb),
+        mom(mb * K * K),
+        w(mb * np),
+        v(K),
+        sv(K),
+        mu(K),
+        tq(K),
+        cand_c(K),
+        cand_s(K),
+        bc(K),
+        bs(K),
+        perm(K),
+        border(K),
+        qpos(aligned_zeros(mb * stride)),
+        qneg(aligned_zeros(mb * stride)) {}
+  SoftmaxBlock sb;
+  alignas(64) double psi[kBlockVals], coef[kBlockVals];
+  std::vector<double> ybuf, mom, w, v, sv, mu, tq, cand_c, cand_s, bc, bs;
+  std::vector<std::uint16_t> perm, border;
+  AlignedBuffer qpos, qneg;
+};
+
+struct CurvatureChoice {
+  double crit = 0.0, crit_bohning = 0.0;  // ½·tr(S M) is half of these
+  bool jc = false;
+};
+
+/// Picks the curvature of one datum with the smallest tr(S M) (M its second moments about ψ0):
+/// Böhning's H (kept on ties), then Jebara–Choromanska orders, all of them for small K, else the
+/// one with the dominant class first. Writes the order to `ord` and c, s into the record `r`.
+CurvatureChoice choose_curvature(double* r, std::uint16_t* ord, const double* M, std::size_t K,
+                                 TightScratch& s) {
+  for (std::size_t k = 0; k < K; ++k) s.border[k] = static_cast<std::uint16_t>(k);
+  lse_bound::bohning(K, s.bc.data(), s.bs.data());
+  CurvatureChoice out;
+  out.crit_bohning = lse_bound::trace_product(s.border.data(), s.bc.data(), s.bs.data(), K, M);
+  out.crit = out.crit_bohning;
+  auto consider = [&] {
+    lse_bound::jebara_choromanska(r, s.perm.data(), K, s.cand_c.data(), s.cand_s.data());
+    const double crit =
+        lse_bound::trace_product(s.perm.data(), s.cand_c.data(), s.cand_s.data(), K, M);
+    if (crit < out.crit) {
+      out.crit = crit;
+      out.jc = true;
+      s.border = s.perm;
+      s.bc = s.cand_c;
+      s.bs = s.cand_s;
+    }
+  };
+  for (std::size_t k = 0; k < K; ++k) s.perm[k] = static_cast<std::uint16_t>(k);
+  if (K <= lse_bound::kMaxExhaustiveOrder) {
+    do consider();
+    while (std::next_permutation(s.perm.begin(), s.perm.end()));
+  } else {
+    // Dominant class first: decreasing ψ0, ties by class index.
+    std::stable_sort(s.perm.begin(), s.perm.end(),
+                     [&](std::uint16_t a, std::uint16_t b) { return r[a] > r[b]; });
+    consider();
+  }
+  std::copy(s.border.begin(), s.border.end(), ord);
+  std::copy(s.bc.begin(), s.bc.begin() + static_cast<std::ptrdiff_t>(K - 1), r + 2 * K + 2);
+  std::copy(s.bs.begin(), s.bs.begin() + static_cast<std::ptrdiff_t>(K - 1), r + 3 * K + 1);
+  return out;
+}
+
+/// The pair matrices A_kl += Σ w_{n,kl} x_n x_nᵀ over one block: rows scaled by √|w| and split
+/// by the sign of w, A += Q₊ᵀQ₊ − Q₋ᵀQ₋ (one SYRK each).
+void accumulate_pair_matrices(const Dataset& ds, std::size_t b0, std::size_t m, std::size_t npairs,
+                              std::size_t d, std::size_t stride, TightScratch& s, double* a_all) {
+  for (std::size_t pair = 0; pair < npairs; ++pair) {
+    std::size_t np = 0, nn = 0;
+    for (std::size_t i = 0; i < m; ++i) {
+      const double wi = s.w[i * npairs + pair];
+      if (wi == 0.0) continue;
+      double* dst = wi > 0.0 ? s.qpos.get() + (np++) * stride : s.qneg.get() + (nn++) * stride;
+      const double sc = std::sqrt(std::fabs(wi));
+      const double* x = ds.row(b0 + i);
+      for (std::size_t j = 0; j < d; ++j) dst[j] = sc * x[j];
+    }
+    double* a = a_all + pair * d * d;
+    blas::syrk_accumulate(s.qpos.get(), np, d, stride, a, 1.0);
+    blas::syrk_accumulate(s.qneg.get(), nn, d, stride, a, -1.0);
+  }
+}
+
+/// The pair matrices, symmetric, rows padded to stride (SYRK filled the upper triangle of the
+/// column-major D×D sums).
+AlignedBuffer padded_pair_matrices(const std::vector<double>& a_all, std::size_t npairs,
+                                   std::size_t d, std::size_t stride) {
+  AlignedBuffer out_all = aligned_zeros(std::max<std::size_t>(1, npairs) * d * stride);
+  for (std::size_t pair = 0; pair < npairs; ++pair) {
+    const double* a = a_all.data() + pair * d * d;
+    double* out = out_all.get() + pair * d * stride;
+    for (std::size_t i = 0; i < d; ++i)
+      for (std::size_t j = 0; j < d; ++j)
+        out[i * stride + j] = i <= j ? a[j * d + i] : a[i * d + j];
+  }
+  return out_all;
+}
+}  // namespace
+
+/// The tight bound's set-up pass: per block of data, the second moments M_n of ψ_n under the
+/// Laplace approximation, the chosen curvature of every datum (its record), f0 = Σ log B_n(W_a),
+/// G0 = Σ ∂ log B_n/∂ψ_n x_nᵀ at W_a, and the pair matrices A_kl = Σ w_{n,kl} x_n x_nᵀ. Blocks of
+/// rows are fixed by the data size alone, so every choice is the same for any thread count.
+struct SoftmaxBound::TightPass {
+  SoftmaxBound& b;
+  const Dataset& ds;
+  const std::vector<std::uint32_t>& y;
+  const double* cov;  // the Laplace covariance, P×P column-major
+  std::size_t ldc;    // P
+  bool tuned;         // MAP-tuned: ψ0 = ψ̂ (the anchor's predictors); else ψ0 = 0
+  std::size_t K, d, stride, R, mb, npairs;
+
+  TightSums range(std::size_t lo, std::size_t hi) const {
+    TightSums st;
+    st.g.assign(K * stride, 0.0);
+    st.a.assign(npairs * d * d, 0.0);
+    TightScratch s(K, d, stride, mb, npairs);
+    for (std::size_t b0 = lo; b0 < hi; b0 += mb) block(b0, std::min(mb, hi - b0), s, st);
+    return st;
+  }
+
+  void block(std::size_t b0, std::size_t m, TightScratch& s, TightSums& st) const {
+    kernels::dots_packed_multi(ds.row(b0), m, stride, b.anchor_pad_.get(), K, stride, s.psi);
+    if (tuned) s.sb.compute(s.psi, m, K);
+    laplace_moments(b0, m, s);
+    for (std::size_t i = 0; i < m; ++i) datum(b0 + i, i, s, st);
+    for (std::size_t k = 0; k < K; ++k)
+      kernels::weighted_row_sum(ds.row(b0), m, stride, s.coef + k, K, st.g.data() + k * stride);
+    accumulate_pair_matrices(ds, b0, m, npairs, d, stride, s, st.a.data());
+  }
+
+  /// Cov(ψ_n)[k,l] = x_nᵀ C_kl x_n, C_kl the (k,l) D×D block of the Laplace covariance.
+  void laplace_moments(std::size_t b0, std::size_t m, TightScratch& s) const {
+    for (std::size_t k = 0; k < K; ++k)
+      for (std::size_t l = k; l < K; ++l) {
+        blas::gemm_at_xt(cov + (l * d) * ldc + k * d, ldc, ds.row(b0), m, d, stride, s.ybuf.data());
+        for (std::size_t i = 0; i < m; ++i) {
+          const double* x = ds.row(b0 + i);
+          const double* yi = s.ybuf.data() + i * d;
+          double acc = 0.0;
+          for (std::size_t j = 0; j < d; ++j) acc += x[j] * yi[j];
+          s.mom[i * K * K + k * K + l] = s.mom[i * K * K + l * K + k] = acc;
+        }
+      }
+  }
+
+  /// Datum n (i-th of its block): its record, its curvature, and its terms of the sums.
+  void datum(std::size_t n, std::size_t i, TightScratch& s, TightSums& st) const {
+    double* r = b.rec_.data() + n * R;
+    std::uint16_t* ord = b.order_.data() + n * K;
+    const double* xa = s.psi + i * K;
+    double* M = s.mom.data() + i * K * K;
+    const double inv_k = 1.0 / static_cast<double>(K), log_k = std::log(static_cast<double>(K));
+    for (std::size_t k = 0; k < K; ++k) {
+      r[k] = tuned ? xa[k] : 0.0;
+      r[K + k] = tuned ? s.sb.p[i * K + k] : inv_k;
+    }
+    r[2 * K] = tuned ? s.sb.m[i] : 0.0;
+    r[2 * K + 1] = tuned ? s.sb.l[i] : log_k;
+    // Untuned: the second moment about ψ0 = 0 adds ψ̂ψ̂ᵀ.
+    if (!tuned)
+      for (std::size_t k = 0; k < K; ++k)
+        for (std::size_t l = 0; l < K; ++l) M[k * K + l] += xa[k] * xa[l];
+    const CurvatureChoice c = choose_curvature(r, ord, M, K, s);
+    st.eq += 0.5 * c.crit;
+    st.eqb += 0.5 * c.crit_bohning;
+    st.jc += c.jc ? 1 : 0;
+    // log B_n and ∂ log B_n/∂ψ = e_y − g0 − S_n v at the anchor, v = ψ̂ − ψ0 (0 when MAP-tuned).
+    double gv = 0.0;
+    for (std::size_t k = 0; k < K; ++k) {
+      s.v[k] = xa[k] - r[k];
+      gv += r[K + k] * s.v[k];
+    }
+    const double q = lse_bound::quad(s.v.data(), ord, r + 2 * K + 2, r + 3 * K + 1, K, s.sv.data());
+    const std::uint32_t cls = y[n];
+    st.f += (xa[cls] - r[2 * K]) - r[2 * K + 1] - gv - q - b.slack_;
+    for (std::size_t k = 0; k < K; ++k) s.coef[i * K + k] = -r[K + k] - s.sv[k];
+    s.coef[i * K + cls] += 1.0;
+    lse_bound::pair_weights(ord, r + 2 * K + 2, r + 3 * K + 1, K, s.w.data() + i * npairs,
+                            s.mu.data(), s.tq.data());
+  }
+};
+
 SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const MapResult& map, BoundTuning tuning,
                            double slack)
     : data_(model.data_ptr()),
@@ -282,7 +488,7 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const MapResult& map, Boun
       kind_(SoftmaxBoundKind::tight),
       slack_(slack),
       shift_(slack) {
-  const auto t0 = Clock::now();
+  const Stopwatch clock;
   if (!(slack >= 0.0) || !std::isfinite(slack))
     throw ConfigError("--bound-slack must be finite and >= 0, got " + std::to_string(slack));
   const Dataset& ds = *data_;
@@ -294,153 +500,20 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const MapResult& map, Boun
   k_ = lay.k;
   d_ = lay.d;
   stride_ = lay.stride;
-  const std::size_t K = k_, d = d_, stride = stride_, R = rec_size(), mb = block_data(K);
-  const std::size_t npairs = K * (K - 1) / 2;
-  const bool tuned = tuning == BoundTuning::map;
-  const double inv_k = 1.0 / static_cast<double>(K), log_k = std::log(static_cast<double>(K));
   anchor_pad_ = aligned_zeros(lay.padded());
   lay.pad(map.theta.data(), anchor_pad_.get());
-  rec_.resize(ds.n() * R);
-  order_.resize(ds.n() * K);
-  const auto& y = *labels_;
-  const double* cov = map.covariance.data();
-  const std::size_t ldc = lay.dim();
-
-  // One pass: per block, the second moments M_n of v_n under the Laplace approximation, the
-  // chosen curvature of every datum (its record), f0 = Σ log B_n(W_a), G0 = Σ ∂ log B_n/∂ψ_n
-  // x_nᵀ at W_a, and the pair matrices A_kl = Σ w_{n,kl} x_n x_nᵀ (one SYRK per sign of w).
-  struct Stats {
-    double f = 0.0, eq = 0.0, eqb = 0.0;
-    std::size_t jc = 0;
-    std::vector<double> g, a;
-  };
-  Stats total = deterministic_reduce(
-      ds.n(), stats_grain(ds.n(), std::max<std::size_t>(1, npairs) * d * d), Stats{},
-      [&](std::size_t lo, std::size_t hi) {
-        Stats st;
-        st.g.assign(K * stride, 0.0);
-        st.a.assign(npairs * d * d, 0.0);
-        SoftmaxBlock sb;
-        alignas(64) double psi[kBlockVals], coef[kBlockVals];
-        std::vector<double> ybuf(d * mb), mom(mb * K * K), w(mb * npairs), v(K), sv(K), mu(K),
-            tq(K), cand_c(K), cand_s(K), bc(K), bs(K);
-        std::vector<std::uint16_t> perm(K), border(K);
-        AlignedBuffer qpos = aligned_zeros(mb * stride), qneg = aligned_zeros(mb * stride);
-        for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
-          const std::size_t m = std::min(mb, hi - b0);
-          // ψ̂ = W_MAP x (the anchor's predictors); MAP-tuned, ψ0 = ψ̂ (the same dot products).
-          kernels::dots_packed_multi(ds.row(b0), m, stride, anchor_pad_.get(), K, stride, psi);
-          if (tuned) sb.compute(psi, m, K);
-          // Cov(ψ_n)[k,l] = x_nᵀ C_kl x_n, C_kl the (k,l) D×D block of the Laplace covariance.
-          // The blocks of rows are fixed by the data size alone, so the choice below is the
-          // same for any thread count.
-          for (std::size_t k = 0; k < K; ++k)
-            for (std::size_t l = k; l < K; ++l) {
-              blas::gemm_at_xt(cov + (l * d) * ldc + k * d, ldc, ds.row(b0), m, d, stride,
-                               ybuf.data());
-              for (std::size_t i = 0; i < m; ++i) {
-                const double* x = ds.row(b0 + i);
-                const double* yi = ybuf.data() + i * d;
-                double acc = 0.0;
-                for (std::size_t j = 0; j < d; ++j) acc += x[j] * yi[j];
-                mom[i * K * K + k * K + l] = mom[i * K * K + l * K + k] = acc;
-              }
-            }
-          for (std::size_t i = 0; i < m; ++i) {
-            const std::size_t n = b0 + i;
-            double* r = rec_.data() + n * R;
-            std::uint16_t* ord = order_.data() + n * K;
-            const double* xa = psi + i * K;
-            double* M = mom.data() + i * K * K;
-            for (std::size_t k = 0; k < K; ++k) {
-              r[k] = tuned ? xa[k] : 0.0;
-              r[K + k] = tuned ? sb.p[i * K + k] : inv_k;
-            }
-            r[2 * K] = tuned ? sb.m[i] : 0.0;
-            r[2 * K + 1] = tuned ? sb.l[i] : log_k;
-            // Untuned: the second moment about ψ0 = 0 adds ψ̂ψ̂ᵀ.
-            if (!tuned)
-              for (std::size_t k = 0; k < K; ++k)
-                for (std::size_t l = 0; l < K; ++l) M[k * K + l] += xa[k] * xa[l];
-            // Candidates: Böhning's H (kept on ties), then Jebara–Choromanska orders.
-            for (std::size_t k = 0; k < K; ++k) border[k] = static_cast<std::uint16_t>(k);
-            lse_bound::bohning(K, bc.data(), bs.data());
-            const double crit_b =
-                lse_bound::trace_product(border.data(), bc.data(), bs.data(), K, M);
-            double best = crit_b;
-            bool jc = false;
-            auto consider = [&] {
-              lse_bound::jebara_choromanska(r, perm.data(), K, cand_c.data(), cand_s.data());
-              const double crit =
-                  lse_bound::trace_product(perm.data(), cand_c.data(), cand_s.data(), K, M);
-              if (crit < best) {
-                best = crit;
-                jc = true;
-                border = perm;
-                bc = cand_c;
-                bs = cand_s;
-              }
-            };
-            for (std::size_t k = 0; k < K; ++k) perm[k] = static_cast<std::uint16_t>(k);
-            if (K <= lse_bound::kMaxExhaustiveOrder) {
-              do consider();
-              while (std::next_permutation(perm.begin(), perm.end()));
-            } else {
-              // Dominant class first: decreasing ψ0, ties by class index.
-              std::stable_sort(perm.begin(), perm.end(),
-                               [&](std::uint16_t a, std::uint16_t b) { return r[a] > r[b]; });
-              consider();
-            }
-            std::copy(border.begin(), border.end(), ord);
-            std::copy(bc.begin(), bc.begin() + static_cast<std::ptrdiff_t>(K - 1), r + 2 * K + 2);
-            std::copy(bs.begin(), bs.begin() + static_cast<std::ptrdiff_t>(K - 1), r + 3 * K + 1);
-            st.eq += 0.5 * best;
-            st.eqb += 0.5 * crit_b;
-            st.jc += jc ? 1 : 0;
-            // log B_n and ∂ log B_n/∂ψ = e_y − g0 − S_n v at the anchor, v = ψ̂ − ψ0 (0 when
-            // MAP-tuned).
-            double gv = 0.0;
-            for (std::size_t k = 0; k < K; ++k) {
-              v[k] = xa[k] - r[k];
-              gv += r[K + k] * v[k];
-            }
-            const double q =
-                lse_bound::quad(v.data(), ord, r + 2 * K + 2, r + 3 * K + 1, K, sv.data());
-            const std::uint32_t cls = y[n];
-            st.f += (xa[cls] - r[2 * K]) - r[2 * K + 1] - gv - q - slack;
-            for (std::size_t k = 0; k < K; ++k) coef[i * K + k] = -r[K + k] - sv[k];
-            coef[i * K + cls] += 1.0;
-            lse_bound::pair_weights(ord, r + 2 * K + 2, r + 3 * K + 1, K, w.data() + i * npairs,
-                                    mu.data(), tq.data());
-          }
-          for (std::size_t k = 0; k < K; ++k)
-            kernels::weighted_row_sum(ds.row(b0), m, stride, coef + k, K, st.g.data() + k * stride);
-          for (std::size_t pair = 0; pair < npairs; ++pair) {
-            // Rows scaled by √|w|, split by the sign of w: A += Q₊ᵀQ₊ − Q₋ᵀQ₋.
-            std::size_t np = 0, nn = 0;
-            for (std::size_t i = 0; i < m; ++i) {
-              const double wi = w[i * npairs + pair];
-              if (wi == 0.0) continue;
-              double* dst = wi > 0.0 ? qpos.get() + (np++) * stride : qneg.get() + (nn++) * stride;
-              const double sc = std::sqrt(std::fabs(wi));
-              const double* x = ds.row(b0 + i);
-              for (std::size_t j = 0; j < d; ++j) dst[j] = sc * x[j];
-            }
-            double* a = st.a.data() + pair * d * d;
-            blas::syrk_accumulate(qpos.get(), np, d, stride, a, 1.0);
-            blas::syrk_accumulate(qneg.get(), nn, d, stride, a, -1.0);
-          }
-        }
-        return st;
-      },
-      [](Stats acc, Stats s) {
+  rec_.resize(ds.n() * rec_size());
+  order_.resize(ds.n() * k_);
+  const std::size_t npairs = k_ * (k_ - 1) / 2;
+  const TightPass pass{
+      *this, ds,      *labels_,   map.covariance.data(), lay.dim(), tuning == BoundTuning::map, k_,
+      d_,    stride_, rec_size(), block_data(k_),        npairs};
+  TightSums total = deterministic_reduce(
+      ds.n(), stats_grain(ds.n(), std::max<std::size_t>(1, npairs) * d_ * d_), TightSums{},
+      [&](std::size_t lo, std::size_t hi) { return pass.range(lo, hi); },
+      [](TightSums acc, const TightSums& s) {
         if (acc.g.empty()) return s;
-        acc.f += s.f;
-        acc.eq += s.eq;
-        acc.eqb += s.eqb;
-        acc.jc += s.jc;
-        for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += s.g[j];
-        for (std::size_t j = 0; j < acc.a.size(); ++j) acc.a[j] += s.a[j];
+        acc.add(s);
         return acc;
       });
   f0_ = total.f;
@@ -449,18 +522,9 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const MapResult& map, Boun
   jc_count_ = total.jc;
   // G0 centered over the classes: Σ_k (e_y − g0 − S_n v)_k = 0 for every datum (S_n𝟙 = 0), so
   // this only removes rounding, as for the Böhning kind.
-  g0_pad_ = centered_over_classes(total.g, K, d, stride);
-  // The pair matrices, symmetric, rows padded to stride (SYRK filled the upper triangle of the
-  // column-major D×D sums).
-  s_pad_ = aligned_zeros(std::max<std::size_t>(1, npairs) * d * stride);
-  for (std::size_t pair = 0; pair < npairs; ++pair) {
-    const double* a = total.a.data() + pair * d * d;
-    double* out = s_pad_.get() + pair * d * stride;
-    for (std::size_t i = 0; i < d; ++i)
-      for (std::size_t j = 0; j < d; ++j)
-        out[i * stride + j] = i <= j ? a[j * d + i] : a[i * d + j];
-  }
-  seconds_ = seconds_between(t0, Clock::now());
+  g0_pad_ = centered_over_classes(total.g, k_, d_, stride_);
+  s_pad_ = padded_pair_matrices(total.a, npairs, d_, stride_);
+  seconds_ = clock.seconds();
 }
 
 double SoftmaxBound::log_bound_sum_tight(const double* theta, double* scratch,

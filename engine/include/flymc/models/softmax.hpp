@@ -237,6 +237,7 @@ class SoftmaxBound {
  private:
   SoftmaxBound(const SoftmaxModel& model, const Vec* tangent, const Vec& anchor, double slack);
   SoftmaxBound(const SoftmaxModel& model, const MapResult& map, BoundTuning tuning, double slack);
+  struct TightPass;  // the tight constructor's pass over the data (softmax_bound.cpp)
   template <bool kGrad>
   BoundCheck compute(const Index* idx, const double* preds, std::size_t k, double* delta,
                      double* dpsi) const noexcept;

@@ -322,126 +322,160 @@ MapResult RobustModel::find_map(double tol, int max_iter) const {
   return r;
 }
 
-RobustModel::Ascent RobustModel::climb(const Prior& prior, Ascent a, double tol,
-                                       int max_iter) const {
-  const Dataset& ds = *data_;
-  const auto d = static_cast<Eigen::Index>(dim());
-  AlignedBuffer tp = aligned_zeros(stride());
-  Vec& theta = a.theta;
-  double& f = a.f;
-  auto load = [&](const Vec& th) { std::copy(th.data(), th.data() + d, tp.get()); };
-  auto objective = [&](const Vec& th) {
-    load(th);
-    return log_lik(tp.get()) + prior.log_density(th.data(), dim());
-  };
-  // Backtracking (Armijo, 1/4 of the predicted increase) along `step`, halving down to t_min.
-  auto line_search = [&](const Vec& step, double decrement, double t_min, double& t,
-                         double& f_new) {
-    t = 1.0;
-    f_new = objective(theta + step);
-    while (!(f_new >= f + 0.25 * t * decrement) && t > t_min) {
-      t *= 0.5;
-      f_new = objective(theta + t * step);
-    }
-    return f_new >= f + 0.25 * t * decrement;
-  };
-  // Convergence: the Newton decrement below tol, or below what the objective's rounding can
-  // resolve (a sum of N terms: ~1e-15·|f| observed at N = 1.8M), where a line search only sees
-  // noise. The step left is then taken without a line search: its θ error is second order.
-  auto converged = [&](double decrement) {
-    return !(decrement > 2.0 * std::max(tol, 1e-14 * (1.0 + std::fabs(f))));
-  };
-  auto final_step = [&](const Vec& step) {
-    const double f_last = objective(theta + step);
-    if (f_last >= f - 1e-12 * (1.0 + std::fabs(f))) {
-      theta += step;
-      f = f_last;
-    }
-  };
-  f = objective(theta);
-  const bool laplace = prior.kind != PriorKind::gaussian;
-  // With a curvature from (nearly) this θ at hand (the Gaussian stage's last pass), a gradient
-  // pass suffices for the first step. From a far start (θ = 0), residuals are large and the
-  // exact Hessian indefinite: the first pass sums the MM curvature alone.
-  bool reuse = a.lik_curv.size() != 0;
-  const bool far_start = !reuse;
-  for (int it = 0; it < max_iter; ++it) {
-    ++a.iterations;
-    load(theta);
-    Vec g(d);
-    Mat mm_curv;
-    if (reuse) {
-      AlignedBuffer gp = aligned_zeros(stride());
-      log_lik_grad(tp.get(), gp.get());
-      g = Eigen::Map<const Vec>(gp.get(), d);
+/// One stage of the MAP search (one prior): Newton steps with the exact likelihood Hessian where
+/// they work, MM steps on the tangent bound's quadratic minorizer where they do not.
+class RobustModel::Climber {
+ public:
+  Climber(const RobustModel& model, const Prior& prior, Ascent& a, double tol)
+      : m_(model),
+        prior_(prior),
+        a_(a),
+        tol_(tol),
+        d_(static_cast<Eigen::Index>(model.dim())),
+        tp_(aligned_zeros(model.stride())),
+        laplace_(prior.kind != PriorKind::gaussian) {}
+
+  void run(int max_iter) {
+    a_.f = objective(a_.theta);
+    // With a curvature from (nearly) this θ at hand (the Gaussian stage's last pass), a gradient
+    // pass suffices for the first step. From a far start (θ = 0), residuals are large and the
+    // exact Hessian indefinite: the first pass sums the MM curvature alone.
+    bool reuse = a_.lik_curv.size() != 0;
+    const bool far_start = !reuse;
+    for (int it = 0; it < max_iter; ++it) {
+      ++a_.iterations;
+      Mat mm_curv;
+      Vec g = gradient_pass(reuse, far_start && it == 0, mm_curv);
       reuse = false;
-    } else {
-      const bool mm_first = far_start && it == 0;
-      Stats s = curvature_stats(ds, t_, tp.get(), true, !mm_first, mm_first);
-      g = Eigen::Map<const Vec>(s.g.data(), d);
-      symmetrize_upper(s.h[0]);
-      (mm_first ? mm_curv : a.lik_curv) = std::move(s.h[0]);
-    }
-    prior.add_gradient(theta.data(), dim(), g.data());
-
-    // The prior's curvature in the Newton steps: a Gaussian's 1/sd²; a Laplace log density is
-    // linear away from 0, so first its exact curvature 0 (quadratic convergence once the signs
-    // have settled), then, where that step fails (a coordinate crossing or near 0), the
-    // curvature of its quadratic majorizer (Prior::map_curvature), which the MM step uses too.
-    Vec curv(d);
-    for (Eigen::Index j = 0; j < d; ++j) curv[j] = prior.map_curvature(theta[j]);
-    const Vec exact_curv = laplace ? Vec::Zero(d) : Vec(curv);
-
-    // Newton with the exact likelihood Hessian, where −∇² (plus the prior's curvature) is
-    // positive definite. (It is near a mode, so the last iterations converge quadratically.)
-    bool done = false, moved = false;
-    if (a.lik_curv.size() != 0) {
-      for (const Vec* c : {&exact_curv, static_cast<const Vec*>(&curv)}) {
-        if (c == &curv && !laplace) break;
-        Mat neg_hess = a.lik_curv;
-        neg_hess.diagonal() += *c;
-        const Eigen::LLT<Mat> llt(neg_hess);
-        if (llt.info() != Eigen::Success) continue;
-        const Vec step = llt.solve(g);
-        const double decrement = g.dot(step);  // Newton decrement squared
-        if (!(decrement >= 0.0 && std::isfinite(decrement))) continue;
-        if (converged(decrement)) {
-          final_step(step);
-          done = true;
-          break;
-        }
-        double t, f_new;
-        if (line_search(step, decrement, 1.0 / 16.0, t, f_new)) {
-          theta += t * step;
-          f = f_new;
-          moved = true;
-          break;
-        }
+      // The prior's curvature in the Newton steps: a Gaussian's 1/sd²; a Laplace log density is
+      // linear away from 0, so first its exact curvature 0 (quadratic convergence once the
+      // signs have settled), then, where that step fails (a coordinate crossing or near 0), the
+      // curvature of its quadratic majorizer (Prior::map_curvature), which the MM step uses too.
+      Vec curv(d_);
+      for (Eigen::Index j = 0; j < d_; ++j) curv[j] = prior_.map_curvature(a_.theta[j]);
+      const Step newton = newton_step(g, curv);
+      if (newton == Step::converged) break;
+      if (newton == Step::moved) {
+        a_.lik_curv.resize(0, 0);  // taken at the previous θ
+        continue;
       }
+      if (mm_step(g, curv, mm_curv) != Step::moved) break;
+      a_.lik_curv.resize(0, 0);
     }
-    if (done) break;
-    if (moved) {
-      a.lik_curv.resize(0, 0);  // taken at the previous θ
-      continue;
+  }
+
+ private:
+  enum class Step { moved, converged, failed };
+
+  void load(const Vec& th) { std::copy(th.data(), th.data() + d_, tp_.get()); }
+  double objective(const Vec& th) {
+    load(th);
+    return m_.log_lik(tp_.get()) + prior_.log_density(th.data(), m_.dim());
+  }
+
+  /// ∇ log p at θ; a data pass also stores −∇² log L in a.lik_curv, or, on the first pass from a
+  /// far start, the MM curvature in `mm_curv`. `reuse`: a.lik_curv is current, the gradient
+  /// alone is needed.
+  Vec gradient_pass(bool reuse, bool mm_first, Mat& mm_curv) {
+    load(a_.theta);
+    Vec g(d_);
+    if (reuse) {
+      AlignedBuffer gp = aligned_zeros(m_.stride());
+      m_.log_lik_grad(tp_.get(), gp.get());
+      g = Eigen::Map<const Vec>(gp.get(), d_);
+    } else {
+      Stats s = curvature_stats(*m_.data_, m_.t_, tp_.get(), true, !mm_first, mm_first);
+      g = Eigen::Map<const Vec>(s.g.data(), d_);
+      symmetrize_upper(s.h[0]);
+      (mm_first ? mm_curv : a_.lik_curv) = std::move(s.h[0]);
     }
-    // MM step: Newton on the tangent bound's quadratic minorizer, Σ 2w_n x_n x_nᵀ + prior
-    // curvature, positive definite. Its full step raises the objective by at least half the
-    // decrement, so the line search only guards against rounding.
+    prior_.add_gradient(a_.theta.data(), m_.dim(), g.data());
+    return g;
+  }
+
+  /// Backtracking (Armijo, 1/4 of the predicted increase) along `step`, halving down to t_min;
+  /// moves θ and returns true on success.
+  bool line_search(const Vec& step, double decrement, double t_min) {
+    double t = 1.0;
+    double f_new = objective(a_.theta + step);
+    while (!(f_new >= a_.f + 0.25 * t * decrement) && t > t_min) {
+      t *= 0.5;
+      f_new = objective(a_.theta + t * step);
+    }
+    if (!(f_new >= a_.f + 0.25 * t * decrement)) return false;
+    a_.theta += t * step;
+    a_.f = f_new;
+    return true;
+  }
+
+  /// Convergence: the Newton decrement below tol, or below what the objective's rounding can
+  /// resolve (a sum of N terms), where a line search only sees noise.
+  bool converged(double decrement) const {
+    return !(decrement > 2.0 * std::max(tol_, 1e-14 * (1.0 + std::fabs(a_.f))));
+  }
+
+  /// The step left at convergence is taken without a line search (its θ error is second
+  /// order), unless rounding says it lowers the objective.
+  void final_step(const Vec& step) {
+    const double f_last = objective(a_.theta + step);
+    if (f_last >= a_.f - 1e-12 * (1.0 + std::fabs(a_.f))) {
+      a_.theta += step;
+      a_.f = f_last;
+    }
+  }
+
+  /// Newton with the exact likelihood Hessian, where −∇² (plus the prior's curvature) is
+  /// positive definite (near a mode, so the last iterations converge quadratically): first with
+  /// the prior's exact curvature, then, for a Laplace prior, its majorizer's.
+  Step newton_step(const Vec& g, const Vec& curv) {
+    if (a_.lik_curv.size() == 0) return Step::failed;
+    const Vec exact_curv = laplace_ ? Vec::Zero(d_) : Vec(curv);
+    for (const Vec* c : {&exact_curv, &curv}) {
+      if (c == &curv && !laplace_) break;
+      Mat neg_hess = a_.lik_curv;
+      neg_hess.diagonal() += *c;
+      const Eigen::LLT<Mat> llt(neg_hess);
+      if (llt.info() != Eigen::Success) continue;
+      const Vec step = llt.solve(g);
+      const double decrement = g.dot(step);  // Newton decrement squared
+      if (!(decrement >= 0.0 && std::isfinite(decrement))) continue;
+      if (converged(decrement)) {
+        final_step(step);
+        return Step::converged;
+      }
+      if (line_search(step, decrement, 1.0 / 16.0)) return Step::moved;
+    }
+    return Step::failed;
+  }
+
+  /// MM step: Newton on the tangent bound's quadratic minorizer, Σ 2w_n x_n x_nᵀ + prior
+  /// curvature, positive definite. Its full step raises the objective by at least half the
+  /// decrement, so the line search only guards against rounding.
+  Step mm_step(const Vec& g, const Vec& curv, Mat& mm_curv) {
     if (mm_curv.size() == 0) {
-      mm_curv = curvature_stats(ds, t_, tp.get(), false, false, true).h[0];
+      mm_curv = curvature_stats(*m_.data_, m_.t_, tp_.get(), false, false, true).h[0];
       symmetrize_upper(mm_curv);
     }
     mm_curv.diagonal() += curv;
     const Eigen::LLT<Mat> mm(mm_curv);
     const Vec step = mm.solve(g);
     const double decrement = g.dot(step);
-    if (mm.info() != Eigen::Success || converged(decrement)) break;  // stationary
-    double t, f_new;
-    if (!line_search(step, decrement, 1e-12, t, f_new)) break;
-    theta += t * step;
-    f = f_new;
-    a.lik_curv.resize(0, 0);
+    if (mm.info() != Eigen::Success || converged(decrement)) return Step::converged;
+    return line_search(step, decrement, 1e-12) ? Step::moved : Step::failed;
   }
+
+  const RobustModel& m_;
+  const Prior& prior_;
+  Ascent& a_;
+  const double tol_;
+  const Eigen::Index d_;
+  AlignedBuffer tp_;  // θ padded for the kernels: the last point evaluated
+  const bool laplace_;
+};
+
+RobustModel::Ascent RobustModel::climb(const Prior& prior, Ascent a, double tol,
+                                       int max_iter) const {
+  Climber(*this, prior, a, tol).run(max_iter);
   return a;
 }
 

@@ -104,6 +104,7 @@ class RobustModel {
     int iterations = 0;  // data passes with a gradient
     Mat lik_curv;  // −∇² log L from the last pass, if taken at (nearly) theta; else empty
   };
+  class Climber;  // one stage of climb() (robust.cpp)
   Ascent climb(const Prior& prior, Ascent start, double tol, int max_iter) const;
   std::shared_ptr<const Dataset> data_;
   Prior prior_;

@@ -453,6 +453,7 @@ class RobustModel::Climber {
   /// decrement, so the line search only guards against rounding.
   Step mm_step(const Vec& g, const Vec& curv, Mat& mm_curv) {
     if (mm_curv.size() == 0) {
+      load(a_.theta);  // a failed Newton line search left its last trial point in tp_
       mm_curv = curvature_stats(*m_.data_, m_.t_, tp_.get(), false, false, true).h[0];
       symmetrize_upper(mm_curv);
     }

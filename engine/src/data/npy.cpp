@@ -207,7 +207,16 @@ std::uint64_t read_le(const char* p, int bytes) {
 
 namespace {
 
-Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlocks& blocks) {
+/// Where an NPY file's array lies and how it is stored.
+struct NpyLayout {
+  std::size_t item = 0;      // bytes per value: 8 (<f8) or 4 (<f4)
+  std::uint64_t n = 0;       // rows
+  std::uint64_t ncols = 0;   // label + features
+  std::size_t data_off = 0;  // byte offset of the first value
+};
+
+/// The preamble (magic, version, header length) and the header's text; `hstart` is its offset.
+std::vector<char> read_npy_header_text(const InputFile& f, std::size_t& hstart) {
   const std::string& path = f.path();
   const std::size_t size = f.size();
   if (size == 0) fail(path + ": empty file (not an NPY file)");
@@ -224,7 +233,7 @@ Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlo
     fail(path + ": byte offset 6: unsupported NPY format version " + std::to_string(major) + "." +
          std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
   const std::size_t len_bytes = major == 1 ? 2 : 4;
-  const std::size_t hstart = 8 + len_bytes;
+  hstart = 8 + len_bytes;
   if (size < hstart)
     fail(path + ": byte offset 8: truncated NPY preamble (file has " + std::to_string(size) +
          " bytes)");
@@ -236,14 +245,25 @@ Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlo
   std::vector<char> htext(hlen);
   f.read_at(htext.data(), hstart, hlen);
 
+  return htext;
+}
+
+/// Reads and checks the preamble and header: dtype, order, shape, and a data size that matches
+/// the file's.
+NpyLayout read_npy_layout(const InputFile& f) {
+  const std::string& path = f.path();
+  const std::size_t size = f.size();
+  std::size_t hstart = 0;
+  std::vector<char> htext = read_npy_header_text(f, hstart);
+  const std::size_t hlen = htext.size();
   NpyHeaderParser hp(path, htext.data(), htext.data() + hlen, hstart);
   hp.parse();
   const std::string at_header = path + ": byte offset " + std::to_string(hstart) + ": ";
-  std::size_t item = 0;
+  NpyLayout L;
   if (hp.descr == "<f8") {
-    item = 8;
+    L.item = 8;
   } else if (hp.descr == "<f4") {
-    item = 4;
+    L.item = 4;
   } else {
     fail(at_header + "unsupported dtype '" + hp.descr + "' (supported: '<f8', '<f4')");
   }
@@ -258,7 +278,7 @@ Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlo
   if (hp.shape.size() != 2)
     fail(at_header + "unsupported ndim " + std::to_string(hp.shape.size()) + " (shape " +
          shape_text + "); expected a 2-D array (N, D+1)");
-  const std::uint64_t n = hp.shape[0], ncols = hp.shape[1];
+  const std::uint64_t n = L.n = hp.shape[0], ncols = L.ncols = hp.shape[1];
   if (ncols < 2)
     fail(at_header + "shape " + shape_text +
          " has fewer than 2 columns (need the label and one feature)");
@@ -267,9 +287,9 @@ Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlo
     fail(at_header + "shape " + shape_text + ": at most " +
          std::to_string(std::numeric_limits<Index>::max()) + " rows are supported");
   std::uint64_t cells = 0, bytes = 0;
-  if (__builtin_mul_overflow(n, ncols, &cells) || __builtin_mul_overflow(cells, item, &bytes))
+  if (__builtin_mul_overflow(n, ncols, &cells) || __builtin_mul_overflow(cells, L.item, &bytes))
     fail(at_header + "shape " + shape_text + " is too large");
-  const std::size_t data_off = hstart + hlen;
+  const std::size_t data_off = L.data_off = hstart + hlen;
   const std::size_t avail = size - data_off;
   if (avail < bytes)
     fail(path + ": truncated data: expected " + std::to_string(bytes) +
@@ -281,9 +301,17 @@ Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlo
          std::to_string(avail - bytes) + " unexpected trailing bytes after the data of shape " +
          shape_text);
 
-  // Blocks of rows, read and converted in parallel; each block records its first non-finite
-  // value (flat index and value).
-  Dataset ds(n, ncols - 1, path);
+  return L;
+}
+
+/// The rows into `ds`: blocks of rows read and converted in parallel; the first non-finite value
+/// in file order is reported.
+void read_npy_rows(const InputFile& f, const NpyLayout& L, const detail::LoaderBlocks& blocks,
+                   Dataset& ds) {
+  const std::string& path = f.path();
+  const std::size_t item = L.item, data_off = L.data_off;
+  const std::uint64_t n = L.n, ncols = L.ncols;
+  // Each block records its first non-finite value (flat index and value).
   std::vector<double>& y = ds.mutable_y();
   const std::size_t row_bytes = ncols * item;
   const std::size_t block = std::max<std::size_t>(1, blocks.npy_bytes / row_bytes);
@@ -333,8 +361,13 @@ Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlo
     fail(RowLocator{path, false, 0}.prefix(flat / ncols, flat % ncols + 1) +
          (std::isnan(v) ? "NaN" : "Inf") + " is not allowed");
   }
+}
 
-  check_labels(y, labels, RowLocator{path, false, 0});
+Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlocks& blocks) {
+  const NpyLayout L = read_npy_layout(f);
+  Dataset ds(L.n, L.ncols - 1, f.path());
+  read_npy_rows(f, L, blocks, ds);
+  check_labels(ds.mutable_y(), labels, RowLocator{f.path(), false, 0});
   return ds;
 }
 

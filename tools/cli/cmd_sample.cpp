@@ -24,6 +24,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
 #include "flymc/data/loaders.hpp"
+#include "flymc/io/atomic_file.hpp"
 #include "flymc/io/checkpoint.hpp"
 #include "flymc/io/output.hpp"
 #include "flymc/io/run_dir.hpp"
@@ -130,14 +131,7 @@ void write_summary_json(const std::string& path, const RunResult& r,
   j["run"]["q_dark_to_bright"] = fly && r.config.z == ZUpdate::implicit
                                      ? nlohmann::json(r.q_dark_to_bright)
                                      : nlohmann::json();
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw Error(tmp + ": cannot create", 73);
-    f << j.dump(2) << '\n';
-    if (!f) throw Error(tmp + ": write failed", 74);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error(path + ": cannot rename", 74);
+  write_text_atomic(path, j.dump(2) + '\n');
 }
 
 /// Fails with exit code 73 (EX_CANTCREAT) unless a file can be created in `dir`: checked before

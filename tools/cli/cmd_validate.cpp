@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/io/atomic_file.hpp"
 #include "flymc/validate/validate.hpp"
 
 namespace flymc::cli {
@@ -32,14 +33,7 @@ nlohmann::json optional_json(const std::optional<double>& v) {
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw Error(tmp + ": cannot create", 73);
-    f << j.dump(2) << '\n';
-    if (!f) throw Error(tmp + ": write failed", 74);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error(path + ": cannot rename", 74);
+  write_text_atomic(path, j.dump(2) + '\n');
 }
 
 /// Polls a counter and prints a progress line on stderr while `work` runs (only on a terminal).

@@ -8,6 +8,7 @@
 #include "flymc/data/dataset.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/diagnostics/diagnostics.hpp"
+#include "flymc/io/atomic_file.hpp"
 #include "flymc/io/output.hpp"
 #include "flymc/io/stan_csv.hpp"
 #include "flymc/mcmc/sampler.hpp"

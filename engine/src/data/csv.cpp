@@ -16,6 +16,7 @@
 
 #include "flymc/core/errors.hpp"
 #include "flymc/data/loaders.hpp"
+#include "flymc/io/atomic_file.hpp"
 #include "loader_detail.hpp"
 
 namespace flymc {
@@ -365,7 +366,7 @@ Dataset detail::parse_csv_blocks(std::string_view text, const std::string& name,
 }
 
 void save_csv(const Dataset& ds, const std::string& path) {
-  OutFile out(path);
+  AtomicFile out(path);
   const std::size_t d = ds.d();
   std::string head = "label";
   for (std::size_t j = 1; j <= d; ++j) head += ",x" + std::to_string(j);

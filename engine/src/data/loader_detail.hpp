@@ -227,47 +227,4 @@ inline void check_labels(std::vector<double>& y, LabelDomain domain, const RowLo
   }
 }
 
-inline constexpr int ex_ioerr = 74;
-
-/// Writes to `<path>.tmp`, renamed to `path` by commit(); removed if not committed.
-class OutFile {
- public:
-  explicit OutFile(const std::string& path) : path_(path), tmp_(path + ".tmp") {
-    fp_ = std::fopen(tmp_.c_str(), "wb");
-    if (fp_ == nullptr)
-      throw Error(path_ + ": cannot create '" + tmp_ + "': " + errno_text(errno), ex_ioerr);
-  }
-  OutFile(const OutFile&) = delete;
-  OutFile& operator=(const OutFile&) = delete;
-  ~OutFile() {
-    if (fp_ != nullptr) {
-      std::fclose(fp_);
-      std::remove(tmp_.c_str());
-    }
-  }
-  void write(const void* p, std::size_t bytes) {
-    if (bytes != 0 && std::fwrite(p, 1, bytes, fp_) != bytes)
-      throw Error(path_ + ": write error: " + errno_text(errno), ex_ioerr);
-  }
-  void commit() {
-    const int rc = std::fclose(fp_);
-    fp_ = nullptr;
-    if (rc != 0) {
-      const int err = errno;
-      std::remove(tmp_.c_str());
-      throw Error(path_ + ": write error: " + errno_text(err), ex_ioerr);
-    }
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      const int err = errno;
-      std::remove(tmp_.c_str());
-      throw Error(path_ + ": cannot rename '" + tmp_ + "' into place: " + errno_text(err),
-                  ex_ioerr);
-    }
-  }
-
- private:
-  std::string path_, tmp_;
-  std::FILE* fp_ = nullptr;
-};
-
 }  // namespace flymc::loader_detail

@@ -16,6 +16,7 @@
 
 #include "flymc/core/errors.hpp"
 #include "flymc/data/loaders.hpp"
+#include "flymc/io/atomic_file.hpp"
 #include "loader_detail.hpp"
 
 namespace flymc {
@@ -421,7 +422,7 @@ void save_npy(const Dataset& ds, const std::string& path) {
   dict.resize(hlen - 1, ' ');
   dict += '\n';
 
-  OutFile out(path);
+  AtomicFile out(path);
   out.write(pre.data(), pre.size());
   out.write(dict.data(), dict.size());
   constexpr std::size_t rows_per_write = 8192;

@@ -13,6 +13,7 @@
 
 #include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"
+#include "flymc/io/atomic_file.hpp"
 
 namespace flymc {
 
@@ -327,46 +328,6 @@ std::uint64_t data_fingerprint(const Dataset& data) {
       [](std::uint64_t acc, std::uint64_t part) { return fmix(acc * kK2 ^ part) + kK1; });
 }
 
-void write_file_atomic(const std::string& path, std::span<const unsigned char> bytes) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(tmp + ": cannot create: " + errno_text(), 73);
-  auto fail = [&](const char* what) {
-    const std::string err = errno_text();
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw Error(tmp + ": " + what + ": " + err, 74);
-  };
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t put = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      fail("write failed");
-    }
-    done += static_cast<std::size_t>(put);
-  }
-  if (::fsync(fd) != 0) fail("fsync failed");
-  if (::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    throw Error(tmp + ": close failed: " + errno_text(), 74);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = errno_text();
-    ::unlink(tmp.c_str());
-    throw Error(path + ": cannot rename the new checkpoint into place: " + err, 74);
-  }
-  // The rename is durable only once the directory entry is on disk.
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  const std::string dir = parent.empty() ? std::string(".") : parent.string();
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) throw Error(dir + ": cannot open directory to sync it: " + errno_text(), 74);
-  const bool synced = ::fsync(dfd) == 0 || errno == EINVAL;
-  const std::string err = synced ? std::string() : errno_text();
-  ::close(dfd);
-  if (!synced) throw Error(dir + ": fsync of the directory failed: " + err, 74);
-}
-
 // ---------------------------------------------------------------------------------------------
 
 std::vector<unsigned char> encode_checkpoint(const RunManifest& m) {
@@ -593,7 +554,7 @@ void remove_checkpoints(const std::string& dir) {
   if (!fs::is_directory(dir, ec)) return;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    const bool ours = name.ends_with(".ckpt") || name.ends_with(".ckpt.tmp");
+    const bool ours = name.ends_with(".ckpt") || name.find(".ckpt.tmp.") != std::string::npos;
     if (ours && !fs::remove(e.path(), ec) && ec)
       throw Error(e.path().string() + ": cannot remove stale checkpoint: " + ec.message(), 73);
   }

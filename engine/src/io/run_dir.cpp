@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/io/atomic_file.hpp"
 #include "flymc/io/checkpoint.hpp"
 
 namespace flymc {
@@ -29,7 +30,7 @@ std::string recorded_pid(int fd) {
 bool is_run_output(const std::string& name) {
   const bool chain_csv =
       name.starts_with("chain-") && (name.ends_with(".csv") || name.ends_with(".csv.tmp"));
-  return chain_csv || name == "summary.json" || name == "summary.json.tmp";
+  return chain_csv || name == "summary.json" || is_atomic_temporary(name, "summary.json");
 }
 
 void remove_or_throw(const std::filesystem::path& p) {

@@ -55,11 +55,6 @@ std::uint64_t hash_bytes(const void* data, std::size_t size, std::uint64_t seed 
 /// threads.
 std::uint64_t data_fingerprint(const Dataset& data);
 
-/// Replaces `path` by `bytes` atomically: writes `path.tmp` in the same directory, fsyncs it,
-/// renames it over `path` and fsyncs the directory.
-/// @throw Error 73 if the temporary file cannot be created, 74 if a write, sync or rename fails.
-void write_file_atomic(const std::string& path, std::span<const unsigned char> bytes);
-
 /// What a resumed run needs besides the chain states.
 struct RunManifest {
   RunConfig config;           ///< `threads` and `profile` are not stored (free on resume)

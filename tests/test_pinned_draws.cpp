@@ -1,10 +1,12 @@
 // Pinned draws: seeded runs of every model and θ-kernel must reproduce, bit for bit, the draws
 // recorded in tests/data/pinned_draws.txt. A refactoring that changes them fails here; a commit
 // that changes draws on purpose regenerates the file (FLYMC_WRITE_PINNED=PATH, see
-// docs/validation.md) and says so. Bits depend on the SIMD path (the kernels' summation order) and
-// on the compiler flags (contraction into fused multiply-adds differs between -O2 and -O3), so the
-// exact comparison runs where both are the recording's; elsewhere the runs are only checked to
-// complete with finite draws, and a message says why.
+// docs/validation.md) and says so. Bits depend on the SIMD path (the kernels' summation order), on
+// the compiler flags (contraction into fused multiply-adds differs between -O2 and -O3), on the
+// CPU model -march=native resolved to (vector widths and instruction choices) and on the kernels
+// OpenBLAS picked for the CPU, so the file holds one section per such build, and the exact
+// comparison runs against the section of a build like this one; with none, the runs are only
+// checked to complete with finite draws, and a message says why.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,10 +14,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "flymc/core/blas.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "test_util.hpp"
@@ -70,6 +74,39 @@ std::vector<Pinned> configurations() {
   };
 }
 
+/// tests/data/pinned_draws.txt: leading comment lines, then one section per build that recorded
+/// draws, each a "# simd=… flags=… blas=…" header and its lines.
+struct PinnedFile {
+  std::vector<std::string> preamble;
+  std::map<std::string, std::vector<std::string>> sections;
+};
+
+PinnedFile read_pinned(const std::string& path) {
+  PinnedFile f;
+  std::ifstream in(path);
+  std::vector<std::string>* cur = nullptr;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    if (line.rfind("# simd=", 0) == 0) {
+      cur = &f.sections[line];
+    } else if (cur != nullptr) {
+      cur->push_back(line);
+    } else {
+      f.preamble.push_back(line);
+    }
+  }
+  return f;
+}
+
+void write_pinned(const std::string& path, const PinnedFile& f) {
+  std::ofstream out(path);
+  for (const auto& l : f.preamble) out << l << "\n";
+  for (const auto& [header, lines] : f.sections) {
+    out << header << "\n";
+    for (const auto& l : lines) out << l << "\n";
+  }
+}
+
 /// One line per chain: the configuration, the chain, then lp and θ of its first and last kept
 /// draws, as %.17g (exact round trip).
 std::vector<std::string> pinned_lines(const Pinned& p, const RunResult& r) {
@@ -104,30 +141,27 @@ TEST_SUITE("unit") {
       }
       for (auto& l : pinned_lines(p, r)) got.push_back(std::move(l));
     }
-    const std::string build =
-        std::string("# simd=") + kernels::simd_name() + " flags=" + FLYMC_BUILD_FLAGS;
+    const std::string build = std::string("# simd=") + kernels::simd_name() +
+                              " flags=" + FLYMC_BUILD_FLAGS + " blas=" + blas::core_name();
+    const std::string path = std::string(FLYMC_TEST_DATA_DIR) + "/pinned_draws.txt";
+    PinnedFile file = read_pinned(
+        std::getenv("FLYMC_WRITE_PINNED") ? std::getenv("FLYMC_WRITE_PINNED") : path.c_str());
     if (const char* out = std::getenv("FLYMC_WRITE_PINNED")) {
-      std::ofstream f(out);
-      f << build << "\n";
-      for (const auto& l : got) f << l << "\n";
-      MESSAGE("wrote " << out);
+      file.sections[build] = got;
+      write_pinned(out, file);
+      MESSAGE("wrote the section '" << build.substr(2) << "' of " << std::string(out));
       return;
     }
-    std::ifstream f(std::string(FLYMC_TEST_DATA_DIR) + "/pinned_draws.txt");
-    REQUIRE(f.good());
-    std::string header;
-    std::getline(f, header);
-    REQUIRE(header.rfind("# simd=", 0) == 0);
-    if (header != build) {
-      MESSAGE("pinned draws were recorded by the build '"
-              << header.substr(2) << "', this is '" << build.substr(2)
-              << "': bits differ across SIMD paths and compiler flags, so only completion and "
-                 "finiteness were checked");
+    REQUIRE(!file.sections.empty());
+    const auto it = file.sections.find(build);
+    if (it == file.sections.end()) {
+      MESSAGE("no pinned draws were recorded by a build like this one ('"
+              << build.substr(2)
+              << "'): bits differ across SIMD paths, compiler flags, CPU models and BLAS kernels, "
+                 "so only completion and finiteness were checked");
       return;
     }
-    std::vector<std::string> want;
-    for (std::string line; std::getline(f, line);)
-      if (!line.empty() && line[0] != '#') want.push_back(line);
+    const std::vector<std::string>& want = it->second;
     REQUIRE(want.size() == got.size());
     for (std::size_t i = 0; i < got.size(); ++i) {
       CAPTURE(i);

@@ -11,6 +11,8 @@ void use_single_thread() noexcept {
   std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
+const char* core_name() noexcept { return openblas_get_corename(); }
+
 void syrk_accumulate(const double* s, std::size_t rows, std::size_t d, std::size_t lds, double* c,
                      double alpha) noexcept {
   if (rows == 0) return;

@@ -9,6 +9,10 @@ namespace flymc::blas {
 /// OpenBLAS's own pool would oversubscribe the cores. Called once by the engine; idempotent.
 void use_single_thread() noexcept;
 
+/// The kernel set OpenBLAS chose for this CPU at run time (e.g. "SkylakeX", "Zen"): its sums
+/// round differently from one set to another.
+const char* core_name() noexcept;
+
 /// C (d×d, column-major, upper triangle) += alpha·Sᵀ S for S with `rows` rows of `d` entries,
 /// `lds` apart.
 void syrk_accumulate(const double* s, std::size_t rows, std::size_t d, std::size_t lds, double* c,

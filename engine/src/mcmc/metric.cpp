@@ -10,6 +10,11 @@ namespace flymc {
 namespace {
 using Index2 = Eigen::Index;
 Index2 ei(std::size_t i) { return static_cast<Index2>(i); }
+// The dense forms run as Eigen's vectorized matrix-vector products and triangular solves over the
+// column-major factors: walking their rows with scalar sums strides through memory and, for the
+// softmax model's hundreds of coefficients, took most of a FlyMC iteration.
+using CVecMap = Eigen::Map<const Vec>;
+using VecMap = Eigen::Map<Vec>;
 }  // namespace
 
 InverseMetric InverseMetric::identity(std::size_t p) {
@@ -55,12 +60,7 @@ void InverseMetric::mul_sqrt(const double* eta, double* out) const noexcept {
       for (std::size_t j = 0; j < p_; ++j) out[j] = sd_[j] * eta[j];
       return;
     case Form::dense:
-      // Row i of L is zero past i.
-      for (std::size_t i = 0; i < p_; ++i) {
-        double s = 0.0;
-        for (std::size_t j = 0; j <= i; ++j) s += chol_(ei(i), ei(j)) * eta[j];
-        out[i] = s;
-      }
+      VecMap(out, ei(p_)).noalias() = chol_.triangularView<Eigen::Lower>() * CVecMap(eta, ei(p_));
       return;
   }
 }
@@ -73,13 +73,12 @@ void InverseMetric::solve_sqrt(const double* v, double* out) const noexcept {
     case Form::diag:
       for (std::size_t j = 0; j < p_; ++j) out[j] = v[j] / sd_[j];
       return;
-    case Form::dense:  // forward substitution
-      for (std::size_t i = 0; i < p_; ++i) {
-        double s = v[i];
-        for (std::size_t j = 0; j < i; ++j) s -= chol_(ei(i), ei(j)) * out[j];
-        out[i] = s / chol_(ei(i), ei(i));
-      }
+    case Form::dense: {  // forward substitution
+      VecMap o(out, ei(p_));
+      o = CVecMap(v, ei(p_));
+      chol_.triangularView<Eigen::Lower>().solveInPlace(o);
       return;
+    }
   }
 }
 
@@ -92,11 +91,7 @@ void InverseMetric::mul_inv(const double* v, double* out) const noexcept {
       for (std::size_t j = 0; j < p_; ++j) out[j] = var_[j] * v[j];
       return;
     case Form::dense:
-      for (std::size_t i = 0; i < p_; ++i) {
-        double s = 0.0;
-        for (std::size_t j = 0; j < p_; ++j) s += cov_(ei(i), ei(j)) * v[j];
-        out[i] = s;
-      }
+      VecMap(out, ei(p_)).noalias() = cov_ * CVecMap(v, ei(p_));
       return;
   }
 }
@@ -109,13 +104,12 @@ void InverseMetric::momentum(const double* eta, double* out) const noexcept {
     case Form::diag:
       for (std::size_t j = 0; j < p_; ++j) out[j] = eta[j] / sd_[j];
       return;
-    case Form::dense:  // back substitution with Lᵀ
-      for (std::size_t ii = p_; ii-- > 0;) {
-        double s = eta[ii];
-        for (std::size_t j = ii + 1; j < p_; ++j) s -= chol_(ei(j), ei(ii)) * out[j];
-        out[ii] = s / chol_(ei(ii), ei(ii));
-      }
+    case Form::dense: {  // back substitution with Lᵀ
+      VecMap o(out, ei(p_));
+      o = CVecMap(eta, ei(p_));
+      chol_.triangularView<Eigen::Lower>().transpose().solveInPlace(o);
       return;
+    }
   }
 }
 
@@ -225,15 +219,14 @@ bool MetricAdaptation::add(long it, const double* theta, InverseMetric& metric) 
       m2_[j] += d * (theta[j] - mean_[j]);
     }
   } else {
-    std::vector<double> d(p_);
-    for (std::size_t j = 0; j < p_; ++j) {
-      d[j] = theta[j] - mean_[j];
-      mean_[j] += d[j] * inv_n;
-    }
-    for (std::size_t i = 0; i < p_; ++i) {
-      const double di = theta[i] - mean_[i];
-      for (std::size_t j = 0; j < p_; ++j) m2_[i * p_ + j] += d[j] * di;
-    }
+    // m2_[i·p + j] += d_j·(θ_i − mean_i) as one rank-1 update of the p×p sums (column i of
+    // the column-major map is row i of m2_).
+    const CVecMap th(theta, ei(p_));
+    VecMap mean(mean_.data(), ei(p_));
+    const Vec d = th - mean;
+    mean += d * inv_n;
+    Eigen::Map<Mat> m2(m2_.data(), ei(p_), ei(p_));
+    m2.noalias() += d * (th - mean).transpose();
   }
   if (std::find(windows_.begin() + 1, windows_.end(), it + 1) == windows_.end()) return false;
   // End of a slow window: the regularized estimate becomes the metric.

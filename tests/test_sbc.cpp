@@ -357,6 +357,13 @@ TEST_SUITE("statistical") {
     check_sbc(o);
   }
 
+  TEST_CASE("SBC: FlyMC with HMC and the FlyMC metric (prior + bound curvature, blended)") {
+    SbcOptions o = kernel_sbc(KernelKind::hmc, SliceMode::direction, Algo::flymc, 20, 108);
+    o.run.metric = Metric::fly;
+    o.run.fly_metric_blend = 0.5;
+    check_sbc(o);
+  }
+
   // The θ-kernels (see kernel_sbc), regular MCMC and FlyMC (MAP-tuned bound, implicit z-updates).
   TEST_CASE("SBC: regular MCMC with MALA is calibrated") {
     check_sbc(kernel_sbc(KernelKind::mala, SliceMode::direction, Algo::full, 10, 111));

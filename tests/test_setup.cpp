@@ -7,7 +7,9 @@
 #include <cmath>
 #include <numeric>
 
+#include "flymc/core/errors.hpp"
 #include "flymc/mcmc/setup.hpp"
+#include "flymc/mcmc/theta/common.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/softmax.hpp"
 #include "test_util.hpp"
@@ -173,5 +175,83 @@ TEST_SUITE("unit") {
     CHECK(initial_metric(cfg, map).form() == InverseMetric::Form::identity);
     cfg.kernel = KernelKind::mala;
     CHECK(initial_metric(cfg, map).form() == InverseMetric::Form::diag);
+  }
+
+  TEST_CASE("set-up: the bound's curvature is exact: 2A for logistic, a Laplacian for softmax") {
+    const auto ds = test::logistic_data(400, 4, 5);
+    const LogisticModel model(ds, 1.0);
+    const MapResult map = model.find_map();
+    const LogisticBound bound = LogisticBound::map_tuned(model, map.theta, 0.01);
+    const Mat h = bound_curvature(bound, model.layout(), map.theta);
+    CHECK((h - 2.0 * bound.A()).norm() <= 1e-10 * bound.A().norm());
+    // Anywhere: the collapsed sum is a quadratic.
+    const Mat h2 = bound_curvature(bound, model.layout(), Vec::Constant(4, 0.7));
+    CHECK((h2 - h).norm() <= 1e-10 * h.norm());
+
+    const auto sds = test::softmax_data(600, 3, 3, 9);
+    const SoftmaxModel sm(sds, Prior{});
+    const MapResult smap = sm.find_map();
+    RunConfig cfg;
+    cfg.model = ModelKind::softmax;
+    cfg.bound_slack = 0.0;
+    const SoftmaxBound sb = SoftmaxBound::make(sm, cfg, smap);
+    const Mat hs = bound_curvature(sb, sm.layout(), smap.theta);
+    REQUIRE(hs.rows() == 9);
+    CHECK((hs - hs.transpose()).norm() == 0.0);
+    // Adding one vector to every class's coefficients changes nothing: a null direction.
+    Vec u(9);
+    for (int k = 0; k < 3; ++k) u.segment(3 * k, 3) << 0.3, -1.0, 2.0;
+    CHECK((hs * u).norm() <= 1e-9 * hs.norm() * u.norm());
+    const Eigen::SelfAdjointEigenSolver<Mat> eig(hs);
+    CHECK(eig.eigenvalues().minCoeff() >= -1e-9 * hs.norm());
+  }
+
+  TEST_CASE("set-up: the FlyMC metric inverts prior + bound curvature, blended toward Laplace") {
+    const auto ds = test::logistic_data(400, 4, 5);
+    const double sd = 2.0;
+    const LogisticModel model(ds, sd);
+    const MapResult map = model.find_map();
+    RunConfig cfg = flymc_config();
+    cfg.prior_sd = sd;
+    cfg.kernel = KernelKind::hmc;
+    cfg.metric = Metric::fly;
+    cfg.bound_slack = 0.0;
+    const RunSetup<LogisticModel> s = prepare_run(model, cfg, map);
+    REQUIRE(s.bound);
+    const InverseMetric m = chain_metric(model, cfg, map, s);
+    REQUIRE(m.form() == InverseMetric::Form::dense);
+    const Mat want = (Mat::Identity(4, 4) / (sd * sd) + 2.0 * s.bound->A()).inverse();
+    const std::vector<double> got = m.inverse_values();
+    for (Eigen::Index i = 0; i < 4; ++i)
+      for (Eigen::Index j = 0; j < 4; ++j)
+        CHECK(got[static_cast<std::size_t>(i * 4 + j)] ==
+              doctest::Approx(want(i, j)).epsilon(1e-9));
+    // The bound is more curved than the likelihood: p(θ | z) with every datum dark is narrower
+    // than the posterior, in every direction.
+    const Eigen::SelfAdjointEigenSolver<Mat> gap(map.covariance - want);
+    CHECK(gap.eigenvalues().minCoeff() > 0.0);
+    // Blend 1: the posterior's Laplace covariance.
+    cfg.fly_metric_blend = 1.0;
+    const std::vector<double> lap = chain_metric(model, cfg, map, s).inverse_values();
+    for (Eigen::Index i = 0; i < 4; ++i)
+      for (Eigen::Index j = 0; j < 4; ++j)
+        CHECK(lap[static_cast<std::size_t>(i * 4 + j)] ==
+              doctest::Approx(map.covariance(i, j)).epsilon(1e-9));
+    // Fixed for the run: warm-up draws estimate the posterior, not p(θ | z).
+    const KernelTuning k(cfg, 4, m, 0.1);
+    CHECK(!k.metric_adapt.active());
+    cfg.metric = Metric::dense;
+    CHECK(KernelTuning(cfg, 4, m, 0.1).metric_adapt.active());
+  }
+
+  TEST_CASE("set-up: --metric fly is refused for regular MCMC, and blends outside [0, 1]") {
+    RunConfig cfg;
+    cfg.metric = Metric::fly;
+    CHECK_NOTHROW(cfg.validate());
+    cfg.fly_metric_blend = 1.5;
+    CHECK_THROWS_AS(cfg.validate(), ConfigError);
+    cfg.fly_metric_blend = 0.5;
+    cfg.algo = Algo::full;
+    CHECK_THROWS_AS(cfg.validate(), ConfigError);
   }
 }

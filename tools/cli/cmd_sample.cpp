@@ -383,12 +383,19 @@ void add_kernel_options(CLI::App* s, RunConfig& c) {
   const std::map<std::string, Metric> metrics{{"auto", Metric::automatic},
                                               {"identity", Metric::identity},
                                               {"diag", Metric::diag},
-                                              {"dense", Metric::dense}};
-  add_enum_option(s, "--metric", c.metric, metrics,
-                  "Kernel metric (RW proposal covariance, MALA preconditioner, HMC inverse mass "
-                  "matrix, slice scale): identity, or diag/dense starting from the Laplace "
-                  "covariance; auto: identity for rwmh, diag otherwise",
-                  "auto");
+                                              {"dense", Metric::dense},
+                                              {"fly", Metric::fly}};
+  add_enum_option(
+      s, "--metric", c.metric, metrics,
+      "Kernel metric (RW proposal covariance, MALA preconditioner, HMC inverse mass "
+      "matrix, slice scale): identity, or diag/dense starting from the Laplace "
+      "covariance; fly (FlyMC): dense, fitted to p(theta | z) from the prior and the collapsed "
+      "bound's curvature; auto: identity for rwmh, diag otherwise",
+      "auto");
+  s->add_option("--fly-metric-blend", c.fly_metric_blend,
+                "--metric fly: weight in [0, 1] of the posterior's Laplace precision blended into "
+                "the metric's precision")
+      ->capture_default_str();
   s->add_flag("--adapt-metric,!--no-adapt-metric", c.adapt_metric,
               "Re-estimate a diag/dense metric from warm-up draws in Stan's windows (default on)");
   s->add_option("--hmc-steps", c.hmc_steps, "Leapfrog steps per HMC trajectory")

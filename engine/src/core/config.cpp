@@ -51,6 +51,12 @@ void RunConfig::validate() const {
   if (theta_steps && *theta_steps < 1)
     throw ConfigError("--theta-steps must be >= 1 (or auto: the kernel's), got " +
                       std::to_string(*theta_steps));
+  if (!(fly_metric_blend >= 0.0 && fly_metric_blend <= 1.0))
+    throw ConfigError("--fly-metric-blend must be in [0, 1], got " + number_text(fly_metric_blend));
+  if (metric == Metric::fly && algo != Algo::flymc)
+    throw ConfigError(
+        "--metric fly is fitted to FlyMC's target p(theta | z); regular MCMC (--algo full) "
+        "takes identity, diag or dense");
   if (hmc_steps < 1 || hmc_steps > 100000)
     throw ConfigError("--hmc-steps must be in [1, 100000], got " + std::to_string(hmc_steps));
   if (!(student_nu > 0.0) || !std::isfinite(student_nu))
@@ -92,6 +98,8 @@ const char* to_string(Metric m) noexcept {
       return "diag";
     case Metric::dense:
       return "dense";
+    case Metric::fly:
+      return "fly";
   }
   return "?";
 }

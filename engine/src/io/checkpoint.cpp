@@ -213,6 +213,7 @@ void put_config(ByteWriter& w, const RunConfig& c) {
   put_optional(w, c.step_size);
   w.put(c.init_jitter);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(c.softmax_bound));
+  w.put(c.fly_metric_blend);
 }
 
 RunConfig get_config(ByteReader& r) {
@@ -237,7 +238,7 @@ RunConfig get_config(ByteReader& r) {
   c.z = static_cast<ZUpdate>(e(1));
   c.kernel = static_cast<KernelKind>(e(3));
   c.init = static_cast<Init>(e(1));
-  c.metric = static_cast<Metric>(e(3));
+  c.metric = static_cast<Metric>(e(4));
   const auto chains = r.get<std::int64_t>();
   if (chains < 1 || chains > std::numeric_limits<int>::max()) r.fail("invalid chain count");
   c.chains = static_cast<int>(chains);
@@ -258,6 +259,7 @@ RunConfig get_config(ByteReader& r) {
   c.step_size = get_optional(r);
   c.init_jitter = r.get<double>();
   c.softmax_bound = static_cast<SoftmaxBoundKind>(e(1));
+  c.fly_metric_blend = r.get<double>();
   try {
     c.validate();
   } catch (const ConfigError& err) {

@@ -139,7 +139,7 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     start_manifest(*ck, cfg, *data, fingerprint, out.map, setup_clock.seconds());
   const double setup_serial = setup_clock.seconds();
 
-  const InverseMetric metric = initial_metric(cfg, out.map);
+  const InverseMetric metric = chain_metric(model, cfg, out.map, setup);
   const Shared<M> sh{cfg,
                      model,
                      setup.bound ? &*setup.bound : nullptr,

@@ -40,6 +40,7 @@ InverseMetric initial_metric(const RunConfig& cfg, const MapResult& map) {
       return InverseMetric::diagonal(std::move(var));
     }
     case Metric::dense:
+    case Metric::fly:  // needs the bound: chain_metric() builds it; the Laplace one stands in
       return InverseMetric::dense(map.covariance);
   }
   return InverseMetric::identity(p);

@@ -20,7 +20,13 @@ enum class Init { map, prior };  ///< chain starting points
 /// RunConfig::adapt_metric, is re-estimated from the warm-up draws in Stan's windows.
 /// `automatic` is the measured default per kernel: identity for RW-MH (Table 1's comparison),
 /// diag for MALA, HMC and slice sampling.
-enum class Metric { automatic, identity, diag, dense };
+/// `fly` (FlyMC only) is a dense metric fitted to what FlyMC's θ-kernels actually target,
+/// p(θ | z), rather than to the posterior: its precision is the prior's plus the curvature of the
+/// collapsed bound, −∇² Σ_n log B_n, which the sufficient statistics hold (docs/math.md §3.1),
+/// optionally blended with the posterior's Laplace precision (RunConfig::fly_metric_blend). It
+/// is fixed for the run (warm-up draws estimate the posterior, not p(θ | z), so it is not
+/// re-estimated); any fixed metric leaves the chain exact.
+enum class Metric { automatic, identity, diag, dense, fly };
 /// Models (docs/math.md §2): logistic regression (labels ±1), softmax classification (labels
 /// 0..K−1), robust linear regression with a Student-t likelihood (real responses).
 enum class ModelKind { logistic, softmax, robust };
@@ -61,6 +67,9 @@ struct RunConfig {
   /// Re-estimate a diag/dense metric from warm-up draws (Stan's windowed adaptation: 15% fast,
   /// doubling slow windows, 10% fast; regularized toward 1e-3·I). Off: the Laplace covariance.
   bool adapt_metric = true;
+  /// Metric::fly: the weight w ∈ [0, 1] of the posterior's Laplace precision in the metric's
+  /// precision, (1 − w)·(prior + bound curvature) + w·Σ_MAP⁻¹.
+  double fly_metric_blend = 0.0;
   SliceMode slice_mode = SliceMode::direction;
   int hmc_steps = 16;  ///< leapfrog steps per HMC trajectory (L)
   int chains = 4;

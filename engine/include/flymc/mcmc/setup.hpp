@@ -90,8 +90,54 @@ inline ZRates per_datum_rates(const std::vector<double>& pbar, double q) {
 /// 8 × P dense values.
 std::vector<double> laplace_draws(const MapResult& map, std::uint64_t seed);
 
-/// The initial metric of every chain (RunConfig::metric; docs/math.md §3).
+/// The initial metric of every chain (RunConfig::metric; docs/math.md §3) that the MAP fit alone
+/// determines (all but Metric::fly: chain_metric()).
 InverseMetric initial_metric(const RunConfig& cfg, const MapResult& map);
+
+/// −∇² Σ_n log B_n at `at` (dense, P × P): the curvature of FlyMC's collapsed bound. The sum is
+/// a quadratic in θ, so its gradient is affine and unit-step differences of the gradient give
+/// the Hessian exactly up to rounding: P evaluations of the collapsed statistics, independent
+/// of N.
+template <class Bound>
+Mat bound_curvature(const Bound& bound, const ParamLayout& lay, const Vec& at) {
+  const std::size_t P = lay.dim();
+  const auto ep = static_cast<Eigen::Index>(P);
+  AlignedBuffer tp = aligned_zeros(lay.padded()), gp = aligned_zeros(lay.padded());
+  AlignedBuffer scratch = aligned_zeros(bound.scratch_size());
+  std::vector<double> theta(at.data(), at.data() + P), g0(P), g1(P);
+  auto gradient = [&](std::vector<double>& g) {
+    lay.pad(theta.data(), tp.get());
+    bound.log_bound_sum(tp.get(), scratch.get(), gp.get());
+    lay.unpad(gp.get(), g.data());
+  };
+  gradient(g0);
+  Mat h(ep, ep);
+  for (std::size_t j = 0; j < P; ++j) {
+    theta[j] += 1.0;
+    gradient(g1);
+    theta[j] = at[static_cast<Eigen::Index>(j)];
+    for (std::size_t i = 0; i < P; ++i)
+      h(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = g0[i] - g1[i];
+  }
+  return 0.5 * (h + h.transpose());
+}
+
+/// Metric::fly (docs/math.md §3.1): the inverse of the precision Λ = 1/σ²·I + (−∇² Σ_n log B_n),
+/// the prior's (Prior::precision()) plus the collapsed bound's
+/// curvature: where the data are dark, p(θ | z) is this Gaussian. With `blend` = w > 0,
+/// Λ = (1 − w)·Λ + w·Σ_MAP⁻¹ moves it toward the posterior's Laplace precision, which accounts
+/// for the bright data replacing their bound by their likelihood.
+template <FireflyModel M>
+InverseMetric fly_metric(const M& model, const typename M::Bound& bound, const MapResult& map,
+                         double blend) {
+  const Eigen::Index p = map.theta.size();
+  const Mat eye = Mat::Identity(p, p);
+  Mat prec = bound_curvature(bound, model.layout(), map.theta);
+  prec.diagonal().array() += model.prior().precision();
+  if (blend > 0.0) prec = (1.0 - blend) * prec + blend * Eigen::LLT<Mat>(map.covariance).solve(eye);
+  Mat cov = Eigen::LLT<Mat>(prec).solve(eye);
+  return InverseMetric::dense(0.5 * (cov + cov.transpose()));
+}
 /// The initial step size (slice: interval width): RunConfig::step_size, or the optimal scaling
 /// of the kernel in P dimensions in the units of the Laplace fit.
 double initial_step_size(const RunConfig& cfg, const MapResult& map, std::size_t p);
@@ -105,6 +151,15 @@ struct RunSetup {
   double bound_slack = 0.0;                ///< ε, resolved if automatic
   double q_dark_to_bright = 0.0;           ///< q, resolved if automatic
 };
+
+/// The initial metric of every chain of a run set up as `setup`.
+template <FireflyModel M>
+InverseMetric chain_metric(const M& model, const RunConfig& cfg, const MapResult& map,
+                           const RunSetup<M>& setup) {
+  if (cfg.resolved_metric() == Metric::fly && setup.bound)
+    return fly_metric(model, *setup.bound, map, cfg.fly_metric_blend);
+  return initial_metric(cfg, map);
+}
 
 /// Builds the bound and resolves the automatic ε and q (docs/math.md §1.2, §1.5). The expected
 /// bright probabilities are estimated only when something needs them (automatic ε, automatic q

@@ -53,8 +53,10 @@ struct KernelTuning {
         target(cfg.resolved_target_accept()),
         metric(std::move(m)),
         adapt(eps0, target),
-        metric_adapt(cfg.adapt_metric ? metric.form() : InverseMetric::Form::identity, dim,
-                     cfg.warmup),
+        metric_adapt(cfg.adapt_metric && cfg.resolved_metric() != Metric::fly
+                         ? metric.form()
+                         : InverseMetric::Form::identity,
+                     dim, cfg.warmup),
         p(dim) {}
 
   /// Warm-up iteration `it` (0-based) finished with `info` at θ: adapts the step size and, in

@@ -1,8 +1,8 @@
 // flymc-bench: end-to-end benchmarks in wall-clock effective samples per second.
 //   flymc-bench table1 [--data F] [--json FILE]   the FlyMC paper's Table 1, plus ESS/s
+//   flymc-bench scaling | chains | tall            tall synthetic data, concurrent chains, tall
+//                                                  real data against regular MCMC's best
 // Every ratio is measured within one process run, on the same data, model and θ-kernel.
-#include <cblas.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -17,37 +17,19 @@
 #include <vector>
 
 #include "auto_option.hpp"
+#include "bench_common.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
 #include "flymc/diagnostics/diagnostics.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/sampler.hpp"
-
-extern const char* const flymc_bench_git_sha;  // git_sha.cpp, written at build time
-#ifndef FLYMC_BUILD_TYPE
-#define FLYMC_BUILD_TYPE "unknown"
-#endif
+#include "tall.hpp"
 
 namespace {
 
 using namespace flymc;
-
-nlohmann::json machine_info() {
-  std::string cpu = "unknown";
-  std::ifstream f("/proc/cpuinfo");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("model name", 0) == 0) {
-      cpu = line.substr(line.find(':') + 2);
-      break;
-    }
-  return {{"cpu", cpu},
-          {"cores", std::thread::hardware_concurrency()},
-          {"build_type", FLYMC_BUILD_TYPE},
-          {"simd", kernels::simd_name()},
-          {"blas", std::string("OpenBLAS ") + openblas_get_config()},
-          {"git_sha", flymc_bench_git_sha}};
-}
+using bench::min_ess;
 
 struct RowStats {
   std::string algo;
@@ -307,23 +289,9 @@ void table1(const Table1Options& o) {
       "measure; x wall: ratio of min ESS per second of wall time; us/iter: one chain's sampling "
       "time per iteration)\n");
   if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    if (!f) throw Error(o.json + ": cannot create", 73);
-    f << nlohmann::json{{"benchmark", "table1"}, {"machine", machine_info()}, {"rows", jrows}}.dump(
-             2)
-      << '\n';
+    bench::write_json(o.json, "table1", {{"rows", jrows}});
     std::printf("wrote %s\n", o.json.c_str());
   }
-}
-
-/// min bulk ESS over coordinates of a run.
-double min_ess(const RunResult& r) {
-  double m = std::numeric_limits<double>::infinity();
-  for (std::size_t j = 0; j < r.dim; ++j) {
-    const double e = ess_bulk(r.coordinate(j));
-    m = std::min(m, std::isfinite(e) ? e : 0.0);
-  }
-  return m;
 }
 
 struct ScalingOptions {
@@ -378,9 +346,7 @@ void scaling(const ScalingOptions& o) {
                    cfg.iters, cfg.chains);
       const RunResult r = run_logistic(cfg, data);
       const double e = min_ess(r);
-      double spi = 0.0;  // each chain's own timer, averaged
-      for (const auto& c : r.chains) spi += c.sampling_seconds / double(cfg.iters);
-      spi /= double(r.chains.size());
+      const double spi = bench::seconds_per_iter(r);
       const double ess_s = e / r.sampling_seconds;
       if (a == 0) ess_s_regular = ess_s;
       const double sw = ess_s / ess_s_regular;
@@ -403,13 +369,7 @@ void scaling(const ScalingOptions& o) {
   }
   std::printf(
       "(s/iter: wall seconds per iteration of one chain; set-up: MAP + bound statistics)\n");
-  if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    if (!f) throw Error(o.json + ": cannot create", 73);
-    f << nlohmann::json{{"benchmark", "scaling"}, {"machine", machine_info()}, {"rows", jrows}}
-             .dump(2)
-      << '\n';
-  }
+  bench::write_json(o.json, "scaling", {{"rows", jrows}});
 }
 
 struct ChainsOptions {
@@ -456,13 +416,7 @@ void chains_bench(const ChainsOptions& o) {
                      {"iterations_per_second", rate},
                      {"rate_ratio_to_one_chain", rate / base_rate}});
   }
-  if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    if (!f) throw Error(o.json + ": cannot create", 73);
-    f << nlohmann::json{{"benchmark", "chains"}, {"machine", machine_info()}, {"rows", jrows}}.dump(
-             2)
-      << '\n';
-  }
+  bench::write_json(o.json, "chains", {{"rows", jrows}});
 }
 
 /// `flymc-bench table1`: its options, into `t`.
@@ -495,10 +449,7 @@ void add_table1_command(CLI::App& app, Table1Options& t) {
   t1->add_option("--thin-regular", t.thin_regular)->capture_default_str();
   t1->add_option("--warmup-untuned", t.warmup_untuned)->capture_default_str();
   t1->add_option("--iters-untuned", t.iters_untuned)->capture_default_str();
-  const std::map<std::string, KernelKind> kernels{{"rwmh", KernelKind::rwmh},
-                                                  {"mala", KernelKind::mala},
-                                                  {"hmc", KernelKind::hmc},
-                                                  {"slice", KernelKind::slice}};
+  const auto& kernels = bench::kernel_names();
   t1->add_option("--kernel", t.kernel, "Logistic row: theta-kernel")
       ->transform(CLI::CheckedTransformer(kernels))
       ->default_str("rwmh");
@@ -590,6 +541,8 @@ int main(int argc, char** argv) {
   add_table1_command(app, t);
   add_scaling_command(app, sc);
   add_chains_command(app, ch);
+  bench::TallOptions tall;
+  bench::add_tall_command(app, tall);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,7 +4,7 @@
     tools/bench-report.py --out docs/benchmarks.md docs/bench/*.json
     tools/bench-report.py --self-test
 
-Inputs: the JSON of `flymc-bench table1|scaling|chains --json F` (a "benchmark" key names which;
+Inputs: the JSON of `flymc-bench table1|tall|scaling|chains --json F` (a "benchmark" key names which;
 older files are recognised by their keys) and Google Benchmark's `--benchmark_format=json` output
 of `flymc_bm`. The hand-written text of the page lives in docs/bench/intro.md (placed first) and
 docs/bench/notes.md (placed last), if present. Python 3 standard library only.
@@ -128,9 +128,25 @@ def micro_section(doc, name):
         f"\n\nSource: `{name}`."
 
 
+def tall_section(doc, name):
+    rows = doc["rows"]
+    first = rows[0]
+    body = table(
+        ["algorithm", "metric", "queries/iter", "bright", "min ESS", "max R̂", "min ESS/s",
+         "× best regular", "µs/iter", "mean z", "chains × iters"],
+        [[r["algo"], r.get("metric", "?"), fmt(r["queries_per_iter"]), fmt(r["bright_mean"]),
+          fmt(r["min_ess_bulk"]), fmt(r["max_rhat"], 4), fmt(r["ess_per_second_min"]),
+          fmt(r["speedup_vs_best_regular"]), fmt(1e6 * r["seconds_per_iter"]),
+          fmt(r.get("max_mean_z_vs_best_regular")), f"{r['chains']} × {r['iters']:,}"]
+         for r in rows])
+    return (f"#### Tall data: {doc.get('dataset', '?')} (N = {first['n']:,}, D = {first['d']})\n\n"
+            + body + "\n\n`mean z`: the largest |difference of posterior means| / combined MCSE "
+            "against the best regular-MCMC row. " + f"Source: `{name}`. " + machine_line(doc))
+
+
 SECTIONS = {"table1": table1_section, "scaling": scaling_section, "chains": chains_section,
-            "micro": micro_section}
-ORDER = ["table1", "scaling", "chains", "micro"]
+            "tall": tall_section, "micro": micro_section}
+ORDER = ["table1", "tall", "scaling", "chains", "micro"]
 
 
 def report(files, intro="", notes=""):
@@ -170,10 +186,16 @@ def self_test():
     micro = {"context": {"num_cpus": 2, "mhz_per_cpu": 2600, "date": "today"},
              "benchmarks": [{"name": "BM_X", "run_type": "iteration", "real_time": 2.5,
                              "cpu_time": 2.4, "time_unit": "us"}]}
+    tall = {"benchmark": "tall", "dataset": "tall.npy", "machine": t1["machine"],
+            "rows": [{"algo": "flymc-hmc", "metric": "dense", "n": 1000000, "d": 51,
+                      "queries_per_iter": 1500.0, "bright_mean": 80.0, "min_ess_bulk": 160.0,
+                      "max_rhat": 1.002, "ess_per_second_min": 300.0,
+                      "speedup_vs_best_regular": 280.0, "seconds_per_iter": 2e-5,
+                      "max_mean_z_vs_best_regular": 1.5, "chains": 2, "iters": 50000}]}
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         paths = []
-        for name, doc in (("t1.json", t1), ("bm.json", micro)):
+        for name, doc in (("t1.json", t1), ("bm.json", micro), ("tall.json", tall)):
             paths.append(os.path.join(d, name))
             with open(paths[-1], "w") as f:
                 json.dump(doc, f)
@@ -182,7 +204,9 @@ def self_test():
         "| regular | 12,000 | 12,000 | 0.2 | 2.5 | 1 | 1 | 81 | 4 × 400,000 |" in text,
         "commit `abc1234`" in text,
         "| `BM_X` | 2.5 us | 2.4 us |  |" in text,
-        text.index("#### Table 1") < text.index("#### Micro"),
+        text.index("#### Table 1") < text.index("#### Tall data") < text.index("#### Micro"),
+        "| flymc-hmc | dense | 1,500 | 80 | 160 | 1.002 | 300 | 280 | 20 | 1.5 | 2 × 50,000 |"
+        in text,
         text.index("Intro.") < text.index("#### Table 1") < text.index("Notes."),
     ]
     if not all(checks):

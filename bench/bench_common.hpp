@@ -1,0 +1,91 @@
+#pragma once
+// What the flymc-bench subcommands share: the machine block of every JSON file, the run
+// statistics they all read off a RunResult, and writing the JSON.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "flymc/core/errors.hpp"
+#include "flymc/diagnostics/diagnostics.hpp"
+#include "flymc/kernels/kernels.hpp"
+#include "flymc/mcmc/sampler.hpp"
+
+extern const char* const flymc_bench_git_sha;  // git_sha.cpp, written at build time
+#ifndef FLYMC_BUILD_TYPE
+#define FLYMC_BUILD_TYPE "unknown"
+#endif
+
+namespace flymc::bench {
+
+inline nlohmann::json machine_info() {
+  std::string cpu = "unknown";
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  return {{"cpu", cpu},
+          {"cores", std::thread::hardware_concurrency()},
+          {"build_type", FLYMC_BUILD_TYPE},
+          {"simd", kernels::simd_name()},
+          {"blas", std::string("OpenBLAS ") + openblas_get_config()},
+          {"git_sha", flymc_bench_git_sha}};
+}
+
+/// The θ-kernels by their command-line names.
+inline const std::map<std::string, KernelKind>& kernel_names() {
+  static const std::map<std::string, KernelKind> names{{"rwmh", KernelKind::rwmh},
+                                                       {"mala", KernelKind::mala},
+                                                       {"hmc", KernelKind::hmc},
+                                                       {"slice", KernelKind::slice}};
+  return names;
+}
+
+/// min bulk ESS over the coordinates of a run (a coordinate whose ESS is not finite counts 0).
+inline double min_ess(const RunResult& r) {
+  double m = std::numeric_limits<double>::infinity();
+  for (std::size_t j = 0; j < r.dim; ++j) {
+    const double e = ess_bulk(r.coordinate(j));
+    m = std::min(m, std::isfinite(e) ? e : 0.0);
+  }
+  return m;
+}
+
+/// max R̂ over the coordinates of a run (NaN where R̂ is not defined counts as +inf).
+inline double max_rhat(const RunResult& r) {
+  double m = 0.0;
+  for (std::size_t j = 0; j < r.dim; ++j) {
+    const double v = rhat(r.coordinate(j));
+    m = std::max(m, std::isfinite(v) ? v : std::numeric_limits<double>::infinity());
+  }
+  return m;
+}
+
+/// One chain's sampling seconds per iteration, averaged over the chains (each chain's own timer).
+inline double seconds_per_iter(const RunResult& r) {
+  double spi = 0.0;
+  for (const auto& c : r.chains) spi += c.sampling_seconds / double(r.config.iters);
+  return spi / double(std::max<std::size_t>(r.chains.size(), 1));
+}
+
+/// Writes {"benchmark": name, "machine": ..., then `body`'s keys} to `path`.
+/// @throw Error (exit 73) if the file cannot be created.
+inline void write_json(const std::string& path, const std::string& name, nlohmann::json body) {
+  if (path.empty()) return;
+  body["benchmark"] = name;
+  body["machine"] = machine_info();
+  std::ofstream f(path);
+  if (!f) throw Error(path + ": cannot create", 73);
+  f << body.dump(2) << '\n';
+  if (!f) throw Error(path + ": write failed", 74);
+}
+
+}  // namespace flymc::bench

@@ -1,0 +1,228 @@
+// flymc-bench tall (bench/tall.hpp). Regular MCMC's strongest configurations (gradient kernels
+// with the dense metric, adapted in Stan's windows from the Laplace covariance) against FlyMC with
+// each θ-kernel, on the same data in one process, 2 chains each by default. Each algorithm's
+// budget is what its estimate needs: a pilot run gives its ESS per iteration, and the measured
+// run is sized for the target min bulk ESS (capped in time), so every ratio rests on enough
+// effective draws whatever the algorithm's mixing.
+#include "tall.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "flymc/data/loaders.hpp"
+
+namespace flymc::bench {
+namespace {
+
+struct TallRow {
+  std::string algo;
+  RunResult result;
+  double min_ess = 0.0, max_rhat = 0.0, ess_per_second = 0.0;
+  std::vector<ParamSummary> summary;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : s + ",") {
+    if (c != ',') {
+      item += c;
+    } else if (!item.empty()) {
+      out.push_back(item);
+      item.clear();
+    }
+  }
+  return out;
+}
+
+RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel) {
+  RunConfig c;
+  c.model = ModelKind::logistic;
+  c.algo = algo;
+  c.kernel = kernel;
+  c.chains = o.chains;
+  c.threads = o.threads;
+  c.seed = o.seed;
+  c.prior_sd = o.prior_sd;
+  c.metric = Metric::dense;
+  if (algo == Algo::flymc && o.flymc_metric == "fly") {
+    c.metric = Metric::fly;
+    c.fly_metric_blend = o.fly_metric_blend;
+  }
+  c.hmc_steps = algo == Algo::full ? o.hmc_steps_regular : o.hmc_steps_flymc;
+  c.warmup = algo == Algo::full ? o.warmup_regular : o.warmup_flymc;
+  c.iters = algo == Algo::full ? o.pilot_regular : o.pilot_flymc;
+  if (algo == Algo::flymc && kernel == KernelKind::rwmh) c.iters *= 10;  // cheap, slow-mixing
+  return c;
+}
+
+/// At most 10,000 kept draws per chain: enough for the ESS estimate, bounded memory.
+long thin_for(long iters) { return std::max(1L, iters / 10000); }
+
+RunResult timed_run(const std::string& algo, RunConfig c, const std::shared_ptr<const Dataset>& d) {
+  c.thin = thin_for(c.iters);
+  std::fprintf(stderr, "tall: %-14s %d chains x (%ld warm-up + %ld) iterations ...\n", algo.c_str(),
+               c.chains, c.warmup, c.iters);
+  return run(c, d);
+}
+
+/// Runs `cfg` as a pilot, then, if the pilot's min ESS falls short of the target, again with the
+/// iterations the pilot's ESS per iteration says the target needs (at most max_seconds).
+TallRow measure(const TallOptions& o, const std::string& algo, RunConfig cfg,
+                const std::shared_ptr<const Dataset>& data) {
+  TallRow row;
+  row.algo = algo;
+  row.result = timed_run(algo, cfg, data);
+  double e = min_ess(row.result);
+  if (e < o.target_ess) {
+    const double per_iter = std::max(e, 1.0) / double(cfg.iters);
+    const double spi = std::max(seconds_per_iter(row.result), 1e-9);
+    const double want = 1.25 * o.target_ess / per_iter;
+    const double cap = o.max_seconds / spi;
+    cfg.iters = static_cast<long>(std::ceil(std::min(want, cap)));
+    if (cfg.iters > row.result.config.iters) {
+      row.result = timed_run(algo, cfg, data);
+      e = min_ess(row.result);
+    }
+  }
+  row.min_ess = e;
+  row.max_rhat = max_rhat(row.result);
+  row.ess_per_second = e / row.result.sampling_seconds;
+  for (std::size_t j = 0; j < row.result.dim; ++j)
+    row.summary.push_back(summarize(row.result.coordinate(j)));
+  return row;
+}
+
+/// The largest |mean_a − mean_b| / √(mcse_a² + mcse_b²) over the parameters.
+double max_mean_z(const TallRow& a, const TallRow& b) {
+  double z = 0.0;
+  for (std::size_t j = 0; j < a.summary.size(); ++j) {
+    const ParamSummary &x = a.summary[j], &y = b.summary[j];
+    const double se = std::hypot(x.mcse_mean, y.mcse_mean);
+    z = std::max(z, std::fabs(x.mean - y.mean) / se);
+  }
+  return z;
+}
+
+std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const Dataset>& data) {
+  const auto& kernels = kernel_names();
+  std::vector<TallRow> rows;
+  for (const auto& [algo, list] : {std::pair{Algo::full, o.regular}, {Algo::flymc, o.flymc}}) {
+    for (const std::string& k : split(list)) {
+      const auto it = kernels.find(k);
+      if (it == kernels.end()) throw UsageError("tall: unknown kernel '" + k + "'");
+      const std::string name = (algo == Algo::full ? "regular-" : "flymc-") + k;
+      rows.push_back(measure(o, name, algo_config(o, algo, it->second), data));
+    }
+  }
+  return rows;
+}
+
+nlohmann::json row_json(const TallRow& r, const Dataset& data, double best_regular,
+                        const TallRow* best) {
+  const RunResult& res = r.result;
+  return {{"algo", r.algo},
+          {"kernel", to_string(res.config.kernel)},
+          {"metric", to_string(res.config.resolved_metric())},
+          {"n", data.n()},
+          {"d", res.dim},
+          {"queries_per_iter", res.queries_per_iter()},
+          {"bright_mean", res.bright_mean()},
+          {"min_ess_bulk", r.min_ess},
+          {"max_rhat", r.max_rhat},
+          {"ess_per_second_min", r.ess_per_second},
+          {"seconds", res.sampling_seconds},
+          {"warmup_seconds", res.warmup_seconds},
+          {"setup_seconds", res.setup_seconds},
+          {"seconds_per_iter", seconds_per_iter(res)},
+          {"iters", res.config.iters},
+          {"warmup", res.config.warmup},
+          {"chains", res.config.chains},
+          {"step_size", res.chains.empty() ? 0.0 : res.chains[0].step_size},
+          {"accept_rate", res.accept_rate()},
+          {"divergences", res.divergences()},
+          {"speedup_vs_best_regular", r.ess_per_second / best_regular},
+          {"max_mean_z_vs_best_regular", best ? max_mean_z(r, *best) : 0.0}};
+}
+
+void tall(const TallOptions& o) {
+  const auto data = std::make_shared<const Dataset>(load_dataset(o.data, LabelDomain::binary));
+  const std::vector<TallRow> rows = run_all(o, data);
+  const TallRow* best = nullptr;
+  for (const TallRow& r : rows)
+    if (r.result.config.algo == Algo::full && (!best || r.ess_per_second > best->ess_per_second))
+      best = &r;
+  const double best_es = best ? best->ess_per_second : 1.0;
+  std::printf("\nTall data: %s (N = %zu, D = %zu), %d chains per algorithm\n", o.data.c_str(),
+              data->n(), data->d(), o.chains);
+  std::printf("%-14s %12s %9s %9s %7s %11s %10s %9s %8s %7s\n", "algorithm", "queries/iter",
+              "bright", "min ESS", "max R^", "min ESS/s", "x best reg", "us/iter", "seconds",
+              "mean z");
+  nlohmann::json jrows = nlohmann::json::array(), posteriors = nlohmann::json::object();
+  for (const TallRow& r : rows) {
+    const nlohmann::json j = row_json(r, *data, best_es, best);
+    std::printf("%-14s %12.1f %9.1f %9.1f %7.3f %11.3f %10.2f %9.2f %8.1f %7.2f\n", r.algo.c_str(),
+                r.result.queries_per_iter(), r.result.bright_mean(), r.min_ess, r.max_rhat,
+                r.ess_per_second, double(j["speedup_vs_best_regular"]),
+                1e6 * seconds_per_iter(r.result), r.result.sampling_seconds,
+                double(j["max_mean_z_vs_best_regular"]));
+    jrows.push_back(j);
+    nlohmann::json post = nlohmann::json::array();
+    for (std::size_t p = 0; p < r.summary.size(); ++p)
+      post.push_back({{"name", r.result.names[p]},
+                      {"mean", r.summary[p].mean},
+                      {"mcse_mean", r.summary[p].mcse_mean}});
+    posteriors[r.algo] = post;
+  }
+  std::printf(
+      "(min ESS/s: min bulk ESS over parameters per second of sampling wall time; x best reg: "
+      "ratio to the best regular-MCMC row; mean z: largest |mean difference| / combined MCSE "
+      "against that row)\n");
+  write_json(o.json, "tall",
+             {{"dataset", o.data},
+              {"rows", jrows},
+              {"posteriors", posteriors},
+              {"target_ess", o.target_ess}});
+}
+
+}  // namespace
+
+void add_tall_command(CLI::App& app, TallOptions& o) {
+  CLI::App* t = app.add_subcommand(
+      "tall",
+      "Tall data: regular MCMC's best (gradient kernels, dense adapted metric) against FlyMC "
+      "with each theta-kernel, budgets sized for a min bulk ESS target");
+  t->add_option("--data", o.data, "Logistic data set (.csv/.npy)")->required();
+  t->add_option("--json", o.json, "Write rows[] and posteriors{} as JSON");
+  t->add_option("--chains", o.chains)->capture_default_str();
+  t->add_option("--threads", o.threads, "0: all cores")->capture_default_str();
+  t->add_option("--seed", o.seed)->capture_default_str();
+  t->add_option("--target-ess", o.target_ess, "min bulk ESS each algorithm is run to")
+      ->capture_default_str();
+  t->add_option("--max-seconds", o.max_seconds, "sampling time cap per algorithm")
+      ->capture_default_str();
+  t->add_option("--regular", o.regular, "regular MCMC's kernels, comma-separated")
+      ->capture_default_str();
+  t->add_option("--flymc", o.flymc, "FlyMC's kernels, comma-separated")->capture_default_str();
+  t->add_option("--flymc-metric", o.flymc_metric, "FlyMC's metric: dense or fly")
+      ->check(CLI::IsMember({"dense", "fly"}))
+      ->capture_default_str();
+  t->add_option("--fly-metric-blend", o.fly_metric_blend)->capture_default_str();
+  t->add_option("--warmup-regular", o.warmup_regular)->capture_default_str();
+  t->add_option("--pilot-regular", o.pilot_regular, "regular MCMC's pilot iterations")
+      ->capture_default_str();
+  t->add_option("--warmup-flymc", o.warmup_flymc)->capture_default_str();
+  t->add_option("--pilot-flymc", o.pilot_flymc, "FlyMC's pilot iterations (x10 for rwmh)")
+      ->capture_default_str();
+  t->add_option("--hmc-steps-regular", o.hmc_steps_regular)->capture_default_str();
+  t->add_option("--hmc-steps-flymc", o.hmc_steps_flymc)->capture_default_str();
+  t->add_option("--prior-sd", o.prior_sd)->capture_default_str();
+  t->callback([&o] { tall(o); });
+}
+
+}  // namespace flymc::bench

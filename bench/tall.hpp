@@ -1,0 +1,31 @@
+#pragma once
+// flymc-bench tall: FlyMC against regular MCMC's best on tall data, every algorithm run until its
+// min bulk ESS reaches a target (or a time cap), in one process.
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+namespace flymc::bench {
+
+struct TallOptions {
+  std::string data, json;
+  int chains = 2, threads = 0;
+  std::uint64_t seed = 1;
+  /// Every algorithm runs until its min bulk ESS (over parameters, all chains) reaches this,
+  /// estimated from a pilot run, unless that would take more than max_seconds of sampling.
+  double target_ess = 150.0;
+  double max_seconds = 900.0;
+  std::string regular = "hmc";          ///< regular MCMC's kernels (dense metric, adapted)
+  std::string flymc = "rwmh,mala,hmc";  ///< FlyMC's kernels
+  std::string flymc_metric = "dense";   ///< dense (Laplace, adapted) or fly (docs/math.md §3.1)
+  double fly_metric_blend = 0.0;
+  long warmup_regular = 300, pilot_regular = 150;
+  long warmup_flymc = 3000, pilot_flymc = 20000;
+  int hmc_steps_regular = 16, hmc_steps_flymc = 8;
+  double prior_sd = 1.0;
+};
+
+/// Adds the `tall` subcommand, which runs with `o` when chosen.
+void add_tall_command(CLI::App& app, TallOptions& o);
+
+}  // namespace flymc::bench

@@ -4,6 +4,7 @@
 #include <tbb/global_control.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -124,6 +125,18 @@ void check_standardized(const flymc::Dataset& ds, std::size_t k) {
     CHECK(std::abs(mean) < 1e-8);
     CHECK(std::abs(ss / n - 1.0) < 1e-8);
   }
+}
+
+/// A 28 x 28 test card: a bright disc with a dark bar through it on a black background.
+std::vector<double> test_card() {
+  std::vector<double> img(784, 0.0);
+  for (int r = 0; r < 28; ++r)
+    for (int c = 0; c < 28; ++c) {
+      const double dr = r - 13.5, dc = c - 11.0;
+      if (dr * dr + dc * dc < 81.0) img[static_cast<std::size_t>(r * 28 + c)] = 0.9;
+      if (r >= 12 && r <= 15 && c >= 4 && c <= 20) img[static_cast<std::size_t>(r * 28 + c)] = 0.2;
+    }
+  return img;
 }
 
 }  // namespace
@@ -358,5 +371,87 @@ TEST_SUITE("unit") {
     CHECK_THROWS_AS((void)flymc::synth_logistic(3, 0, 1), flymc::ConfigError);
     const flymc::Dataset one = flymc::synth_logistic(5, 1, 1);  // bias only
     CHECK(one.row(4)[0] == 1.0);
+  }
+}
+
+TEST_SUITE("unit") {
+  TEST_CASE("ImageDeformer: small, non-trivial, in [0, 1]; no deformation is the identity") {
+    const std::vector<double> card = test_card();
+    const flymc::ImageDeformer deform;
+    std::vector<double> out(784);
+    double total_change = 0.0;
+    bool in_range = true, all_changed = true;
+    constexpr int copies = 200;
+    for (int c = 0; c < copies; ++c) {
+      flymc::Rng rng(11, static_cast<std::uint64_t>(c));
+      deform(card.data(), out.data(), rng);
+      double change = 0.0;
+      for (std::size_t j = 0; j < 784; ++j) {
+        change += std::abs(out[j] - card[j]);
+        in_range = in_range && out[j] >= 0.0 && out[j] <= 1.0;
+      }
+      all_changed = all_changed && change > 0.0;
+      total_change += change / 784.0;
+    }
+    const double mean_change = total_change / copies;
+    // The yardstick: the card moved 4 pixels to the right.
+    double moved = 0.0;
+    for (std::size_t r = 0; r < 28; ++r)
+      for (std::size_t c = 0; c < 28; ++c)
+        moved += std::abs((c >= 4 ? card[r * 28 + c - 4] : 0.0) - card[r * 28 + c]) / 784.0;
+    INFO("mean absolute pixel change " << mean_change << ", card moved by 4 pixels " << moved);
+    CHECK(in_range);
+    CHECK(all_changed);
+    CHECK(mean_change > 0.1 * moved);
+    CHECK(mean_change < 0.75 * moved);
+
+    flymc::Deformation none;
+    none.max_rotation = none.max_scale = none.max_shear = none.max_shift = 0.0;
+    none.elastic_alpha = 0.0;
+    const flymc::ImageDeformer identity(none);
+    flymc::Rng rng(3, 4);
+    identity(card.data(), out.data(), rng);
+    CHECK(out == card);
+    // A pure shift t shows the card at q - t, its 4th and 5th draws (after θ, s, h).
+    flymc::Deformation shift = none;
+    shift.max_shift = 2.0;
+    const flymc::ImageDeformer shifted(shift);
+    flymc::Rng r1(5, 6), r2(5, 6);
+    shifted(card.data(), out.data(), r1);
+    for (int i = 0; i < 3; ++i) r2.uniform();
+    const double tx = (2.0 * r2.uniform() - 1.0) * 2.0, ty = (2.0 * r2.uniform() - 1.0) * 2.0;
+    // out(r, c) = card(r - ty, c - tx), interpolated bilinearly, 0 outside the card.
+    const auto at = [&](double r, double c) {
+      const int r0 = static_cast<int>(std::floor(r)), c0 = static_cast<int>(std::floor(c));
+      const double ar = r - r0, ac = c - c0;
+      auto px = [&](int rr, int cc) {
+        return rr < 0 || rr > 27 || cc < 0 || cc > 27
+                   ? 0.0
+                   : card[static_cast<std::size_t>(rr * 28 + cc)];
+      };
+      return (1 - ar) * ((1 - ac) * px(r0, c0) + ac * px(r0, c0 + 1)) +
+             ar * ((1 - ac) * px(r0 + 1, c0) + ac * px(r0 + 1, c0 + 1));
+    };
+    double worst = 0.0;
+    for (int r = 0; r < 28; ++r)
+      for (int c = 0; c < 28; ++c)
+        worst = std::max(worst,
+                         std::abs(out[static_cast<std::size_t>(r * 28 + c)] - at(r - ty, c - tx)));
+    CHECK(worst < 1e-12);
+  }
+
+  TEST_CASE("ImageDeformer: bad parameters are ConfigErrors naming them") {
+    auto deform_error = [](auto edit) {
+      flymc::Deformation d;
+      edit(d);
+      return error_of<flymc::ConfigError>([&] { (void)flymc::ImageDeformer(d); });
+    };
+    CHECK(contains(deform_error([](auto& d) { d.max_scale = 0.7; }), "max_scale = 0.7 outside"));
+    CHECK(contains(deform_error([](auto& d) { d.max_rotation = -1; }), "max_rotation = -1"));
+    CHECK(contains(deform_error([](auto& d) { d.elastic_sigma = std::nan(""); }),
+                   "elastic_sigma = nan"));
+    CHECK(contains(deform_error([](auto& d) { d.elastic_alpha = 1e9; }), "elastic_alpha"));
+    CHECK(contains(deform_error([](auto& d) { d.max_shift = 20; }), "max_shift"));
+    CHECK(contains(deform_error([](auto& d) { d.max_shear = 2; }), "max_shear"));
   }
 }

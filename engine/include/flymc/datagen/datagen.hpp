@@ -4,14 +4,67 @@
 /// logistic-regression and robust-regression data.
 ///
 /// Thread safety: the functions share no state; distinct calls may run concurrently.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "flymc/core/rng.hpp"
 #include "flymc/data/dataset.hpp"
 
 namespace flymc {
+
+/// Parameters of the random deformation of a 28 x 28 image (ImageDeformer): a small random affine
+/// move composed with an elastic distortion, as the deformed copies that grew MNIST into MNIST-8M
+/// (Loosli, Canu & Bottou 2007, "Training invariant support vector machines using selective
+/// sampling", in Large-Scale Kernel Machines, MIT Press). Every parameter is the half-width of a
+/// uniform draw, or the elastic field's smoothing and strength. The defaults keep copies
+/// recognisable: the elastic pair is Simard, Steinkraus & Platt's for MNIST (2003, "Best practices
+/// for convolutional neural networks applied to visual document analysis", ICDAR: σ = 4,
+/// α = 34) with σ raised to 5 so that a garment's outline bends rather than frays. The affine
+/// moves are smaller than those used on digits because Fashion-MNIST's images are trimmed to the
+/// garment and scaled to fill the frame (Xiao, Rasul & Vollgraf 2017, arXiv:1708.07747): a
+/// larger shift or enlargement crops the garment at the border, which no original image shows.
+struct Deformation {
+  /// Rotation angle uniform in ±max_rotation degrees, 0..45.
+  double max_rotation = 5.0;
+  /// Scale factor uniform in [1 - max_scale, 1 + max_scale], the same on both axes; 0..0.5.
+  double max_scale = 0.05;
+  /// Horizontal shear factor (x' = x + h·y) uniform in ±max_shear, 0..1.
+  double max_shear = 0.1;
+  /// Translation uniform in ±max_shift pixels on each axis, 0..14.
+  double max_shift = 1.0;
+  /// Standard deviation, in pixels, of the Gaussian smoothing the elastic displacement field;
+  /// 0.5..28.
+  double elastic_sigma = 5.0;
+  /// Scale of the smoothed field, in pixels per unit of the uniform(-1, 1) draws; 0..100.
+  double elastic_alpha = 34.0;
+};
+
+/// Random deformations of 28 x 28 images (row-major, values in [0, 1], 0 the background). A copy
+/// shows at output pixel q = (column, row) the input at
+///   p = A⁻¹(q - c - t) + c + α·(g_x(q), g_y(q)),   A = s·R(θ)·[[1, h], [0, 1]],
+/// with c = (13.5, 13.5) the image centre: the garment is sheared by h, scaled by s, rotated by θ
+/// about the centre and moved by t, then displaced by the elastic field g (Simard et al. 2003):
+/// independent uniform(-1, 1) draws per pixel and axis, smoothed by a Gaussian of sd σ truncated
+/// at ⌈4σ⌉ pixels and normalised (scipy.ndimage.gaussian_filter's default), the field taken as 0
+/// outside the image. The input is resampled bilinearly at p (0 outside the image) and clipped
+/// to [0, 1]. Draws per copy, in this order, each from rng.uniform(): θ, s, h, t_x, t_y, then the
+/// 784 x-components of the field row by row, then the 784 y-components.
+///
+/// Thread safety: const; one object may be used by many threads, each with its own Rng.
+class ImageDeformer {
+ public:
+  /// @throw ConfigError naming the parameter if one is not finite or outside its range.
+  explicit ImageDeformer(const Deformation& d = {});
+  /// Writes a random deformation of `in` (784 values) into `out` (784 values, not `in`).
+  void operator()(const double* in, double* out, Rng& rng) const;
+
+ private:
+  Deformation d_;
+  std::array<double, 28 * 28> smooth_{};  // G: the field is smoothed as G·F·G (G symmetric)
+};
 
 /// Options of build_fmnist().
 struct FmnistOptions {

@@ -288,3 +288,38 @@ TEST_SUITE("unit") {
     fs::remove_all(dir);
   }
 }
+
+TEST_SUITE("unit") {
+  TEST_CASE("flymc data fmnist --augment writes build_fmnist's rows; flymc sample reads them") {
+    const fs::path dir = temp_dir("augment");
+    const std::string npy = (dir / "fm.npy").string();
+    Result r = run_cli(
+        "data fmnist --classes 7,9 --pca 3 --split test --augment 2 --seed 3 --out " + npy, dir);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    flymc::FmnistOptions o;
+    o.pca = 3;
+    o.split = "test";
+    o.augment = 2;
+    o.seed = 3;
+    const flymc::Dataset ref = flymc::build_fmnist(o);
+    const flymc::Dataset got = flymc::load_dataset(npy, flymc::LabelDomain::binary);
+    REQUIRE(got.n() == 6000);
+    REQUIRE(got.d() == 4);
+    bool same = true;
+    for (std::size_t i = 0; i < got.n(); ++i) {
+      same = same && got.y()[i] == ref.y()[i];
+      for (std::size_t j = 0; j < 4; ++j) same = same && got.row(i)[j] == ref.row(i)[j];
+    }
+    CHECK(same);
+    r = run_cli("sample --data " + npy + " --chains 1 --warmup 100 --iters 100 --seed 1 --quiet " +
+                    "--out " + (dir / "run").string(),
+                dir);
+    CHECK_MESSAGE(r.code == 0, r.err);
+    // A negative K is refused with a message naming the option; nothing is written.
+    r = run_cli("data fmnist --augment -1 --out " + (dir / "bad.npy").string(), dir);
+    CHECK(r.code == 78);
+    CHECK(r.err.find("--augment -1") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "bad.npy"));
+    fs::remove_all(dir);
+  }
+}

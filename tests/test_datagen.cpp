@@ -1,9 +1,12 @@
-// Tests of build_fmnist (on the Debian package dataset-fashion-mnist, a declared dependency, and on
-// small corrupt IDX files made here) and synth_logistic.
+// Tests of build_fmnist and write_fmnist (on the Debian package dataset-fashion-mnist, a declared
+// dependency, and on small IDX files made here, corrupt or not), of the image deformations that
+// grow Fashion-MNIST, and of synth_logistic.
 #include <doctest/doctest.h>
 #include <tbb/global_control.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -11,11 +14,14 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flymc/core/errors.hpp"
 #include "flymc/data/dataset.hpp"
+#include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
 
 namespace {
@@ -124,6 +130,62 @@ void check_standardized(const flymc::Dataset& ds, std::size_t k) {
     CHECK(std::abs(mean) < 1e-8);
     CHECK(std::abs(ss / n - 1.0) < 1e-8);
   }
+}
+
+/// Bitwise equality of `count` rows (labels and features) of `a` from row `a0` and of `b` from
+/// row `b0`.
+bool same_rows(const flymc::Dataset& a, std::size_t a0, const flymc::Dataset& b, std::size_t b0,
+               std::size_t count) {
+  if (a.d() != b.d() || a0 + count > a.n() || b0 + count > b.n()) return false;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (std::bit_cast<std::uint64_t>(a.y()[a0 + i]) != std::bit_cast<std::uint64_t>(b.y()[b0 + i]))
+      return false;
+    for (std::size_t j = 0; j < a.d(); ++j)
+      if (std::bit_cast<std::uint64_t>(a.row(a0 + i)[j]) !=
+          std::bit_cast<std::uint64_t>(b.row(b0 + i)[j]))
+        return false;
+  }
+  return true;
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+/// Small IDX files in `dir`: `ntrain` training and `ntest` test images (idx_images' pattern),
+/// labels alternating 0, 1. Options for classes 0,1 and 2 components on them.
+flymc::FmnistOptions tiny_fmnist(const TempDir& dir, std::uint32_t ntrain, std::uint32_t ntest) {
+  for (const auto& [prefix, count] : {std::pair<std::string, std::uint32_t>{"train", ntrain},
+                                      std::pair<std::string, std::uint32_t>{"t10k", ntest}}) {
+    std::vector<unsigned char> labels(count);
+    for (std::size_t i = 0; i < count; ++i) labels[i] = static_cast<unsigned char>(i % 2);
+    write_file(dir / (prefix + "-labels-idx1-ubyte.gz"), idx_labels(labels));
+    write_file(dir / (prefix + "-images-idx3-ubyte.gz"), idx_images(count));
+  }
+  flymc::FmnistOptions o;
+  o.dir = dir.dir.string();
+  o.classes = {0, 1};
+  o.pca = 2;
+  return o;
+}
+
+/// A 28 x 28 test card: a bright disc with a dark bar through it on a black background.
+std::vector<double> test_card() {
+  std::vector<double> img(784, 0.0);
+  for (int r = 0; r < 28; ++r)
+    for (int c = 0; c < 28; ++c) {
+      const double dr = r - 13.5, dc = c - 11.0;
+      if (dr * dr + dc * dc < 81.0) img[static_cast<std::size_t>(r * 28 + c)] = 0.9;
+      if (r >= 12 && r <= 15 && c >= 4 && c <= 20) img[static_cast<std::size_t>(r * 28 + c)] = 0.2;
+    }
+  return img;
+}
+
+double squared_distance(const double* a, const double* b, std::size_t d) {
+  double s = 0.0;
+  for (std::size_t j = 0; j < d; ++j) s += (a[j] - b[j]) * (a[j] - b[j]);
+  return s;
 }
 
 }  // namespace
@@ -358,5 +420,237 @@ TEST_SUITE("unit") {
     CHECK_THROWS_AS((void)flymc::synth_logistic(3, 0, 1), flymc::ConfigError);
     const flymc::Dataset one = flymc::synth_logistic(5, 1, 1);  // bias only
     CHECK(one.row(4)[0] == 1.0);
+  }
+}
+
+TEST_SUITE("unit") {
+  TEST_CASE("ImageDeformer: small, non-trivial, in [0, 1]; no deformation is the identity") {
+    const std::vector<double> card = test_card();
+    const flymc::ImageDeformer deform;
+    std::vector<double> out(784);
+    double total_change = 0.0;
+    bool in_range = true, all_changed = true;
+    constexpr int copies = 200;
+    for (int c = 0; c < copies; ++c) {
+      flymc::Rng rng(11, static_cast<std::uint64_t>(c));
+      deform(card.data(), out.data(), rng);
+      double change = 0.0;
+      for (std::size_t j = 0; j < 784; ++j) {
+        change += std::abs(out[j] - card[j]);
+        in_range = in_range && out[j] >= 0.0 && out[j] <= 1.0;
+      }
+      all_changed = all_changed && change > 0.0;
+      total_change += change / 784.0;
+    }
+    const double mean_change = total_change / copies;
+    // The yardstick: the card moved 4 pixels to the right.
+    double moved = 0.0;
+    for (std::size_t r = 0; r < 28; ++r)
+      for (std::size_t c = 0; c < 28; ++c)
+        moved += std::abs((c >= 4 ? card[r * 28 + c - 4] : 0.0) - card[r * 28 + c]) / 784.0;
+    INFO("mean absolute pixel change " << mean_change << ", card moved by 4 pixels " << moved);
+    CHECK(in_range);
+    CHECK(all_changed);
+    CHECK(mean_change > 0.1 * moved);
+    CHECK(mean_change < 0.75 * moved);
+
+    flymc::Deformation none;
+    none.max_rotation = none.max_scale = none.max_shear = none.max_shift = 0.0;
+    none.elastic_alpha = 0.0;
+    const flymc::ImageDeformer identity(none);
+    flymc::Rng rng(3, 4);
+    identity(card.data(), out.data(), rng);
+    CHECK(out == card);
+    // A pure shift t shows the card at q - t, its 4th and 5th draws (after θ, s, h).
+    flymc::Deformation shift = none;
+    shift.max_shift = 2.0;
+    const flymc::ImageDeformer shifted(shift);
+    flymc::Rng r1(5, 6), r2(5, 6);
+    shifted(card.data(), out.data(), r1);
+    for (int i = 0; i < 3; ++i) r2.uniform();
+    const double tx = (2.0 * r2.uniform() - 1.0) * 2.0, ty = (2.0 * r2.uniform() - 1.0) * 2.0;
+    // out(r, c) = card(r - ty, c - tx), interpolated bilinearly, 0 outside the card.
+    const auto at = [&](double r, double c) {
+      const int r0 = static_cast<int>(std::floor(r)), c0 = static_cast<int>(std::floor(c));
+      const double ar = r - r0, ac = c - c0;
+      auto px = [&](int rr, int cc) {
+        return rr < 0 || rr > 27 || cc < 0 || cc > 27
+                   ? 0.0
+                   : card[static_cast<std::size_t>(rr * 28 + cc)];
+      };
+      return (1 - ar) * ((1 - ac) * px(r0, c0) + ac * px(r0, c0 + 1)) +
+             ar * ((1 - ac) * px(r0 + 1, c0) + ac * px(r0 + 1, c0 + 1));
+    };
+    double worst = 0.0;
+    for (int r = 0; r < 28; ++r)
+      for (int c = 0; c < 28; ++c)
+        worst = std::max(worst,
+                         std::abs(out[static_cast<std::size_t>(r * 28 + c)] - at(r - ty, c - tx)));
+    CHECK(worst < 1e-12);
+  }
+
+  TEST_CASE("ImageDeformer: bad parameters are ConfigErrors naming them") {
+    auto deform_error = [](auto edit) {
+      flymc::Deformation d;
+      edit(d);
+      return error_of<flymc::ConfigError>([&] { (void)flymc::ImageDeformer(d); });
+    };
+    CHECK(contains(deform_error([](auto& d) { d.max_scale = 0.7; }), "max_scale = 0.7 outside"));
+    CHECK(contains(deform_error([](auto& d) { d.max_rotation = -1; }), "max_rotation = -1"));
+    CHECK(contains(deform_error([](auto& d) { d.elastic_sigma = std::nan(""); }),
+                   "elastic_sigma = nan"));
+    CHECK(contains(deform_error([](auto& d) { d.elastic_alpha = 1e9; }), "elastic_alpha"));
+    CHECK(contains(deform_error([](auto& d) { d.max_shift = 20; }), "max_shift"));
+    CHECK(contains(deform_error([](auto& d) { d.max_shear = 2; }), "max_shear"));
+  }
+
+  TEST_CASE("build_fmnist / write_fmnist: bad --augment or output path are ConfigErrors") {
+    auto config_error = [](auto edit) {
+      flymc::FmnistOptions o;
+      o.dir = "/nonexistent";  // options are checked before any file is opened
+      edit(o);
+      return error_of<flymc::ConfigError>([&] { (void)flymc::build_fmnist(o); });
+    };
+    CHECK(contains(config_error([](auto& o) { o.augment = -1; }), "--augment -1"));
+    CHECK(contains(config_error([](auto& o) { o.augment = 4294967295; }), "--augment 4294967295"));
+    CHECK(contains(config_error([](auto& o) { o.deform.max_shift = -2; }), "max_shift = -2"));
+    TempDir tmp;
+    CHECK(contains(error_of<flymc::ConfigError>(
+                       [&] { (void)flymc::write_fmnist(flymc::FmnistOptions{}, tmp / "x.txt"); }),
+                   "must end in .csv or .npy"));
+    // n·(K + 1) rows must fit: 64 images with 2^26 copies each make 2^32 + 64 rows.
+    flymc::FmnistOptions o = tiny_fmnist(tmp, 64, 2);
+    o.augment = std::int64_t{1} << 26;
+    const std::string msg =
+        error_of<flymc::ConfigError>([&] { (void)flymc::write_fmnist(o, tmp / "big.npy"); });
+    CHECK(contains(msg, "--augment 67108864 makes 64 x 67108865 rows"));
+    CHECK_FALSE(std::filesystem::exists(tmp / "big.npy"));
+  }
+}
+
+TEST_SUITE("unit") {
+  TEST_CASE("write_fmnist: K = 0 is build_fmnist's file byte for byte; split all is train + test") {
+    require_fmnist();
+    TempDir tmp;
+    flymc::FmnistOptions o;
+    o.pca = 4;
+    const flymc::Dataset train = flymc::build_fmnist(o);
+    flymc::save_npy(train, tmp / "saved.npy");
+    CHECK(flymc::write_fmnist(o, tmp / "streamed.npy") == 12000);
+    CHECK(file_bytes(tmp / "streamed.npy") == file_bytes(tmp / "saved.npy"));
+
+    o.split = "test";
+    const flymc::Dataset test = flymc::build_fmnist(o);
+    o.split = "all";
+    const flymc::Dataset all = flymc::build_fmnist(o);
+    REQUIRE(all.n() == 14000);
+    CHECK(same_rows(all, 0, train, 0, 12000));
+    CHECK(same_rows(all, 12000, test, 0, 2000));
+    flymc::save_csv(all, tmp / "saved.csv");
+    CHECK(flymc::write_fmnist(o, tmp / "streamed.csv") == 14000);
+    CHECK(file_bytes(tmp / "streamed.csv") == file_bytes(tmp / "saved.csv"));
+  }
+
+  TEST_CASE("build_fmnist --augment: originals first and unchanged, copies near their image") {
+    require_fmnist();
+    flymc::FmnistOptions o;
+    o.max_images = 300;
+    const flymc::Dataset base = flymc::build_fmnist(o);
+    REQUIRE(base.n() == 300);
+    o.augment = 3;
+    o.seed = 5;
+    const flymc::Dataset aug = flymc::build_fmnist(o);
+    const std::size_t n = 300, d = aug.d();
+    REQUIRE(aug.n() == n * 4);
+    REQUIRE(d == 51);
+    CHECK(same_rows(aug, 0, base, 0, n));
+    // Copy c of image i is row c·n + i, labelled as image i, with the bias.
+    bool labels_ok = true, bias_ok = true, all_differ = true;
+    std::size_t same_class = 0;
+    double own = 0.0, other = 0.0;
+    for (std::size_t c = 1; c <= 3; ++c)
+      for (std::size_t i = 0; i < n; ++i) {
+        const double* row = aug.row(c * n + i);
+        labels_ok = labels_ok && aug.y()[c * n + i] == base.y()[i];
+        bias_ok = bias_ok && row[d - 1] == 1.0;
+        const double d_own = squared_distance(row, base.row(i), d);
+        all_differ = all_differ && d_own > 1e-6;
+        own += std::sqrt(d_own);
+        other += std::sqrt(squared_distance(row, base.row((i + 1 + 7 * c) % n), d));
+        // The class of the nearest other image: a copy must still look like its class.
+        double best = INFINITY;
+        std::size_t nearest = 0;
+        for (std::size_t j = 0; j < n; ++j) {
+          const double dj = j == i ? INFINITY : squared_distance(row, base.row(j), d);
+          if (dj < best) best = dj, nearest = j;
+        }
+        same_class += base.y()[nearest] == base.y()[i] ? 1 : 0;
+      }
+    CHECK(labels_ok);
+    CHECK(bias_ok);
+    CHECK(all_differ);
+    const double agree = static_cast<double>(same_class) / (3.0 * n);
+    std::size_t base_same = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      double best = INFINITY;
+      std::size_t nearest = 0;
+      for (std::size_t j = 0; j < n; ++j) {
+        const double dj = j == i ? INFINITY : squared_distance(base.row(i), base.row(j), d);
+        if (dj < best) best = dj, nearest = j;
+      }
+      base_same += base.y()[nearest] == base.y()[i] ? 1 : 0;
+    }
+    const double base_agree = static_cast<double>(base_same) / static_cast<double>(n);
+    INFO("mean distance to own image " << own / (3 * n) << ", to another " << other / (3 * n)
+                                       << "; nearest image of the same class for " << agree
+                                       << " of the copies, " << base_agree << " of the images");
+    // Recognisable: nearer their own image than another one, and nearly as often as the images
+    // themselves nearest to an image of their class. (In these whitened components a copy is not
+    // much nearer its own image than another: the small components, scaled up to unit variance,
+    // record detail that any deformation moves.)
+    CHECK(own < 0.95 * other);
+    CHECK(agree > base_agree - 0.15);
+  }
+
+  TEST_CASE("write_fmnist: deterministic for a seed at any thread count; prefixes are smaller K" *
+            doctest::test_suite("threaded")) {
+    TempDir tmp;
+    flymc::FmnistOptions o = tiny_fmnist(tmp, 64, 10);
+    o.split = "all";
+    o.augment = 3;
+    o.seed = 9;
+    CHECK(flymc::write_fmnist(o, tmp / "a.npy") == 74 * 4);
+    {
+      tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
+      CHECK(flymc::write_fmnist(o, tmp / "serial.npy") == 74 * 4);
+    }
+    {
+      tbb::global_control two(tbb::global_control::max_allowed_parallelism, 2);
+      CHECK(flymc::write_fmnist(o, tmp / "two.npy") == 74 * 4);
+    }
+    const std::string a = file_bytes(tmp / "a.npy");
+    CHECK(a == file_bytes(tmp / "serial.npy"));
+    CHECK(a == file_bytes(tmp / "two.npy"));
+    const flymc::Dataset built = flymc::build_fmnist(o);
+    const flymc::Dataset loaded = flymc::load_npy(tmp / "a.npy", flymc::LabelDomain::binary);
+    CHECK(same_rows(loaded, 0, built, 0, built.n()));
+
+    o.seed = 10;
+    flymc::write_fmnist(o, tmp / "b.npy");
+    const flymc::Dataset other = flymc::load_npy(tmp / "b.npy", flymc::LabelDomain::binary);
+    CHECK(same_rows(other, 0, loaded, 0, 74));  // the images themselves do not depend on the seed
+    CHECK_FALSE(same_rows(other, 74, loaded, 74, 74));
+    // Copies depend on (seed, image, copy) alone: K = 1 is the first two rounds of K = 3, and
+    // the test images and their copies are the same rows in split "test" as in split "all".
+    o.seed = 9;
+    o.augment = 1;
+    const flymc::Dataset k1 = flymc::build_fmnist(o);
+    REQUIRE(k1.n() == 148);
+    CHECK(same_rows(loaded, 0, k1, 0, 148));
+    o.split = "test";
+    const flymc::Dataset test = flymc::build_fmnist(o);
+    REQUIRE(test.n() == 20);
+    CHECK(same_rows(test, 0, k1, 64, 10));
+    CHECK(same_rows(test, 10, k1, 74 + 64, 10));
   }
 }

@@ -13,6 +13,7 @@
 #include <iterator>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "flymc/core/errors.hpp"
@@ -504,5 +505,54 @@ TEST_SUITE("unit") {
     std::string empty_field = "1,2,3\n4,,6\n" + std::string(40, '\n') + "7,8,9\n";
     CHECK(data_error([&] { (void)flymc::parse_csv(empty_field, "e.csv", LabelDomain::any); }) ==
           "e.csv:2: field 2 (x1): empty field");
+  }
+}
+
+TEST_SUITE("unit") {
+  TEST_CASE("DataWriter: rows appended in uneven blocks are the bytes save_csv / save_npy write") {
+    TempDir tmp;
+    const std::size_t n = 20000, d = 3;  // CSV: more than one batch of parallel pieces
+    flymc::Dataset ds(n, d, "mem");
+    for (std::size_t i = 0; i < n; ++i) {
+      ds.mutable_y()[i] = i % 3 == 0 ? 1.0 : -1.0;
+      for (std::size_t j = 0; j < d; ++j) ds.mutable_row(i)[j] = std::sin(double(i * d + j)) / 7.0;
+    }
+    auto bytes = [](const std::string& path) {
+      std::ifstream f(path, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    };
+    for (const flymc::DataFormat format : {flymc::DataFormat::csv, flymc::DataFormat::npy}) {
+      const bool csv = format == flymc::DataFormat::csv;
+      CAPTURE(csv);
+      const std::string whole = tmp / (csv ? "whole.csv" : "whole.npy");
+      const std::string streamed = tmp / (csv ? "streamed.CSV" : "streamed.NPY");
+      csv ? flymc::save_csv(ds, whole) : flymc::save_npy(ds, whole);
+      REQUIRE(flymc::data_format_of(streamed) == format);
+      {
+        flymc::DataWriter w(streamed, format, n, d);
+        std::size_t done = 0;
+        for (std::size_t count :
+             {std::size_t{1}, std::size_t{0}, std::size_t{8191}, std::size_t{70}, n - 8262}) {
+          w.append(ds.y().data() + done, ds.row(done), ds.stride(), count);
+          done += count;
+        }
+        CHECK_THROWS_AS(w.append(ds.y().data(), ds.row(0), ds.stride(), 1), std::logic_error);
+        w.commit();
+      }
+      CHECK(bytes(streamed) == bytes(whole));
+    }
+    // Nothing appears under the path until commit; a short file is never committed.
+    const std::string partial = tmp / "partial.npy";
+    {
+      flymc::DataWriter w(partial, flymc::DataFormat::npy, n, d);
+      w.append(ds.y().data(), ds.row(0), ds.stride(), 10);
+      CHECK_FALSE(std::filesystem::exists(partial));
+      CHECK_THROWS_AS(w.commit(), std::logic_error);
+    }
+    CHECK_FALSE(std::filesystem::exists(partial));
+    CHECK(std::distance(std::filesystem::directory_iterator(tmp.dir),
+                        std::filesystem::directory_iterator()) == 4);
+    CHECK_FALSE(flymc::data_format_of("dir.npy/file").has_value());
+    CHECK_FALSE(flymc::data_format_of("file.txt").has_value());
   }
 }

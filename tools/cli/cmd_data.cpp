@@ -90,8 +90,15 @@ void add_data_command(CLI::App& app) {
       ->check(CLI::Range(1, 784))
       ->capture_default_str();
   fcmd->add_option("--split", fm->opt.split,
-                   "train, or test (t10k images with the training PCA and scales)")
-      ->check(CLI::IsMember({"train", "test"}))
+                   "train, test (t10k images with the training PCA and scales), or all (train "
+                   "then test)")
+      ->check(CLI::IsMember({"train", "test", "all"}))
+      ->capture_default_str();
+  fcmd->add_option("--augment", fm->opt.augment,
+                   "K: add K randomly deformed copies of every image (small affine move and "
+                   "elastic distortion), n*(K+1) rows: the images, then copy 1 of each, ...")
+      ->capture_default_str();
+  fcmd->add_option("--seed", fm->opt.seed, "Random seed of the deformations")
       ->capture_default_str();
   fcmd->add_option("--out", fm->out, "Output file (.csv or .npy)")
       ->required()
@@ -99,7 +106,14 @@ void add_data_command(CLI::App& app) {
   fcmd->add_option("--dir", fm->opt.dir,
                    "Directory of the IDX .gz files (default: $FLYMC_FMNIST_DIR if set, else "
                    "/usr/share/datasets/fashion-mnist)");
-  fcmd->callback([fm] { write_dataset(build_fmnist(fm->opt), fm->out); });
+  fcmd->callback([fm] {
+    // Streamed: the rows are written as they are made, so --augment needs no memory per row.
+    const std::size_t n = write_fmnist(fm->opt, fm->out);
+    const auto d = static_cast<std::size_t>(fm->opt.pca) + 1;
+    std::printf("wrote %s: %zu rows x %zu columns (label + %zu features)\n", fm->out.c_str(), n,
+                d + 1, d);
+    std::fflush(stdout);
+  });
 
   auto sl = std::make_shared<SynthArgs>();
   constexpr std::size_t max_rows = std::numeric_limits<Index>::max();

@@ -1,4 +1,4 @@
-// Reading and writing CSV data files (flymc/data/loaders.hpp).
+// Reading CSV data files (flymc/data/loaders.hpp).
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -16,7 +16,6 @@
 
 #include "flymc/core/errors.hpp"
 #include "flymc/data/loaders.hpp"
-#include "flymc/io/atomic_file.hpp"
 #include "loader_detail.hpp"
 
 namespace flymc {
@@ -363,47 +362,6 @@ Dataset parse_csv(std::string_view text, const std::string& name, LabelDomain la
 Dataset detail::parse_csv_blocks(std::string_view text, const std::string& name, LabelDomain labels,
                                  const LoaderBlocks& blocks) {
   return csv_from(InputFile(text, name), labels, blocks);
-}
-
-void save_csv(const Dataset& ds, const std::string& path) {
-  AtomicFile out(path);
-  const std::size_t d = ds.d();
-  std::string head = "label";
-  for (std::size_t j = 1; j <= d; ++j) head += ",x" + std::to_string(j);
-  head += '\n';
-  out.write(head.data(), head.size());
-
-  // Rows are formatted in parallel pieces of `piece` rows, written in order.
-  constexpr std::size_t piece = 2048, pieces_per_batch = 32;
-  const std::size_t max_line = (d + 1) * 25 + 1;  // shortest double text is at most 24 chars
-  const std::span<const double> y = ds.y();
-  std::vector<std::string> bufs(pieces_per_batch);
-  for (std::size_t start = 0; start < ds.n(); start += piece * pieces_per_batch) {
-    const std::size_t npieces = std::min(pieces_per_batch, (ds.n() - start + piece - 1) / piece);
-    auto format = [&](std::size_t pi) {
-      const std::size_t r0 = start + pi * piece, r1 = std::min(ds.n(), r0 + piece);
-      std::string& s = bufs[pi];
-      s.resize((r1 - r0) * max_line);
-      char* p = s.data();
-      for (std::size_t r = r0; r < r1; ++r) {
-        p = std::to_chars(p, p + 32, y[r]).ptr;
-        const double* x = ds.row(r);
-        for (std::size_t j = 0; j < d; ++j) {
-          *p++ = ',';
-          p = std::to_chars(p, p + 32, x[j]).ptr;
-        }
-        *p++ = '\n';
-      }
-      s.resize(static_cast<std::size_t>(p - s.data()));
-    };
-    if (npieces == 1) {
-      format(0);
-    } else {
-      tbb::parallel_for(std::size_t{0}, npieces, format);
-    }
-    for (std::size_t pi = 0; pi < npieces; ++pi) out.write(bufs[pi].data(), bufs[pi].size());
-  }
-  out.commit();
 }
 
 }  // namespace flymc

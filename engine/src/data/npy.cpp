@@ -1,4 +1,4 @@
-// Reading and writing NPY data files (flymc/data/loaders.hpp), and the dispatch on the extension.
+// Reading NPY data files (flymc/data/loaders.hpp), and the dispatch on the extension.
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -16,7 +16,6 @@
 
 #include "flymc/core/errors.hpp"
 #include "flymc/data/loaders.hpp"
-#include "flymc/io/atomic_file.hpp"
 #include "loader_detail.hpp"
 
 namespace flymc {
@@ -397,47 +396,6 @@ Dataset load_dataset(const std::string& path, LabelDomain labels) {
   if (ext == ".npy") return load_npy(path, labels);
   fail(path + ": unknown data file type " + (ext.empty() ? "(no extension)" : "'" + ext + "'") +
        "; expected .csv or .npy");
-}
-
-void save_npy(const Dataset& ds, const std::string& path) {
-  const std::size_t n = ds.n(), d = ds.d(), ncols = d + 1;
-  std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(n) +
-                     ", " + std::to_string(ncols) + "), }";
-  // Preamble + header padded with spaces and ended by '\n' to a multiple of 64 bytes.
-  auto padded_len = [&](std::size_t preamble) {
-    const std::size_t total = preamble + dict.size() + 1;
-    return (total + 63) / 64 * 64 - preamble;
-  };
-  int major = 1;
-  std::size_t hlen = padded_len(10);
-  if (hlen > 65535) {
-    major = 2;
-    hlen = padded_len(12);
-  }
-  std::string pre = "\x93NUMPY";
-  pre += static_cast<char>(major);
-  pre += '\0';
-  const int len_bytes = major == 1 ? 2 : 4;
-  for (int i = 0; i < len_bytes; ++i) pre += static_cast<char>((hlen >> (8 * i)) & 0xff);
-  dict.resize(hlen - 1, ' ');
-  dict += '\n';
-
-  AtomicFile out(path);
-  out.write(pre.data(), pre.size());
-  out.write(dict.data(), dict.size());
-  constexpr std::size_t rows_per_write = 8192;
-  std::vector<double> buf;
-  buf.reserve(rows_per_write * ncols);
-  const std::span<const double> y = ds.y();
-  for (std::size_t r = 0; r < n; ++r) {
-    buf.push_back(y[r]);
-    buf.insert(buf.end(), ds.row(r), ds.row(r) + d);
-    if (buf.size() >= rows_per_write * ncols || r + 1 == n) {
-      out.write(buf.data(), buf.size() * sizeof(double));
-      buf.clear();
-    }
-  }
-  out.commit();
 }
 
 }  // namespace flymc

@@ -20,6 +20,8 @@
 ///
 /// Thread safety: the functions share no state; distinct calls may run concurrently.
 #include <cstddef>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,6 +48,37 @@ void save_csv(const Dataset& ds, const std::string& path);
 /// Writes `ds` as NPY version 1.0 (2.0 if the header needs it): '<f8', C order, shape (N, D+1),
 /// label first. Same failure behaviour as save_csv.
 void save_npy(const Dataset& ds, const std::string& path);
+
+enum class DataFormat { csv, npy };
+/// The format a path's extension names (".csv" or ".npy", case-insensitive), or nothing.
+std::optional<DataFormat> data_format_of(std::string_view path);
+
+/// A data file written block by block, for data sets too large to hold: N rows of D features,
+/// announced up front (the NPY header holds the shape). The bytes are those save_csv / save_npy
+/// write for the same rows, however the rows are split into appends. The file is written under a
+/// temporary name beside `path` and renamed onto it by commit(): a writer destroyed before (an
+/// exception, or a killed process) leaves `path` as it was.
+///
+/// Thread safety: one object must not be used by several threads at once.
+class DataWriter {
+ public:
+  /// Creates the temporary and writes the header. @throw Error (73) if it cannot be created.
+  DataWriter(const std::string& path, DataFormat format, std::size_t n, std::size_t d);
+  DataWriter(const DataWriter&) = delete;
+  DataWriter& operator=(const DataWriter&) = delete;
+  /// Removes the temporary unless committed.
+  ~DataWriter();
+  /// Appends `count` rows: row r's label is y[r], its features x[r·stride .. r·stride + D).
+  /// @throw Error (74) on a write error; std::logic_error beyond the N rows announced.
+  void append(const double* y, const double* x, std::size_t stride, std::size_t count);
+  /// Renames the finished file onto the path. @throw Error (74); std::logic_error if fewer than
+  /// N rows were appended.
+  void commit();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 namespace detail {
 /// The piece sizes the loaders stream and parse in. The result, or the DataError thrown, does

@@ -40,7 +40,7 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel) {
+RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool fly_metric) {
   RunConfig c;
   c.model = ModelKind::logistic;
   c.algo = algo;
@@ -50,7 +50,7 @@ RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel) {
   c.seed = o.seed;
   c.prior_sd = o.prior_sd;
   c.metric = Metric::dense;
-  if (algo == Algo::flymc && o.flymc_metric == "fly") {
+  if (fly_metric) {
     c.metric = Metric::fly;
     c.fly_metric_blend = o.fly_metric_blend;
   }
@@ -112,12 +112,19 @@ double max_mean_z(const TallRow& a, const TallRow& b) {
 std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const Dataset>& data) {
   const auto& kernels = kernel_names();
   std::vector<TallRow> rows;
-  for (const auto& [algo, list] : {std::pair{Algo::full, o.regular}, {Algo::flymc, o.flymc}}) {
-    for (const std::string& k : split(list)) {
-      const auto it = kernels.find(k);
-      if (it == kernels.end()) throw UsageError("tall: unknown kernel '" + k + "'");
-      const std::string name = (algo == Algo::full ? "regular-" : "flymc-") + k;
-      rows.push_back(measure(o, name, algo_config(o, algo, it->second), data));
+  auto kernel = [&](const std::string& k) {
+    const auto it = kernels.find(k);
+    if (it == kernels.end()) throw UsageError("tall: unknown kernel '" + k + "'");
+    return it->second;
+  };
+  for (const std::string& k : split(o.regular))
+    rows.push_back(measure(o, "regular-" + k, algo_config(o, Algo::full, kernel(k), false), data));
+  for (const std::string& m : split(o.flymc_metric)) {
+    if (m != "dense" && m != "fly") throw UsageError("tall: --flymc-metric: dense or fly");
+    const bool fly = m == "fly";
+    for (const std::string& k : split(o.flymc)) {
+      const std::string name = "flymc-" + k + (fly ? "-fly" : "");
+      rows.push_back(measure(o, name, algo_config(o, Algo::flymc, kernel(k), fly), data));
     }
   }
   return rows;
@@ -209,8 +216,8 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
   t->add_option("--regular", o.regular, "regular MCMC's kernels, comma-separated")
       ->capture_default_str();
   t->add_option("--flymc", o.flymc, "FlyMC's kernels, comma-separated")->capture_default_str();
-  t->add_option("--flymc-metric", o.flymc_metric, "FlyMC's metric: dense or fly")
-      ->check(CLI::IsMember({"dense", "fly"}))
+  t->add_option("--flymc-metric", o.flymc_metric,
+                "FlyMC's metrics, comma-separated: dense (Laplace, adapted), fly (p(theta | z))")
       ->capture_default_str();
   t->add_option("--fly-metric-blend", o.fly_metric_blend)->capture_default_str();
   t->add_option("--warmup-regular", o.warmup_regular)->capture_default_str();

@@ -17,7 +17,9 @@ struct TallOptions {
   double max_seconds = 900.0;
   std::string regular = "hmc";          ///< regular MCMC's kernels (dense metric, adapted)
   std::string flymc = "rwmh,mala,hmc";  ///< FlyMC's kernels
-  std::string flymc_metric = "dense";   ///< dense (Laplace, adapted) or fly (docs/math.md §3.1)
+  /// FlyMC's metrics, comma-separated: dense (Laplace, adapted) and/or fly (docs/math.md §3.1,
+  /// rows named flymc-<kernel>-fly).
+  std::string flymc_metric = "dense,fly";
   double fly_metric_blend = 0.0;
   long warmup_regular = 300, pilot_regular = 150;
   long warmup_flymc = 3000, pilot_flymc = 20000;

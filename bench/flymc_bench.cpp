@@ -498,6 +498,7 @@ void add_table1_command(CLI::App& app, Table1Options& t) {
   const std::map<std::string, KernelKind> kernels{{"rwmh", KernelKind::rwmh},
                                                   {"mala", KernelKind::mala},
                                                   {"hmc", KernelKind::hmc},
+                                                  {"nuts", KernelKind::nuts},
                                                   {"slice", KernelKind::slice}};
   t1->add_option("--kernel", t.kernel, "Logistic row: theta-kernel")
       ->transform(CLI::CheckedTransformer(kernels))

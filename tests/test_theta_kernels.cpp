@@ -1,16 +1,16 @@
 // The θ-kernels (theta_kernels.hpp), their metric and its warm-up adaptation (metric.hpp), on
 // small targets whose moments are known exactly.
 //
-// - Invariance: for every kernel (RW-MH, MALA, HMC, slice along random directions and along the
-//   coordinates) with a fixed step size and every metric form (identity, diagonal, dense = the
+// - Invariance: for every kernel (RW-MH, MALA, HMC, NUTS, slice along random directions and along
+//   the coordinates) with a fixed step size and every metric form (identity, diagonal, dense = the
 //   target covariance), a long seeded chain started from an exact draw reproduces the target's
 //   means and covariances.
 // - Mechanics, checked against independent computations: MALA's and HMC's MH log-ratios (the
 //   proposal replayed from a copy of the random stream), leapfrog reversibility, volume
 //   preservation and its O(ε²) energy error, detailed balance on a 3 × 3 grid of cells.
 // - MetricAdaptation: Stan's window boundaries, the regularized window estimate; ThetaKernel's
-//   save()/load(); non-finite densities. The helpers (the test target, metrics, the chain
-//   runner): theta_test_util.hpp.
+//   save()/load(); non-finite densities. NUTS's own mechanics: test_nuts.cpp. The helpers (the
+//   test target, metrics, the chain runner): theta_test_util.hpp.
 //
 // Tolerances. A chain of n draws is cut into B = 100 batches; the batch-means standard error
 // se = sd(batch means)/√B of E f estimates the Monte Carlo standard error while the batches are
@@ -58,14 +58,18 @@ struct KernelCase {
   long iters;  ///< with the dense metric; ×4 with identity / diag (see run_case)
 };
 // Step sizes near the optimal scalings in dimension 4 (RW 2.38/√P, MALA ≈ P^(-1/6), HMC with
-// L = 8 a trajectory of ≈ 2.4 sd, slice width 2 sd).
+// L = 8 a trajectory of ≈ 2.4 sd, NUTS about what dual averaging to 0.8 picks, slice width 2 sd).
 const KernelCase kKernels[] = {
     {"rwmh", KernelKind::rwmh, SliceMode::direction, 1.2, 300000},
     {"mala", KernelKind::mala, SliceMode::direction, 1.0, 150000},
     {"hmc", KernelKind::hmc, SliceMode::direction, 0.3, 30000},
+    {"nuts", KernelKind::nuts, SliceMode::direction, 0.5, 20000},
     {"slice direction", KernelKind::slice, SliceMode::direction, 2.0, 100000},
     {"slice coordinate", KernelKind::slice, SliceMode::coordinate, 2.0, 60000},
 };
+
+/// HMC and NUTS: leapfrog trajectories, which stop (divergent) at a non-finite density.
+bool trajectory(KernelKind k) { return k == KernelKind::hmc || k == KernelKind::nuts; }
 
 /// Stan's windowed_adaptation (stan/mcmc/windowed_adaptation.hpp), transcribed counter for
 /// counter: the slow windows [start, end) of a warm-up of `w` iterations.
@@ -532,7 +536,7 @@ TEST_SUITE("unit") {
         }
         t.ninf_below = -1.0;
         ThetaKernel k(kernel_config(kc.kind, kc.mode, 10), 2, InverseMetric::identity(2),
-                      kc.kind == KernelKind::hmc ? 0.3 : 1.5);
+                      trajectory(kc.kind) ? 0.3 : 1.5);
         Rng rng(5, 5);
         ThetaState s = state_at({0.0, 0.0}, t);
         ChainOut out = run_chain(k, t, rng, s, 20000);
@@ -549,7 +553,7 @@ TEST_SUITE("unit") {
         CHECK(lo < -0.9);  // the chain did move up to the edges
         CHECK(hi > 0.9);
         CHECK(out.cnt.nonfinite > 100);
-        if (kc.kind == KernelKind::hmc) CHECK(out.cnt.divergences > 100);
+        if (trajectory(kc.kind)) CHECK(out.cnt.divergences > 100);
         CHECK(std::isfinite(out.accept));
       }
     }
@@ -779,7 +783,7 @@ TEST_SUITE("statistical") {
       t.nan_above = 1.0;
       t.ninf_below = -1.0;
       ThetaKernel k(kernel_config(kc.kind, kc.mode, 4), 2, InverseMetric::identity(2),
-                    kc.kind == KernelKind::hmc ? 0.3 : kc.eps * 0.6);
+                    trajectory(kc.kind) ? 0.3 : kc.eps * 0.6);
       Rng rng(8, static_cast<std::uint64_t>(kc.kind) * 2 + static_cast<std::uint64_t>(kc.mode));
       ThetaState s = state_at({0.0, 0.0}, t);
       const ChainOut out = run_chain(k, t, rng, s, kc.iters);

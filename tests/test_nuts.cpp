@@ -189,7 +189,7 @@ TEST_SUITE("unit") {
     TestTarget t(mu, cov);
     const InverseMetric metric = InverseMetric::identity(2);
     const NutsRun r =
-        run_nuts(t, nuts_config(), metric, 0.6 * whitened_scale(cov, metric), 4, 5000, 31);
+        run_nuts(t, nuts_config(), metric, 1.1 * whitened_scale(cov, metric), 4, 5000, 31);
     CAPTURE(r.mean_depth);
     CAPTURE(r.accept);
     check_mean_and_variance(r, mu, cov);
@@ -212,7 +212,7 @@ TEST_SUITE("unit") {
     TestTarget t(mu, cov);
     const InverseMetric metric = metric_for(MetricForm::diag, cov);
     const NutsRun r =
-        run_nuts(t, nuts_config(), metric, 0.6 * whitened_scale(cov, metric), 4, 4000, 32);
+        run_nuts(t, nuts_config(), metric, 1.1 * whitened_scale(cov, metric), 4, 4000, 32);
     CAPTURE(r.mean_depth);
     CAPTURE(r.accept);
     check_mean_and_variance(r, mu, cov);

@@ -69,9 +69,9 @@ inline void restore_draws(KernelKind kernel, std::size_t p, std::vector<std::vec
   rows.shrink_to_fit();
 }
 
-/// One chain. An iteration is one θ-step (one MH proposal, one HMC trajectory, one slice update),
-/// for FlyMC on p(θ | z); FlyMC resamples z after every `theta_steps`-th iteration. Each θ-step
-/// and each z-sweep leaves the joint p(θ, z) invariant (docs/math.md §1.5).
+/// One chain. An iteration is one θ-step (one MH proposal, one HMC or NUTS trajectory, one slice
+/// update), for FlyMC on p(θ | z); FlyMC resamples z after every `theta_steps`-th iteration. Each
+/// θ-step and each z-sweep leaves the joint p(θ, z) invariant (docs/math.md §1.5).
 template <class M, bool kFly, class ZUp>
 class Chain {
  public:

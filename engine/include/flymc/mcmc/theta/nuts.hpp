@@ -56,7 +56,7 @@ class NutsKernel {
       // Biased progressive sampling (Betancourt 2017, appendix A): the new subtree's draw
       // replaces the trajectory's with probability min(1, w_new/w_old), not the uniform
       // w_new/(w_old + w_new). It favours the points far from the start (longer moves) and still
-      // leaves the weights exp(−H) on the trajectory invariant.
+      // leaves the distribution ∝ exp(−H) over the trajectory's points invariant.
       if (top_.log_w > log_w || rng.uniform() < std::exp(top_.log_w - log_w)) {
         draw_.assign(top_.draw);
         moved = true;

@@ -26,7 +26,10 @@
 // fails SBC regular MALA and both Geweke kernel cases; dropping both proposal terms also SBC
 // FlyMC MALA; a full instead of a half momentum step at the end of HMC's trajectory fails SBC
 // regular HMC (its kept draws turn autocorrelated) and both Geweke cases; a slice update that
-// forgets target.accept() fails SBC FlyMC slice and the FlyMC Geweke case.
+// forgets target.accept() fails SBC FlyMC slice and the FlyMC Geweke case. NUTS
+// (tools/mutants/nuts-*.patch): drawing the trajectory's last point fails both NUTS SBC cases
+// and the NUTS Geweke case; always taking the new subtree's draw fails SBC regular NUTS and
+// Geweke; adopting the last leapfrog step's cache for the draw fails SBC FlyMC NUTS and Geweke.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -45,6 +45,7 @@ inline const std::map<std::string, KernelKind>& kernel_names() {
   static const std::map<std::string, KernelKind> names{{"rwmh", KernelKind::rwmh},
                                                        {"mala", KernelKind::mala},
                                                        {"hmc", KernelKind::hmc},
+                                                       {"nuts", KernelKind::nuts},
                                                        {"slice", KernelKind::slice}};
   return names;
 }

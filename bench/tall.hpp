@@ -15,9 +15,9 @@ struct TallOptions {
   /// estimated from a pilot run, unless that would take more than max_seconds of sampling.
   double target_ess = 150.0;
   double max_seconds = 900.0;
-  std::string regular = "hmc";          ///< regular MCMC's kernels (dense metric, adapted)
-  std::string flymc = "rwmh,mala,hmc";  ///< FlyMC's kernels
-  /// FlyMC's metrics, comma-separated: dense (Laplace, adapted) and/or fly (docs/math.md §3.1,
+  std::string regular = "nuts,hmc";          ///< regular MCMC's kernels (dense metric, adapted)
+  std::string flymc = "rwmh,mala,hmc,nuts";  ///< FlyMC's kernels
+  /// FlyMC's metrics, comma-separated: dense (Laplace, adapted) and/or fly (docs/math.md §3.2,
   /// rows named flymc-<kernel>-fly).
   std::string flymc_metric = "dense,fly";
   double fly_metric_blend = 0.0;

@@ -485,8 +485,9 @@ TEST_SUITE("unit") {
     }
   }
 
-  TEST_CASE("stopped and resumed runs equal an uninterrupted run: MALA, HMC, slice, dense metric" *
-            doctest::test_suite("threaded")) {
+  TEST_CASE(
+      "stopped and resumed runs equal an uninterrupted run: MALA, HMC, NUTS, slice, dense metric" *
+      doctest::test_suite("threaded")) {
     // The θ-kernels' adaptation state (dual averaging, the dense metric, the Welford sums of the
     // open window) travels in the checkpoint: stopping in the middle of a slow window, being
     // killed in sampling and stopping again late change no byte of the draw files (whose
@@ -504,6 +505,8 @@ TEST_SUITE("unit") {
         {"mala full", KernelKind::mala, SliceMode::direction, Algo::full, 1},
         {"hmc flymc", KernelKind::hmc, SliceMode::direction, Algo::flymc, 1},
         {"hmc full", KernelKind::hmc, SliceMode::direction, Algo::full, 1},
+        {"nuts flymc", KernelKind::nuts, SliceMode::direction, Algo::flymc, 1},
+        {"nuts full", KernelKind::nuts, SliceMode::direction, Algo::full, 1},
         {"slice direction flymc", KernelKind::slice, SliceMode::direction, Algo::flymc, 1},
         {"slice coordinate full", KernelKind::slice, SliceMode::coordinate, Algo::full, 1}};
     for (const Case& k : cases) {

@@ -150,7 +150,7 @@ TEST_SUITE("unit") {
     CHECK(r.err.find("--q-dark-to-bright") != std::string::npos);
     r = run_cli("sample --data " + (dir / "ok.csv").string() + " --chains 0", dir);
     CHECK(r.code == 78);
-    r = run_cli("sample --data " + (dir / "ok.csv").string() + " --kernel nuts", dir);
+    r = run_cli("sample --data " + (dir / "ok.csv").string() + " --kernel gibbs", dir);
     CHECK(r.code == 64);
     r = run_cli("sample --bogus", dir);
     CHECK(r.code == 64);
@@ -201,7 +201,9 @@ TEST_SUITE("unit") {
         {"--step-size -1", 78, "--step-size"},
         {"--step-size inf", 78, "--step-size"},
         {"--target-accept 1", 78, "--target-accept"},
-        {"--kernel nuts", 64, "--kernel"},
+        {"--kernel gibbs", 64, "--kernel"},
+        {"--kernel nuts --max-treedepth 0", 78, "--max-treedepth"},
+        {"--max-treedepth 31", 78, "--max-treedepth"},
         {"--algo hmc", 64, "--algo"},
         {"--bound tight", 64, "--bound"},
         {"--z sometimes", 64, "--z"},

@@ -26,7 +26,10 @@
 // fails SBC regular MALA and both Geweke kernel cases; dropping both proposal terms also SBC
 // FlyMC MALA; a full instead of a half momentum step at the end of HMC's trajectory fails SBC
 // regular HMC (its kept draws turn autocorrelated) and both Geweke cases; a slice update that
-// forgets target.accept() fails SBC FlyMC slice and the FlyMC Geweke case.
+// forgets target.accept() fails SBC FlyMC slice and the FlyMC Geweke case. NUTS
+// (tools/mutants/nuts-*.patch): drawing the trajectory's last point fails both NUTS SBC cases
+// and the NUTS Geweke case; always taking the new subtree's draw fails SBC regular NUTS and
+// Geweke; adopting the last leapfrog step's cache for the draw fails SBC FlyMC NUTS and Geweke.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -377,6 +380,20 @@ TEST_SUITE("statistical") {
   TEST_CASE("SBC: FlyMC with HMC is calibrated") {
     check_sbc(kernel_sbc(KernelKind::hmc, SliceMode::direction, Algo::flymc, 20, 114));
   }
+  // NUTS adapts its step size to a 0.6 target here, not its default 0.8: the sampler is exact
+  // at any step size, and the larger energy errors make a wrong choice of the draw along the
+  // trajectory visible in the ranks (at 0.8 the acceptance settles near 0.92, and drawing the
+  // trajectory's last point instead of the multinomial draw still passed SBC at R = 1000).
+  TEST_CASE("SBC: regular MCMC with NUTS is calibrated") {
+    SbcOptions o = kernel_sbc(KernelKind::nuts, SliceMode::direction, Algo::full, 5, 117);
+    o.run.target_accept = 0.6;
+    check_sbc(o);
+  }
+  TEST_CASE("SBC: FlyMC with NUTS is calibrated") {
+    SbcOptions o = kernel_sbc(KernelKind::nuts, SliceMode::direction, Algo::flymc, 20, 118);
+    o.run.target_accept = 0.6;
+    check_sbc(o);
+  }
   TEST_CASE("SBC: regular MCMC with slice sampling along the coordinates is calibrated") {
     check_sbc(kernel_sbc(KernelKind::slice, SliceMode::coordinate, Algo::full, 5, 115));
   }
@@ -441,6 +458,19 @@ TEST_SUITE("statistical") {
       o.kernel = kind;
       o.step_size = kind == KernelKind::mala ? 0.6 : kind == KernelKind::hmc ? 0.25 : 1.0;
       o.slice_mode = SliceMode::direction;
+      check_geweke(o);
+    }
+  }
+  TEST_CASE("Geweke: FlyMC and regular MCMC with NUTS") {
+    for (Algo algo : {Algo::flymc, Algo::full}) {
+      CAPTURE(std::string(to_string(algo)));
+      GewekeOptions o =
+          ci_geweke(BoundTuning::untuned, ZUpdate::implicit, algo == Algo::flymc ? 214 : 224);
+      o.algo = algo;
+      o.iters = 50000;
+      o.mc_draws = 100000;
+      o.kernel = KernelKind::nuts;
+      o.step_size = 0.5;
       check_geweke(o);
     }
   }

@@ -326,8 +326,9 @@ void print_warnings(const RunResult& r, const std::vector<NamedSummary>& params)
                  count(r.slice_failures()));
   if (r.divergences() > 0)
     std::fprintf(stderr,
-                 "flymc: warning: %llu divergent HMC trajectories after warm-up (rejected; the "
-                 "draws stay exact, but a higher --target-accept mixes better)\n",
+                 "flymc: warning: %llu divergent HMC/NUTS trajectories after warm-up (HMC rejects "
+                 "them, NUTS stops building the tree; the draws stay exact, but a higher "
+                 "--target-accept mixes better)\n",
                  count(r.divergences()));
   if (r.nonfinite() > 0)
     std::fprintf(stderr, "flymc: warning: %llu proposals rejected for a non-finite density\n",
@@ -377,9 +378,12 @@ void add_kernel_options(CLI::App* s, RunConfig& c) {
   const std::map<std::string, KernelKind> kernels{{"rwmh", KernelKind::rwmh},
                                                   {"mala", KernelKind::mala},
                                                   {"hmc", KernelKind::hmc},
+                                                  {"nuts", KernelKind::nuts},
                                                   {"slice", KernelKind::slice}};
   add_enum_option(s, "--kernel", c.kernel, kernels,
-                  "theta-kernel: random-walk MH, MALA, HMC (leapfrog) or slice sampling", "rwmh");
+                  "theta-kernel: random-walk MH, MALA, HMC (leapfrog), NUTS (No-U-Turn, "
+                  "multinomial as in Stan) or slice sampling",
+                  "rwmh");
   const std::map<std::string, Metric> metrics{{"auto", Metric::automatic},
                                               {"identity", Metric::identity},
                                               {"diag", Metric::diag},
@@ -387,8 +391,8 @@ void add_kernel_options(CLI::App* s, RunConfig& c) {
                                               {"fly", Metric::fly}};
   add_enum_option(
       s, "--metric", c.metric, metrics,
-      "Kernel metric (RW proposal covariance, MALA preconditioner, HMC inverse mass "
-      "matrix, slice scale): identity, or diag/dense starting from the Laplace "
+      "Kernel metric (RW proposal covariance, MALA preconditioner, HMC and NUTS "
+      "inverse mass matrix, slice scale): identity, or diag/dense starting from the Laplace "
       "covariance; fly (FlyMC): dense, fitted to p(theta | z) from the prior and the collapsed "
       "bound's curvature; auto: identity for rwmh, diag otherwise",
       "auto");
@@ -400,6 +404,9 @@ void add_kernel_options(CLI::App* s, RunConfig& c) {
               "Re-estimate a diag/dense metric from warm-up draws in Stan's windows (default on)");
   s->add_option("--hmc-steps", c.hmc_steps, "Leapfrog steps per HMC trajectory")
       ->capture_default_str();
+  s->add_option("--max-treedepth", c.max_treedepth,
+                "NUTS: most doublings of a trajectory (at most 2^D - 1 leapfrog steps)")
+      ->capture_default_str();
   const std::map<std::string, SliceMode> modes{{"direction", SliceMode::direction},
                                                {"coordinate", SliceMode::coordinate}};
   add_enum_option(s, "--slice-mode", c.slice_mode, modes,
@@ -407,7 +414,9 @@ void add_kernel_options(CLI::App* s, RunConfig& c) {
                   "direction");
   add_auto_option(
       s, "--target-accept", c.target_accept, [](double x) { return x > 0.0 && x < 1.0; },
-      "in (0, 1)", "Step-size adaptation target; auto: 0.234 rwmh, 0.574 mala, 0.8 hmc, 0.5 slice");
+      "in (0, 1)",
+      "Step-size adaptation target; auto: 0.234 rwmh, 0.574 mala, 0.8 hmc and nuts, 0.5 "
+      "slice");
   add_auto_option(
       s, "--step-size", c.step_size, [](double x) { return x > 0.0; }, "> 0",
       "Initial step size (slice: interval width); auto: from the Laplace fit");

@@ -71,6 +71,7 @@ const std::map<std::string, ZUpdate> kZs{{"implicit", ZUpdate::implicit},
 const std::map<std::string, KernelKind> kKernels{{"rwmh", KernelKind::rwmh},
                                                  {"mala", KernelKind::mala},
                                                  {"hmc", KernelKind::hmc},
+                                                 {"nuts", KernelKind::nuts},
                                                  {"slice", KernelKind::slice}};
 const std::map<std::string, SliceMode> kSliceModes{{"direction", SliceMode::direction},
                                                    {"coordinate", SliceMode::coordinate}};

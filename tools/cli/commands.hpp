@@ -44,7 +44,7 @@ void add_model_z_options(CLI::App* s, Options& o) {
   }
 }
 /// An option taking one of the names in `values`, stored as the mapped enum. An unknown name is a
-/// usage error naming the option and the choices, e.g. "--kernel: nuts not in {hmc,...}".
+/// usage error naming the option and the choices, e.g. "--kernel: gibbs not in {hmc,...}".
 template <class E>
 void add_enum_option(CLI::App* s, const std::string& name, E& target,
                      const std::map<std::string, E>& values, const std::string& help,

@@ -28,9 +28,11 @@ int main(int argc, char** argv) {
   app.add_option("--data", data_path, "Logistic data (default: synthetic 12,000 x 51)");
   app.add_option("--algo", algo, "flymc or full")->check(CLI::IsMember({"flymc", "full"}));
   app.add_option("--kernel", kernel, "theta-kernel")
-      ->check(CLI::IsMember({"rwmh", "mala", "hmc", "slice"}))
+      ->check(CLI::IsMember({"rwmh", "mala", "hmc", "nuts", "slice"}))
       ->capture_default_str();
   app.add_option("--hmc-steps", cfg.hmc_steps)->capture_default_str();
+  app.add_option("--max-treedepth", cfg.max_treedepth, "NUTS: most doublings of a trajectory")
+      ->capture_default_str();
   app.add_flag("--q-per-datum", cfg.q_per_datum, "Per-datum implicit z-update rates");
   app.add_option("--iters", cfg.iters, "Sampling iterations")->capture_default_str();
   app.add_option("--warmup", cfg.warmup, "Warm-up iterations")->capture_default_str();
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   cfg.algo = algo == "full" ? Algo::full : Algo::flymc;
   cfg.kernel = kernel == "mala"    ? KernelKind::mala
                : kernel == "hmc"   ? KernelKind::hmc
+               : kernel == "nuts"  ? KernelKind::nuts
                : kernel == "slice" ? KernelKind::slice
                                    : KernelKind::rwmh;
   cfg.profile = !no_timers;

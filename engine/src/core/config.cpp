@@ -59,6 +59,9 @@ void RunConfig::validate() const {
         "takes identity, diag or dense");
   if (hmc_steps < 1 || hmc_steps > 100000)
     throw ConfigError("--hmc-steps must be in [1, 100000], got " + std::to_string(hmc_steps));
+  // 2^max_treedepth − 1 leapfrog steps must stay far inside an int's range.
+  if (max_treedepth < 1 || max_treedepth > 30)
+    throw ConfigError("--max-treedepth must be in [1, 30], got " + std::to_string(max_treedepth));
   if (!(student_nu > 0.0) || !std::isfinite(student_nu))
     throw ConfigError("--nu must be finite and > 0, got " + number_text(student_nu));
   if (!(noise_scale > 0.0) || !std::isfinite(noise_scale))
@@ -85,6 +88,8 @@ const char* to_string(KernelKind k) noexcept {
       return "hmc";
     case KernelKind::slice:
       return "slice";
+    case KernelKind::nuts:
+      return "nuts";
   }
   return "?";
 }
@@ -132,6 +137,7 @@ double RunConfig::resolved_target_accept() const noexcept {
     case KernelKind::mala:
       return 0.574;
     case KernelKind::hmc:
+    case KernelKind::nuts:
       return 0.8;
     case KernelKind::slice:
       return 0.5;

@@ -214,6 +214,7 @@ void put_config(ByteWriter& w, const RunConfig& c) {
   w.put(c.init_jitter);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(c.softmax_bound));
   w.put(c.fly_metric_blend);
+  w.put<std::int64_t>(c.max_treedepth);
 }
 
 RunConfig get_config(ByteReader& r) {
@@ -236,7 +237,7 @@ RunConfig get_config(ByteReader& r) {
   c.algo = static_cast<Algo>(e(1));
   c.bound = static_cast<BoundTuning>(e(1));
   c.z = static_cast<ZUpdate>(e(1));
-  c.kernel = static_cast<KernelKind>(e(3));
+  c.kernel = static_cast<KernelKind>(e(4));
   c.init = static_cast<Init>(e(1));
   c.metric = static_cast<Metric>(e(4));
   const auto chains = r.get<std::int64_t>();
@@ -260,6 +261,9 @@ RunConfig get_config(ByteReader& r) {
   c.init_jitter = r.get<double>();
   c.softmax_bound = static_cast<SoftmaxBoundKind>(e(1));
   c.fly_metric_blend = r.get<double>();
+  const auto depth = r.get<std::int64_t>();
+  if (depth < 1 || depth > std::numeric_limits<int>::max()) r.fail("invalid max_treedepth");
+  c.max_treedepth = static_cast<int>(depth);  // validate() checks its range
   try {
     c.validate();
   } catch (const ConfigError& err) {

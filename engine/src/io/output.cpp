@@ -126,6 +126,8 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
     };
     if (cfg.kernel == KernelKind::hmc) c.emplace_back("hmc_steps", std::to_string(cfg.hmc_steps));
     if (cfg.kernel == KernelKind::slice) c.emplace_back("slice_mode", to_string(cfg.slice_mode));
+    if (cfg.kernel == KernelKind::nuts)
+      c.emplace_back("max_treedepth", std::to_string(cfg.max_treedepth));
     if (cfg.model == ModelKind::softmax)
       c.emplace_back("softmax_bound", to_string(cfg.softmax_bound));
     if (cfg.model == ModelKind::robust) {

@@ -54,22 +54,24 @@ struct Shared {
   const testing::RunHooks& hooks;
 };
 
-/// Fills the draws and lp of a chain from the rows of its draw file.
-inline void restore_draws(std::size_t p, std::vector<std::vector<double>>& rows, ChainResult& res) {
+/// Fills the draws and lp of a chain from the rows of its draw file (written with `kernel`'s
+/// sampler columns).
+inline void restore_draws(KernelKind kernel, std::size_t p, std::vector<std::vector<double>>& rows,
+                          ChainResult& res) {
   res.draws.reserve(res.kept * p);
   res.lp.reserve(res.kept);
   for (const auto& r : rows) {
     res.lp.push_back(r[0]);
-    const double* theta = draw_params(r);
+    const double* theta = draw_params(kernel, r);
     res.draws.insert(res.draws.end(), theta, theta + p);
   }
   rows.clear();
   rows.shrink_to_fit();
 }
 
-/// One chain. An iteration is one θ-step (one MH proposal, one HMC trajectory, one slice update),
-/// for FlyMC on p(θ | z); FlyMC resamples z after every `theta_steps`-th iteration. Each θ-step
-/// and each z-sweep leaves the joint p(θ, z) invariant (docs/math.md §1.5).
+/// One chain. An iteration is one θ-step (one MH proposal, one HMC or NUTS trajectory, one slice
+/// update), for FlyMC on p(θ | z); FlyMC resamples z after every `theta_steps`-th iteration. Each
+/// θ-step and each z-sweep leaves the joint p(θ, z) invariant (docs/math.md §1.5).
 template <class M, bool kFly, class ZUp>
 class Chain {
  public:
@@ -224,7 +226,7 @@ class Chain {
     tally_ = st.tally;
     restore_counts(st.counters);
     prev_ = st.timers;
-    restore_draws(p_, ses_.rows, res_);
+    restore_draws(cfg_.kernel, p_, ses_.rows, res_);
     if (progress) progress->store(st.tally.iteration, std::memory_order_relaxed);
     session_start(Clock::now(), st.tally.iteration);
     return st.tally.iteration;
@@ -238,7 +240,7 @@ class Chain {
 
   /// A chain that finished in an earlier session: its results from the state and the draw file.
   ChainResult finished_earlier(const ChainState& st, std::atomic<long>* progress) {
-    restore_draws(p_, ses_.rows, res_);
+    restore_draws(cfg_.kernel, p_, ses_.rows, res_);
     res_.step_size = st.step_size;
     tally_ = st.tally;
     restore_counts(st.counters);
@@ -296,6 +298,7 @@ class Chain {
   /// invariant, docs/math.md §1.5).
   void transition(long it) {
     const StepInfo info = kernel_.step(rng_, s_, *target_, counters());
+    last_ = info;
     if (it < cfg_.warmup) {
       kernel_.adapt(it, info, s_.theta.data());
     } else {
@@ -336,9 +339,13 @@ class Chain {
       r.lp = s_.logp;
       r.accept_stat = tally_.window_accept / static_cast<double>(std::max(1L, tally_.window_steps));
       r.stepsize = kernel_.step_size();
+      r.treedepth = last_.treedepth;
+      r.n_leapfrog = last_.n_leapfrog;
+      r.divergent = last_.divergent ? 1.0 : 0.0;
+      r.energy = last_.energy;
       r.n_bright = static_cast<double>(nb);
       r.n_queries = static_cast<double>(counters().queries - tally_.queries_at_row);
-      fill_draw_row(r, s_.theta.data(), p_, row_);
+      fill_draw_row(cfg_.kernel, r, s_.theta.data(), p_, row_);
       sink_->row(row_);
     }
     tally_.queries_at_row = counters().queries;
@@ -433,6 +440,7 @@ class Chain {
   ChainTimers prev_;
 
   ChainResult res_;
+  StepInfo last_;  // this iteration's θ-step, for its draw-file row (NUTS's columns)
   std::vector<double> row_;
   Clock::time_point seg_start_{};
   bool in_warmup_ = true;

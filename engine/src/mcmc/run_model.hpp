@@ -146,7 +146,7 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                      out.map,
                      metric,
                      initial_step_size(cfg, out.map, out.dim),
-                     draw_columns(out.names),
+                     draw_columns(cfg.kernel, out.names),
                      hooks};
   const int threads = cfg.threads > 0 ? cfg.threads : tbb::info::default_concurrency();
   ChainSessions cs =

@@ -22,8 +22,7 @@ namespace detail {
 
 void check_chain_state(const ChainState& c, const RunConfig& cfg, std::size_t n, std::size_t p,
                        std::size_t k, const std::string& dir) {
-  const bool grad_cache =
-      cfg.algo == Algo::flymc && (cfg.kernel == KernelKind::mala || cfg.kernel == KernelKind::hmc);
+  const bool grad_cache = cfg.algo == Algo::flymc && uses_gradient(cfg.kernel);
   const long total = cfg.warmup + cfg.iters;
   std::string bad;
   if (c.theta.size() != p)

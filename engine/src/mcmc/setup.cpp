@@ -51,7 +51,8 @@ double initial_step_size(const RunConfig& cfg, const MapResult& map, std::size_t
   // In the metric's units the posterior has sd ≈ 1 (Laplace); with the identity metric the
   // smallest Laplace sd sets the scale. Then the textbook optimal scalings in dimension P:
   // RW 2.38/√P (Roberts, Gelman & Gilks 1997), MALA 1.65·P^(−1/6) (Roberts & Rosenthal 1998),
-  // HMC P^(−1/4) (Beskos et al. 2013), slice width 2 sd (Neal 2003: about the slice's size).
+  // HMC and NUTS P^(−1/4) (Beskos et al. 2013), slice width 2 sd (Neal 2003: about the slice's
+  // size).
   double scale = 1.0;
   if (cfg.resolved_metric() == Metric::identity)
     scale = std::sqrt(std::max(map.covariance.diagonal().minCoeff(), 1e-300));
@@ -62,6 +63,7 @@ double initial_step_size(const RunConfig& cfg, const MapResult& map, std::size_t
     case KernelKind::mala:
       return scale * 1.65 * std::pow(dp, -1.0 / 6.0);
     case KernelKind::hmc:
+    case KernelKind::nuts:  // the same leapfrog; dual averaging then finds the step size
       return scale * std::pow(dp, -0.25);
     case KernelKind::slice:
       return scale * 2.0;

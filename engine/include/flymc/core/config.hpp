@@ -11,18 +11,24 @@ namespace flymc {
 enum class Algo { flymc, full };             ///< FlyMC, or regular full-data MCMC
 enum class BoundTuning { map, untuned };     ///< docs/math.md §1.4
 enum class ZUpdate { implicit, explicit_ };  ///< docs/math.md §1.2 / 1.1
-/// θ-kernels (docs/math.md §3): random-walk MH, MALA, HMC (leapfrog), slice sampling (Neal 2003).
-enum class KernelKind { rwmh, mala, hmc, slice };
+/// θ-kernels (docs/math.md §3): random-walk MH, MALA, HMC (leapfrog), slice sampling (Neal 2003),
+/// the No-U-Turn sampler (Hoffman & Gelman 2014, multinomial as Stan runs it).
+enum class KernelKind { rwmh, mala, hmc, slice, nuts };
+/// Whether the kernel steps along ∇ log π (MALA, HMC, NUTS): the chain then caches the gradient
+/// at θ, and FlyMC's bright set the per-datum coefficients of its bright part.
+inline bool uses_gradient(KernelKind k) noexcept {
+  return k == KernelKind::mala || k == KernelKind::hmc || k == KernelKind::nuts;
+}
 enum class Init { map, prior };  ///< chain starting points
 /// The kernels' metric (the RW proposal covariance, MALA's preconditioner, HMC's inverse mass
 /// matrix, the slice directions' scale): the identity (the paper's isotropic walk), or a
 /// diagonal or dense covariance, which starts from the Laplace covariance at θ_MAP and, with
 /// RunConfig::adapt_metric, is re-estimated from the warm-up draws in Stan's windows.
 /// `automatic` is the measured default per kernel: identity for RW-MH (Table 1's comparison),
-/// diag for MALA, HMC and slice sampling.
+/// diag for MALA, HMC, NUTS and slice sampling.
 /// `fly` (FlyMC only) is a dense metric fitted to what FlyMC's θ-kernels actually target,
 /// p(θ | z), rather than to the posterior: its precision is the prior's plus the curvature of the
-/// collapsed bound, −∇² Σ_n log B_n, which the sufficient statistics hold (docs/math.md §3.1),
+/// collapsed bound, −∇² Σ_n log B_n, which the sufficient statistics hold (docs/math.md §3.2),
 /// optionally blended with the posterior's Laplace precision (RunConfig::fly_metric_blend). It
 /// is fixed for the run (warm-up draws estimate the posterior, not p(θ | z), so it is not
 /// re-estimated); any fixed metric leaves the chain exact.
@@ -72,6 +78,9 @@ struct RunConfig {
   double fly_metric_blend = 0.0;
   SliceMode slice_mode = SliceMode::direction;
   int hmc_steps = 16;  ///< leapfrog steps per HMC trajectory (L)
+  /// NUTS: the most doublings of a trajectory, at most 2^max_treedepth − 1 leapfrog steps (Stan's
+  /// max_depth, default 10).
+  int max_treedepth = 10;
   int chains = 4;
   long warmup = 1000;  ///< warm-up iterations (step-size adaptation), not kept
   long iters = 1000;   ///< sampling iterations after warm-up
@@ -104,12 +113,12 @@ struct RunConfig {
   /// every theta_steps-th iteration and queries/ESS per iteration stay per θ proposal.
   /// Unset picks the measured default: 10 for RW-MH (a RW θ-step is cheap beside a z-sweep, and
   /// sweeping less often cut the time per iteration at the same ESS per iteration), 1 for the
-  /// kernels whose θ-step costs many evaluations (MALA's gradient, HMC's trajectory, slice
-  /// sampling's interval), beside which a z-sweep is cheap.
+  /// kernels whose θ-step costs many evaluations (MALA's gradient, HMC's and NUTS's trajectories,
+  /// slice sampling's interval), beside which a z-sweep is cheap.
   std::optional<int> theta_steps;
   /// Step-size adaptation target; unset picks the kernel's: 0.234 RW-MH (Roberts, Gelman & Gilks
-  /// 1997), 0.574 MALA (Roberts & Rosenthal 1998), 0.8 HMC (Stan), 0.5 slice sampling (the
-  /// fraction of stepping-out moves among stepping-out and shrinkage moves, which tunes the
+  /// 1997), 0.574 MALA (Roberts & Rosenthal 1998), 0.8 HMC and NUTS (Stan), 0.5 slice sampling
+  /// (the fraction of stepping-out moves among stepping-out and shrinkage moves, which tunes the
   /// initial interval width).
   std::optional<double> target_accept;
   /// Initial step size (slice: interval width); unset picks one from the Laplace fit.

@@ -54,7 +54,7 @@ struct ChainState {
   std::uint64_t num_bright = 0;
   std::vector<Index> order;
   std::vector<double> log_ltilde;
-  /// FlyMC with a gradient kernel (MALA, HMC): the gradient at θ as the chain holds it (P
+  /// FlyMC with a gradient kernel (MALA, HMC, NUTS): the gradient at θ as the chain holds it (P
   /// entries; a z-sweep updates it incrementally) and the bright data's cached ∂ log L̃_n/∂ψ_n
   /// (num_bright × K); empty otherwise.
   std::vector<double> grad, coefs;

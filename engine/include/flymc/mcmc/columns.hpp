@@ -1,13 +1,16 @@
 #pragma once
 /// @file columns.hpp
-/// The columns of a draw row, declared once: Stan's sampler columns, flymc's two, then the
-/// parameters (docs/output.md). Sampler columns end in "__", which is how readers (flymc summary,
-/// rstan, posterior, ArviZ) tell them from parameters.
+/// The columns of a draw row, declared once: Stan's sampler columns (with NUTS, Stan's NUTS
+/// columns), flymc's two, then the parameters (docs/output.md). Sampler columns end in "__",
+/// which is how readers (flymc summary, rstan, posterior, ArviZ) tell them from parameters.
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "flymc/core/config.hpp"
 
 namespace flymc {
 
@@ -16,35 +19,59 @@ struct SamplerRow {
   double lp = 0.0;           ///< log density targeted: log p(θ, z) for FlyMC
   double accept_stat = 0.0;  ///< mean acceptance probability since the last kept draw
   double stepsize = 0.0;     ///< the kernel's step size (slice: interval width)
-  double n_bright = 0.0;     ///< bright data (N for regular MCMC)
-  double n_queries = 0.0;    ///< likelihood queries since the last kept draw
+  // NUTS only, of the kept draw's own transition (as Stan writes them, thinned or not).
+  double treedepth = 0.0;   ///< doublings of the trajectory
+  double n_leapfrog = 0.0;  ///< leapfrog steps of the trajectory
+  double divergent = 0.0;   ///< 1 if the trajectory diverged, else 0
+  double energy = 0.0;      ///< the Hamiltonian at the draw
+  double n_bright = 0.0;    ///< bright data (N for regular MCMC)
+  double n_queries = 0.0;   ///< likelihood queries since the last kept draw
 };
 
-/// The sampler columns' names, in SamplerRow's order.
+/// The sampler columns' names, in SamplerRow's order: every kernel but NUTS ...
 inline constexpr std::array<std::string_view, 5> kSamplerColumns = {
     "lp__", "accept_stat__", "stepsize__", "n_bright__", "n_queries__"};
+/// ... and NUTS, with Stan's NUTS columns after stepsize__ in Stan's order.
+inline constexpr std::array<std::string_view, 9> kNutsSamplerColumns = {
+    "lp__",        "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
+    "divergent__", "energy__",      "n_bright__", "n_queries__"};
+
+/// The sampler columns of a run with θ-kernel `kernel`.
+inline std::span<const std::string_view> sampler_columns(KernelKind kernel) noexcept {
+  if (kernel == KernelKind::nuts) return kNutsSamplerColumns;
+  return kSamplerColumns;
+}
 
 /// All column names of a draw row: the sampler columns, then the parameters.
-inline std::vector<std::string> draw_columns(const std::vector<std::string>& params) {
-  std::vector<std::string> cols(kSamplerColumns.begin(), kSamplerColumns.end());
+inline std::vector<std::string> draw_columns(KernelKind kernel,
+                                             const std::vector<std::string>& params) {
+  const std::span<const std::string_view> s = sampler_columns(kernel);
+  std::vector<std::string> cols(s.begin(), s.end());
   cols.insert(cols.end(), params.begin(), params.end());
   return cols;
 }
 
 /// Fills `row` (draw_columns' size) with the sampler values and θ (p values).
-inline void fill_draw_row(const SamplerRow& s, const double* theta, std::size_t p,
-                          std::vector<double>& row) {
-  row[0] = s.lp;
-  row[1] = s.accept_stat;
-  row[2] = s.stepsize;
-  row[3] = s.n_bright;
-  row[4] = s.n_queries;
-  for (std::size_t j = 0; j < p; ++j) row[kSamplerColumns.size() + j] = theta[j];
+inline void fill_draw_row(KernelKind kernel, const SamplerRow& s, const double* theta,
+                          std::size_t p, std::vector<double>& row) {
+  std::size_t i = 0;
+  row[i++] = s.lp;
+  row[i++] = s.accept_stat;
+  row[i++] = s.stepsize;
+  if (kernel == KernelKind::nuts) {
+    row[i++] = s.treedepth;
+    row[i++] = s.n_leapfrog;
+    row[i++] = s.divergent;
+    row[i++] = s.energy;
+  }
+  row[i++] = s.n_bright;
+  row[i++] = s.n_queries;
+  for (std::size_t j = 0; j < p; ++j) row[i + j] = theta[j];
 }
 
 /// The parameter values of a row written by fill_draw_row.
-inline const double* draw_params(const std::vector<double>& row) {
-  return row.data() + kSamplerColumns.size();
+inline const double* draw_params(KernelKind kernel, const std::vector<double>& row) {
+  return row.data() + sampler_columns(kernel).size();
 }
 
 }  // namespace flymc

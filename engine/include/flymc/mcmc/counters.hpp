@@ -14,7 +14,7 @@ namespace flymc {
 struct Counters {
   std::uint64_t queries = 0;           ///< likelihood evaluations L_n
   std::uint64_t grad_evals = 0;        ///< gradient evaluations of the target
-  std::uint64_t divergences = 0;       ///< HMC trajectories stopped by a diverging energy
+  std::uint64_t divergences = 0;       ///< HMC/NUTS trajectories stopped by a diverging energy
   std::uint64_t bound_violations = 0;  ///< log B_n > log L_n beyond rounding (BoundCheck): a bug
   std::uint64_t bound_clamps = 0;      ///< log B_n > log L_n within rounding, clamped (BoundCheck)
   std::uint64_t nonfinite = 0;         ///< proposals rejected because log density was not finite

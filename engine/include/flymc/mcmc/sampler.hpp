@@ -76,7 +76,7 @@ struct ChainResult {
   double accept_rate = 0.0;  ///< mean MH acceptance probability over sampling θ-steps
   double bright_mean = 0.0;  ///< mean bright count over sampling iterations
   std::uint64_t sampling_queries = 0;
-  std::uint64_t sampling_divergences = 0;  ///< HMC divergences after warm-up
+  std::uint64_t sampling_divergences = 0;  ///< HMC/NUTS divergences after warm-up
   Counters counters;                       ///< over the whole chain (warm-up and sampling)
   Profile profile;                         ///< phase times, when RunConfig::profile is set
   double warmup_seconds = 0.0, sampling_seconds = 0.0;
@@ -105,7 +105,7 @@ struct RunResult {
   std::uint64_t bound_clamps() const;
   std::uint64_t nonfinite() const;
   std::uint64_t slice_failures() const;
-  /// HMC divergences after warm-up (warm-up ones, while the step size adapts, are expected).
+  /// HMC/NUTS divergences after warm-up (warm-up ones, while the step size adapts, are expected).
   std::uint64_t divergences() const;
   /// Kept draws of coordinate j as chains × iterations (for diagnostics).
   std::vector<std::vector<double>> coordinate(std::size_t j) const;

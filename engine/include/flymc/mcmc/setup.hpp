@@ -122,7 +122,7 @@ Mat bound_curvature(const Bound& bound, const ParamLayout& lay, const Vec& at) {
   return 0.5 * (h + h.transpose());
 }
 
-/// Metric::fly (docs/math.md §3.1): the inverse of the precision Λ = 1/σ²·I + (−∇² Σ_n log B_n),
+/// Metric::fly (docs/math.md §3.2): the inverse of the precision Λ = 1/σ²·I + (−∇² Σ_n log B_n),
 /// the prior's (Prior::precision()) plus the collapsed bound's
 /// curvature: where the data are dark, p(θ | z) is this Gaussian. With `blend` = w > 0,
 /// Λ = (1 − w)·Λ + w·Σ_MAP⁻¹ moves it toward the posterior's Laplace precision, which accounts

@@ -117,6 +117,8 @@ class FullTarget {
     return ll + model_->prior().log_density(theta, lay_.dim());
   }
   void accept() noexcept {}
+  /// accept() keeps no state: any evaluated point may become the chain's (StatelessAccept).
+  static constexpr bool kStatelessAccept = true;
   const M& model() const noexcept { return *model_; }
 
  private:

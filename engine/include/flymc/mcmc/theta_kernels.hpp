@@ -1,10 +1,11 @@
 #pragma once
 /// @file theta_kernels.hpp
-/// The θ-kernels (docs/math.md §3): random-walk MH, MALA, HMC and slice sampling, one type each in
-/// mcmc/theta/, each a template over the target (FlyTarget on log p(θ | z), FullTarget on the
-/// full posterior), following BlackJAX's contract with the RNG passed in: the chain's ThetaState
-/// (θ, its log density and, for MALA and HMC, its gradient) goes in, one θ-step is taken, and
-/// StepInfo comes out. ThetaKernel holds the kind chosen in RunConfig with its tuning.
+/// The θ-kernels (docs/math.md §3): random-walk MH, MALA, HMC, NUTS and slice sampling, one type
+/// each in mcmc/theta/, each a template over the target (FlyTarget on log p(θ | z), FullTarget on
+/// the full posterior), following BlackJAX's contract with the RNG passed in: the chain's
+/// ThetaState (θ, its log density and, for MALA, HMC and NUTS, its gradient) goes in, one θ-step
+/// is taken, and StepInfo comes out. ThetaKernel holds the kind chosen in RunConfig with its
+/// tuning.
 ///
 /// Every kernel leaves its target invariant for a fixed step size and metric; adaptation
 /// (dual averaging of the step size, Stan's windowed metric estimation) runs only in warm-up,
@@ -23,6 +24,7 @@
 #include "flymc/mcmc/theta/common.hpp"
 #include "flymc/mcmc/theta/hmc.hpp"
 #include "flymc/mcmc/theta/mala.hpp"
+#include "flymc/mcmc/theta/nuts.hpp"
 #include "flymc/mcmc/theta/rwmh.hpp"
 #include "flymc/mcmc/theta/slice.hpp"
 
@@ -37,7 +39,8 @@ class ThetaKernel {
 
   bool needs_gradient() const noexcept {
     return std::holds_alternative<MalaKernel>(kernel_) ||
-           std::holds_alternative<HmcKernel>(kernel_);
+           std::holds_alternative<HmcKernel>(kernel_) ||
+           std::holds_alternative<NutsKernel>(kernel_);
   }
   double step_size() const noexcept { return tuning_.eps; }
   const InverseMetric& metric() const noexcept { return tuning_.metric; }
@@ -75,7 +78,7 @@ class ThetaKernel {
   }
 
  private:
-  using Kind = std::variant<RwmhKernel, MalaKernel, HmcKernel, SliceKernel>;
+  using Kind = std::variant<RwmhKernel, MalaKernel, HmcKernel, SliceKernel, NutsKernel>;
   static Kind make(const RunConfig& cfg, std::size_t p) {
     switch (cfg.kernel) {
       case KernelKind::rwmh:
@@ -86,6 +89,8 @@ class ThetaKernel {
         return HmcKernel(p, cfg.hmc_steps);
       case KernelKind::slice:
         return SliceKernel(p, cfg.slice_mode);
+      case KernelKind::nuts:
+        return NutsKernel(p, cfg.max_treedepth);
     }
     return RwmhKernel(p);
   }

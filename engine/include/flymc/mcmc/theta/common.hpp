@@ -26,8 +26,23 @@ struct ThetaState {
 
 /// What one θ-step reports.
 struct StepInfo {
-  double accept_stat = 0.0;  ///< MH acceptance probability (HMC: of the trajectory; slice: 1)
-  double adapt_stat = 0.0;   ///< what the step-size adaptation is fed (slice: SliceKernel)
+  /// MH acceptance probability (HMC: of the trajectory; NUTS: the mean over the trajectory's
+  /// leapfrog steps; slice: 1)
+  double accept_stat = 0.0;
+  double adapt_stat = 0.0;  ///< what the step-size adaptation is fed (slice: SliceKernel)
+  // NUTS only (Stan's sampler columns): doublings of the trajectory, its leapfrog steps, whether
+  // one of them diverged, and H at the draw.
+  int treedepth = 0;
+  int n_leapfrog = 0;
+  bool divergent = false;
+  double energy = 0.0;
+};
+
+/// A target whose accept() keeps no state (FullTarget says so with kStatelessAccept): a kernel
+/// may then adopt a point it evaluated earlier than the last one without evaluating it again.
+template <class Target>
+concept StatelessAccept = requires {
+  requires Target::kStatelessAccept;
 };
 
 namespace theta {

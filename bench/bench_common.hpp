@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "flymc/core/errors.hpp"
 #include "flymc/diagnostics/diagnostics.hpp"
@@ -36,8 +37,23 @@ inline nlohmann::json machine_info() {
           {"cores", std::thread::hardware_concurrency()},
           {"build_type", FLYMC_BUILD_TYPE},
           {"simd", kernels::simd_name()},
-          {"blas", std::string("OpenBLAS ") + openblas_get_config()},
+          {"blas", std::string(openblas_get_config())},
           {"git_sha", flymc_bench_git_sha}};
+}
+
+/// The items of a comma-separated list, empty ones dropped.
+inline std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    const std::size_t comma = s.find(',', pos);
+    const std::string item =
+        s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
 }
 
 /// The θ-kernels by their command-line names.

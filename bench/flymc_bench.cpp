@@ -132,27 +132,13 @@ Budget scaled(const Budget& b, double scale) {
   return out;
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos <= s.size()) {
-    const std::size_t comma = s.find(',', pos);
-    const std::string item =
-        s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
 std::vector<RowSpec> table1_rows(const Table1Options& o) {
   std::vector<RowSpec> rows;
   RunConfig common;
   common.chains = o.chains;
   common.threads = o.threads;
   common.seed = o.seed;
-  for (const std::string& r : split_list(o.rows)) {
+  for (const std::string& r : bench::split_list(o.rows)) {
     RowSpec row;
     row.name = r;
     row.base = common;

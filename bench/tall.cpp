@@ -26,20 +26,6 @@ struct TallRow {
   std::vector<ParamSummary> summary;
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::string item;
-  for (char c : s + ",") {
-    if (c != ',') {
-      item += c;
-    } else if (!item.empty()) {
-      out.push_back(item);
-      item.clear();
-    }
-  }
-  return out;
-}
-
 RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool fly_metric) {
   RunConfig c;
   c.model = ModelKind::logistic;
@@ -117,12 +103,12 @@ std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const D
     if (it == kernels.end()) throw UsageError("tall: unknown kernel '" + k + "'");
     return it->second;
   };
-  for (const std::string& k : split(o.regular))
+  for (const std::string& k : split_list(o.regular))
     rows.push_back(measure(o, "regular-" + k, algo_config(o, Algo::full, kernel(k), false), data));
-  for (const std::string& m : split(o.flymc_metric)) {
+  for (const std::string& m : split_list(o.flymc_metric)) {
     if (m != "dense" && m != "fly") throw UsageError("tall: --flymc-metric: dense or fly");
     const bool fly = m == "fly";
-    for (const std::string& k : split(o.flymc)) {
+    for (const std::string& k : split_list(o.flymc)) {
       const std::string name = "flymc-" + k + (fly ? "-fly" : "");
       rows.push_back(measure(o, name, algo_config(o, Algo::flymc, kernel(k), fly), data));
     }

@@ -1,6 +1,7 @@
 // flymc-profile: a fixed, seeded FlyMC workload that reports where the time goes, phase by phase,
 // from in-process timers. It runs unchanged under `perf record` or `valgrind --tool=callgrind`.
-//   flymc-profile [--data F] [--iters I] [--algo flymc|full] [--kernel K] [--no-timers]
+//   flymc-profile [--data F] [--iters I] [--algo flymc|full] [--kernel K] [--metric M]
+//   [--no-timers]
 // Without --data it generates synthetic logistic data (N = 12,000, D = 51, seed 1): the shape of
 // the Fashion-MNIST 7-vs-9 set, so that the workload needs no files.
 #include <CLI/CLI.hpp>
@@ -16,7 +17,7 @@
 int main(int argc, char** argv) {
   using namespace flymc;
   CLI::App app{"flymc-profile: time per phase of a fixed FlyMC workload"};
-  std::string data_path, algo = "flymc", kernel = "rwmh";
+  std::string data_path, algo = "flymc", kernel = "rwmh", metric = "auto";
   RunConfig cfg;
   cfg.chains = 1;
   cfg.threads = 1;
@@ -30,6 +31,10 @@ int main(int argc, char** argv) {
   app.add_option("--kernel", kernel, "theta-kernel")
       ->check(CLI::IsMember({"rwmh", "mala", "hmc", "nuts", "slice"}))
       ->capture_default_str();
+  app.add_option("--metric", metric, "Kernel metric (docs/usage.md)")
+      ->check(CLI::IsMember({"auto", "identity", "diag", "dense", "fly"}))
+      ->capture_default_str();
+  app.add_option("--fly-metric-blend", cfg.fly_metric_blend)->capture_default_str();
   app.add_option("--hmc-steps", cfg.hmc_steps)->capture_default_str();
   app.add_option("--max-treedepth", cfg.max_treedepth, "NUTS: most doublings of a trajectory")
       ->capture_default_str();
@@ -53,6 +58,11 @@ int main(int argc, char** argv) {
                : kernel == "nuts"  ? KernelKind::nuts
                : kernel == "slice" ? KernelKind::slice
                                    : KernelKind::rwmh;
+  cfg.metric = metric == "identity" ? Metric::identity
+               : metric == "diag"   ? Metric::diag
+               : metric == "dense"  ? Metric::dense
+               : metric == "fly"    ? Metric::fly
+                                    : Metric::automatic;
   cfg.profile = !no_timers;
   try {
     auto data = data_path.empty()

@@ -23,10 +23,13 @@ struct Result {
   std::string err;
 };
 
+/// Runs the CLI with `dir` as its working directory: a run without --out writes into the default
+/// ./flymc-out, and two tests sharing one (CTest runs them in parallel) would meet each other's
+/// output lock and exit 73 instead of the code under test.
 Result run_cli(const std::string& args, const fs::path& dir) {
   const fs::path err = dir / "stderr.txt";
-  const std::string cmd = std::string(FLYMC_CLI_PATH) + " " + args + " >" +
-                          (dir / "stdout.txt").string() + " 2>" + err.string();
+  const std::string cmd = "cd '" + dir.string() + "' && " + std::string(FLYMC_CLI_PATH) + " " +
+                          args + " >" + (dir / "stdout.txt").string() + " 2>" + err.string();
   const int st = std::system(cmd.c_str());
   std::ifstream f(err);
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

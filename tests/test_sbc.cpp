@@ -154,8 +154,10 @@ std::string slurp(const fs::path& p) {
 }
 
 CliResult run_cli(const std::string& args, const fs::path& dir) {
-  const std::string cmd = std::string(FLYMC_CLI_PATH) + " " + args + " >" +
-                          (dir / "out.txt").string() + " 2>" + (dir / "err.txt").string();
+  // In `dir`: see test_cli.cpp's run_cli (the default ./flymc-out must not be shared).
+  const std::string cmd = "cd '" + dir.string() + "' && " + std::string(FLYMC_CLI_PATH) + " " +
+                          args + " >" + (dir / "out.txt").string() + " 2>" +
+                          (dir / "err.txt").string();
   const int st = std::system(cmd.c_str());
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(dir / "out.txt"), slurp(dir / "err.txt")};
 }

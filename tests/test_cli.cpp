@@ -78,10 +78,11 @@ TEST_SUITE("unit") {
     for (auto& [k, v] : j["run"].items()) run.insert(k);
     for (auto& [k, v] : j["params"][0].items()) param.insert(k);
     CHECK(top == std::set<std::string>{"params", "run"});
-    CHECK(run == std::set<std::string>{
-                     "chains", "warmup", "iters", "setup_seconds", "warmup_seconds",
-                     "sampling_seconds", "queries_per_iter", "bright_mean", "accept_rate",
-                     "min_ess_bulk", "min_ess_bulk_per_second", "bound_slack", "q_dark_to_bright"});
+    CHECK(run == std::set<std::string>{"chains", "warmup", "iters", "setup_seconds",
+                                       "warmup_seconds", "sampling_seconds", "queries_per_iter",
+                                       "bright_mean", "accept_rate", "min_ess_bulk",
+                                       "min_ess_bulk_per_second", "bound_slack", "q_dark_to_bright",
+                                       "algo", "algo_chosen", "predicted_speedup"});
     CHECK(param == std::set<std::string>{"name", "mean", "sd", "mcse_mean", "q5", "q50", "q95",
                                          "ess_bulk", "ess_tail", "rhat"});
     CHECK(j["params"].size() == 3);
@@ -89,9 +90,44 @@ TEST_SUITE("unit") {
     // The automatic choices as resolved: q is 0.01 up to N = 10,000; the slack is positive.
     CHECK(j["run"]["q_dark_to_bright"].get<double>() == 0.01);
     CHECK(j["run"]["bound_slack"].get<double>() > 0.0);
+    CHECK(j["run"]["algo"] == "flymc");
+    CHECK(j["run"]["algo_chosen"].is_null());  // only --algo auto chooses
+    CHECK(j["run"]["predicted_speedup"].is_null());
 
     const Result s = run_cli("summary " + out, dir);
     CHECK(s.code == 0);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("flymc sample --algo auto runs what its pilots chose, with that algorithm's draws" *
+            doctest::test_suite("threaded")) {
+    const fs::path dir = temp_dir("auto");
+    flymc::save_csv(*flymc::test::logistic_data(3000, 3, 8), (dir / "d.csv").string());
+    const std::string args = "sample --data " + (dir / "d.csv").string() +
+                             " --kernel mala --chains 2 --warmup 200 --iters 300 --seed 4 --out ";
+    const Result a = run_cli(args + (dir / "auto").string() + " --algo auto", dir);
+    REQUIRE_MESSAGE(a.code == 0, a.err);
+    CHECK(a.err.find("--algo auto chose") != std::string::npos);
+    std::ifstream f(dir / "auto" / "summary.json");
+    const auto j = nlohmann::json::parse(f);
+    const std::string chosen = j["run"]["algo_chosen"].get<std::string>();
+    CHECK((chosen == "flymc" || chosen == "full"));
+    CHECK(j["run"]["algo"] == chosen);
+    const double speedup = j["run"]["predicted_speedup"].get<double>();
+    CHECK(std::isfinite(speedup));
+    CHECK(speedup > 0.0);
+    CHECK((speedup >= 1.0) == (chosen == "flymc"));
+    // The pilots draw from streams of their own: the run is the one --algo <chosen> makes.
+    const Result b = run_cli(args + (dir / "fixed").string() + " --algo " + chosen, dir);
+    REQUIRE_MESSAGE(b.code == 0, b.err);
+    for (const char* chain : {"chain-1.csv", "chain-2.csv"}) {
+      const auto x = flymc::read_stan_csv((dir / "auto" / chain).string());
+      const auto y = flymc::read_stan_csv((dir / "fixed" / chain).string());
+      CHECK(x.config_value("algorithm") == chosen);
+      CHECK(x.draws == y.draws);
+    }
+    const Result bad = run_cli(args + (dir / "bad").string() + " --algo fastest", dir);
+    CHECK(bad.code == 64);
     fs::remove_all(dir);
   }
 

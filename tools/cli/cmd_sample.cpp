@@ -28,6 +28,7 @@
 #include "flymc/io/checkpoint.hpp"
 #include "flymc/io/output.hpp"
 #include "flymc/io/run_dir.hpp"
+#include "flymc/mcmc/choose_algo.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/testing.hpp"
 #include "table.hpp"
@@ -40,6 +41,7 @@ struct SampleOptions {
   RunConfig cfg;
   long checkpoint_every = 0;
   bool quiet = false;
+  bool auto_algo = false;  // --algo auto: choose_algo() sets cfg.algo after the data are read
   CLI::App* app = nullptr;
   testing::RunHooks hooks;  // --test-bound-excess (hidden)
 };
@@ -96,7 +98,8 @@ class StopSignals {
 };
 
 void write_summary_json(const std::string& path, const RunResult& r,
-                        const std::vector<NamedSummary>& params) {
+                        const std::vector<NamedSummary>& params,
+                        const std::optional<AlgoChoice>& choice) {
   nlohmann::json j;
   j["params"] = nlohmann::json::array();
   double min_ess = std::numeric_limits<double>::infinity();
@@ -114,7 +117,10 @@ void write_summary_json(const std::string& path, const RunResult& r,
                            {"rhat", num(s.rhat)}});
     min_ess = std::min(min_ess, std::isnan(s.ess_bulk) ? 0.0 : s.ess_bulk);
   }
-  j["run"] = {{"chains", r.config.chains},
+  j["run"] = {{"algo", to_string(r.config.algo)},
+              {"algo_chosen", choice ? nlohmann::json(to_string(choice->algo)) : nlohmann::json()},
+              {"predicted_speedup", choice ? num(choice->predicted_speedup) : nlohmann::json()},
+              {"chains", r.config.chains},
               {"warmup", r.config.warmup},
               {"iters", r.config.iters},
               {"setup_seconds", r.setup_seconds},
@@ -335,16 +341,37 @@ void print_warnings(const RunResult& r, const std::vector<NamedSummary>& params)
                  count(r.nonfinite()));
 }
 
+/// --algo auto: runs the pilots, tells the user what they predict, and sets the job's algorithm.
+AlgoChoice choose_job_algo(const SampleOptions& o, SampleJob& job,
+                           const std::shared_ptr<const Dataset>& data) {
+  if (!o.quiet)
+    std::fprintf(stderr, "flymc: --algo auto: pilot runs of FlyMC and regular MCMC ...\n");
+  const AlgoChoice c = choose_algo(job.cfg, data);
+  job.cfg.algo = c.algo;
+  if (!o.quiet)
+    std::fprintf(stderr,
+                 "flymc: --algo auto chose %s: predicted min bulk ESS/s FlyMC %.3g, regular "
+                 "%.3g (pilot on %zu rows, scaled to %zu), FlyMC/regular %.3g; pilots took %.1f "
+                 "s\n",
+                 to_string(c.algo), c.flymc_ess_per_second, c.regular_ess_per_second,
+                 c.regular_pilot_rows, data->n(), c.predicted_speedup, c.pilot_seconds);
+  return c;
+}
+
 void run_sample(const SampleOptions& o) {
   std::optional<RunDirLock> lock;  // held until the run's files are complete
-  const SampleJob job = prepare_job(o, lock);
+  SampleJob job = prepare_job(o, lock);
+  auto data =
+      std::make_shared<const Dataset>(load_dataset(job.data_path, label_domain(job.cfg.model)));
+  std::optional<AlgoChoice> choice;
+  if (o.auto_algo && !job.resume) choice = choose_job_algo(o, job, data);
   std::vector<std::pair<std::string, std::string>> extra = {{"data", job.data_arg}};
+  if (choice)
+    extra.emplace_back("algo_auto_predicted_speedup", number_text(choice->predicted_speedup));
   if (o.hooks.bound_excess > 0.0)
     extra.emplace_back("test_bound_excess", number_text(o.hooks.bound_excess));
   const SinkFactory sinks = stan_csv_sinks(job.out, job.cfg, extra);
   const std::optional<CheckpointOptions> ck = checkpoint_options(job);
-  auto data =
-      std::make_shared<const Dataset>(load_dataset(job.data_path, label_domain(job.cfg.model)));
   const RunConfig& cfg = job.cfg;
   if (!o.quiet)
     std::fprintf(stderr,
@@ -367,7 +394,7 @@ void run_sample(const SampleOptions& o) {
     throw ExitStatus{kExitStopped};
   }
   const auto params = summarize_params(r);
-  write_summary_json(job.out + "/summary.json", r, params);
+  write_summary_json(job.out + "/summary.json", r, params, choice);
   if (!o.quiet) print_report(r, params, job.out);
   print_warnings(r, params);
 }
@@ -444,8 +471,16 @@ void add_sample_command(CLI::App& app) {
                   "logistic (labels +-1 or 0/1), softmax (labels 0..K-1) or robust (Student-t "
                   "linear regression, real responses)",
                   "logistic");
-  const std::map<std::string, Algo> algos{{"flymc", Algo::flymc}, {"full", Algo::full}};
-  add_enum_option(s, "--algo", c.algo, algos, "flymc or full (regular MCMC)", "flymc");
+  s->add_option_function<std::string>(
+       "--algo",
+       [o](const std::string& v) {
+         o->auto_algo = v == "auto";
+         if (v != "auto") o->cfg.algo = v == "full" ? Algo::full : Algo::flymc;
+       },
+       "flymc, full (regular MCMC), or auto: short pilots of both with the chosen kernel "
+       "predict their min bulk ESS per second, and the faster runs")
+      ->check(CLI::IsMember({"auto", "flymc", "full"}))
+      ->default_str("flymc");
   const std::map<std::string, BoundTuning> bounds{{"map", BoundTuning::map},
                                                   {"untuned", BoundTuning::untuned}};
   add_enum_option(s, "--bound", c.bound, bounds, "map (MAP-tuned) or untuned", "map");

@@ -15,6 +15,7 @@
 
 #include "bench_common.hpp"
 #include "flymc/data/loaders.hpp"
+#include "flymc/mcmc/choose_algo.hpp"
 
 namespace flymc::bench {
 namespace {
@@ -26,9 +27,16 @@ struct TallRow {
   std::vector<ParamSummary> summary;
 };
 
+ModelKind model_kind(const std::string& m) {
+  if (m == "logistic") return ModelKind::logistic;
+  if (m == "softmax") return ModelKind::softmax;
+  if (m == "robust") return ModelKind::robust;
+  throw UsageError("tall: --model: logistic, softmax or robust, got '" + m + "'");
+}
+
 RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool fly_metric) {
   RunConfig c;
-  c.model = ModelKind::logistic;
+  c.model = model_kind(o.model);
   c.algo = algo;
   c.kernel = kernel;
   c.chains = o.chains;
@@ -95,14 +103,15 @@ double max_mean_z(const TallRow& a, const TallRow& b) {
   return z;
 }
 
-std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const Dataset>& data) {
+KernelKind kernel(const std::string& k) {
   const auto& kernels = kernel_names();
+  const auto it = kernels.find(k);
+  if (it == kernels.end()) throw UsageError("tall: unknown kernel '" + k + "'");
+  return it->second;
+}
+
+std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const Dataset>& data) {
   std::vector<TallRow> rows;
-  auto kernel = [&](const std::string& k) {
-    const auto it = kernels.find(k);
-    if (it == kernels.end()) throw UsageError("tall: unknown kernel '" + k + "'");
-    return it->second;
-  };
   for (const std::string& k : split_list(o.regular))
     rows.push_back(measure(o, "regular-" + k, algo_config(o, Algo::full, kernel(k), false), data));
   for (const std::string& m : split_list(o.flymc_metric)) {
@@ -143,9 +152,60 @@ nlohmann::json row_json(const TallRow& r, const Dataset& data, double best_regul
           {"max_mean_z_vs_best_regular", best ? max_mean_z(r, *best) : 0.0}};
 }
 
+const TallRow* find_row(const std::vector<TallRow>& rows, const std::string& algo) {
+  for (const TallRow& r : rows)
+    if (r.algo == algo) return &r;
+  return nullptr;
+}
+
+/// `--algo auto` with kernel k: its pilots' prediction, and what the measured rows of the same
+/// kernel say (the chosen algorithm's run is the one its row measured: same draws).
+nlohmann::json check_auto(const TallOptions& o, const std::string& k,
+                          const std::shared_ptr<const Dataset>& data,
+                          const std::vector<TallRow>& rows) {
+  const TallRow* fly_row = find_row(rows, "flymc-" + k + "-fly");
+  const TallRow* fly = fly_row ? fly_row : find_row(rows, "flymc-" + k);
+  const TallRow* reg = find_row(rows, "regular-" + k);
+  std::fprintf(stderr, "tall: --algo auto with %s: pilots ...\n", k.c_str());
+  const AlgoChoice c =
+      choose_algo(algo_config(o, Algo::flymc, kernel(k), fly_row != nullptr), data);
+  nlohmann::json j = {{"kernel", k},
+                      {"flymc_row", fly ? nlohmann::json(fly->algo) : nlohmann::json()},
+                      {"chosen", to_string(c.algo)},
+                      {"predicted_speedup", c.predicted_speedup},
+                      {"predicted_flymc_ess_per_second", c.flymc_ess_per_second},
+                      {"predicted_regular_ess_per_second", c.regular_ess_per_second},
+                      {"regular_pilot_rows", c.regular_pilot_rows},
+                      {"pilot_seconds", c.pilot_seconds}};
+  if (fly && reg) {
+    const double f = fly->ess_per_second, r = reg->ess_per_second;
+    j["measured_speedup"] = f / r;
+    j["auto_vs_better"] = (c.algo == Algo::flymc ? f : r) / std::max(f, r);
+  }
+  return j;
+}
+
+void print_auto(const nlohmann::json& autos) {
+  if (autos.empty()) return;
+  std::printf("\n--algo auto: %-6s %-7s %12s %12s %12s %12s %8s\n", "kernel", "chose", "pred FlyMC",
+              "pred regular", "pred x", "measured x", "pilot s");
+  for (const auto& a : autos)
+    std::printf("             %-6s %-7s %12.3g %12.3g %12.3g %12.3g %8.1f\n",
+                a["kernel"].get<std::string>().c_str(), a["chosen"].get<std::string>().c_str(),
+                double(a["predicted_flymc_ess_per_second"]),
+                double(a["predicted_regular_ess_per_second"]), double(a["predicted_speedup"]),
+                a.contains("measured_speedup") ? double(a["measured_speedup"]) : NAN,
+                double(a["pilot_seconds"]));
+  std::printf("(pred: the pilots' min bulk ESS/s; x: FlyMC over regular MCMC, same kernel)\n");
+}
+
 void tall(const TallOptions& o) {
-  const auto data = std::make_shared<const Dataset>(load_dataset(o.data, LabelDomain::binary));
+  const auto data =
+      std::make_shared<const Dataset>(load_dataset(o.data, label_domain(model_kind(o.model))));
   const std::vector<TallRow> rows = run_all(o, data);
+  nlohmann::json autos = nlohmann::json::array();
+  for (const std::string& k : split_list(o.auto_kernels))
+    autos.push_back(check_auto(o, k, data, rows));
   const TallRow* best = nullptr;
   for (const TallRow& r : rows)
     if (r.result.config.algo == Algo::full && (!best || r.ess_per_second > best->ess_per_second))
@@ -176,9 +236,12 @@ void tall(const TallOptions& o) {
       "(min ESS/s: min bulk ESS over parameters per second of sampling wall time; x best reg: "
       "ratio to the best regular-MCMC row; mean z: largest |mean difference| / combined MCSE "
       "against that row)\n");
+  print_auto(autos);
   write_json(o.json, "tall",
              {{"dataset", o.data},
+              {"model", o.model},
               {"rows", jrows},
+              {"auto", autos},
               {"posteriors", posteriors},
               {"target_ess", o.target_ess}});
 }
@@ -190,7 +253,11 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
       "tall",
       "Tall data: regular MCMC's best (gradient kernels, dense adapted metric) against FlyMC "
       "with each theta-kernel, budgets sized for a min bulk ESS target");
-  t->add_option("--data", o.data, "Logistic data set (.csv/.npy)")->required();
+  t->add_option("--data", o.data, "Data set (.csv/.npy)")->required();
+  t->add_option("--model", o.model, "logistic, softmax or robust")->capture_default_str();
+  t->add_option("--auto", o.auto_kernels,
+                "kernels --algo auto's prediction is checked with, comma-separated (empty: none)")
+      ->capture_default_str();
   t->add_option("--json", o.json, "Write rows[] and posteriors{} as JSON");
   t->add_option("--chains", o.chains)->capture_default_str();
   t->add_option("--threads", o.threads, "0: all cores")->capture_default_str();

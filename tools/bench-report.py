@@ -139,9 +139,26 @@ def tall_section(doc, name):
           fmt(r["speedup_vs_best_regular"]), fmt(1e6 * r["seconds_per_iter"]),
           fmt(r.get("max_mean_z_vs_best_regular")), f"{r['chains']} × {r['iters']:,}"]
          for r in rows])
-    return (f"#### Tall data: {doc.get('dataset', '?')} (N = {first['n']:,}, D = {first['d']})\n\n"
-            + body + "\n\n`mean z`: the largest |difference of posterior means| / combined MCSE "
-            "against the best regular-MCMC row. " + f"Source: `{name}`. " + machine_line(doc))
+    model = doc.get("model", "logistic")
+    return (f"#### Tall data: {doc.get('dataset', '?')}, {model} (N = {first['n']:,}, "
+            f"D = {first['d']})\n\n" + body + "\n\n`mean z`: the largest |difference of "
+            "posterior means| / combined MCSE against the best regular-MCMC row. "
+            + auto_table(doc.get("auto", [])) + f"Source: `{name}`. " + machine_line(doc))
+
+
+def auto_table(autos):
+    """`--algo auto`'s pilots against the measured rows of the same kernel."""
+    if not autos:
+        return ""
+    rows = [[a["kernel"], a.get("flymc_row") or "", a["chosen"],
+             fmt(a["predicted_flymc_ess_per_second"]), fmt(a["predicted_regular_ess_per_second"]),
+             fmt(a["predicted_speedup"]), fmt(a.get("measured_speedup")),
+             fmt(a.get("auto_vs_better")), fmt(a["pilot_seconds"])] for a in autos]
+    return ("\n\n`--algo auto` with the same kernel (its pilots' predicted min ESS/s, FlyMC over "
+            "regular predicted and measured, and the chosen algorithm's measured min ESS/s over "
+            "the better one's):\n\n" + table(
+                ["kernel", "FlyMC row", "chose", "pred. FlyMC", "pred. regular", "pred. ×",
+                 "measured ×", "auto / better", "pilot s"], rows) + "\n\n")
 
 
 SECTIONS = {"table1": table1_section, "scaling": scaling_section, "chains": chains_section,
@@ -191,7 +208,11 @@ def self_test():
                       "queries_per_iter": 1500.0, "bright_mean": 80.0, "min_ess_bulk": 160.0,
                       "max_rhat": 1.002, "ess_per_second_min": 300.0,
                       "speedup_vs_best_regular": 280.0, "seconds_per_iter": 2e-5,
-                      "max_mean_z_vs_best_regular": 1.5, "chains": 2, "iters": 50000}]}
+                      "max_mean_z_vs_best_regular": 1.5, "chains": 2, "iters": 50000}],
+            "auto": [{"kernel": "nuts", "flymc_row": "flymc-nuts-fly", "chosen": "flymc",
+                      "predicted_flymc_ess_per_second": 200.0,
+                      "predicted_regular_ess_per_second": 1.25, "predicted_speedup": 160.0,
+                      "measured_speedup": 250.0, "auto_vs_better": 1.0, "pilot_seconds": 15.0}]}
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         paths = []
@@ -208,6 +229,7 @@ def self_test():
         "| flymc-hmc | dense | 1,500 | 80 | 160 | 1.002 | 300 | 280 | 20 | 1.5 | 2 × 50,000 |"
         in text,
         text.index("Intro.") < text.index("#### Table 1") < text.index("Notes."),
+        "| nuts | flymc-nuts-fly | flymc | 200 | 1.25 | 160 | 250 | 1 | 15 |" in text,
     ]
     if not all(checks):
         print(text)

@@ -118,6 +118,8 @@ void write_summary_json(const std::string& path, const RunResult& r,
     min_ess = std::min(min_ess, std::isnan(s.ess_bulk) ? 0.0 : s.ess_bulk);
   }
   j["run"] = {{"algo", to_string(r.config.algo)},
+              {"exact", is_exact(r.config.algo)},
+              {"batch_mean", num(r.batch_mean())},
               {"algo_chosen", choice ? nlohmann::json(to_string(choice->algo)) : nlohmann::json()},
               {"predicted_speedup", choice ? num(choice->predicted_speedup) : nlohmann::json()},
               {"chains", r.config.chains},
@@ -127,7 +129,7 @@ void write_summary_json(const std::string& path, const RunResult& r,
               {"warmup_seconds", r.warmup_seconds},
               {"sampling_seconds", r.sampling_seconds},
               {"queries_per_iter", r.queries_per_iter()},
-              {"bright_mean", r.bright_mean()},
+              {"bright_mean", num(r.bright_mean())},
               {"accept_rate", r.accept_rate()},
               {"min_ess_bulk", num(min_ess)},
               {"min_ess_bulk_per_second", num(min_ess / r.sampling_seconds)}};
@@ -194,6 +196,9 @@ SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock) {
   job.resume = !o.resume.empty();
   job.every = o.checkpoint_every;
   const bool every_given = o.app->get_option("--checkpoint-every")->count() > 0;
+  if (every_given && !is_exact(job.cfg.algo))
+    throw ConfigError(std::string("--algo ") + to_string(job.cfg.algo) +
+                      " cannot checkpoint or resume yet: leave out --checkpoint-every");
   if (every_given && job.every < 1)
     throw ConfigError("--checkpoint-every must be >= 1 (iterations), got " +
                       std::to_string(job.every));
@@ -289,11 +294,17 @@ void print_report(const RunResult& r, const std::vector<NamedSummary>& params,
                   r.q_dark_to_bright);
   else if (r.config.algo == Algo::flymc)
     std::snprintf(flymc_extra, sizeof flymc_extra, ", bound slack %.3g", r.bound_slack);
+  if (!is_exact(r.config.algo))
+    std::snprintf(flymc_extra, sizeof flymc_extra, ", %.1f data per batch on average (approximate)",
+                  r.batch_mean());
+  char bright[64] = "";  // the approximate samplers keep no bright set
+  if (is_exact(r.config.algo))
+    std::snprintf(bright, sizeof bright, ", %.1f bright on average", r.bright_mean());
   std::printf(
       "\nset-up %.3f s, warm-up %.3f s, sampling %.3f s; %.1f likelihood queries/iter "
-      "(%.2f%% of N), %.1f bright on average, acceptance %.3f%s\n",
+      "(%.2f%% of N)%s, acceptance %.3f%s\n",
       r.setup_seconds, r.warmup_seconds, r.sampling_seconds, r.queries_per_iter(),
-      100.0 * r.queries_per_iter() / double(r.n), r.bright_mean(), r.accept_rate(), flymc_extra);
+      100.0 * r.queries_per_iter() / double(r.n), bright, r.accept_rate(), flymc_extra);
   std::printf("draws: %s/chain-{1..%d}.csv, summary: %s/summary.json\n", out.c_str(),
               r.config.chains, out.c_str());
 }
@@ -317,6 +328,11 @@ void print_warnings(const RunResult& r, const std::vector<NamedSummary>& params)
                  cfg.algo == Algo::flymc ? "; FlyMC iterations are cheap but mix more slowly "
                                            "than regular MCMC's"
                                          : "");
+  if (!is_exact(cfg.algo))
+    std::fprintf(stderr,
+                 "flymc: note: --algo %s is approximate: its draws follow an approximation of "
+                 "the posterior (docs/math.md), and its R-hat and ESS say nothing of that bias\n",
+                 to_string(cfg.algo));
   auto count = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
   if (r.bound_violations() > 0)
     std::fprintf(stderr,
@@ -475,12 +491,27 @@ void add_sample_command(CLI::App& app) {
        "--algo",
        [o](const std::string& v) {
          o->auto_algo = v == "auto";
-         if (v != "auto") o->cfg.algo = v == "full" ? Algo::full : Algo::flymc;
+         const std::map<std::string, Algo> algos{{"flymc", Algo::flymc},
+                                                 {"full", Algo::full},
+                                                 {"minibatch-mh", Algo::minibatch_mh},
+                                                 {"sgld", Algo::sgld}};
+         if (v != "auto") o->cfg.algo = algos.at(v);
        },
-       "flymc, full (regular MCMC), or auto: short pilots of both with the chosen kernel "
-       "predict their min bulk ESS per second, and the faster runs")
-      ->check(CLI::IsMember({"auto", "flymc", "full"}))
+       "flymc, full (regular MCMC), auto: short pilots of both with the chosen kernel "
+       "predict their min bulk ESS per second, and the faster runs; or the approximate "
+       "subsampling samplers (logistic regression): minibatch-mh (minibatch Metropolis-Hastings "
+       "with the Barker test) or sgld (stochastic gradient Langevin dynamics)")
+      ->check(CLI::IsMember({"auto", "flymc", "full", "minibatch-mh", "sgld"}))
       ->default_str("flymc");
+  s->add_option("--batch-size", c.batch_size,
+                "Approximate samplers: data per batch (minibatch-mh: the first batch of every "
+                "acceptance test, doubled while its variance is too large; sgld: every gradient's "
+                "batch, scaled by N/batch-size)")
+      ->capture_default_str();
+  add_auto_option(
+      s, "--sgld-step", c.sgld_step, [](double x) { return x > 0.0 && x <= 1.0; }, "in (0, 1]",
+      "sgld: fixed step h in units of the metric (the Laplace covariance with the default diag "
+      "metric); auto: min(0.05, 0.1 x batch-size / N)");
   const std::map<std::string, BoundTuning> bounds{{"map", BoundTuning::map},
                                                   {"untuned", BoundTuning::untuned}};
   add_enum_option(s, "--bound", c.bound, bounds, "map (MAP-tuned) or untuned", "map");

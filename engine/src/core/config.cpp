@@ -55,8 +55,9 @@ void RunConfig::validate() const {
     throw ConfigError("--fly-metric-blend must be in [0, 1], got " + number_text(fly_metric_blend));
   if (metric == Metric::fly && algo != Algo::flymc)
     throw ConfigError(
-        "--metric fly is fitted to FlyMC's target p(theta | z); regular MCMC (--algo full) "
-        "takes identity, diag or dense");
+        "--metric fly is fitted to FlyMC's target p(theta | z); the other algorithms take "
+        "identity, diag or dense");
+  validate_approximate();
   if (hmc_steps < 1 || hmc_steps > 100000)
     throw ConfigError("--hmc-steps must be in [1, 100000], got " + std::to_string(hmc_steps));
   // 2^max_treedepth − 1 leapfrog steps must stay far inside an int's range.
@@ -73,7 +74,19 @@ void RunConfig::validate() const {
     throw ConfigError("--init-jitter must be finite and >= 0, got " + number_text(init_jitter));
 }
 
-const char* to_string(Algo a) noexcept { return a == Algo::flymc ? "flymc" : "full"; }
+const char* to_string(Algo a) noexcept {
+  switch (a) {
+    case Algo::flymc:
+      return "flymc";
+    case Algo::full:
+      return "full";
+    case Algo::minibatch_mh:
+      return "minibatch-mh";
+    case Algo::sgld:
+      return "sgld";
+  }
+  return "?";
+}
 const char* to_string(BoundTuning b) noexcept { return b == BoundTuning::map ? "map" : "untuned"; }
 const char* to_string(ZUpdate z) noexcept {
   return z == ZUpdate::implicit ? "implicit" : "explicit";
@@ -121,8 +134,35 @@ const char* to_string(SoftmaxBoundKind b) noexcept {
   return b == SoftmaxBoundKind::bohning ? "bohning" : "tight";
 }
 
+void RunConfig::validate_approximate() const {
+  if (batch_size < 2 || batch_size > kMaxIterations)
+    throw ConfigError("--batch-size must be in [2, 1e12] (a batch variance needs two data), got " +
+                      std::to_string(batch_size));
+  if (sgld_step && !(*sgld_step > 0.0 && *sgld_step <= 1.0))
+    throw ConfigError("--sgld-step must be in (0, 1] (in units of the metric; or auto), got " +
+                      number_text(*sgld_step));
+  // Barker's acceptance σ(Δ) tends to ½ as the step shrinks and is below it otherwise, so a
+  // higher target would drive the step size to 0.
+  if (algo == Algo::minibatch_mh && target_accept && *target_accept >= 0.5)
+    throw ConfigError(
+        "--target-accept must be below 0.5 with --algo minibatch-mh (Barker's acceptance "
+        "approaches 1/2 only as the step vanishes), got " +
+        number_text(*target_accept));
+  if (!is_exact(algo) && kernel != KernelKind::rwmh)
+    throw ConfigError(std::string("--algo ") + to_string(algo) +
+                      " makes its own moves (a random walk or a Langevin step): leave --kernel at "
+                      "rwmh, not " +
+                      to_string(kernel));
+  if (!is_exact(algo) && model != ModelKind::logistic)
+    throw ConfigError(std::string("--algo ") + to_string(algo) +
+                      " runs logistic regression only so far, not --model " + to_string(model));
+}
+
 Metric RunConfig::resolved_metric() const noexcept {
   if (metric != Metric::automatic) return metric;
+  // The approximate samplers' random walks and Langevin steps are scaled by the Laplace fit:
+  // an isotropic step would be as small as the posterior's narrowest direction.
+  if (!is_exact(algo)) return Metric::diag;
   return kernel == KernelKind::rwmh ? Metric::identity : Metric::diag;
 }
 int RunConfig::resolved_theta_steps() const noexcept {

@@ -87,6 +87,23 @@ class StanCsvSink final : public DrawSink {
 
 }  // namespace
 
+namespace {
+/// The sampler_t comment: the algorithm and its moves.
+std::string sampler_name(const RunConfig& cfg) {
+  switch (cfg.algo) {
+    case Algo::flymc:
+      return std::string("FlyMC(") + to_string(cfg.kernel) + ")";
+    case Algo::full:
+      return std::string("Full(") + to_string(cfg.kernel) + ")";
+    case Algo::minibatch_mh:
+      return "MinibatchMH(barker)";
+    case Algo::sgld:
+      return "SGLD";
+  }
+  return "?";
+}
+}  // namespace
+
 SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
                            std::vector<std::pair<std::string, std::string>> extra_config) {
   std::error_code ec;
@@ -103,8 +120,8 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
         {"bound", to_string(cfg.bound)},
         {"z_update", to_string(cfg.z)},
         {"kernel", to_string(cfg.kernel)},
-        {"sampler_t",
-         std::string(cfg.algo == Algo::flymc ? "FlyMC(" : "Full(") + to_string(cfg.kernel) + ")"},
+        {"sampler_t", sampler_name(cfg)},
+        {"exact", is_exact(cfg.algo) ? "true" : "false"},
         {"seed", std::to_string(cfg.seed)},
         {"chain_id", std::to_string(chain_id)},
         {"iter", std::to_string(cfg.warmup + cfg.iters)},
@@ -124,6 +141,10 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
         {"adapt_metric", cfg.adapt_metric ? "1" : "0"},
         {"adapt_delta", number_text(cfg.resolved_target_accept())},
     };
+    if (!is_exact(cfg.algo)) c.emplace_back("batch_size", std::to_string(cfg.batch_size));
+    if (cfg.algo == Algo::sgld)
+      c.emplace_back("sgld_step",
+                     cfg.sgld_step ? number_text(*cfg.sgld_step) : std::string("auto"));
     if (cfg.kernel == KernelKind::hmc) c.emplace_back("hmc_steps", std::to_string(cfg.hmc_steps));
     if (cfg.kernel == KernelKind::slice) c.emplace_back("slice_mode", to_string(cfg.slice_mode));
     if (cfg.kernel == KernelKind::nuts)

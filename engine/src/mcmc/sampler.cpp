@@ -1,10 +1,12 @@
 #include "flymc/mcmc/sampler.hpp"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "flymc/core/errors.hpp"
 #include "flymc/mcmc/metric.hpp"
+#include "flymc/mcmc/minibatch/approximate.hpp"
 #include "flymc/mcmc/testing.hpp"
 #include "run_model.hpp"
 
@@ -169,6 +171,12 @@ double RunResult::accept_rate() const {
   for (const auto& c : chains) s += c.accept_rate;
   return s / static_cast<double>(chains.size());
 }
+double RunResult::batch_mean() const {
+  if (is_exact(config.algo)) return std::numeric_limits<double>::quiet_NaN();
+  double s = 0.0;
+  for (const auto& c : chains) s += c.batch_mean;
+  return s / static_cast<double>(chains.size());
+}
 std::uint64_t RunResult::bound_violations() const {
   std::uint64_t s = 0;
   for (const auto& c : chains) s += c.counters.bound_violations;
@@ -235,6 +243,8 @@ RunResult run_with_hooks(const RunConfig& cfg, std::shared_ptr<const Dataset> da
     throw ConfigError("--test-bound-excess must be finite and >= 0, got " +
                       std::to_string(hooks.bound_excess));
   if (!data) throw DataError("no data");
+  if (!is_exact(cfg.algo))
+    return run_approximate(cfg, std::move(data), sinks, progress, checkpoint);
   switch (cfg.model) {
     case ModelKind::logistic:
       return run_logistic_model(cfg, std::move(data), sinks, progress, checkpoint, hooks);

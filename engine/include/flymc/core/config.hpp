@@ -8,7 +8,13 @@
 
 namespace flymc {
 
-enum class Algo { flymc, full };             ///< FlyMC, or regular full-data MCMC
+/// FlyMC, regular full-data MCMC, or one of the approximate subsampling samplers: minibatch
+/// Metropolis–Hastings with the Barker test (Seita, Pan, Chen & Canny 2017) and stochastic
+/// gradient Langevin dynamics (Welling & Teh 2011), docs/math.md §5 and §6.
+enum class Algo { flymc, full, minibatch_mh, sgld };
+/// Whether the algorithm's draws target the posterior exactly (FlyMC and regular MCMC) rather
+/// than an approximation of it (the subsampling samplers); reported as `exact` in every output.
+inline bool is_exact(Algo a) noexcept { return a == Algo::flymc || a == Algo::full; }
 enum class BoundTuning { map, untuned };     ///< docs/math.md §1.4
 enum class ZUpdate { implicit, explicit_ };  ///< docs/math.md §1.2 / 1.1
 /// θ-kernels (docs/math.md §3): random-walk MH, MALA, HMC (leapfrog), slice sampling (Neal 2003),
@@ -57,6 +63,15 @@ inline double auto_q_dark_to_bright(double expected_bright, std::size_t n) noexc
   const double nn = static_cast<double>(n > 0 ? n : 1);
   const double want = (expected_bright > 25.0 ? 4.0 * expected_bright : 100.0) / nn;
   return want < 0.01 ? want : 0.01;
+}
+
+/// SGLD's automatic step: h = min(0.05, 0.1·b/N). For a Gaussian posterior in the metric's units
+/// the stationary variance is about (1 + h·N/(2b))/(1 − h/2) times the posterior's (the gradient
+/// noise, then the Euler step; docs/math.md §6), so this keeps the sd within a few percent.
+inline double auto_sgld_step(long batch, std::size_t n) noexcept {
+  const double b = static_cast<double>(batch), nn = static_cast<double>(n > 0 ? n : 1);
+  const double h = 0.1 * (b < nn ? b : nn) / nn;
+  return h < 0.05 ? h : 0.05;
 }
 
 /// Everything a sampling run needs besides the data. Defaults are the measured choices
@@ -124,10 +139,19 @@ struct RunConfig {
   /// Initial step size (slice: interval width); unset picks one from the Laplace fit.
   std::optional<double> step_size;
   double init_jitter = 0.1;  ///< --init map: jitter in Laplace standard deviations
-  bool profile = false;      ///< time the phases of every iteration (profiling harness)
+  /// Approximate samplers: data per batch. minibatch-mh: the first batch of every acceptance test
+  /// (doubled while the test's variance is too large); sgld: the batch of every gradient.
+  long batch_size = 100;
+  /// SGLD: the step h of θ ← θ + h·M·ĝ + √(2h)·M^{1/2}·ξ, M the metric (docs/math.md §6), so in
+  /// units of the Laplace covariance with the default diag metric. Fixed for the whole run.
+  /// Unset: auto_sgld_step().
+  std::optional<double> sgld_step;
+  bool profile = false;  ///< time the phases of every iteration (profiling harness)
 
   /// @throw ConfigError naming the option when a value is out of range.
   void validate() const;
+  /// The options of the approximate samplers (part of validate()).
+  void validate_approximate() const;
 
   /// The metric after resolving Metric::automatic for the kernel.
   Metric resolved_metric() const noexcept;

@@ -26,6 +26,8 @@ struct SamplerRow {
   double energy = 0.0;      ///< the Hamiltonian at the draw
   double n_bright = 0.0;    ///< bright data (N for regular MCMC)
   double n_queries = 0.0;   ///< likelihood queries since the last kept draw
+  /// Approximate samplers only: mean data per batch since the last kept draw.
+  double batch = 0.0;
 };
 
 /// The sampler columns' names, in SamplerRow's order: every kernel but NUTS ...
@@ -35,6 +37,11 @@ inline constexpr std::array<std::string_view, 5> kSamplerColumns = {
 inline constexpr std::array<std::string_view, 9> kNutsSamplerColumns = {
     "lp__",        "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
     "divergent__", "energy__",      "n_bright__", "n_queries__"};
+
+/// ... and the approximate subsampling samplers (minibatch MH, SGLD): no bright set, and the
+/// mean batch size in its place.
+inline constexpr std::array<std::string_view, 5> kApproxSamplerColumns = {
+    "lp__", "accept_stat__", "stepsize__", "batch__", "n_queries__"};
 
 /// The sampler columns of a run with θ-kernel `kernel`.
 inline std::span<const std::string_view> sampler_columns(KernelKind kernel) noexcept {
@@ -49,6 +56,24 @@ inline std::vector<std::string> draw_columns(KernelKind kernel,
   std::vector<std::string> cols(s.begin(), s.end());
   cols.insert(cols.end(), params.begin(), params.end());
   return cols;
+}
+
+/// All column names of an approximate sampler's draw row.
+inline std::vector<std::string> approx_draw_columns(const std::vector<std::string>& params) {
+  std::vector<std::string> cols(kApproxSamplerColumns.begin(), kApproxSamplerColumns.end());
+  cols.insert(cols.end(), params.begin(), params.end());
+  return cols;
+}
+
+/// Fills `row` (approx_draw_columns' size) with an approximate sampler's values and θ.
+inline void fill_approx_draw_row(const SamplerRow& s, const double* theta, std::size_t p,
+                                 std::vector<double>& row) {
+  row[0] = s.lp;
+  row[1] = s.accept_stat;
+  row[2] = s.stepsize;
+  row[3] = s.batch;
+  row[4] = s.n_queries;
+  for (std::size_t j = 0; j < p; ++j) row[kApproxSamplerColumns.size() + j] = theta[j];
 }
 
 /// Fills `row` (draw_columns' size) with the sampler values and θ (p values).

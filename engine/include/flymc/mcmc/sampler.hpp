@@ -75,6 +75,7 @@ struct ChainResult {
   double step_size = 0.0;
   double accept_rate = 0.0;  ///< mean MH acceptance probability over sampling θ-steps
   double bright_mean = 0.0;  ///< mean bright count over sampling iterations
+  double batch_mean = 0.0;   ///< approximate samplers: mean data per batch over sampling iterations
   std::uint64_t sampling_queries = 0;
   std::uint64_t sampling_divergences = 0;  ///< HMC/NUTS divergences after warm-up
   Counters counters;                       ///< over the whole chain (warm-up and sampling)
@@ -101,6 +102,8 @@ struct RunResult {
   double queries_per_iter() const;    ///< sampling queries per iteration, mean over chains
   double bright_mean() const;
   double accept_rate() const;
+  /// Approximate samplers: mean data per batch over the sampling iterations (NaN otherwise).
+  double batch_mean() const;
   std::uint64_t bound_violations() const;
   std::uint64_t bound_clamps() const;
   std::uint64_t nonfinite() const;

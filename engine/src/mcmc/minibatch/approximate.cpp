@@ -1,0 +1,338 @@
+#include "flymc/mcmc/minibatch/approximate.hpp"
+
+#include <tbb/info.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "approx_chain.hpp"
+#include "flymc/core/clock.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/kernels/kernels.hpp"
+#include "flymc/mcmc/setup.hpp"
+
+namespace flymc {
+namespace detail {
+
+ApproxChain::ApproxChain(const ApproxShared& sh, int chain_id, DrawSink* sink)
+    : sh_(sh),
+      cfg_(sh.cfg),
+      data_(sh.model.data()),
+      p_(sh.model.dim()),
+      n_(data_.n()),
+      sink_(sink),
+      rng_(cfg_.seed, static_cast<std::uint64_t>(chain_id)),
+      drawer_(n_),
+      adapt_(sh.eps0, cfg_.resolved_target_accept()),
+      step_(cfg_.algo == Algo::sgld ? cfg_.sgld_step.value_or(auto_sgld_step(cfg_.batch_size, n_))
+                                    : sh.eps0),
+      theta_(p_),
+      prop_(p_),
+      grad_(p_),
+      xi_(p_),
+      row_(sh.columns.size()),
+      cur_pad_(aligned_zeros(data_.stride())),
+      prop_pad_(aligned_zeros(data_.stride())) {
+  res_.chain_id = chain_id;
+  res_.kept = static_cast<std::size_t>((cfg_.iters + cfg_.thin - 1) / cfg_.thin);
+}
+
+/// θ_MAP plus chain-specific jitter in Laplace standard deviations, or a prior draw, as Chain
+/// starts (chain.hpp).
+void ApproxChain::initial_theta() {
+  for (std::size_t j = 0; j < p_; ++j) {
+    const auto jj = static_cast<Eigen::Index>(j);
+    theta_[j] = cfg_.init == Init::map
+                    ? sh_.map.theta[jj] +
+                          cfg_.init_jitter * std::sqrt(sh_.map.covariance(jj, jj)) * rng_.normal()
+                    : sh_.model.prior().sd * rng_.normal();
+  }
+}
+
+void ApproxChain::metric_step(double scale, double* out) {
+  for (std::size_t j = 0; j < p_; ++j) xi_[j] = rng_.normal();
+  const auto& l = sh_.chol;
+  for (std::size_t i = 0; i < p_; ++i) {
+    const auto ii = static_cast<Eigen::Index>(i);
+    if (sh_.diagonal) {
+      out[i] += scale * l(ii, ii) * xi_[i];
+      continue;
+    }
+    double s = 0.0;
+    for (std::size_t j = 0; j <= i; ++j) s += l(ii, static_cast<Eigen::Index>(j)) * xi_[j];
+    out[i] += scale * s;
+  }
+}
+
+/// out[i] = log σ(t a'_i) − log σ(t a_i), a = x·θ and a' = x·θ' for the data idx[0..k).
+void ApproxChain::batch_log_ratios(const Index* idx, std::size_t k, double* out) {
+  a_.resize(k);
+  b_.resize(k);
+  kernels::dots_gather(data_.data(), data_.stride(), idx, k, prop_pad_.get(), b_.data());
+  kernels::dots_gather(data_.data(), data_.stride(), idx, k, cur_pad_.get(), a_.data());
+  const auto y = data_.y();
+  for (std::size_t i = 0; i < k; ++i) {
+    a_[i] *= y[idx[i]];
+    b_[i] *= y[idx[i]];
+  }
+  kernels::log_sigmoid(a_.data(), a_.data(), k);
+  kernels::log_sigmoid(b_.data(), b_.data(), k);
+  for (std::size_t i = 0; i < k; ++i) out[i] = b_[i] - a_[i];
+  res_.counters.queries += 2 * k;  // each datum at θ and at θ'
+}
+
+/// grad += Σ_i ∇ log σ(t_i x_i·θ) = Σ_i t_i σ(−t_i a_i) x_i over the data idx[0..k).
+void ApproxChain::batch_gradient(const Index* idx, std::size_t k, double* grad) {
+  a_.resize(k);
+  kernels::dots_gather(data_.data(), data_.stride(), idx, k, cur_pad_.get(), a_.data());
+  const auto y = data_.y();
+  for (std::size_t i = 0; i < k; ++i) a_[i] *= -y[idx[i]];
+  kernels::log_sigmoid(a_.data(), a_.data(), k);  // log σ(−t a)
+  for (std::size_t i = 0; i < k; ++i) {
+    const double c = y[idx[i]] * std::exp(a_[i]);
+    const double* x = data_.row(idx[i]);
+    for (std::size_t j = 0; j < p_; ++j) grad[j] += c * x[j];
+  }
+  res_.counters.queries += k;
+  ++res_.counters.grad_evals;
+}
+
+/// A random-walk proposal in the metric, decided by the minibatch Barker test (docs/math.md §5);
+/// the step size adapts to the target acceptance during warm-up.
+void ApproxChain::mh_step(long it) {
+  std::copy(theta_.begin(), theta_.end(), prop_.begin());
+  metric_step(step_, prop_.data());
+  const Prior& prior = sh_.model.prior();
+  // The walk is symmetric: only the prior ratio joins the likelihood ratio.
+  const double log_rest =
+      prior.log_density(prop_.data(), p_) - prior.log_density(theta_.data(), p_);
+  for (std::size_t j = 0; j < p_; ++j) {
+    cur_pad_[j] = theta_[j];
+    prop_pad_[j] = prop_[j];
+  }
+  const BarkerOutcome o = barker_test(
+      rng_, drawer_, static_cast<std::size_t>(cfg_.batch_size), log_rest, *sh_.corr, buf_,
+      [this](const Index* idx, std::size_t k, double* out) { batch_log_ratios(idx, k, out); });
+  if (!std::isfinite(log_rest)) ++res_.counters.nonfinite;
+  if (o.accept) theta_.swap(prop_);
+  const double acc = o.accept ? 1.0 : 0.0;
+  window_accept_ += acc;
+  window_batch_ += static_cast<double>(o.batch);
+  ++window_steps_;
+  if (it < cfg_.warmup) {
+    step_ = adapt_.update(acc);
+  } else {
+    accept_sum_ += acc;
+    batch_sum_ += static_cast<double>(o.batch);
+  }
+}
+
+/// θ ← θ + h·M·ĝ + √(2h)·L·ξ with ĝ = ∇ log p(θ) + (N/b)·Σ_batch ∇ log p(x_i | θ), the batch drawn
+/// afresh without replacement (docs/math.md §6).
+void ApproxChain::sgld_step() {
+  const std::size_t b = std::min(n_, static_cast<std::size_t>(cfg_.batch_size));
+  for (std::size_t j = 0; j < p_; ++j) cur_pad_[j] = theta_[j];
+  drawer_.restart();
+  const Index* idx = drawer_.extend(rng_, b);
+  std::fill(grad_.begin(), grad_.end(), 0.0);
+  batch_gradient(idx, b, grad_.data());
+  const double scale = static_cast<double>(n_) / static_cast<double>(b);
+  for (double& g : grad_) g *= scale;
+  sh_.model.prior().add_gradient(theta_.data(), p_, grad_.data());
+  // M·ĝ = L·(Lᵀ·ĝ).
+  const auto& l = sh_.chol;
+  for (std::size_t i = 0; i < p_; ++i) {
+    double s = 0.0;
+    for (std::size_t j = sh_.diagonal ? i : 0; j < (sh_.diagonal ? i + 1 : p_); ++j)
+      s += l(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(i)) * grad_[j];
+    xi_[i] = s;  // (Lᵀĝ)_i
+  }
+  for (std::size_t i = 0; i < p_; ++i) {
+    double s = 0.0;
+    for (std::size_t j = sh_.diagonal ? i : 0; j <= i; ++j)
+      s += l(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) * xi_[j];
+    theta_[i] += step_ * s;
+  }
+  metric_step(std::sqrt(2.0 * step_), theta_.data());
+  bool finite = true;
+  for (double t : theta_) finite = finite && std::isfinite(t);
+  if (!finite) throw ConfigError("--algo sgld diverged (a non-finite theta): lower --sgld-step");
+  window_accept_ += 1.0;
+  window_batch_ += static_cast<double>(b);
+  ++window_steps_;
+  batch_sum_ += static_cast<double>(b);
+  accept_sum_ += 1.0;
+}
+
+void ApproxChain::transition(long it) {
+  if (cfg_.algo == Algo::sgld) {
+    sgld_step();
+  } else {
+    mh_step(it);
+  }
+}
+
+/// End of warm-up: minibatch MH freezes its averaged step size; the sampling sums start.
+void ApproxChain::end_warmup() {
+  if (cfg_.algo == Algo::minibatch_mh && cfg_.warmup > 0) step_ = adapt_.final_step_size();
+  if (sink_) {
+    const Mat m = sh_.chol * sh_.chol.transpose();
+    std::vector<double> inv;
+    for (std::size_t i = 0; i < p_; ++i)
+      for (std::size_t j = 0; j < p_; ++j)
+        if (!sh_.diagonal || i == j)
+          inv.push_back(m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)));
+    sink_->adaptation(step_, inv, !sh_.diagonal);
+  }
+  accept_sum_ = batch_sum_ = 0.0;
+  window_accept_ = window_batch_ = 0.0;
+  window_steps_ = 0;
+  queries_at_row_ = queries_at_sampling_ = res_.counters.queries;
+}
+
+/// Every thin-th sampling iteration: the kept draw and its row. lp__ is not computed (0, as
+/// Stan's fixed_param sampler writes it): it would cost a pass over all the data per draw.
+void ApproxChain::record(long it) {
+  if ((it - cfg_.warmup) % cfg_.thin != 0) return;
+  res_.lp.push_back(0.0);
+  res_.draws.insert(res_.draws.end(), theta_.begin(), theta_.end());
+  if (sink_) {
+    const double steps = static_cast<double>(std::max(1L, window_steps_));
+    SamplerRow r;
+    r.accept_stat = window_accept_ / steps;
+    r.stepsize = step_;
+    r.batch = window_batch_ / steps;
+    r.n_queries = static_cast<double>(res_.counters.queries - queries_at_row_);
+    fill_approx_draw_row(r, theta_.data(), p_, row_);
+    sink_->row(row_);
+  }
+  queries_at_row_ = res_.counters.queries;
+  window_accept_ = window_batch_ = 0.0;
+  window_steps_ = 0;
+}
+
+ChainResult ApproxChain::run(std::atomic<long>* progress) {
+  const long total = cfg_.warmup + cfg_.iters;
+  res_.draws.reserve(res_.kept * p_);
+  res_.lp.reserve(res_.kept);
+  initial_theta();
+  if (sink_) sink_->begin(sh_.columns);
+  Stopwatch warm_clock;
+  Clock::time_point sampling_start = Clock::now();
+  for (long it = 0; it < total; ++it) {
+    if (it == cfg_.warmup) {
+      end_warmup();
+      res_.warmup_seconds = warm_clock.seconds();
+      sampling_start = Clock::now();
+    }
+    transition(it);
+    if (it >= cfg_.warmup) record(it);
+    if (progress && ((it & 1023) == 1023 || it + 1 == total))
+      progress->store(it + 1, std::memory_order_relaxed);
+  }
+  res_.sampling_seconds = seconds_between(sampling_start, Clock::now());
+  const double iters = static_cast<double>(cfg_.iters);
+  res_.step_size = step_;
+  res_.accept_rate = accept_sum_ / iters;
+  res_.batch_mean = batch_sum_ / iters;
+  res_.bright_mean = std::numeric_limits<double>::quiet_NaN();
+  res_.sampling_queries = res_.counters.queries - queries_at_sampling_;
+  if (sink_) sink_->end(res_.warmup_seconds, res_.sampling_seconds, res_.counters);
+  return std::move(res_);
+}
+
+/// The metric's Cholesky factor L (M = L·Lᵀ) from the Laplace fit: the identity, the Laplace
+/// standard deviations, or the Cholesky factor of the Laplace covariance. Not adapted: a fixed
+/// metric keeps the comparison with the exact samplers controlled.
+void set_metric(ApproxShared& sh, std::size_t p) {
+  const Metric m = sh.cfg.resolved_metric();
+  const auto pp = static_cast<Eigen::Index>(p);
+  sh.chol = Mat::Identity(pp, pp);
+  sh.diagonal = m != Metric::dense;
+  if (m == Metric::diag) {
+    for (Eigen::Index j = 0; j < pp; ++j) sh.chol(j, j) = std::sqrt(sh.map.covariance(j, j));
+  } else if (m == Metric::dense) {
+    const Eigen::LLT<Mat> llt(sh.map.covariance);
+    if (llt.info() != Eigen::Success)
+      throw ConfigError("--metric dense: the Laplace covariance is not positive definite");
+    sh.chol = llt.matrixL();
+  }
+}
+
+}  // namespace detail
+
+RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+                          const SinkFactory& sinks, Progress* progress,
+                          const CheckpointOptions* checkpoint) {
+  if (checkpoint != nullptr && !checkpoint->dir.empty())
+    throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
+                      " cannot checkpoint or resume yet (--checkpoint-every, --resume)");
+  if (cfg.model != ModelKind::logistic)
+    throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
+                      " runs logistic regression only so far");
+  const Stopwatch setup_clock;
+  const LogisticModel model(data, cfg);
+  RunResult out;
+  out.config = cfg;
+  out.n = data->n();
+  out.dim = model.dim();
+  out.names = model.param_names();
+  out.map = model.find_map();
+  RunConfig rw = cfg;
+  rw.kernel = KernelKind::rwmh;  // minibatch MH's walk starts at the RW optimal scaling
+  detail::ApproxShared sh{cfg,
+                          model,
+                          out.map,
+                          Mat(),
+                          true,
+                          initial_step_size(rw, out.map, out.dim),
+                          approx_draw_columns(out.names),
+                          cfg.algo == Algo::minibatch_mh ? &BarkerCorrection::standard() : nullptr};
+  detail::set_metric(sh, out.dim);
+  out.setup_seconds = setup_clock.seconds();
+
+  const int nchains = cfg.chains;
+  out.chains.resize(static_cast<std::size_t>(nchains));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nchains));
+  const int threads = cfg.threads > 0 ? cfg.threads : tbb::info::default_concurrency();
+  const Stopwatch par_clock;
+  tbb::task_arena arena(threads);
+  arena.execute([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int>(0, nchains, 1),
+        [&](const tbb::blocked_range<int>& r) {
+          for (int c = r.begin(); c != r.end(); ++c) {
+            const auto ci = static_cast<std::size_t>(c);
+            try {
+              std::unique_ptr<DrawSink> sink = sinks ? sinks(c + 1) : nullptr;
+              out.chains[ci] = detail::ApproxChain(sh, c + 1, sink.get())
+                                   .run(progress ? &progress->done[ci] : nullptr);
+            } catch (...) {
+              errors[ci] = std::current_exception();
+            }
+          }
+        },
+        tbb::simple_partitioner());
+  });
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  // The parallel region's wall time, split between warm-up and sampling as the chains' own
+  // timers are (chains may outnumber threads).
+  double w = 0.0, s = 0.0;
+  for (const auto& c : out.chains) {
+    w += c.warmup_seconds;
+    s += c.sampling_seconds;
+  }
+  const double par = par_clock.seconds(), tot = std::max(w + s, 1e-300);
+  out.warmup_seconds = par * w / tot;
+  out.sampling_seconds = par * s / tot;
+  return out;
+}
+
+}  // namespace flymc

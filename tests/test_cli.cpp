@@ -78,11 +78,11 @@ TEST_SUITE("unit") {
     for (auto& [k, v] : j["run"].items()) run.insert(k);
     for (auto& [k, v] : j["params"][0].items()) param.insert(k);
     CHECK(top == std::set<std::string>{"params", "run"});
-    CHECK(run == std::set<std::string>{"chains", "warmup", "iters", "setup_seconds",
-                                       "warmup_seconds", "sampling_seconds", "queries_per_iter",
-                                       "bright_mean", "accept_rate", "min_ess_bulk",
-                                       "min_ess_bulk_per_second", "bound_slack", "q_dark_to_bright",
-                                       "algo", "algo_chosen", "predicted_speedup"});
+    CHECK(run == std::set<std::string>{
+                     "chains", "warmup", "iters", "setup_seconds", "warmup_seconds",
+                     "sampling_seconds", "queries_per_iter", "bright_mean", "accept_rate",
+                     "min_ess_bulk", "min_ess_bulk_per_second", "bound_slack", "q_dark_to_bright",
+                     "algo", "algo_chosen", "predicted_speedup", "exact", "batch_mean"});
     CHECK(param == std::set<std::string>{"name", "mean", "sd", "mcse_mean", "q5", "q50", "q95",
                                          "ess_bulk", "ess_tail", "rhat"});
     CHECK(j["params"].size() == 3);
@@ -91,6 +91,8 @@ TEST_SUITE("unit") {
     CHECK(j["run"]["q_dark_to_bright"].get<double>() == 0.01);
     CHECK(j["run"]["bound_slack"].get<double>() > 0.0);
     CHECK(j["run"]["algo"] == "flymc");
+    CHECK(j["run"]["exact"] == true);
+    CHECK(j["run"]["batch_mean"].is_null());   // only the approximate samplers batch
     CHECK(j["run"]["algo_chosen"].is_null());  // only --algo auto chooses
     CHECK(j["run"]["predicted_speedup"].is_null());
 
@@ -128,6 +130,60 @@ TEST_SUITE("unit") {
     }
     const Result bad = run_cli(args + (dir / "bad").string() + " --algo fastest", dir);
     CHECK(bad.code == 64);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("flymc sample --algo minibatch-mh and sgld: draw files and summaries say approximate" *
+            doctest::test_suite("threaded")) {
+    const fs::path dir = temp_dir("approx");
+    flymc::save_csv(*flymc::test::logistic_data(3000, 3, 5), (dir / "d.csv").string());
+    for (const std::string algo : {"minibatch-mh", "sgld"}) {
+      CAPTURE(algo);
+      const std::string out = (dir / algo).string();
+      const Result r = run_cli("sample --data " + (dir / "d.csv").string() + " --algo " + algo +
+                                   " --chains 2 --warmup 200 --iters 500 --batch-size 64 "
+                                   "--seed 3 --out " +
+                                   out,
+                               dir);
+      REQUIRE_MESSAGE(r.code == 0, r.err);
+      CHECK(r.err.find("approximate") != std::string::npos);
+      const auto csv = flymc::read_stan_csv(out + "/chain-1.csv");
+      CHECK(csv.draws.size() == 500);
+      CHECK(csv.columns == std::vector<std::string>{"lp__", "accept_stat__", "stepsize__",
+                                                    "batch__", "n_queries__", "theta.1", "theta.2",
+                                                    "theta.3"});
+      CHECK(csv.config_value("algorithm") == algo);
+      CHECK(csv.config_value("exact") == "false");
+      CHECK(csv.config_value("batch_size") == "64");
+      for (const auto& row : csv.draws) CHECK(row[3] >= 64.0);
+      std::ifstream f(out + "/summary.json");
+      const auto j = nlohmann::json::parse(f);
+      CHECK(j["run"]["algo"] == algo);
+      CHECK(j["run"]["exact"] == false);
+      CHECK(j["run"]["batch_mean"].get<double>() >= 64.0);
+      CHECK(j["run"]["bright_mean"].is_null());
+      CHECK(run_cli("summary " + out, dir).code == 0);
+    }
+    const std::string data = " --data " + (dir / "d.csv").string();
+    struct Bad {
+      std::string args, names;
+      int code;
+    };
+    for (const Bad& b : {Bad{"--algo minibatch-mh --batch-size 1", "--batch-size", 78},
+                         Bad{"--algo sgld --sgld-step 0", "--sgld-step", 78},
+                         Bad{"--algo sgld --sgld-step 2", "--sgld-step", 78},
+                         Bad{"--algo sgld --batch-size x", "--batch-size", 64},
+                         Bad{"--algo minibatch --iters 10", "--algo", 64},
+                         Bad{"--algo sgld --model softmax", "logistic", 78},
+                         Bad{"--algo minibatch-mh --kernel nuts", "--kernel", 78},
+                         Bad{"--algo minibatch-mh --target-accept 0.6", "--target-accept", 78},
+                         Bad{"--algo minibatch-mh --checkpoint-every 10", "checkpoint", 78}}) {
+      CAPTURE(b.args);
+      const Result r =
+          run_cli("sample" + data + " --out " + (dir / "bad").string() + " " + b.args, dir);
+      CHECK(r.code == b.code);
+      CHECK(r.err.find(b.names) != std::string::npos);
+    }
     fs::remove_all(dir);
   }
 

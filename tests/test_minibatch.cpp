@@ -185,14 +185,20 @@ TEST_SUITE("statistical") {
       Algo algo;
       long batch;
       double step, mean_tol, sd_lo, sd_hi;  // bias ≤ mean_tol·sd; sd ratio in [sd_lo, sd_hi]
+      double target = 0.0;                  // minibatch MH: --target-accept (0: default)
     };
+    // The second minibatch-MH case takes smaller steps (a higher acceptance target), so that the
+    // tests decide on batches well below N rather than mostly on all the data.
     for (const Case& k : {Case{Algo::minibatch_mh, 100, 0.0, 0.1, 0.9, 1.1},
+                          Case{Algo::minibatch_mh, 100, 0.0, 0.1, 0.9, 1.1, 0.4},
                           Case{Algo::sgld, 200, 0.0, 0.1, 0.9, 1.1}}) {
       CAPTURE(to_string(k.algo));
+      CAPTURE(k.target);
       RunConfig cfg;
       cfg.algo = k.algo;
       cfg.batch_size = k.batch;
       if (k.step > 0.0) cfg.sgld_step = k.step;  // else auto
+      if (k.target > 0.0) cfg.target_accept = k.target;
       cfg.chains = 4;
       cfg.warmup = 2000;
       cfg.iters = 40000;
@@ -206,9 +212,10 @@ TEST_SUITE("statistical") {
             test::mean_and_mcse(draws, [mu](double x) { return (x - mu) * (x - mu); });
         const double sd = std::sqrt(v);
         std::printf(
-            "%s theta.%zu: mean %.4f (exact %.4f, bias %.3f sd, mcse %.3f sd), sd ratio %.3f, "
+            "%s (target %.2f) theta.%zu: mean %.4f (exact %.4f, bias %.3f sd, mcse %.3f sd), sd "
+            "ratio %.3f, "
             "mean batch %.0f, acceptance %.3f\n",
-            to_string(k.algo), j + 1, m, exact.mean[j], (m - exact.mean[j]) / exact.sd[j],
+            to_string(k.algo), k.target, j + 1, m, exact.mean[j], (m - exact.mean[j]) / exact.sd[j],
             se / exact.sd[j], sd / exact.sd[j], r.batch_mean(), r.accept_rate());
         CHECK(std::fabs(m - exact.mean[j]) < k.mean_tol * exact.sd[j] + 4.5 * se);
         CHECK(sd / exact.sd[j] > k.sd_lo);

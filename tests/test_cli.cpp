@@ -177,6 +177,7 @@ TEST_SUITE("unit") {
                          Bad{"--algo sgld --model softmax", "logistic", 78},
                          Bad{"--algo minibatch-mh --kernel nuts", "--kernel", 78},
                          Bad{"--algo minibatch-mh --target-accept 0.6", "--target-accept", 78},
+                         Bad{"--algo minibatch-mh --barker-temper 0.5", "--barker-temper", 78},
                          Bad{"--algo minibatch-mh --checkpoint-every 10", "checkpoint", 78}}) {
       CAPTURE(b.args);
       const Result r =

@@ -23,17 +23,19 @@ double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 /// Acceptance frequency of `reps` Barker tests on fixed per-datum log ratios l_i with
 /// Σ l_i + psi = delta, and the mean batch size.
 std::pair<double, double> acceptance(const std::vector<double>& l, double psi, std::size_t b0,
-                                     int reps, std::uint64_t seed) {
+                                     int reps, std::uint64_t seed, double temper = 1.0) {
   Rng rng(seed, 1);
   BatchDrawer drawer(l.size());
   std::vector<double> buf;
   int acc = 0;
   double batch = 0.0;
   for (int r = 0; r < reps; ++r) {
-    const BarkerOutcome o = barker_test(rng, drawer, b0, psi, BarkerCorrection::standard(), buf,
-                                        [&](const Index* idx, std::size_t k, double* out) {
-                                          for (std::size_t i = 0; i < k; ++i) out[i] = l[idx[i]];
-                                        });
+    const BarkerOutcome o = barker_test(
+        rng, drawer, b0, psi, BarkerCorrection::standard(), buf,
+        [&](const Index* idx, std::size_t k, double* out) {
+          for (std::size_t i = 0; i < k; ++i) out[i] = l[idx[i]];
+        },
+        temper);
     acc += o.accept ? 1 : 0;
     batch += static_cast<double>(o.batch);
   }
@@ -139,6 +141,22 @@ TEST_SUITE("unit") {
       CHECK(batch2 == 2000.0);
       CHECK(std::fabs(freq2 - p) < tol);
     }
+  }
+
+  TEST_CASE("the tempered Barker test (K > 1) accepts with probability sigma(Delta / K)") {
+    // The seed slides' g(s) = K·σ(s): a test of Δ/K, whose batch variance is K² times smaller.
+    const int reps = 20000;
+    const double cerr = BarkerCorrection::standard().max_cdf_error();
+    const double delta = 3.0, k = 4.0, p = sigmoid(delta / k);
+    const auto l = log_ratios(20000, 4e-3, delta - 0.25, 21);  // untempered: b ≈ N needed
+    const auto [freq, batch] = acceptance(l, 0.25, 100, reps, 31, k);
+    std::printf(
+        "tempered Barker test, Delta = %.1f, K = %.0f: acceptance %.4f, sigma(Delta/K) %.4f, "
+        "mean batch %.0f\n",
+        delta, k, freq, p, batch);
+    CHECK(std::fabs(freq - p) < 4.0 * std::sqrt(p * (1.0 - p) / reps) + cerr);
+    // Untempered, these log ratios need b ≈ 6,400 (s² = 6400/b·(1 − b/N) < 1); tempered, ≈ 400.
+    CHECK(batch < 1000.0);
   }
 
   TEST_CASE("minibatch MH and SGLD give the same draws with 1 and 2 threads" *

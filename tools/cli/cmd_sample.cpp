@@ -508,6 +508,10 @@ void add_sample_command(CLI::App& app) {
                 "acceptance test, doubled while its variance is too large; sgld: every gradient's "
                 "batch, scaled by N/batch-size)")
       ->capture_default_str();
+  s->add_option("--barker-temper", c.barker_temper,
+                "minibatch-mh: K >= 1; K > 1 tests Delta/K, which samples the TEMPERED posterior "
+                "p(theta | data)^(1/K) with smaller batches (the seed slides' g(s) = K sigma(s))")
+      ->capture_default_str();
   add_auto_option(
       s, "--sgld-step", c.sgld_step, [](double x) { return x > 0.0 && x <= 1.0; }, "in (0, 1]",
       "sgld: fixed step h in units of the metric (the Laplace covariance with the default diag "

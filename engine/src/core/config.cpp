@@ -141,6 +141,8 @@ void RunConfig::validate_approximate() const {
   if (sgld_step && !(*sgld_step > 0.0 && *sgld_step <= 1.0))
     throw ConfigError("--sgld-step must be in (0, 1] (in units of the metric; or auto), got " +
                       number_text(*sgld_step));
+  if (!(barker_temper >= 1.0 && barker_temper <= 1e12))
+    throw ConfigError("--barker-temper must be in [1, 1e12], got " + number_text(barker_temper));
   // Barker's acceptance σ(Δ) tends to ½ as the step shrinks and is below it otherwise, so a
   // higher target would drive the step size to 0.
   if (algo == Algo::minibatch_mh && target_accept && *target_accept >= 0.5)

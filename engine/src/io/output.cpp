@@ -142,6 +142,8 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
         {"adapt_delta", number_text(cfg.resolved_target_accept())},
     };
     if (!is_exact(cfg.algo)) c.emplace_back("batch_size", std::to_string(cfg.batch_size));
+    if (cfg.algo == Algo::minibatch_mh)
+      c.emplace_back("barker_temper", number_text(cfg.barker_temper));
     if (cfg.algo == Algo::sgld)
       c.emplace_back("sgld_step",
                      cfg.sgld_step ? number_text(*cfg.sgld_step) : std::string("auto"));

@@ -146,6 +146,9 @@ struct RunConfig {
   /// units of the Laplace covariance with the default diag metric. Fixed for the whole run.
   /// Unset: auto_sgld_step().
   std::optional<double> sgld_step;
+  /// minibatch-mh: K ≥ 1 of the tempered test on Δ/K (g(s) = K·σ(s) in the seed slides). K > 1
+  /// samples p(θ | data)^{1/K}, a different distribution from the posterior (docs/math.md §5).
+  double barker_temper = 1.0;
   bool profile = false;  ///< time the phases of every iteration (profiling harness)
 
   /// @throw ConfigError naming the option when a value is out of range.

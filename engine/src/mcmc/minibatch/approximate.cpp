@@ -118,7 +118,8 @@ void ApproxChain::mh_step(long it) {
   }
   const BarkerOutcome o = barker_test(
       rng_, drawer_, static_cast<std::size_t>(cfg_.batch_size), log_rest, *sh_.corr, buf_,
-      [this](const Index* idx, std::size_t k, double* out) { batch_log_ratios(idx, k, out); });
+      [this](const Index* idx, std::size_t k, double* out) { batch_log_ratios(idx, k, out); },
+      cfg_.barker_temper);
   if (!std::isfinite(log_rest)) ++res_.counters.nonfinite;
   if (o.accept) theta_.swap(prop_);
   const double acc = o.accept ? 1.0 : 0.0;

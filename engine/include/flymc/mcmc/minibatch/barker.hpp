@@ -99,13 +99,16 @@ struct RunningMoments {
 /// out[i] = log p(x_idx[i] | θ') − log p(x_idx[i] | θ). Batches start at b0 data and double while
 /// the variance s² of the estimate Δ* = N·mean + log_rest is at least σ² (s² includes the
 /// finite-population factor 1 − b/N of sampling without replacement, so it vanishes at b = N);
-/// on all N data the test is Barker's own rule.
+/// on all N data the test is Barker's own rule. With `temper` K > 1 the test is made on Δ/K
+/// (the seed slides' g(s) = K·σ(s) variant): its chain targets the tempered posterior
+/// p(θ | data)^{1/K}, not the posterior, and its batches are K² times cheaper in variance.
 template <class LogRatios>
 BarkerOutcome barker_test(Rng& rng, BatchDrawer& drawer, std::size_t b0, double log_rest,
                           const BarkerCorrection& corr, std::vector<double>& buf,
-                          LogRatios&& log_ratios) {
+                          LogRatios&& log_ratios, double temper = 1.0) {
   const std::size_t n = drawer.size();
-  const double nn = static_cast<double>(n), s2_max = corr.sigma() * corr.sigma();
+  const double nn = static_cast<double>(n) / temper, s2_max = corr.sigma() * corr.sigma();
+  log_rest /= temper;
   drawer.restart();
   RunningMoments m;
   std::size_t b = b0 < n ? b0 : n;
@@ -118,7 +121,7 @@ BarkerOutcome barker_test(Rng& rng, BatchDrawer& drawer, std::size_t b0, double 
     const double delta = nn * m.mean + log_rest;
     if (b == n) return {delta + logistic_noise(rng) > 0.0, b, true};
     const double bb = static_cast<double>(b);
-    const double s2 = nn * nn * (m.m2 / (bb - 1.0)) / bb * (1.0 - bb / nn);
+    const double s2 = nn * nn * (m.m2 / (bb - 1.0)) / bb * (1.0 - bb / static_cast<double>(n));
     if (s2 < s2_max) {
       const double x = delta + std::sqrt(s2_max - s2) * rng.normal() + corr.sample(rng);
       return {x > 0.0, b, false};

@@ -9,10 +9,12 @@
 // Counters: rows/s (bright rows or queried data per second), t/row its inverse; for the full-data
 // log-likelihood bytes/s of row data read.
 #include <benchmark/benchmark.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -135,6 +137,33 @@ void BM_EngineFlyTargetGrad(benchmark::State& state) {
   set_rows(state, static_cast<double>(bright.size()) * static_cast<double>(state.iterations()));
 }
 BENCHMARK(BM_EngineFlyTargetGrad);
+
+/// Where the parallel bright evaluation pays at D = 51, K = 1: log p(θ | z) with its gradient over
+/// `bright` rows, serial (par 0) or on oneTBB in a 2-thread arena (par 1), whatever the default
+/// threshold (FlyTarget::kParallelMinWork) would choose.
+void BM_EngineFlyTargetParallel(benchmark::State& state) {
+  const World& w = fmnist_sized();
+  Rng rng(1, 0);
+  BrightSet bright = w.padded_z(rng, static_cast<std::size_t>(state.range(0)));
+  FlyTarget target(*w.model, *w.bound, bright);
+  target.set_parallel_min_work(state.range(1) != 0 ? 0 : std::numeric_limits<std::size_t>::max());
+  std::vector<double> prop(kD), grad(kD);
+  for (std::size_t j = 0; j < kD; ++j) prop[j] = w.theta[j] + 1e-3 * rng.normal();
+  Counters c;
+  tbb::task_arena arena(2);
+  arena.execute([&] {
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(target.eval_grad(prop.data(), grad.data(), c));
+      benchmark::ClobberMemory();
+    }
+  });
+  state.counters["bright"] = static_cast<double>(bright.size());
+  state.counters["work"] = static_cast<double>(bright.size() * w.data->stride());
+}
+BENCHMARK(BM_EngineFlyTargetParallel)
+    ->ArgsProduct({{1024, 2048, 4096, 8192, 12000}, {0, 1}})
+    ->ArgNames({"bright", "par"})
+    ->UseRealTime();
 
 /// One θ-step of FlyMC with a θ-kernel at Table 1's adapted step size (identity metric): RW-MH
 /// (proposal, log p(θ' | z), MH accept), MALA (one gradient evaluation) or HMC (arg: leapfrog

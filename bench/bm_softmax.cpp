@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -155,6 +156,32 @@ void BM_SoftmaxFlyTarget(benchmark::State& state) {
   state.counters["bright"] = static_cast<double>(bright.size());
 }
 BENCHMARK(BM_SoftmaxFlyTarget)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"grad", "tight"});
+
+/// Where the parallel bright evaluation pays at D = 257, K = 3: log p(θ | z) with its gradient
+/// (tight bound) over the first `bright` data, serial (par 0) or on oneTBB in a 2-thread arena
+/// (par 1), whatever the default threshold (FlyTarget::kParallelMinWork) would choose.
+void BM_SoftmaxFlyTargetParallel(benchmark::State& state) {
+  const World& w = world();
+  BrightSet bright(*w.data);
+  for (Index n = 0; n < static_cast<Index>(state.range(0)); ++n) bright.brighten(n, 0.0);
+  FlyTarget<SoftmaxModel> target(*w.model, *w.tight, bright);
+  target.set_parallel_min_work(state.range(1) != 0 ? 0 : std::numeric_limits<std::size_t>::max());
+  std::vector<double> grad(w.theta.size());
+  Counters c;
+  tbb::task_arena arena(2);
+  arena.execute([&] {
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(target.eval_grad(w.theta.data(), grad.data(), c));
+      benchmark::ClobberMemory();
+    }
+  });
+  state.counters["work"] =
+      static_cast<double>(bright.size() * w.model->layout().k * w.model->layout().stride);
+}
+BENCHMARK(BM_SoftmaxFlyTargetParallel)
+    ->ArgsProduct({{64, 128, 256, 512, 1024, 2600, 8192}, {0, 1}})
+    ->ArgNames({"bright", "par"})
+    ->UseRealTime();
 
 /// The MAP fit (Newton with the exact Hessian, Laplace covariance) and the MAP-tuned bound.
 void BM_SoftmaxMapAndBound(benchmark::State& state) {

@@ -234,11 +234,17 @@ void dots_gather_multi(const double* base, std::size_t stride, const Index* idx,
 
 void weighted_row_sum(const double* rows, std::size_t nrows, std::size_t stride, const double* c,
                       std::size_t cstride, double* out) noexcept {
+  weighted_row_sum_cols(rows, nrows, stride, stride, c, cstride, out);
+}
+
+void weighted_row_sum_cols(const double* rows, std::size_t nrows, std::size_t stride,
+                           std::size_t width, const double* c, std::size_t cstride,
+                           double* out) noexcept {
   // Columns in panels of up to kPanel registers held across all rows: every row is read once per
-  // panel (once in all when stride ≤ kPanel·kLanes, e.g. 64 doubles on AVX-512), and each lane
+  // panel (once in all when width ≤ kPanel·kLanes, e.g. 64 doubles on AVX-512), and each lane
   // sums its rows in index order.
   constexpr std::size_t kPanel = 8;
-  const std::size_t nreg = stride / kLanes;
+  const std::size_t nreg = width / kLanes;
   for (std::size_t r0 = 0; r0 < nreg; r0 += kPanel) {
     const std::size_t nr = std::min(kPanel, nreg - r0);
     vd acc[kPanel];
@@ -331,6 +337,11 @@ void dots_gather_multi(const double* base, std::size_t stride, const Index* idx,
 void weighted_row_sum(const double* rows, std::size_t nrows, std::size_t stride, const double* c,
                       std::size_t cstride, double* out) noexcept {
   scalar::weighted_row_sum(rows, nrows, stride, c, cstride, out);
+}
+void weighted_row_sum_cols(const double* rows, std::size_t nrows, std::size_t stride,
+                           std::size_t width, const double* c, std::size_t cstride,
+                           double* out) noexcept {
+  scalar::weighted_row_sum_cols(rows, nrows, stride, width, c, cstride, out);
 }
 
 #endif

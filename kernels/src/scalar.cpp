@@ -100,10 +100,15 @@ void dots_gather_multi(const double* base, std::size_t stride, const Index* idx,
 
 void weighted_row_sum(const double* rows, std::size_t nrows, std::size_t stride, const double* c,
                       std::size_t cstride, double* out) noexcept {
+  weighted_row_sum_cols(rows, nrows, stride, stride, c, cstride, out);
+}
+void weighted_row_sum_cols(const double* rows, std::size_t nrows, std::size_t stride,
+                           std::size_t width, const double* c, std::size_t cstride,
+                           double* out) noexcept {
   for (std::size_t i = 0; i < nrows; ++i) {
     const double w = c[i * cstride];
     const double* r = rows + i * stride;
-    for (std::size_t j = 0; j < stride; ++j) out[j] += w * r[j];
+    for (std::size_t j = 0; j < width; ++j) out[j] += w * r[j];
   }
 }
 

@@ -4,7 +4,10 @@
 /// results are combined in chunk order, so the result is bit-identical whatever the thread count
 /// (the idea of Stan's reduce_sum_static). One parallel_for costs a few microseconds, so callers
 /// pick a grain that keeps chunks at >= ~4096 rows.
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -23,12 +26,38 @@ T deterministic_reduce(std::size_t n, std::size_t grain, T init, ChunkFn&& chunk
   const std::size_t nchunks = (n + grain - 1) / grain;
   if (nchunks <= 1) return n == 0 ? init : combine(std::move(init), chunk_fn(std::size_t{0}, n));
   std::vector<T> parts(nchunks);
-  tbb::parallel_for(std::size_t{0}, nchunks, [&](std::size_t c) {
-    parts[c] = chunk_fn(c * grain, std::min(n, (c + 1) * grain));
+  // Isolated: a thread waiting for the chunks takes only chunks, never another chain's task
+  // (which would hold this chain until that one ended).
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(std::size_t{0}, nchunks, [&](std::size_t c) {
+      parts[c] = chunk_fn(c * grain, std::min(n, (c + 1) * grain));
+    });
   });
   T acc = std::move(init);
   for (auto& p : parts) acc = combine(std::move(acc), std::move(p));
   return acc;
+}
+
+/// Calls f(begin, end) on the chunks [k*grain, min(n, (k+1)*grain)) of [0, n), in parallel in the
+/// current arena when there are several; with one chunk, f(0, n) on the calling thread and no task
+/// is spawned. For work whose results do not depend on how [0, n) is cut (elementwise work, or
+/// sums that each lane of a chunk forms in a fixed order).
+template <class F>
+void chunked_for(std::size_t n, std::size_t grain, F&& f) {
+  if (n <= grain) {
+    if (n > 0) f(std::size_t{0}, n);
+    return;
+  }
+  const std::size_t nchunks = (n + grain - 1) / grain;
+  tbb::this_task_arena::isolate([&] {  // as in deterministic_reduce
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, nchunks, 1),
+        [&](const tbb::blocked_range<std::size_t>& r) {
+          for (std::size_t c = r.begin(); c != r.end(); ++c)
+            f(c * grain, std::min(n, (c + 1) * grain));
+        },
+        tbb::simple_partitioner());
+  });
 }
 
 }  // namespace flymc

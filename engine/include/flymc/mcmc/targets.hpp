@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "flymc/core/parallel.hpp"
 #include "flymc/core/profile.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/bright_set.hpp"
@@ -133,6 +134,13 @@ class FullTarget {
 /// ∂Δ/∂ψ · exp(Δ − log L̃) (no cancellation at small Δ) and summed over the packed rows by one
 /// weighted row sum per predictor. The per-bright log L̃ of the last evaluation are kept (pending)
 /// and become the cached ones on accept(), so an accepted move costs no re-evaluation.
+///
+/// Large bright sets (softmax's thousands of rows × K predictors) are evaluated on oneTBB in the
+/// caller's arena (so chains and this inner work share one): the per-row work in chunks of rows,
+/// the gradient's weighted row sums in slices of columns. Every row's values and every column's
+/// sum are formed as in the serial pass, in the same order, so the result is bit-identical to it
+/// at any thread count and any chunking. Below parallel_min_work() multiply-adds per pass no task
+/// is spawned.
 template <FireflyModel M>
 class FlyTarget {
  public:
@@ -148,6 +156,15 @@ class FlyTarget {
         scratch_(aligned_zeros(bound.scratch_size())) {}
 
   std::size_t dim() const noexcept { return lay_.dim(); }
+
+  /// Bright rows × K × stride (multiply-adds of one pass over the bright rows) from which the
+  /// evaluation runs in parallel: four chunks of kChunkWork, so that a task's cost stays small
+  /// beside its work. Results do not depend on it; BM_SoftmaxFlyTargetParallel and
+  /// BM_EngineFlyTargetParallel (flymc_bm) time both sides of it, on an idle machine.
+  static constexpr std::size_t kParallelMinWork = std::size_t{1} << 18;
+  std::size_t parallel_min_work() const noexcept { return parallel_min_work_; }
+  /// For benchmarks and tests: 0 makes every evaluation parallel, SIZE_MAX none.
+  void set_parallel_min_work(std::size_t work) noexcept { parallel_min_work_ = work; }
 
   double eval(const double* theta, Counters& c) {
     last_grad_ = false;
@@ -220,43 +237,84 @@ class FlyTarget {
              bound_->log_bound_sum(tp_.get(), scratch_.get(), kGrad ? gp_.get() : nullptr);
     }
     PhaseTimer t(c.profile, Phase::likelihood);
-    packed_predictors(K, bright_->packed_rows(), nb, stride, tp_.get(), preds_.data());
-    const Index* idx = bright_->bright_indices();
-    if constexpr (kGrad) {
-      c.add(bound_->delta_grads(idx, preds_.data(), nb, delta_.data(), dpsi_.data()));
+    const bool par = nb * K * stride >= parallel_min_work_;
+    if (par) {
+      // Chunks of rows with about kChunkWork multiply-adds each, a multiple of 64 rows.
+      const std::size_t grain = (kChunkWork / (K * stride) + 64) / 64 * 64;
+      std::vector<BoundCheck> checks((nb + grain - 1) / grain);
+      chunked_for(nb, grain, [&](std::size_t i0, std::size_t i1) {
+        checks[i0 / grain] = rows_pass<kGrad>(i0, i1);
+      });
+      for (const BoundCheck& b : checks) c.add(b);
     } else {
-      c.add(bound_->deltas(idx, preds_.data(), nb, delta_.data()));
+      c.add(rows_pass<kGrad>(0, nb));
     }
-    kernels::log_expm1(delta_.data(), pending_.data(), nb);
     c.queries += nb;
     pending_base_ = base;
     const double lp = base + sum(pending_.data(), nb);
     if constexpr (kGrad) {
-      // e^{Δ}/expm1(Δ) = exp(Δ − log L̃); where Δ was clamped to 0 the bound set ∂Δ/∂ψ = 0 and
-      // log p = −inf, so the gradient there is never used (a rejected point).
-      double* e = delta_.data();
-      for (std::size_t i = 0; i < nb; ++i) e[i] -= pending_[i];
-      kernels::exp(e, e, nb);
-      for (std::size_t i = 0; i < nb; ++i)
-        for (std::size_t k = 0; k < K; ++k) {
-          double& v = dpsi_[i * K + k];
-          v = v == 0.0 ? 0.0 : v * e[i];
-        }
-      // K > 1: one weighted sum per predictor, over blocks of kRowBlock rows, so that the K passes
-      // read each block from L2 rather than the whole bright set K times from memory (each lane
-      // still sums its rows in index order: the result is the same as unblocked).
-      const std::size_t block = K == 1 ? std::max<std::size_t>(nb, 1) : kRowBlock;
-      for (std::size_t b0 = 0; b0 < nb; b0 += block) {
-        const std::size_t m = std::min(block, nb - b0);
-        for (std::size_t k = 0; k < K; ++k)
-          kernels::weighted_row_sum(bright_->packed_rows() + b0 * stride, m, stride,
-                                    dpsi_.data() + b0 * K + k, K, gp_.get() + k * stride);
+      // Slices of kSliceCols columns (the last may be narrower), each summing every bright row
+      // in index order. Columns go in units of 8 doubles, a multiple of every SIMD width.
+      if (par) {
+        chunked_for(stride / 8, kSliceCols / 8,
+                    [&](std::size_t u0, std::size_t u1) { grad_cols(u0 * 8, (u1 - u0) * 8); });
+      } else {
+        grad_cols(0, stride);
       }
       lay_.unpad(gp_.get(), grad);
       model_->prior().add_gradient(theta, lay_.dim(), grad);
     }
     return lp;
   }
+  /// Bright rows [i0, i1): linear predictors, Δ_n, pending log L̃_n and, with kGrad, the
+  /// coefficients ∂ log L̃_n/∂ψ_n. Each row's values depend on that row alone.
+  template <bool kGrad>
+  BoundCheck rows_pass(std::size_t i0, std::size_t i1) noexcept {
+    const std::size_t K = lay_.k, stride = lay_.stride, m = i1 - i0;
+    double* preds = preds_.data() + i0 * K;
+    double* delta = delta_.data() + i0;
+    double* pend = pending_.data() + i0;
+    packed_predictors(K, bright_->packed_rows() + i0 * stride, m, stride, tp_.get(), preds);
+    const Index* idx = bright_->bright_indices() + i0;
+    BoundCheck check;
+    if constexpr (kGrad) {
+      double* dpsi = dpsi_.data() + i0 * K;
+      check = bound_->delta_grads(idx, preds, m, delta, dpsi);
+      kernels::log_expm1(delta, pend, m);
+      // e^{Δ}/expm1(Δ) = exp(Δ − log L̃); where Δ was clamped to 0 the bound set ∂Δ/∂ψ = 0 and
+      // log p = −inf, so the gradient there is never used (a rejected point).
+      for (std::size_t i = 0; i < m; ++i) delta[i] -= pend[i];
+      kernels::exp(delta, delta, m);
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t k = 0; k < K; ++k) {
+          double& v = dpsi[i * K + k];
+          v = v == 0.0 ? 0.0 : v * delta[i];
+        }
+    } else {
+      check = bound_->deltas(idx, preds, m, delta);
+      kernels::log_expm1(delta, pend, m);
+    }
+    return check;
+  }
+  /// Adds Σ_bright coefficient · row to the gradient's columns [j0, j0 + width) of every
+  /// predictor. K > 1: over blocks of kRowBlock rows, so that the K passes read each block from
+  /// L2 rather than the whole bright set K times from memory (each lane still sums its rows in
+  /// index order: the result is the same as unblocked).
+  void grad_cols(std::size_t j0, std::size_t width) noexcept {
+    const std::size_t nb = bright_->size(), K = lay_.k, stride = lay_.stride;
+    const std::size_t block = K == 1 ? std::max<std::size_t>(nb, 1) : kRowBlock;
+    for (std::size_t b0 = 0; b0 < nb; b0 += block) {
+      const std::size_t m = std::min(block, nb - b0);
+      for (std::size_t k = 0; k < K; ++k)
+        kernels::weighted_row_sum_cols(bright_->packed_rows() + b0 * stride + j0, m, stride, width,
+                                       dpsi_.data() + b0 * K + k, K, gp_.get() + k * stride + j0);
+    }
+  }
+  /// Multiply-adds per chunk of rows in a parallel evaluation: enough to outweigh a task's cost.
+  static constexpr std::size_t kChunkWork = std::size_t{1} << 16;
+  /// Columns per slice of the parallel gradient: a few SIMD registers per row, so that the
+  /// slices of a few hundred columns spread over the threads.
+  static constexpr std::size_t kSliceCols = 32;
   /// Rows per block of the gradient's weighted row sums for K > 1 (256 rows of D = 257: 0.5 MB).
   static constexpr std::size_t kRowBlock = 256;
   static double sum(const double* v, std::size_t n) noexcept {
@@ -271,6 +329,7 @@ class FlyTarget {
   AlignedBuffer tp_, cur_, gp_, scratch_;
   std::vector<double> pending_, delta_, preds_, dpsi_;
   double base_ = 0.0, pending_base_ = 0.0;
+  std::size_t parallel_min_work_ = kParallelMinWork;
   bool last_grad_ = false;
 };
 

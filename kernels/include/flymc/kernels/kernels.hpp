@@ -79,6 +79,13 @@ void dots_gather_multi(const double* base, std::size_t stride, const Index* idx,
 /// lane, so the result is reproducible (not bit-identical to the scalar path).
 void weighted_row_sum(const double* rows, std::size_t nrows, std::size_t stride, const double* c,
                       std::size_t cstride, double* out) noexcept;
+/// The same over the first `width` columns only (a multiple of 8; `rows` and `out` may start at
+/// a column that is a multiple of 8): each column's result is bit-identical to
+/// weighted_row_sum's, so a gradient split into column slices (one per thread) equals the
+/// unsplit one bit for bit.
+void weighted_row_sum_cols(const double* rows, std::size_t nrows, std::size_t stride,
+                           std::size_t width, const double* c, std::size_t cstride,
+                           double* out) noexcept;
 /// Σ_i log σ(y[i] · rows[i]·theta) over i < nrows: the logistic log-likelihood of a block, fused
 /// (one streaming pass; blocks ≥ 8 MB are also software-prefetched).
 double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t stride,
@@ -115,6 +122,9 @@ void dots_gather_multi(const double* base, std::size_t stride, const Index* idx,
                        double* out) noexcept;
 void weighted_row_sum(const double* rows, std::size_t nrows, std::size_t stride, const double* c,
                       std::size_t cstride, double* out) noexcept;
+void weighted_row_sum_cols(const double* rows, std::size_t nrows, std::size_t stride,
+                           std::size_t width, const double* c, std::size_t cstride,
+                           double* out) noexcept;
 }  // namespace scalar
 
 }  // namespace flymc::kernels

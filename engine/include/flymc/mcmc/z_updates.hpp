@@ -37,18 +37,69 @@ struct ZScratch {
   }
 };
 
+/// Data per prefetch block of the z-updates: two blocks of rows (with their labels, bound
+/// parameters and bright-set slots) in flight fit in L2 with room to spare, and one block holds
+/// enough independent loads to cover a DRAM latency.
+inline constexpr std::size_t kPrefetchBlock = 64;
+
+/// Starts loading everything a z-update reads for the data idx[0, k): every cache line of the
+/// row, what the bound reads per datum (its prefetch(n) member if it has one, else the label) and,
+/// with `bright`, the datum's bright-set slot. The data are scattered over a set far larger than
+/// the caches, so issuing these loads together overlaps their latencies instead of adding them.
+template <class Bound>
+void prefetch_data(const Bound& bound, const Dataset& data, const BrightSet* bright,
+                   const Index* idx, std::size_t k) noexcept {
+  const std::size_t stride = data.stride();
+  const double* y = data.y().data();
+  for (std::size_t i = 0; i < k; ++i) {
+    const Index n = idx[i];
+    const double* row = data.row(n);
+    for (std::size_t j = 0; j < stride; j += 8) __builtin_prefetch(row + j);  // 64-byte lines
+    if constexpr (requires { bound.prefetch(n); }) {
+      bound.prefetch(n);
+    } else {
+      __builtin_prefetch(y + n);
+    }
+    if (bright != nullptr) bright->prefetch(n);
+  }
+}
+
+/// Replaces the dark-list positions p[0, k) by the dark data at them (bright.dark(p[i])). The
+/// dark list is as long as the data, so its entries are prefetched a block ahead of being read.
+inline void dark_at_positions(const BrightSet& bright, Index* p, std::size_t k) noexcept {
+  const Index* dark = bright.dark_indices();
+  for (std::size_t i = 0; i < std::min(k, kPrefetchBlock); ++i) __builtin_prefetch(dark + p[i]);
+  for (std::size_t b0 = 0; b0 < k; b0 += kPrefetchBlock) {
+    const std::size_t m = std::min(kPrefetchBlock, k - b0);
+    for (std::size_t i = b0 + m; i < std::min(k, b0 + m + kPrefetchBlock); ++i)
+      __builtin_prefetch(dark + p[i]);
+    for (std::size_t i = b0; i < b0 + m; ++i) p[i] = dark[p[i]];
+  }
+}
+
 /// Δ_n at padded θ for the gathered data idx[0, k): K predictors per datum into s.pred, Δ into
 /// `delta`. Counts k queries and the bound checks. With `coefs`, also ∂Δ_n/∂ψ_n (K per datum)
 /// into s.coef, which gathered_coefs turns into ∂ log L̃_n/∂ψ_n once log L̃ is known.
+/// Block by block, each block's data prefetched while the previous one is evaluated (and with
+/// `bright`, their bright-set slots too); every Δ_n is computed as in one call over all k.
 template <class Bound>
 void gathered_deltas(const Bound& bound, const Dataset& data, const double* theta, const Index* idx,
-                     std::size_t k, Counters& c, ZScratch& s, double* delta, bool coefs = false) {
-  gather_predictors(bound.outputs(), data, idx, k, theta, s.pred.data());
-  if (coefs) {
-    if (s.coef.size() < k * bound.outputs()) s.coef.resize(k * bound.outputs());
-    c.add(bound.delta_grads(idx, s.pred.data(), k, delta, s.coef.data()));
-  } else {
-    c.add(bound.deltas(idx, s.pred.data(), k, delta));
+                     std::size_t k, Counters& c, ZScratch& s, double* delta, bool coefs = false,
+                     const BrightSet* bright = nullptr) {
+  const std::size_t K = bound.outputs();
+  if (coefs && s.coef.size() < k * K) s.coef.resize(k * K);
+  prefetch_data(bound, data, bright, idx, std::min(k, kPrefetchBlock));
+  for (std::size_t b0 = 0; b0 < k; b0 += kPrefetchBlock) {
+    const std::size_t m = std::min(kPrefetchBlock, k - b0);
+    if (b0 + m < k)
+      prefetch_data(bound, data, bright, idx + b0 + m, std::min(kPrefetchBlock, k - b0 - m));
+    double* pred = s.pred.data() + b0 * K;
+    gather_predictors(K, data, idx + b0, m, theta, pred);
+    if (coefs) {
+      c.add(bound.delta_grads(idx + b0, pred, m, delta + b0, s.coef.data() + b0 * K));
+    } else {
+      c.add(bound.deltas(idx + b0, pred, m, delta + b0));
+    }
   }
   c.queries += k;
 }
@@ -78,7 +129,7 @@ void gibbs_z(const Bound& bound, const Dataset& data, BrightSet& bright, const d
   double* delta = s.a.data();
   double* p_dark = s.b.data();
   double* llt = s.c.data();
-  gathered_deltas(bound, data, theta, idx, k, c, s, delta, coefs);
+  gathered_deltas(bound, data, theta, idx, k, c, s, delta, coefs, &bright);
   // log L̃ = log expm1(Δ) (and with cached coefficients ∂ log L̃/∂ψ); P(z = 0) = B/L = e^{−Δ}:
   // vectorized.
   kernels::log_expm1(delta, llt, k);
@@ -245,7 +296,8 @@ class ImplicitZUpdater {
   /// by position in the dark list.
   void propose_darks(const BrightSet& bright, Rng& rng) {
     skip_positions(bright.num_dark(), inv_log1mq_, q_one_, rng,
-                   [&](std::size_t pos) { s_.idx.push_back(bright.dark(pos)); });
+                   [&](std::size_t pos) { s_.idx.push_back(static_cast<Index>(pos)); });
+    dark_at_positions(bright, s_.idx.data(), s_.idx.size());
   }
 
   /// The same with per-datum rates: bucket by bucket, candidates at the bucket's rate 2^−b over

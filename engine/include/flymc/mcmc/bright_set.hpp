@@ -110,7 +110,8 @@ class BrightSet {
 
   /// The whole order `arr` (num_data() entries, the size() bright indices first): with
   /// log_ltilde() it is the complete state, for checkpoints. The dark order matters too (the
-  /// implicit z-update picks darks by position).
+  /// implicit z-update with q = 1 picks darks by position, and the order decides where flips
+  /// land in the packed rows).
   const Index* order() const noexcept { return arr_.data(); }
   /// Restores a state saved from order(), size() and log_ltilde(): `order` must be a permutation
   /// of [0, num_data()) with the `nb` bright indices first, `llt` their cached log L̃ (nb values).

@@ -46,7 +46,8 @@ inline constexpr std::size_t kPrefetchBlock = 64;
 /// row, what the bound reads per datum (its prefetch(n) member if it has one, else the label) and,
 /// with `bright`, the datum's bright-set slot. The data are scattered over a set far larger than
 /// the caches, so issuing these loads together overlaps their latencies instead of adding them.
-template <class Bound>
+/// With `kFar` the rows go to L2 only (prefetcht1): for data needed only after the θ-steps.
+template <bool kFar = false, class Bound>
 void prefetch_data(const Bound& bound, const Dataset& data, const BrightSet* bright,
                    const Index* idx, std::size_t k) noexcept {
   const std::size_t stride = data.stride();
@@ -54,7 +55,8 @@ void prefetch_data(const Bound& bound, const Dataset& data, const BrightSet* bri
   for (std::size_t i = 0; i < k; ++i) {
     const Index n = idx[i];
     const double* row = data.row(n);
-    for (std::size_t j = 0; j < stride; j += 8) __builtin_prefetch(row + j);  // 64-byte lines
+    for (std::size_t j = 0; j < stride; j += 8)  // 64-byte lines
+      __builtin_prefetch(row + j, 0, kFar ? 2 : 3);
     if constexpr (requires { bound.prefetch(n); }) {
       bound.prefetch(n);
     } else {
@@ -197,11 +199,12 @@ struct ZRates {
 
 /// Implicit z-resampling by MH with q_{d→b} = q, q_{b→d} = 1 (docs/math.md §1.2): every bright
 /// datum proposes to go dark, accepted w.p. min(1, q/L̃_n) (no query: L̃_n is cached); each dark
-/// datum proposes to go bright w.p. q, chosen by geometric gaps, accepted w.p. min(1, L̃_n/q) (one
-/// query). All proposals are made against the z at the start of the sweep; the z_n are
-/// conditionally independent given θ, so the sweep is a product of valid single-datum MH kernels.
-/// Acceptance tests compare a uniform with a probability computed by a vectorized exp, and the
-/// geometric gaps take their logs in vectorized batches: no scalar libm call per datum.
+/// datum proposes to go bright w.p. q, chosen by geometric gaps from a substream per sweep (drawn
+/// and prefetched a sweep early), accepted w.p. min(1, L̃_n/q) (one query). All proposals are made
+/// against the z at the start of the sweep; the z_n are conditionally independent given θ, so the
+/// sweep is a product of valid single-datum MH kernels. Acceptance tests compare a uniform with a
+/// probability computed by a vectorized exp, and the geometric gaps take their logs in vectorized
+/// batches: no scalar libm call per datum.
 class ImplicitZUpdater {
  public:
   explicit ImplicitZUpdater(double q)
@@ -231,7 +234,9 @@ class ImplicitZUpdater {
       if (rng.uniform() < thr[i]) s_.flip.push_back(bright.bright(i));
     // 2. Dark → bright proposals.
     s_.idx.clear();
-    if (rates_ == nullptr) {
+    if (rates_ == nullptr && !q_one_) {
+      take_proposals(bright);
+    } else if (rates_ == nullptr) {
       propose_darks(bright, rng);
     } else {
       propose_darks_per_datum(bright, rng);
@@ -262,6 +267,21 @@ class ImplicitZUpdater {
     for (std::size_t i = 0; i < k; ++i)
       if (rng.uniform() < acc[i])
         brighten_logged(bright, s_.idx[i], lt[i], coefs ? s_.coef.data() + i * K : nullptr, s_.log);
+    // 5. The next sweep's candidates, drawn now so that their rows load during the θ-steps.
+    ++sweep_;
+    if (rates_ == nullptr && !q_one_) {
+      draw_candidates(bright.num_data());
+      const std::size_t ahead = std::min(next_.size(), kPrefetchAhead);
+      prefetch_data<true>(bound, data, &bright, next_.data(), ahead);
+    }
+  }
+  /// Sets the stream of the uniform-rate sweeps' candidates (a chain's own key) and the number
+  /// of sweeps already made (the substream of the next one): a resumed chain then draws what the
+  /// uninterrupted one would have.
+  void set_candidate_stream(std::uint64_t key, std::uint64_t sweeps_done) noexcept {
+    key_ = key;
+    sweep_ = sweeps_done;
+    next_sweep_ = kNoSweep;
   }
   /// The data the last update flipped (recorded when the bright set caches coefficients).
   const FlipLog& flips() const noexcept { return s_.log; }
@@ -292,8 +312,28 @@ class ImplicitZUpdater {
     }
   }
 
-  /// Fills s_.idx with the dark data proposed to go bright: each independently w.p. q, chosen
-  /// by position in the dark list.
+  /// Candidates of sweep `sweep_` (docs/math.md §1.2): each of the N data independently w.p. q,
+  /// by geometric skipping over the indices, from substream (key_, sweep_), a stream of its own
+  /// that nothing else draws from. They do not depend on θ or z, so they can be drawn a sweep
+  /// early.
+  void draw_candidates(std::size_t n) {
+    Rng r(key_, sweep_);
+    next_n_ = n;
+    next_.clear();
+    skip_positions(n, inv_log1mq_, false, r,
+                   [&](std::size_t i) { next_.push_back(static_cast<Index>(i)); });
+    next_sweep_ = sweep_;
+  }
+  /// Fills s_.idx with the dark candidates of this sweep: each dark datum is then proposed w.p.
+  /// q, independently of everything else (a bright candidate is passed over: its move is the
+  /// bright → dark proposal).
+  void take_proposals(const BrightSet& bright) {
+    if (next_sweep_ != sweep_ || next_n_ != bright.num_data()) draw_candidates(bright.num_data());
+    for (Index n : next_)
+      if (!bright.is_bright(n)) s_.idx.push_back(n);
+  }
+
+  /// With q = 1: every dark datum, by position in the dark list.
   void propose_darks(const BrightSet& bright, Rng& rng) {
     skip_positions(bright.num_dark(), inv_log1mq_, q_one_, rng,
                    [&](std::size_t pos) { s_.idx.push_back(static_cast<Index>(pos)); });
@@ -324,10 +364,18 @@ class ImplicitZUpdater {
     }
   }
 
+  /// Candidates of the next sweep prefetched at the end of a sweep (into L2: a few hundred rows
+  /// fit there beside what the θ-steps use); the rest are prefetched block by block as usual.
+  static constexpr std::size_t kPrefetchAhead = 256;
+  static constexpr std::uint64_t kNoSweep = ~std::uint64_t{0};
+
   double log_q_, inv_log1mq_;
   bool q_one_;
   const ZRates* rates_ = nullptr;
   ZScratch s_;
+  std::uint64_t key_ = 0, sweep_ = 0, next_sweep_ = kNoSweep;
+  std::size_t next_n_ = 0;
+  std::vector<Index> next_;  // candidates of sweep next_sweep_
 };
 
 }  // namespace flymc

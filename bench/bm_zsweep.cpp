@@ -6,10 +6,12 @@
 //   flymc_bm --benchmark_filter='ZSweep' --benchmark_repetitions=5
 //            --benchmark_enable_random_interleaving=true
 //
-// BM_ZSweepDarkBatch compares, on the same batches, the dark → bright evaluation as it was (dark
-// list read, all rows gathered, then the bound's Δ_n: mode 0) with the prefetched one the
-// updaters now use (dark_at_positions and gathered_deltas: mode 1). BM_ZSweepImplicit times a
-// whole implicit sweep at q = 128/N, so its cost should not depend on N.
+// BM_ZSweepDarkBatch compares, on the same batches and the same data layout, the dark → bright
+// evaluation without prefetching (dark list read, all rows gathered, then the bound's Δ_n: mode 0)
+// with the block-prefetched one the updaters use (dark_at_positions and gathered_deltas: mode 1).
+// BM_ZSweepImplicit times whole implicit sweeps at q = 128/N back to back: with no θ-steps between
+// them, the next sweep's rows prefetched at the end of a sweep have no time to arrive, so this
+// shows the sweep's cost without that overlap.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

@@ -168,6 +168,44 @@ TEST_SUITE("statistical") {
     CHECK(run(cfg, data).q_dark_to_bright == 0.2);
   }
 
+  TEST_CASE("implicit z-update: candidates at rate q from their own stream, replayed by a seek") {
+    const std::size_t n = 4000;
+    auto ds = test::logistic_data(n, 3, 23, 2.0);
+    LogisticModel model(ds, 1.0);
+    const auto bound = LogisticBound::untuned(model, 1.5, Vec::Zero(3));
+    Vec th(3);
+    th << 0.8, -0.6, 0.3;
+    AlignedBuffer tp = padded(th, ds->stride());
+    const double q = 0.02;
+    // Whole run: 40 sweeps. Resumed: a fresh updater seeked to sweep 20 on the state after 20.
+    ImplicitZUpdater a(q), b(q);
+    a.set_candidate_stream(42, 0);
+    BrightSet sa(*ds), sb(*ds);
+    Rng ra(5, 1);
+    Counters ca, cb;
+    double queries_sum = 0.0, dark_sum = 0.0;
+    Rng rb;
+    for (int sweep = 0; sweep < 40; ++sweep) {
+      if (sweep == 20) {
+        sb.restore(std::vector<Index>(sa.order(), sa.order() + n), sa.size(), sa.log_ltilde());
+        rb = ra;
+        b.set_candidate_stream(42, 20);
+      }
+      const auto q0 = ca.queries;
+      dark_sum += static_cast<double>(sa.num_dark());
+      a.update(bound, *ds, sa, tp.get(), ra, ca);
+      queries_sum += static_cast<double>(ca.queries - q0);
+      if (sweep >= 20) b.update(bound, *ds, sb, tp.get(), rb, cb);
+    }
+    REQUIRE(sb.size() == sa.size());
+    for (std::size_t i = 0; i < sa.size(); ++i) CHECK(sb.bright(i) == sa.bright(i));
+    CHECK(rb.uniform() == ra.uniform());
+    // Each dark datum is proposed w.p. q: the proposals are Binomial(Σ dark, q) in all.
+    const double mean = q * dark_sum, sd = std::sqrt(mean * (1.0 - q));
+    CAPTURE(queries_sum);
+    CHECK(std::fabs(queries_sum - mean) < 5.0 * sd);
+  }
+
   TEST_CASE("z-updaters leave Bernoulli(1 - B/L) invariant (chi-square)") {
     const std::size_t n = 40;
     auto ds = test::logistic_data(n, 3, 21, 2.0);

@@ -1,9 +1,10 @@
 // flymc-profile: a fixed, seeded FlyMC workload that reports where the time goes, phase by phase,
 // from in-process timers. It runs unchanged under `perf record` or `valgrind --tool=callgrind`.
 //   flymc-profile [--data F] [--iters I] [--algo flymc|full] [--kernel K] [--metric M]
-//   [--no-timers]
-// Without --data it generates synthetic logistic data (N = 12,000, D = 51, seed 1): the shape of
-// the Fashion-MNIST 7-vs-9 set, so that the workload needs no files.
+//   [--no-timers] [--synth-n N]
+// Without --data it generates synthetic logistic data (N = --synth-n, 12,000 by default, D = 51,
+// seed 1): the shape of the Fashion-MNIST 7-vs-9 set, so that the workload needs no files; a
+// larger --synth-n shows the z-sweep on data far bigger than the caches.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -26,7 +27,10 @@ int main(int argc, char** argv) {
   cfg.thin = 10;
   cfg.seed = 1;
   bool no_timers = false;
+  std::size_t synth_n = 12000;
   app.add_option("--data", data_path, "Logistic data (default: synthetic 12,000 x 51)");
+  app.add_option("--synth-n", synth_n, "Rows of the synthetic data (without --data)")
+      ->capture_default_str();
   app.add_option("--algo", algo, "flymc or full")->check(CLI::IsMember({"flymc", "full"}));
   app.add_option("--kernel", kernel, "theta-kernel")
       ->check(CLI::IsMember({"rwmh", "mala", "hmc", "nuts", "slice"}))
@@ -66,7 +70,7 @@ int main(int argc, char** argv) {
   cfg.profile = !no_timers;
   try {
     auto data = data_path.empty()
-                    ? std::make_shared<const Dataset>(synth_logistic(12000, 51, 1))
+                    ? std::make_shared<const Dataset>(synth_logistic(synth_n, 51, 1))
                     : std::make_shared<const Dataset>(load_dataset(data_path, LabelDomain::binary));
     const RunResult r = run(cfg, data);
     const ChainResult& c = r.chains[0];

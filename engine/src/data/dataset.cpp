@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -10,11 +11,12 @@ namespace flymc {
 
 void AlignedFree::operator()(double* p) const noexcept { std::free(p); }
 
-AlignedBuffer aligned_zeros(std::size_t count) {
-  // Large buffers (data sets) are 2 MiB aligned and advised as huge pages: zero-filling hundreds
-  // of MB then takes a fraction of the time the 4 KiB page faults would.
+void* huge_page_alloc(std::size_t bytes) {
+  // Large buffers are 2 MiB aligned and advised as huge pages: zero-filling hundreds of MB then
+  // takes a fraction of the time the 4 KiB page faults would, and scattered reads into them
+  // rarely miss the TLB.
   constexpr std::size_t kHuge = std::size_t{2} << 20;
-  std::size_t bytes = ((count * sizeof(double) + 63) / 64) * 64;
+  bytes = ((bytes + 63) / 64) * 64;
   if (bytes == 0) bytes = 64;
   const bool huge = bytes >= 4 * kHuge;
   if (huge) bytes = (bytes + kHuge - 1) / kHuge * kHuge;
@@ -23,6 +25,12 @@ AlignedBuffer aligned_zeros(std::size_t count) {
 #ifdef MADV_HUGEPAGE
   if (huge) ::madvise(p, bytes, MADV_HUGEPAGE);  // advisory; failure is harmless
 #endif
+  return p;
+}
+
+AlignedBuffer aligned_zeros(std::size_t count) {
+  const std::size_t bytes = std::max<std::size_t>(64, ((count * sizeof(double) + 63) / 64) * 64);
+  void* p = huge_page_alloc(bytes);
   std::memset(p, 0, bytes);
   return AlignedBuffer(static_cast<double*>(p));
 }

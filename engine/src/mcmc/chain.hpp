@@ -180,6 +180,7 @@ class Chain {
   long start() {
     const Stopwatch clock;
     construct();
+    seek_z_updater(0);
     initial_theta();
     if constexpr (kFly) {
       target_->set_current(s_.theta.data());
@@ -207,6 +208,8 @@ class Chain {
   long restore(const ChainState& st, std::atomic<long>* progress) {
     construct();
     rng_.set_state(st.rng);
+    seek_z_updater(
+        static_cast<std::uint64_t>((st.tally.iteration - st.tally.since_z) / theta_steps_));
     std::copy(st.theta.begin(), st.theta.end(), s_.theta.begin());
     kernel_.load(st.kernel_state);
     Counters scratch;  // not queries of the chain: the uninterrupted run had these cached
@@ -230,6 +233,16 @@ class Chain {
     if (progress) progress->store(st.tally.iteration, std::memory_order_relaxed);
     session_start(Clock::now(), st.tally.iteration);
     return st.tally.iteration;
+  }
+
+  /// An updater whose proposals come from a stream of their own (ImplicitZUpdater) gets the
+  /// chain's key, from (seed, chain id) alone so that draws do not depend on the thread count,
+  /// and the number of sweeps made.
+  void seek_z_updater(std::uint64_t sweeps_done) {
+    if constexpr (kFly && requires { zup_->set_candidate_stream(0, 0); }) {
+      Rng key(cfg_.seed ^ 0x7a5eeb5c0ffee11dULL, static_cast<std::uint64_t>(id_));
+      zup_->set_candidate_stream(key(), sweeps_done);
+    }
   }
 
   void restore_counts(const Counters& from) {

@@ -284,12 +284,13 @@ LogisticBound::LogisticBound(const LogisticModel& model, std::vector<double> xi,
   if (static_cast<std::size_t>(anchor.size()) != ds.d())
     throw ConfigError("bound anchor has the wrong dimension");
   const std::size_t n = ds.n();
-  k_.resize(n);
-  lam_.resize(n);
+  par_ = aligned_zeros(kPar * n);
   for (std::size_t i = 0; i < n; ++i) {
     const double x = xi_[i];
-    lam_[i] = jj_lambda(x);
-    k_[i] = kernels::log_sigmoid(x) - 0.5 * x + lam_[i] * x * x - slack;
+    const double l = jj_lambda(x);
+    par_[kPar * i] = kernels::log_sigmoid(x) - 0.5 * x + l * x * x - slack;
+    par_[kPar * i + 1] = l;
+    par_[kPar * i + 2] = ds.y()[i];
   }
   theta0_ = anchor;
   AlignedBuffer tp = padded(anchor.data(), ds.d(), ds.stride());
@@ -298,9 +299,9 @@ LogisticBound::LogisticBound(const LogisticModel& model, std::vector<double> xi,
   Partial p = data_stats(ds, tp.get(), true,
                          [&](std::size_t m, double dot, double& sf, double& sg, double& w) {
                            const double a = y[m] * dot;
-                           sf = k_[m] + 0.5 * a - lam_[m] * a * a;
-                           sg = 0.5 * y[m] - 2.0 * lam_[m] * dot;
-                           w = lam_[m];
+                           sf = kn(m) + 0.5 * a - lam(m) * a * a;
+                           sg = 0.5 * y[m] - 2.0 * lam(m) * dot;
+                           w = lam(m);
                          });
   symmetrize_upper(p.h);
   f0_ = p.f;
@@ -332,7 +333,6 @@ double LogisticBound::log_bound_sum(const double* theta, double* scratch,
 
 BoundCheck LogisticBound::deltas(const Index* idx, const double* dots, std::size_t k,
                                  double* delta) const noexcept {
-  const auto y = data_->y();
   BoundCheck check;
   // Blocks of 256 on the stack: the log-sigmoid runs vectorized over each block.
   constexpr std::size_t kBlock = 256;
@@ -340,11 +340,11 @@ BoundCheck LogisticBound::deltas(const Index* idx, const double* dots, std::size
   alignas(64) double ls[kBlock];
   for (std::size_t b0 = 0; b0 < k; b0 += kBlock) {
     const std::size_t m = std::min(kBlock, k - b0);
-    for (std::size_t i = 0; i < m; ++i) a[i] = y[idx[b0 + i]] * dots[b0 + i];
+    for (std::size_t i = 0; i < m; ++i) a[i] = label(idx[b0 + i]) * dots[b0 + i];
     kernels::log_sigmoid(a, ls, m);
     for (std::size_t i = 0; i < m; ++i) {
       const Index n = idx[b0 + i];
-      const double dl = ls[i] - (k_[n] + 0.5 * a[i] - lam_[n] * a[i] * a[i]);
+      const double dl = ls[i] - (kn(n) + 0.5 * a[i] - lam(n) * a[i] * a[i]);
       if (dl >= 0.0) {
         delta[b0 + i] = dl;
         continue;
@@ -353,8 +353,8 @@ BoundCheck LogisticBound::deltas(const Index* idx, const double* dots, std::size
       constexpr double kUlps = 64.0 * std::numeric_limits<double>::epsilon();
       // (λ·(a·a), not λ·a·a: sharing that product with `dl` would stop GCC from fusing it
       // into dl's subtraction, which changes dl's rounding and so every draw.)
-      const double tol = 1e-9 + kUlps * (std::fabs(ls[i]) + std::fabs(k_[n]) +
-                                         0.5 * std::fabs(a[i]) + lam_[n] * (a[i] * a[i]));
+      const double tol = 1e-9 + kUlps * (std::fabs(ls[i]) + std::fabs(kn(n)) +
+                                         0.5 * std::fabs(a[i]) + lam(n) * (a[i] * a[i]));
       if (dl >= -tol) {
         ++check.clamped;
       } else {
@@ -369,33 +369,33 @@ BoundCheck LogisticBound::deltas(const Index* idx, const double* dots, std::size
 BoundCheck LogisticBound::delta_grads(const Index* idx, const double* dots, std::size_t k,
                                       double* delta, double* dpsi) const noexcept {
   const BoundCheck check = deltas(idx, dots, k, delta);
-  const auto y = data_->y();
   constexpr std::size_t kBlock = 256;
   alignas(64) double a[kBlock];
   alignas(64) double e[kBlock];
   for (std::size_t b0 = 0; b0 < k; b0 += kBlock) {
     const std::size_t m = std::min(kBlock, k - b0);
-    for (std::size_t i = 0; i < m; ++i) a[i] = y[idx[b0 + i]] * dots[b0 + i];
+    for (std::size_t i = 0; i < m; ++i) a[i] = label(idx[b0 + i]) * dots[b0 + i];
     // σ(−a) = exp(log σ(a) − a), accurate for both signs of a.
     kernels::log_sigmoid(a, e, m);
     for (std::size_t i = 0; i < m; ++i) e[i] -= a[i];
     kernels::exp(e, e, m);
     for (std::size_t i = 0; i < m; ++i) {
       const Index n = idx[b0 + i];
-      dpsi[b0 + i] = delta[b0 + i] > 0.0 ? y[n] * (e[i] - 0.5 + 2.0 * lam_[n] * a[i]) : 0.0;
+      dpsi[b0 + i] = delta[b0 + i] > 0.0 ? label(n) * (e[i] - 0.5 + 2.0 * lam(n) * a[i]) : 0.0;
     }
   }
   return check;
 }
 
 void LogisticBound::raise_for_testing(double excess) noexcept {
-  for (double& kn : k_) kn += excess;
-  f0_ += excess * static_cast<double>(k_.size());
+  const std::size_t n = data_->n();
+  for (std::size_t i = 0; i < n; ++i) par_[kPar * i] += excess;
+  f0_ += excess * static_cast<double>(n);
 }
 
 double LogisticBound::log_bound(Index n, double dot) const noexcept {
-  const double a = data_->y()[n] * dot;
-  return k_[n] + 0.5 * a - lam_[n] * a * a;
+  const double a = label(n) * dot;
+  return kn(n) + 0.5 * a - lam(n) * a * a;
 }
 
 double LogisticBound::log_lik(Index n, double dot) const noexcept {

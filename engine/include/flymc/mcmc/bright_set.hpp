@@ -42,6 +42,11 @@ class BrightSet {
   Index dark(std::size_t i) const noexcept { return arr_[nb_ + i]; }
   /// Bright indices, in packed order.
   const Index* bright_indices() const noexcept { return arr_.data(); }
+  /// Dark indices: dark(i) == dark_indices()[i].
+  const Index* dark_indices() const noexcept { return arr_.data() + nb_; }
+  /// Starts loading datum n's slot (is_bright, position), which brighten and darken also read:
+  /// for batches of data scattered over a set far larger than the caches.
+  void prefetch(Index n) const noexcept { __builtin_prefetch(tab_.data() + n); }
   /// Packed bright rows: size() rows, stride() apart, in the order of bright_indices().
   const double* packed_rows() const noexcept { return rows_.get(); }
   std::size_t stride() const noexcept { return stride_; }
@@ -105,7 +110,8 @@ class BrightSet {
 
   /// The whole order `arr` (num_data() entries, the size() bright indices first): with
   /// log_ltilde() it is the complete state, for checkpoints. The dark order matters too (the
-  /// implicit z-update picks darks by position).
+  /// implicit z-update with q = 1 picks darks by position, and the order decides where flips
+  /// land in the packed rows).
   const Index* order() const noexcept { return arr_.data(); }
   /// Restores a state saved from order(), size() and log_ltilde(): `order` must be a permutation
   /// of [0, num_data()) with the `nb` bright indices first, `llt` their cached log L̃ (nb values).
@@ -117,14 +123,14 @@ class BrightSet {
       throw std::invalid_argument("bright set: order has " + std::to_string(order.size()) +
                                   " entries and " + std::to_string(nb) +
                                   " bright, for N = " + std::to_string(n));
-    std::vector<Index> tab(n, static_cast<Index>(n));
+    IndexArray tab(n, static_cast<Index>(n));
     for (std::size_t i = 0; i < n; ++i) {
       const Index v = order[i];
       if (v >= n || tab[v] != n)
         throw std::invalid_argument("bright set: order is not a permutation of 0..N-1");
       tab[v] = static_cast<Index>(i);
     }
-    arr_ = order;
+    arr_.assign(order.begin(), order.end());
     tab_ = std::move(tab);
     nb_ = 0;
     reserve(std::max<std::size_t>(64, nb));
@@ -173,7 +179,8 @@ class BrightSet {
 
   const Dataset* data_ = nullptr;
   std::size_t stride_ = 0, nb_ = 0, capacity_ = 0;
-  std::vector<Index> arr_, tab_;
+  using IndexArray = std::vector<Index, HugePageAllocator<Index>>;
+  IndexArray arr_, tab_;  // read at scattered positions by the z-updates
   AlignedBuffer rows_;
   std::vector<double> llt_;
   std::size_t k_ = 0;         // coefficients per bright datum (0: not cached)

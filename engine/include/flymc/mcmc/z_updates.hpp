@@ -37,18 +37,71 @@ struct ZScratch {
   }
 };
 
+/// Data per prefetch block of the z-updates: two blocks of rows (with their labels, bound
+/// parameters and bright-set slots) in flight fit in L2 with room to spare, and one block holds
+/// enough independent loads to cover a DRAM latency.
+inline constexpr std::size_t kPrefetchBlock = 64;
+
+/// Starts loading everything a z-update reads for the data idx[0, k): every cache line of the
+/// row, what the bound reads per datum (its prefetch(n) member if it has one, else the label) and,
+/// with `bright`, the datum's bright-set slot. The data are scattered over a set far larger than
+/// the caches, so issuing these loads together overlaps their latencies instead of adding them.
+/// With `kFar` the rows go to L2 only (prefetcht1): for data needed only after the θ-steps.
+template <bool kFar = false, class Bound>
+void prefetch_data(const Bound& bound, const Dataset& data, const BrightSet* bright,
+                   const Index* idx, std::size_t k) noexcept {
+  const std::size_t stride = data.stride();
+  const double* y = data.y().data();
+  for (std::size_t i = 0; i < k; ++i) {
+    const Index n = idx[i];
+    const double* row = data.row(n);
+    for (std::size_t j = 0; j < stride; j += 8)  // 64-byte lines
+      __builtin_prefetch(row + j, 0, kFar ? 2 : 3);
+    if constexpr (requires { bound.prefetch(n); }) {
+      bound.prefetch(n);
+    } else {
+      __builtin_prefetch(y + n);
+    }
+    if (bright != nullptr) bright->prefetch(n);
+  }
+}
+
+/// Replaces the dark-list positions p[0, k) by the dark data at them (bright.dark(p[i])). The
+/// dark list is as long as the data, so its entries are prefetched a block ahead of being read.
+inline void dark_at_positions(const BrightSet& bright, Index* p, std::size_t k) noexcept {
+  const Index* dark = bright.dark_indices();
+  for (std::size_t i = 0; i < std::min(k, kPrefetchBlock); ++i) __builtin_prefetch(dark + p[i]);
+  for (std::size_t b0 = 0; b0 < k; b0 += kPrefetchBlock) {
+    const std::size_t m = std::min(kPrefetchBlock, k - b0);
+    for (std::size_t i = b0 + m; i < std::min(k, b0 + m + kPrefetchBlock); ++i)
+      __builtin_prefetch(dark + p[i]);
+    for (std::size_t i = b0; i < b0 + m; ++i) p[i] = dark[p[i]];
+  }
+}
+
 /// Δ_n at padded θ for the gathered data idx[0, k): K predictors per datum into s.pred, Δ into
 /// `delta`. Counts k queries and the bound checks. With `coefs`, also ∂Δ_n/∂ψ_n (K per datum)
 /// into s.coef, which gathered_coefs turns into ∂ log L̃_n/∂ψ_n once log L̃ is known.
+/// Block by block, each block's data prefetched while the previous one is evaluated (and with
+/// `bright`, their bright-set slots too); every Δ_n is computed as in one call over all k.
 template <class Bound>
 void gathered_deltas(const Bound& bound, const Dataset& data, const double* theta, const Index* idx,
-                     std::size_t k, Counters& c, ZScratch& s, double* delta, bool coefs = false) {
-  gather_predictors(bound.outputs(), data, idx, k, theta, s.pred.data());
-  if (coefs) {
-    if (s.coef.size() < k * bound.outputs()) s.coef.resize(k * bound.outputs());
-    c.add(bound.delta_grads(idx, s.pred.data(), k, delta, s.coef.data()));
-  } else {
-    c.add(bound.deltas(idx, s.pred.data(), k, delta));
+                     std::size_t k, Counters& c, ZScratch& s, double* delta, bool coefs = false,
+                     const BrightSet* bright = nullptr) {
+  const std::size_t K = bound.outputs();
+  if (coefs && s.coef.size() < k * K) s.coef.resize(k * K);
+  prefetch_data(bound, data, bright, idx, std::min(k, kPrefetchBlock));
+  for (std::size_t b0 = 0; b0 < k; b0 += kPrefetchBlock) {
+    const std::size_t m = std::min(kPrefetchBlock, k - b0);
+    if (b0 + m < k)
+      prefetch_data(bound, data, bright, idx + b0 + m, std::min(kPrefetchBlock, k - b0 - m));
+    double* pred = s.pred.data() + b0 * K;
+    gather_predictors(K, data, idx + b0, m, theta, pred);
+    if (coefs) {
+      c.add(bound.delta_grads(idx + b0, pred, m, delta + b0, s.coef.data() + b0 * K));
+    } else {
+      c.add(bound.deltas(idx + b0, pred, m, delta + b0));
+    }
   }
   c.queries += k;
 }
@@ -78,7 +131,7 @@ void gibbs_z(const Bound& bound, const Dataset& data, BrightSet& bright, const d
   double* delta = s.a.data();
   double* p_dark = s.b.data();
   double* llt = s.c.data();
-  gathered_deltas(bound, data, theta, idx, k, c, s, delta, coefs);
+  gathered_deltas(bound, data, theta, idx, k, c, s, delta, coefs, &bright);
   // log L̃ = log expm1(Δ) (and with cached coefficients ∂ log L̃/∂ψ); P(z = 0) = B/L = e^{−Δ}:
   // vectorized.
   kernels::log_expm1(delta, llt, k);
@@ -146,11 +199,12 @@ struct ZRates {
 
 /// Implicit z-resampling by MH with q_{d→b} = q, q_{b→d} = 1 (docs/math.md §1.2): every bright
 /// datum proposes to go dark, accepted w.p. min(1, q/L̃_n) (no query: L̃_n is cached); each dark
-/// datum proposes to go bright w.p. q, chosen by geometric gaps, accepted w.p. min(1, L̃_n/q) (one
-/// query). All proposals are made against the z at the start of the sweep; the z_n are
-/// conditionally independent given θ, so the sweep is a product of valid single-datum MH kernels.
-/// Acceptance tests compare a uniform with a probability computed by a vectorized exp, and the
-/// geometric gaps take their logs in vectorized batches: no scalar libm call per datum.
+/// datum proposes to go bright w.p. q, chosen by geometric gaps from a substream per sweep (drawn
+/// and prefetched a sweep early), accepted w.p. min(1, L̃_n/q) (one query). All proposals are made
+/// against the z at the start of the sweep; the z_n are conditionally independent given θ, so the
+/// sweep is a product of valid single-datum MH kernels. Acceptance tests compare a uniform with a
+/// probability computed by a vectorized exp, and the geometric gaps take their logs in vectorized
+/// batches: no scalar libm call per datum.
 class ImplicitZUpdater {
  public:
   explicit ImplicitZUpdater(double q)
@@ -180,7 +234,9 @@ class ImplicitZUpdater {
       if (rng.uniform() < thr[i]) s_.flip.push_back(bright.bright(i));
     // 2. Dark → bright proposals.
     s_.idx.clear();
-    if (rates_ == nullptr) {
+    if (rates_ == nullptr && !q_one_) {
+      take_proposals(bright);
+    } else if (rates_ == nullptr) {
       propose_darks(bright, rng);
     } else {
       propose_darks_per_datum(bright, rng);
@@ -211,6 +267,21 @@ class ImplicitZUpdater {
     for (std::size_t i = 0; i < k; ++i)
       if (rng.uniform() < acc[i])
         brighten_logged(bright, s_.idx[i], lt[i], coefs ? s_.coef.data() + i * K : nullptr, s_.log);
+    // 5. The next sweep's candidates, drawn now so that their rows load during the θ-steps.
+    ++sweep_;
+    if (rates_ == nullptr && !q_one_) {
+      draw_candidates(bright.num_data());
+      const std::size_t ahead = std::min(next_.size(), kPrefetchAhead);
+      prefetch_data<true>(bound, data, &bright, next_.data(), ahead);
+    }
+  }
+  /// Sets the stream of the uniform-rate sweeps' candidates (a chain's own key) and the number
+  /// of sweeps already made (the substream of the next one): a resumed chain then draws what the
+  /// uninterrupted one would have.
+  void set_candidate_stream(std::uint64_t key, std::uint64_t sweeps_done) noexcept {
+    key_ = key;
+    sweep_ = sweeps_done;
+    next_sweep_ = kNoSweep;
   }
   /// The data the last update flipped (recorded when the bright set caches coefficients).
   const FlipLog& flips() const noexcept { return s_.log; }
@@ -241,11 +312,32 @@ class ImplicitZUpdater {
     }
   }
 
-  /// Fills s_.idx with the dark data proposed to go bright: each independently w.p. q, chosen
-  /// by position in the dark list.
+  /// Candidates of sweep `sweep_` (docs/math.md §1.2): each of the N data independently w.p. q,
+  /// by geometric skipping over the indices, from substream (key_, sweep_), a stream of its own
+  /// that nothing else draws from. They do not depend on θ or z, so they can be drawn a sweep
+  /// early.
+  void draw_candidates(std::size_t n) {
+    Rng r(key_, sweep_);
+    next_n_ = n;
+    next_.clear();
+    skip_positions(n, inv_log1mq_, false, r,
+                   [&](std::size_t i) { next_.push_back(static_cast<Index>(i)); });
+    next_sweep_ = sweep_;
+  }
+  /// Fills s_.idx with the dark candidates of this sweep: each dark datum is then proposed w.p.
+  /// q, independently of everything else (a bright candidate is passed over: its move is the
+  /// bright → dark proposal).
+  void take_proposals(const BrightSet& bright) {
+    if (next_sweep_ != sweep_ || next_n_ != bright.num_data()) draw_candidates(bright.num_data());
+    for (Index n : next_)
+      if (!bright.is_bright(n)) s_.idx.push_back(n);
+  }
+
+  /// With q = 1: every dark datum, by position in the dark list.
   void propose_darks(const BrightSet& bright, Rng& rng) {
     skip_positions(bright.num_dark(), inv_log1mq_, q_one_, rng,
-                   [&](std::size_t pos) { s_.idx.push_back(bright.dark(pos)); });
+                   [&](std::size_t pos) { s_.idx.push_back(static_cast<Index>(pos)); });
+    dark_at_positions(bright, s_.idx.data(), s_.idx.size());
   }
 
   /// The same with per-datum rates: bucket by bucket, candidates at the bucket's rate 2^−b over
@@ -272,10 +364,18 @@ class ImplicitZUpdater {
     }
   }
 
+  /// Candidates of the next sweep prefetched at the end of a sweep (into L2: a few hundred rows
+  /// fit there beside what the θ-steps use); the rest are prefetched block by block as usual.
+  static constexpr std::size_t kPrefetchAhead = 256;
+  static constexpr std::uint64_t kNoSweep = ~std::uint64_t{0};
+
   double log_q_, inv_log1mq_;
   bool q_one_;
   const ZRates* rates_ = nullptr;
   ZScratch s_;
+  std::uint64_t key_ = 0, sweep_ = 0, next_sweep_ = kNoSweep;
+  std::size_t next_n_ = 0;
+  std::vector<Index> next_;  // candidates of sweep next_sweep_
 };
 
 }  // namespace flymc

@@ -19,6 +19,7 @@
 #include <numeric>
 #include <vector>
 
+#include "bm_common.hpp"
 #include "flymc/datagen/datagen.hpp"
 #include "flymc/mcmc/bright_set.hpp"
 #include "flymc/mcmc/theta_kernels.hpp"
@@ -43,15 +44,7 @@ struct World {
     model = std::make_unique<LogisticModel>(data, 1.0);
     const MapResult map = model->find_map();
     bound = std::make_unique<LogisticBound>(LogisticBound::map_tuned(*model, map.theta));
-    // θ: a draw from the Laplace approximation N(θ_MAP, Σ), a typical posterior point (at θ_MAP
-    // itself every MAP-tuned bound is tight and no datum is bright).
-    const Eigen::LLT<Mat> llt(map.covariance);
-    Rng rng(11, 0);
-    Vec eta(static_cast<Eigen::Index>(kD));
-    for (auto& e : eta) e = rng.normal();
-    const Vec t = map.theta + llt.matrixL() * eta;
-    theta = aligned_zeros(data->stride());
-    for (std::size_t j = 0; j < kD; ++j) theta[j] = t[static_cast<Eigen::Index>(j)];
+    theta = bench::laplace_point(map, data->stride());
   }
 
   /// z ~ p(z | θ) by one Gibbs pass over all data.

@@ -21,6 +21,7 @@
 #include <numeric>
 #include <vector>
 
+#include "bm_common.hpp"
 #include "flymc/datagen/datagen.hpp"
 #include "flymc/mcmc/bright_set.hpp"
 #include "flymc/mcmc/z_updates.hpp"
@@ -46,17 +47,12 @@ struct TallWorld {
     const LogisticModel model(data, 1.0);
     const MapResult map = model.find_map();
     bound = std::make_unique<LogisticBound>(LogisticBound::map_tuned(model, map.theta));
-    const Eigen::LLT<Mat> llt(map.covariance);
-    Rng rng(11, 0);
-    Vec eta(static_cast<Eigen::Index>(kD));
-    for (auto& e : eta) e = rng.normal();
-    const Vec t = map.theta + llt.matrixL() * eta;
-    theta = aligned_zeros(data->stride());
-    for (std::size_t j = 0; j < kD; ++j) theta[j] = t[static_cast<Eigen::Index>(j)];
+    theta = bench::laplace_point(map, data->stride());
     bright = BrightSet(*data);
     std::vector<Index> block;
     Counters c;
     ZScratch s;
+    Rng rng(12, 0);  // the initial z ~ p(z | θ)
     for (std::size_t lo = 0; lo < n; lo += 4096) {
       block.resize(std::min(n, lo + 4096) - lo);
       std::iota(block.begin(), block.end(), static_cast<Index>(lo));

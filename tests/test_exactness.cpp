@@ -15,14 +15,7 @@ using namespace flymc;
 namespace {
 
 test::Moments quadrature(const LogisticModel& model, const MapResult& map) {
-  AlignedBuffer tp = aligned_zeros(model.stride());
-  return test::quadrature(
-      [&](double a, double b) {
-        tp[0] = a;
-        tp[1] = b;
-        return model.log_lik(tp.get()) + model.log_prior(tp.get());
-      },
-      map.theta, map.covariance);
+  return test::posterior_quadrature(model, map);
 }
 
 using test::mean_and_mcse;

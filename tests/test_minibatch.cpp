@@ -191,14 +191,7 @@ TEST_SUITE("statistical") {
     auto ds = test::logistic_data(2000, 2, 31, 1.5);
     LogisticModel model(ds, 1.0);
     const MapResult map = model.find_map();
-    AlignedBuffer tp = aligned_zeros(model.stride());
-    const test::Moments exact = test::quadrature(
-        [&](double a, double b) {
-          tp[0] = a;
-          tp[1] = b;
-          return model.log_lik(tp.get()) + model.log_prior(tp.get());
-        },
-        map.theta, map.covariance);
+    const test::Moments exact = test::posterior_quadrature(model, map);
     struct Case {
       Algo algo;
       long batch;

@@ -372,14 +372,7 @@ TEST_SUITE("statistical") {
     base.prior = PriorKind::laplace;
     const RobustModel model(ds, base);
     const MapResult map = model.find_map();
-    AlignedBuffer tp = aligned_zeros(model.stride());
-    const test::Moments exact = test::quadrature(
-        [&](double a, double b) {
-          tp[0] = a;
-          tp[1] = b;
-          return model.log_lik(tp.get()) + model.log_prior(tp.get());
-        },
-        map.theta, map.covariance);
+    const test::Moments exact = test::posterior_quadrature(model, map);
 
     struct Case {
       const char* name;

@@ -123,6 +123,20 @@ Moments quadrature(LogPost&& log_post, const Vec& center, const Mat& cov, int g 
   return m;
 }
 
+/// The posterior moments of a two-parameter model (log_lik + log_prior at padded θ) by
+/// quadrature around its MAP fit.
+template <class Model>
+Moments posterior_quadrature(const Model& model, const MapResult& map) {
+  AlignedBuffer tp = aligned_zeros(model.stride());
+  return quadrature(
+      [&](double a, double b) {
+        tp[0] = a;
+        tp[1] = b;
+        return model.log_lik(tp.get()) + model.log_prior(tp.get());
+      },
+      map.theta, map.covariance);
+}
+
 /// Batch-means MCSE of the mean of f(x) over all chains (40 batches per chain): {mean, MCSE}.
 template <class F>
 std::pair<double, double> mean_and_mcse(const std::vector<std::vector<double>>& chains, F f) {

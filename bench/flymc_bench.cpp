@@ -2,6 +2,7 @@
 //   flymc-bench table1 [--data F] [--json FILE]   the FlyMC paper's Table 1, plus ESS/s
 //   flymc-bench scaling | chains | tall            tall synthetic data, concurrent chains, tall
 //                                                  real data against regular MCMC's best
+//   flymc-bench compare                            every sampler at equal wall time, with errors
 // Every ratio is measured within one process run, on the same data, model and θ-kernel.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -18,6 +19,7 @@
 
 #include "auto_option.hpp"
 #include "bench_common.hpp"
+#include "compare.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
@@ -598,6 +600,8 @@ int main(int argc, char** argv) {
   add_chains_command(app, ch);
   bench::TallOptions tall;
   bench::add_tall_command(app, tall);
+  bench::CompareOptions cmp;
+  bench::add_compare_command(app, cmp);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

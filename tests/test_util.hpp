@@ -1,7 +1,10 @@
 #pragma once
 // Helpers shared by the tests: small in-memory data sets.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -13,6 +16,29 @@
 #include "flymc/models/model.hpp"
 
 namespace flymc::test {
+
+/// A fresh directory under the system's temporary directory, removed with its contents when the
+/// object goes: flymc-<name>-<pid>, so parallel test processes do not meet.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name)
+      : path_((std::filesystem::temp_directory_path() /
+               ("flymc-" + name + "-" + std::to_string(::getpid())))
+                  .string()) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
+};
 
 /// n × d logistic data: x ~ N(0, scale²) with a bias column of ones last, labels from θ_true.
 inline std::shared_ptr<const Dataset> logistic_data(std::size_t n, std::size_t d,

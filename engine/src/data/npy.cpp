@@ -394,8 +394,9 @@ Dataset load_dataset(const std::string& path, LabelDomain labels) {
   }
   if (ext == ".csv") return load_csv(path, labels);
   if (ext == ".npy") return load_npy(path, labels);
+  if (ext == ".svm" || ext == ".libsvm" || ext == ".svmlight") return load_libsvm(path, labels);
   fail(path + ": unknown data file type " + (ext.empty() ? "(no extension)" : "'" + ext + "'") +
-       "; expected .csv or .npy");
+       "; expected .csv, .npy or libsvm text (.svm, .libsvm, .svmlight)");
 }
 
 }  // namespace flymc

@@ -1,8 +1,8 @@
 #pragma once
 /// @file loaders.hpp
-/// Reading and writing data sets as CSV or NPY files.
+/// Reading and writing data sets as CSV or NPY files, and reading libsvm/svmlight text.
 ///
-/// Layout of both formats: one row per datum, the label (response) first, then the D features.
+/// Layout of CSV and NPY: one row per datum, the label (response) first, then the D features.
 ///
 /// CSV: comma-separated numbers. If no field of the first line is a number, that line is a header
 /// and is skipped (save_csv writes `label,x1,...,xD`). CRLF line ends, spaces or tabs around a
@@ -12,9 +12,17 @@
 /// NPY: a 2-D array of dtype '<f8' or '<f4' in C order (fortran_order False), header format
 /// version 1.0, 2.0 or 3.0; shape (N, D+1), column 0 is the label.
 ///
+/// libsvm / svmlight (read only; extensions .svm, .libsvm, .svmlight): one datum per line,
+/// `label index:value index:value ...` separated by spaces or tabs, indices 1-based and strictly
+/// increasing within a line, absent features 0, everything from `#` to the line end a comment,
+/// blank lines skipped. The rows are densified: D is the largest index in the file. Labels are
+/// checked as in the other formats (binary: ±1, +1 or 0/1; categorical: class ids). `qid:`
+/// tokens (ranking data) are refused.
+///
 /// Every problem with the input is reported as flymc::DataError. CSV messages have the form
 /// `<path>:<line>: field <k> (<name>): <what>` (line 1-based counting the header, field 1-based,
-/// name "label" for field 1 and "x<j>" for field j+1); problems that concern a whole line omit the
+/// name "label" for field 1 and "x<j>" for field j+1; libsvm: field k is the k-th token, named
+/// "label" or "x<index>"); problems that concern a whole line omit the
 /// field part. NPY messages name the byte offset for header and size problems, and
 /// `row <i>` (0-based, as in numpy) plus the field for bad values.
 ///
@@ -38,7 +46,12 @@ Dataset load_npy(const std::string& path, LabelDomain labels);
 Dataset parse_csv(std::string_view text, const std::string& name, LabelDomain labels);
 /// Parses the bytes of an NPY file held in memory exactly as load_npy parses a file.
 Dataset parse_npy(std::string_view text, const std::string& name, LabelDomain labels);
-/// Dispatches on the extension: ".csv" or ".npy" (case-insensitive); anything else is a DataError.
+/// Loads a libsvm / svmlight file (see the file comment). The Dataset's source() is `path`.
+Dataset load_libsvm(const std::string& path, LabelDomain labels);
+/// Parses libsvm text held in memory exactly as load_libsvm parses a file.
+Dataset parse_libsvm(std::string_view text, const std::string& name, LabelDomain labels);
+/// Dispatches on the extension: ".csv", ".npy", or ".svm", ".libsvm", ".svmlight"
+/// (case-insensitive); anything else is a DataError.
 Dataset load_dataset(const std::string& path, LabelDomain labels);
 
 /// Writes `ds` as CSV with the header `label,x1,...,xD`; every value is written as the shortest
@@ -94,6 +107,10 @@ Dataset parse_csv_blocks(std::string_view text, const std::string& name, LabelDo
                          const LoaderBlocks& blocks);
 Dataset parse_npy_blocks(std::string_view text, const std::string& name, LabelDomain labels,
                          const LoaderBlocks& blocks);
+/// parse_libsvm refusing files whose dense matrix (rows × largest index) would exceed
+/// `max_values` doubles (parse_libsvm allows 2^33; the fuzz target far fewer).
+Dataset parse_libsvm_limited(std::string_view text, const std::string& name, LabelDomain labels,
+                             std::size_t max_values);
 }  // namespace detail
 
 }  // namespace flymc

@@ -8,7 +8,7 @@ packages=(
   build-essential cmake git pkg-config
   libtbb-dev libeigen3-dev libopenblas-dev
   libbenchmark-dev doctest-dev libcli11-dev nlohmann-json3-dev
-  zlib1g-dev dataset-fashion-mnist
+  zlib1g-dev libhdf5-dev dataset-fashion-mnist
 )
 # Extras for the sanitizer / fuzzing / format jobs (CI sets it): FLYMC_DEPS_EXTRA=1. clang and
 # its runtimes build the libFuzzer targets; llvm brings llvm-symbolizer for readable sanitizer

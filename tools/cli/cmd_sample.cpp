@@ -24,6 +24,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
 #include "flymc/data/loaders.hpp"
+#include "flymc/hdf5/hdf5.hpp"
 #include "flymc/io/atomic_file.hpp"
 #include "flymc/io/checkpoint.hpp"
 #include "flymc/io/output.hpp"
@@ -378,7 +379,7 @@ void run_sample(const SampleOptions& o) {
   std::optional<RunDirLock> lock;  // held until the run's files are complete
   SampleJob job = prepare_job(o, lock);
   auto data =
-      std::make_shared<const Dataset>(load_dataset(job.data_path, label_domain(job.cfg.model)));
+      std::make_shared<const Dataset>(load_data(job.data_path, label_domain(job.cfg.model)));
   std::optional<AlgoChoice> choice;
   if (o.auto_algo && !job.resume) choice = choose_job_algo(o, job, data);
   std::vector<std::pair<std::string, std::string>> extra = {{"data", job.data_arg}};

@@ -13,6 +13,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
+#include "flymc/hdf5/hdf5.hpp"
 #include "flymc/mcmc/sampler.hpp"
 
 int main(int argc, char** argv) {
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
   try {
     auto data = data_path.empty()
                     ? std::make_shared<const Dataset>(synth_logistic(synth_n, 51, 1))
-                    : std::make_shared<const Dataset>(load_dataset(data_path, LabelDomain::binary));
+                    : std::make_shared<const Dataset>(load_data(data_path, LabelDomain::binary));
     const RunResult r = run(cfg, data);
     const ChainResult& c = r.chains[0];
     const double total = c.warmup_seconds + c.sampling_seconds;

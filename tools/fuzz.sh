@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan + UBSan, FLYMC_FUZZ=ON) and runs each for a while.
-#   tools/fuzz.sh                 # fuzz_csv, fuzz_npy and fuzz_libsvm, 60 s each
+#   tools/fuzz.sh                 # fuzz_csv, fuzz_npy, fuzz_libsvm and fuzz_hdf5, 60 s each
 #   tools/fuzz.sh 600 npy         # only fuzz_npy, 10 minutes
 # Seeds: tests/fuzz/corpus/<format> (read only); inputs found are kept in
 # $FUZZ_BUILD_DIR/corpus-<format> across runs, crashes in $FUZZ_BUILD_DIR/crashes-<format>/.
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 formats=("$@")
-if ((${#formats[@]} == 0)); then formats=(csv npy libsvm); fi
+if ((${#formats[@]} == 0)); then formats=(csv npy libsvm hdf5); fi
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 
 if ! command -v clang++ >/dev/null; then

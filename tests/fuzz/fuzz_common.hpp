@@ -84,9 +84,11 @@ inline void check_valid(const Dataset& ds, LabelDomain dom) {
 }
 
 /// Runs the oracle; `parse(text, name, labels, blocks)` is detail::parse_csv_blocks or
-/// detail::parse_npy_blocks, `plain` parse_csv or parse_npy.
+/// detail::parse_npy_blocks, `plain` parse_csv or parse_npy. A loaded data set's source() must
+/// be `source`, or the name the parsers are given when it is empty.
 template <class ParseBlocks, class Parse>
-void check_input(std::string_view text, ParseBlocks&& parse_blocks, Parse&& parse) {
+void check_input(std::string_view text, ParseBlocks&& parse_blocks, Parse&& parse,
+                 const std::string& source = {}) {
   const std::string name = "fuzz-input";
   detail::LoaderBlocks tiny;
   tiny.io_bytes = 7;
@@ -99,7 +101,8 @@ void check_input(std::string_view text, ParseBlocks&& parse_blocks, Parse&& pars
     check_same(big, small, "default vs tiny pieces");
     if (big.ds) {
       check_valid(*big.ds, dom);
-      if (big.ds->source() != name) die("source() is not the name given");
+      if (big.ds->source() != (source.empty() ? name : source))
+        die("source() is not the name given");
     }
     if (dom == LabelDomain::any) {
       any.emplace(attempt([&] { return parse(text, name, dom); }));

@@ -82,10 +82,14 @@ void JobGroup::fail(std::exception_ptr e) const {
   try {
     std::rethrow_exception(e);
   } catch (const mpi::RankError& x) {
-    if (leader()) throw;
+    if (leader()) std::fprintf(stderr, "flymc: error: %s\n", x.what());
+    // A process that ends with a non-zero code makes mpirun end the others: not before the
+    // leader has reported.
+    MPI_Barrier(MPI_COMM_WORLD);
     throw ExitStatus{x.exit_code()};
-  } catch (const ExitStatus&) {
-    throw;  // every process ends with it (a stopped run), the leader having said why
+  } catch (const ExitStatus&) {   // every process ends with it (a stopped run)
+    MPI_Barrier(MPI_COMM_WORLD);  // after the leader has said why
+    throw;
   } catch (const Error& x) {
     std::fprintf(stderr, "flymc: error: rank %d: %s\n", rank_, x.what());
     MPI_Abort(MPI_COMM_WORLD, x.exit_code());

@@ -40,9 +40,9 @@ class JobGroup {
                 const testing::RunHooks& hooks) const;
 
   /// Ends the job after `e`. Alone, rethrows it. In a group, an error every process has (agreed)
-  /// is rethrown on the leader, which reports it, and ends the others quietly with its exit
-  /// code; any other error is reported with the process's rank and aborts every process
-  /// (MPI_Abort), since the others may be waiting for this one.
+  /// is reported by the leader, and every process ends with its exit code; any other error is
+  /// reported with the process's rank and aborts every process (MPI_Abort), since the others may be
+  /// waiting for this one.
   [[noreturn]] void fail(std::exception_ptr e) const;
 
  private:

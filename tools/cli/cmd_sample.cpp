@@ -260,14 +260,15 @@ RunResult run_job(const SampleOptions& o, const JobGroup& group, const SampleJob
   std::atomic<bool> done{false};
   std::thread monitor;
   if (isatty(STDERR_FILENO) && !o.quiet && group.leader()) {
-    monitor = std::thread([&] {
+    // The leader sees its own chains' counters: its block, the first and largest (deal_chains).
+    const int shown = (cfg.chains + group.size() - 1) / group.size();
+    monitor = std::thread([&, shown] {
       const long total = cfg.warmup + cfg.iters;
       while (!done.load()) {
         long sum = 0;
         for (auto& c : progress.done) sum += c.load(std::memory_order_relaxed);
         std::fprintf(stderr, "\rsampling: %5.1f%% (%ld / %ld iterations over %d chains)",
-                     100.0 * double(sum) / double(total * cfg.chains), sum, total * cfg.chains,
-                     cfg.chains);
+                     100.0 * double(sum) / double(total * shown), sum, total * shown, shown);
         std::fflush(stderr);
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
       }

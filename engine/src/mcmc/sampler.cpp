@@ -267,7 +267,8 @@ RunResult run_with_hooks(const RunConfig& cfg, std::shared_ptr<const Dataset> da
       throw ConfigError("--test-bound-excess must be finite and >= 0, got " +
                         std::to_string(hooks.bound_excess));
     if (!data) throw DataError("no data");
-    if (part != nullptr && !is_exact(cfg.algo))
+    // (A part that is the whole run, e.g. one MPI process, runs them as usual.)
+    if (part != nullptr && !is_exact(cfg.algo) && part->block != ChainBlock{1, cfg.chains})
       throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
                         " runs in one process: its chains cannot be shared between processes yet");
     if (part != nullptr) detail::check_block(part->block, cfg.chains);

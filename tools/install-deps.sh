@@ -16,6 +16,10 @@ packages=(
 if [[ "${FLYMC_DEPS_EXTRA:-0}" == "1" ]]; then
   packages+=(clang clang-format libclang-rt-14-dev llvm)
 fi
+# Open MPI, for builds with -DFLYMC_MPI=ON (CI sets it): FLYMC_DEPS_MPI=1.
+if [[ "${FLYMC_DEPS_MPI:-0}" == "1" ]]; then
+  packages+=(libopenmpi-dev openmpi-bin)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -36,7 +36,8 @@ bool write_input(std::string_view in, const std::string& path) {
   for (int i = 0; i < rank; ++i) count *= dims[i];
   const std::size_t size = H5Tget_size(type);
   std::vector<unsigned char> values(count * size, 0);
-  std::memcpy(values.data(), in.data() + 4, std::min(values.size(), in.size() - 4));
+  if (!values.empty())
+    std::memcpy(values.data(), in.data() + 4, std::min(values.size(), in.size() - 4));
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   const hid_t s = H5Screate_simple(rank, dims, nullptr);

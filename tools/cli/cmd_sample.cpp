@@ -32,6 +32,7 @@
 #include "flymc/mcmc/choose_algo.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/testing.hpp"
+#include "job_group.hpp"
 #include "table.hpp"
 
 namespace flymc::cli {
@@ -188,8 +189,10 @@ void load_resumed_job(const SampleOptions& o, bool every_given, SampleJob& job) 
 }
 
 /// Checks the options, takes the output directory's lock (before anything in it is touched),
-/// then loads the checkpoint to resume, or clears an earlier run's files for a fresh one.
-SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock) {
+/// then loads the checkpoint to resume, or clears an earlier run's files for a fresh one. Only
+/// the directory's `owner` locks and clears it (the leader of a group of processes, which calls
+/// this first).
+SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock, bool owner) {
   SampleJob job;
   job.cfg = o.cfg;
   job.out = o.out;
@@ -213,7 +216,7 @@ SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock) {
     std::error_code ec;
     if (!std::filesystem::is_directory(job.out, ec))
       throw ConfigError(job.out + ": no such run directory to resume");
-    lock.emplace(job.out);
+    if (owner) lock.emplace(job.out);
     load_resumed_job(o, every_given, job);
   } else {
     // Every option is checked before any work: values, then the output directory, then the data.
@@ -221,8 +224,10 @@ SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock) {
     if (job.out.empty()) throw UsageError("--out must not be empty");
     job.data_path = o.data;
     job.cfg.validate();
-    lock.emplace(job.out);
-    clear_run_outputs(job.out);  // an earlier run's files: replaced, never mixed
+    if (owner) {
+      lock.emplace(job.out);
+      clear_run_outputs(job.out);  // an earlier run's files: replaced, never mixed
+    }
   }
   job.cfg.validate();
   check_writable(job.out);
@@ -246,22 +251,25 @@ std::optional<CheckpointOptions> checkpoint_options(const SampleJob& job) {
   return ck;
 }
 
-/// Runs the job, with a progress line on a terminal (polled from the chains' counters).
-RunResult run_job(const SampleOptions& o, const SampleJob& job, const SinkFactory& sinks,
-                  std::shared_ptr<const Dataset> data, const CheckpointOptions* ck) {
+/// Runs the job, with a progress line on the leader's terminal (polled from its chains'
+/// counters).
+RunResult run_job(const SampleOptions& o, const JobGroup& group, const SampleJob& job,
+                  const SinkFactory& sinks, std::shared_ptr<const Dataset> data,
+                  const CheckpointOptions* ck) {
   const RunConfig& cfg = job.cfg;
   Progress progress(cfg.chains);
   std::atomic<bool> done{false};
   std::thread monitor;
-  if (isatty(STDERR_FILENO) && !o.quiet) {
-    monitor = std::thread([&] {
+  if (isatty(STDERR_FILENO) && !o.quiet && group.leader()) {
+    // The leader sees its own chains' counters: its block, the first and largest (deal_chains).
+    const int shown = (cfg.chains + group.size() - 1) / group.size();
+    monitor = std::thread([&, shown] {
       const long total = cfg.warmup + cfg.iters;
       while (!done.load()) {
         long sum = 0;
         for (auto& c : progress.done) sum += c.load(std::memory_order_relaxed);
         std::fprintf(stderr, "\rsampling: %5.1f%% (%ld / %ld iterations over %d chains)",
-                     100.0 * double(sum) / double(total * cfg.chains), sum, total * cfg.chains,
-                     cfg.chains);
+                     100.0 * double(sum) / double(total * shown), sum, total * shown, shown);
         std::fflush(stderr);
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
       }
@@ -276,7 +284,7 @@ RunResult run_job(const SampleOptions& o, const SampleJob& job, const SinkFactor
   try {
     std::optional<StopSignals> signals;
     if (ck != nullptr) signals.emplace();
-    r = testing::run_with_hooks(cfg, std::move(data), sinks, &progress, ck, o.hooks);
+    r = group.run(cfg, std::move(data), sinks, &progress, ck, o.hooks);
   } catch (...) {
     stop_monitor();
     throw;
@@ -375,29 +383,55 @@ AlgoChoice choose_job_algo(const SampleOptions& o, SampleJob& job,
   return c;
 }
 
-void run_sample(const SampleOptions& o) {
-  std::optional<RunDirLock> lock;  // held until the run's files are complete
-  SampleJob job = prepare_job(o, lock);
-  auto data =
-      std::make_shared<const Dataset>(load_data(job.data_path, label_domain(job.cfg.model)));
+/// --algo auto: the leader runs the pilots; every process takes its choice (and the figure its
+/// draw files record).
+std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGroup& group,
+                                            SampleJob& job,
+                                            const std::shared_ptr<const Dataset>& data,
+                                            std::string& speedup_text) {
   std::optional<AlgoChoice> choice;
-  if (o.auto_algo && !job.resume) choice = choose_job_algo(o, job, data);
+  group.together([&] {
+    if (group.leader()) choice = choose_job_algo(o, job, data);
+  });
+  job.cfg.algo = static_cast<Algo>(group.from_leader(static_cast<int>(job.cfg.algo)));
+  speedup_text = group.from_leader(choice ? number_text(choice->predicted_speedup) : "");
+  return choice;
+}
+
+void sample_job(const SampleOptions& o, const JobGroup& group) {
+  std::optional<RunDirLock> lock;  // the leader's, held until the run's files are complete
+  SampleJob job;
+  group.leader_first([&] { job = prepare_job(o, lock, group.leader()); });
+  std::shared_ptr<const Dataset> data;
+  group.together([&] {
+    data = std::make_shared<const Dataset>(load_data(job.data_path, label_domain(job.cfg.model)));
+  });
+  std::optional<AlgoChoice> choice;
   std::vector<std::pair<std::string, std::string>> extra = {{"data", job.data_arg}};
-  if (choice)
-    extra.emplace_back("algo_auto_predicted_speedup", number_text(choice->predicted_speedup));
+  if (o.auto_algo && !job.resume) {
+    std::string speedup;
+    choice = choose_group_algo(o, group, job, data, speedup);
+    extra.emplace_back("algo_auto_predicted_speedup", speedup);
+  }
   if (o.hooks.bound_excess > 0.0)
     extra.emplace_back("test_bound_excess", number_text(o.hooks.bound_excess));
   const SinkFactory sinks = stan_csv_sinks(job.out, job.cfg, extra);
   const std::optional<CheckpointOptions> ck = checkpoint_options(job);
   const RunConfig& cfg = job.cfg;
-  if (!o.quiet)
-    std::fprintf(stderr,
-                 "flymc: %s: %zu rows x %zu features; %s %s, %s kernel, %d chains, %ld+%ld "
-                 "iterations%s\n",
-                 job.data_path.c_str(), data->n(), data->d(), to_string(cfg.model),
-                 to_string(cfg.algo), to_string(cfg.kernel), cfg.chains, cfg.warmup, cfg.iters,
-                 job.resume ? " (resuming)" : "");
-  const RunResult r = run_job(o, job, sinks, data, ck ? &*ck : nullptr);
+  if (!o.quiet && group.leader())
+    std::fprintf(
+        stderr,
+        "flymc: %s: %zu rows x %zu features; %s %s, %s kernel, %d chains%s, %ld+%ld "
+        "iterations%s\n",
+        job.data_path.c_str(), data->n(), data->d(), to_string(cfg.model), to_string(cfg.algo),
+        to_string(cfg.kernel), cfg.chains,
+        group.size() > 1 ? (" on " + std::to_string(group.size()) + " processes").c_str() : "",
+        cfg.warmup, cfg.iters, job.resume ? " (resuming)" : "");
+  const RunResult r = run_job(o, group, job, sinks, data, ck ? &*ck : nullptr);
+  if (!group.leader()) {
+    if (r.stopped) throw ExitStatus{kExitStopped};
+    return;  // the leader reports the whole run
+  }
   for (const std::string& w : r.warnings) std::fprintf(stderr, "flymc: warning: %s\n", w.c_str());
   if (r.stopped) {
     const int sig = g_signal.load();
@@ -414,6 +448,15 @@ void run_sample(const SampleOptions& o) {
   write_summary_json(job.out + "/summary.json", r, params, choice);
   if (!o.quiet) print_report(r, params, job.out);
   print_warnings(r, params);
+}
+
+void run_sample(const SampleOptions& o) {
+  const JobGroup group;
+  try {
+    sample_job(o, group);
+  } catch (...) {
+    group.fail(std::current_exception());
+  }
 }
 
 }  // namespace

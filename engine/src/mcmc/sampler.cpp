@@ -14,11 +14,14 @@ namespace flymc {
 
 // The runner per model (sampler_<model>.cpp).
 RunResult run_logistic_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
-                             Progress*, const CheckpointOptions*, const testing::RunHooks&);
+                             Progress*, const CheckpointOptions*, const testing::RunHooks&,
+                             const RunPart*);
 RunResult run_softmax_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
-                            Progress*, const CheckpointOptions*, const testing::RunHooks&);
+                            Progress*, const CheckpointOptions*, const testing::RunHooks&,
+                            const RunPart*);
 RunResult run_robust_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
-                           Progress*, const CheckpointOptions*, const testing::RunHooks&);
+                           Progress*, const CheckpointOptions*, const testing::RunHooks&,
+                           const RunPart*);
 
 namespace detail {
 
@@ -59,34 +62,53 @@ void check_chain_state(const ChainState& c, const RunConfig& cfg, std::size_t n,
                       ": does not fit the run's configuration (" + bad + ")");
 }
 
+void check_manifest(const RunManifest& m, const std::string& where, bool resuming,
+                    const RunConfig& cfg, const Dataset& data, std::uint64_t fingerprint,
+                    std::size_t dim, std::vector<std::string>& warnings) {
+  const std::string whose = resuming ? "the checkpointed run" : "the leader process";
+  if (m.n != data.n() || m.d != data.d() || m.data_hash != fingerprint)
+    throw DataError(data.source() + ": the data differ from those of " + whose + " (" +
+                    std::to_string(m.n) + " x " + std::to_string(m.d) +
+                    " with another fingerprint in " + where + ", now " + std::to_string(data.n()) +
+                    " x " + std::to_string(data.d()) + ")" +
+                    (resuming ? ": resume with the original data file" : ""));
+  // Every stored option must match (threads and profile are not stored).
+  auto options = [](const RunConfig& c) {
+    RunManifest e;
+    e.config = c;
+    return encode_checkpoint(e);
+  };
+  if (options(cfg) != options(m.config))
+    throw ConfigError(where + ": the run configuration differs from " + whose + "'s");
+  if (resuming && m.simd != kernels::simd_name())
+    warnings.push_back("the run was started by a build with " + m.simd +
+                       " kernels and resumed with " + kernels::simd_name() +
+                       " kernels: the chains remain valid, but their draws are not bit-identical "
+                       "to an uninterrupted run's");
+  if (static_cast<std::size_t>(m.map.theta.size()) != dim)
+    throw ConfigError(where + ": the MAP point has " + std::to_string(m.map.theta.size()) +
+                      " entries, the model " + std::to_string(dim) +
+                      " (not a checkpoint of this run, or damaged)");
+}
+
 RunManifest load_matching_manifest(const CheckpointOptions& ck, const RunConfig& cfg,
                                    const Dataset& data, std::uint64_t fingerprint, std::size_t dim,
                                    std::vector<std::string>& warnings) {
   RunManifest manifest = load_run_manifest(ck.dir);
-  const std::string where = run_manifest_path(ck.dir);
-  if (manifest.n != data.n() || manifest.d != data.d() || manifest.data_hash != fingerprint)
-    throw DataError(data.source() + ": the data differ from those of the checkpointed run (" +
-                    std::to_string(manifest.n) + " x " + std::to_string(manifest.d) +
-                    " with another fingerprint in " + where + ", now " + std::to_string(data.n()) +
-                    " x " + std::to_string(data.d()) + "): resume with the original data file");
-  // Every stored option must match (threads and profile are not stored).
-  auto options = [](const RunConfig& c) {
-    RunManifest m;
-    m.config = c;
-    return encode_checkpoint(m);
-  };
-  if (options(cfg) != options(manifest.config))
-    throw ConfigError(where + ": the run configuration differs from the checkpointed run's");
-  if (manifest.simd != kernels::simd_name())
-    warnings.push_back("the run was started by a build with " + manifest.simd +
-                       " kernels and resumed with " + kernels::simd_name() +
-                       " kernels: the chains remain valid, but their draws are not bit-identical "
-                       "to an uninterrupted run's");
-  if (static_cast<std::size_t>(manifest.map.theta.size()) != dim)
-    throw ConfigError(where + ": the MAP point has " + std::to_string(manifest.map.theta.size()) +
-                      " entries, the model " + std::to_string(dim) +
-                      " (not a checkpoint of this run, or damaged)");
+  check_manifest(manifest, run_manifest_path(ck.dir), true, cfg, data, fingerprint, dim, warnings);
   return manifest;
+}
+
+const CheckpointOptions* checked_checkpoint(const CheckpointOptions* checkpoint,
+                                            const SinkFactory& sinks) {
+  if (checkpoint == nullptr || checkpoint->dir.empty()) return nullptr;
+  if (checkpoint->every < 0)
+    throw ConfigError("--checkpoint-every must be >= 1, got " + std::to_string(checkpoint->every));
+  if (!sinks)
+    throw ConfigError(
+        "checkpointing needs a draw sink per chain: the draws before a "
+        "checkpoint are read back from it on resume");
+  return checkpoint;
 }
 
 void start_manifest(const CheckpointOptions& ck, const RunConfig& cfg, const Dataset& data,
@@ -106,20 +128,20 @@ void start_manifest(const CheckpointOptions& ck, const RunConfig& cfg, const Dat
   save_run_manifest(ck.dir, m);
 }
 
-ChainSessions open_sessions(const RunConfig& cfg, const CheckpointOptions* ck,
+ChainSessions open_sessions(const RunConfig& cfg, ChainBlock block, const CheckpointOptions* ck,
                             const SinkFactory& sinks, const std::vector<std::string>& columns,
                             std::size_t n, std::size_t p, std::size_t k, int threads) {
-  const auto nc = static_cast<std::size_t>(cfg.chains);
+  const auto nc = static_cast<std::size_t>(block.count);
   ChainSessions cs;
   cs.sinks.resize(nc);
   cs.states.resize(nc);
   cs.sessions.resize(nc);
   for (std::size_t c = 0; c < nc; ++c) {
-    const int id = static_cast<int>(c) + 1;
+    const int id = block.first + static_cast<int>(c);
     if (sinks) cs.sinks[c] = sinks(id);
     ChainSession& ses = cs.sessions[c];
     ses.ck = ck;
-    ses.concurrency = static_cast<double>(std::max(1, std::min(cfg.chains, threads)));
+    ses.concurrency = static_cast<double>(std::max(1, std::min(block.count, threads)));
     if (ck == nullptr || !ck->resume) continue;
     cs.states[c] = load_chain_checkpoint(ck->dir, id);
     if (!cs.states[c]) continue;  // never saved: the chain starts afresh
@@ -237,21 +259,29 @@ namespace testing {
 
 RunResult run_with_hooks(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                          const SinkFactory& sinks, Progress* progress,
-                         const CheckpointOptions* checkpoint, const RunHooks& hooks) {
-  cfg.validate();
-  if (!(hooks.bound_excess >= 0.0) || !std::isfinite(hooks.bound_excess))
-    throw ConfigError("--test-bound-excess must be finite and >= 0, got " +
-                      std::to_string(hooks.bound_excess));
-  if (!data) throw DataError("no data");
+                         const CheckpointOptions* checkpoint, const RunHooks& hooks,
+                         const RunPart* part) {
+  detail::PartSync(part).step([&] {
+    cfg.validate();
+    if (!(hooks.bound_excess >= 0.0) || !std::isfinite(hooks.bound_excess))
+      throw ConfigError("--test-bound-excess must be finite and >= 0, got " +
+                        std::to_string(hooks.bound_excess));
+    if (!data) throw DataError("no data");
+    // (A part that is the whole run, e.g. one MPI process, runs them as usual.)
+    if (part != nullptr && !is_exact(cfg.algo) && part->block != ChainBlock{1, cfg.chains})
+      throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
+                        " runs in one process: its chains cannot be shared between processes yet");
+    if (part != nullptr) detail::check_block(part->block, cfg.chains);
+  });
   if (!is_exact(cfg.algo))
     return run_approximate(cfg, std::move(data), sinks, progress, checkpoint);
   switch (cfg.model) {
     case ModelKind::logistic:
-      return run_logistic_model(cfg, std::move(data), sinks, progress, checkpoint, hooks);
+      return run_logistic_model(cfg, std::move(data), sinks, progress, checkpoint, hooks, part);
     case ModelKind::softmax:
-      return run_softmax_model(cfg, std::move(data), sinks, progress, checkpoint, hooks);
+      return run_softmax_model(cfg, std::move(data), sinks, progress, checkpoint, hooks, part);
     case ModelKind::robust:
-      return run_robust_model(cfg, std::move(data), sinks, progress, checkpoint, hooks);
+      return run_robust_model(cfg, std::move(data), sinks, progress, checkpoint, hooks, part);
   }
   throw ConfigError(std::string("model ") + to_string(cfg.model) + " is not available yet");
 }
@@ -261,6 +291,12 @@ RunResult run_with_hooks(const RunConfig& cfg, std::shared_ptr<const Dataset> da
 RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const SinkFactory& sinks,
               Progress* progress, const CheckpointOptions* checkpoint) {
   return testing::run_with_hooks(cfg, std::move(data), sinks, progress, checkpoint, {});
+}
+
+RunResult run_part(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+                   const SinkFactory& sinks, Progress* progress,
+                   const CheckpointOptions* checkpoint, const RunPart& part) {
+  return testing::run_with_hooks(cfg, std::move(data), sinks, progress, checkpoint, {}, &part);
 }
 
 }  // namespace flymc

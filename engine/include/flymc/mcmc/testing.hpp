@@ -6,6 +6,7 @@
 /// Production code calls flymc::run(), which is run_with_hooks() with no hooks.
 #include <memory>
 
+#include "flymc/mcmc/run_part.hpp"
 #include "flymc/mcmc/sampler.hpp"
 
 namespace flymc::testing {
@@ -21,9 +22,11 @@ struct RunHooks {
   double bound_excess = 0.0;
 };
 
-/// flymc::run() with test hooks. @throw ConfigError for a negative or non-finite bound_excess.
+/// flymc::run() with test hooks, or with `part` flymc::run_part() (run_part.hpp).
+/// @throw ConfigError for a negative or non-finite bound_excess.
 RunResult run_with_hooks(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                          const SinkFactory& sinks, Progress* progress,
-                         const CheckpointOptions* checkpoint, const RunHooks& hooks);
+                         const CheckpointOptions* checkpoint, const RunHooks& hooks,
+                         const RunPart* part = nullptr);
 
 }  // namespace flymc::testing

@@ -1,0 +1,70 @@
+#pragma once
+/// @file mpi.hpp
+/// The chains of one run shared between the processes of an MPI communicator (library
+/// `flymc::mpi`, built with -DFLYMC_MPI=ON; docs/mpi.md). The chains are dealt to the processes
+/// in contiguous blocks (deal_chains(), run_part.hpp), and each process runs its block on its
+/// own oneTBB arena. A chain's random stream is keyed by (seed, chain id), and every process
+/// builds its bounds from rank 0's MAP fit, so the draws are bit-identical to a one-process run
+/// with the same seed and chain count, whatever the number of processes.
+///
+/// Works on any communicator, e.g. one of MPI_Comm_split's: only its processes take part. MPI
+/// must be initialised; calls are made only from the calling thread, so MPI_THREAD_FUNNELED is
+/// enough.
+#include <mpi.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "flymc/core/errors.hpp"
+#include "flymc/mcmc/run_part.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/mcmc/testing.hpp"
+
+namespace flymc::mpi {
+
+/// An error that every process of a communicator throws together (agree()): raised on the
+/// process `rank`, with that process's message and exit code. Since every process throws it,
+/// none is left waiting in a collective call, and a program may end normally.
+class RankError : public Error {
+ public:
+  RankError(const std::string& what, int code, int rank) : Error(what, code), rank_(rank) {}
+  /// The lowest rank on which the error was raised.
+  int rank() const noexcept { return rank_; }
+
+ private:
+  int rank_;
+};
+
+/// Collective over `comm`: runs `f` on every process, then throws RankError on every process if
+/// `f` threw on any (the error of the lowest such rank, a flymc::Error's code or 70), and
+/// returns on every process otherwise.
+void agree(MPI_Comm comm, const std::function<void()>& f);
+
+/// Collective over `comm`: rank 0's `value` on every process.
+int broadcast(MPI_Comm comm, int value);
+
+/// Runs the `cfg.chains` chains of one run on the processes of `comm` (collective). Every
+/// process passes the same configuration and the same data (checked), its own sinks (each makes
+/// the sinks of its chains, e.g. stan_csv_sinks() into one shared directory) and, to checkpoint,
+/// options naming one directory that every process can read and write: each chain keeps its own
+/// state there, rank 0 the run's manifest. A resumed run may use another number of processes.
+/// `progress`, if given, is sized cfg.chains; a process advances the entries of its chains.
+/// @return on rank 0: the whole run, every chain in id order, with the longest wall times of
+///   any process and `stopped` if any chain stopped; elsewhere: the process's own chains.
+/// @throw RankError on every process if any process failed (configuration, data, checkpoint,
+///   or a chain's error after the process's chains ended); ConfigError as RankError if
+///   `cfg.chains` is smaller than the number of processes or the algorithm is approximate.
+RunResult run(MPI_Comm comm, const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+              const SinkFactory& sinks = {}, Progress* progress = nullptr,
+              const CheckpointOptions* checkpoint = nullptr);
+
+namespace testing {
+/// run() with the engine's test hooks (flymc/mcmc/testing.hpp).
+RunResult run_with_hooks(MPI_Comm comm, const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+                         const SinkFactory& sinks, Progress* progress,
+                         const CheckpointOptions* checkpoint,
+                         const flymc::testing::RunHooks& hooks);
+}  // namespace testing
+
+}  // namespace flymc::mpi

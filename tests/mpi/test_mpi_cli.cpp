@@ -1,0 +1,213 @@
+// `mpirun flymc sample` (built with -DFLYMC_MPI=ON): chains dealt to ranks in uneven blocks give
+// the one-process run's draw files bit for bit and its pooled summary; a rank killed mid-run
+// takes the job down and --resume (on any number of ranks) continues every chain to the
+// uninterrupted run's draws; the run-directory lock still keeps a second job out. CTest label
+// "mpi"; each test runs in its own temporary directory.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_process.hpp"
+#include "flymc/data/loaders.hpp"
+#include "flymc/io/output.hpp"
+#include "flymc/io/stan_csv.hpp"
+#include "test_util.hpp"
+
+namespace fs = std::filesystem;
+using flymc::test::slurp;
+using flymc::test::Status;
+using flymc::test::wait_for;
+
+namespace {
+
+/// Starts `mpirun -np ranks flymc args...` (3 ranks on 2 cores need --oversubscribe).
+pid_t spawn_mpi(int ranks, const std::string& args, const fs::path& dir) {
+  return flymc::test::spawn_process(
+      FLYMC_MPIEXEC,
+      "--oversubscribe -np " + std::to_string(ranks) + " " + FLYMC_CLI_PATH + " " + args, dir);
+}
+Status run_mpi(int ranks, const std::string& args, const fs::path& dir) {
+  return wait_for(spawn_mpi(ranks, args, dir), dir);
+}
+Status run_one(const std::string& args, const fs::path& dir) {
+  return wait_for(flymc::test::spawn_process(FLYMC_CLI_PATH, args, dir), dir);
+}
+
+/// Waits up to `seconds` for `pid` to end: the test fails instead of hanging.
+Status wait_at_most(pid_t pid, const fs::path& dir, double seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int st = 0;
+  while (::waitpid(pid, &st, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::duration<double>(seconds)) {
+      ::kill(pid, SIGKILL);
+      FAIL("the job did not end within " << seconds << " s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  Status s;
+  if (WIFEXITED(st)) s.code = WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) s.signal = WTERMSIG(st);
+  s.err = slurp(dir / "stderr.txt");
+  return s;
+}
+
+/// The process ids whose parent is `parent` (mpirun starts the ranks of its own node).
+std::vector<pid_t> children(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(e.path() / "stat");
+    std::string stat;
+    std::getline(f, stat);
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent) out.push_back(static_cast<pid_t>(std::stoi(name)));
+  }
+  return out;
+}
+
+/// Whether process `pid` runs (a zombie awaiting its parent does not).
+bool alive(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(f, stat)) return false;
+  const auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
+/// What `flymc summary DIR` computes: the diagnostics of every parameter from the draw files.
+std::vector<flymc::NamedSummary> summary_of_files(const fs::path& dir, int chains) {
+  std::vector<flymc::StanCsv> files;
+  for (int c = 1; c <= chains; ++c)
+    files.push_back(flymc::read_stan_csv((dir / ("chain-" + std::to_string(c) + ".csv")).string()));
+  const auto& cols = files.front().columns;
+  const std::size_t len = files.front().draws.size();
+  std::vector<flymc::ChainDraws> per_col(cols.size(), flymc::ChainDraws(files.size()));
+  for (std::size_t c = 0; c < files.size(); ++c)
+    for (std::size_t k = 0; k < cols.size(); ++k)
+      for (std::size_t i = 0; i < len; ++i) per_col[k][c].push_back(files[c].draws[i][k]);
+  return flymc::summarize_columns(cols, per_col);
+}
+
+/// summary.json's params equal the diagnostics of the draw files.
+void check_summary_is_pooled(const fs::path& dir, int chains) {
+  const auto j = nlohmann::json::parse(slurp(dir / "summary.json"));
+  const auto files = summary_of_files(dir, chains);
+  REQUIRE(j["params"].size() == files.size());
+  CHECK(j["run"]["chains"] == chains);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto& p = j["params"][i];
+    CAPTURE(files[i].name);
+    CHECK(p["name"] == files[i].name);
+    CHECK(p["mean"].get<double>() == files[i].s.mean);
+    CHECK(p["sd"].get<double>() == files[i].s.sd);
+    CHECK(p["q50"].get<double>() == files[i].s.q50);
+    CHECK(p["ess_bulk"].get<double>() == files[i].s.ess_bulk);
+    CHECK(p["rhat"].get<double>() == files[i].s.rhat);
+  }
+}
+
+/// About a second of sampling on an idle core: long enough to be interrupted.
+std::string workload(const fs::path& dir, int chains = 4, long iters = 300000) {
+  return "sample --data " + (dir / "d.csv").string() + " --chains " + std::to_string(chains) +
+         " --warmup 20000 --iters " + std::to_string(iters) + " --thin 10 --seed 7 --quiet";
+}
+
+}  // namespace
+
+TEST_SUITE("mpi") {
+  TEST_CASE("mpirun -np 2 and -np 3, 4 chains: the one-process draws and the pooled summary") {
+    const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "same");
+    flymc::save_csv(*flymc::test::logistic_data(3000, 6, 3), (dir / "d.csv").string());
+    const std::string base = "sample --data " + (dir / "d.csv").string() +
+                             " --chains 4 --warmup 300 --iters 1500 --seed 7 --quiet --out ";
+    Status s = run_one(base + (dir / "one").string(), dir);
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    for (const int ranks : {2, 3}) {
+      CAPTURE(ranks);
+      const fs::path out = dir / ("np" + std::to_string(ranks));
+      s = run_mpi(ranks, base + out.string(), dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      flymc::test::check_same_run(dir / "one", out, 4);
+      check_summary_is_pooled(out, 4);
+      // `flymc summary` prints the same table for both directories.
+      const Status a = run_one("summary " + (dir / "one").string(), dir);
+      const Status b = run_one("summary " + out.string(), dir);
+      REQUIRE(a.code == 0);
+      CHECK(a.out.substr(a.out.find('\n')) == b.out.substr(b.out.find('\n')));
+    }
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("a rank killed with SIGKILL ends the job; --resume on 3 or 2 ranks continues it") {
+    const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "kill");
+    flymc::save_csv(*flymc::test::logistic_data(20000, 6, 3), (dir / "d.csv").string());
+    REQUIRE(run_one(workload(dir) + " --out " + (dir / "ref").string(), dir).code == 0);
+    const fs::path out = dir / "run";
+    const pid_t job =
+        spawn_mpi(3, workload(dir) + " --checkpoint-every 5000 --out " + out.string(), dir);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!fs::exists(out / "checkpoint" / "chain-4.ckpt") &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const std::vector<pid_t> ranks = children(job);
+    REQUIRE(ranks.size() == 3);
+    ::kill(ranks.back(), SIGKILL);
+    const Status s = wait_at_most(job, dir, 60.0);
+    CHECK(s.code != 0);
+    for (const pid_t r : ranks) CHECK(!alive(r));  // no rank left behind
+    fs::copy(out, dir / "run2", fs::copy_options::recursive);
+    Status r = run_mpi(3, "sample --resume " + out.string() + " --quiet", dir);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    flymc::test::check_same_run(dir / "ref", out, 4);
+    r = run_mpi(2, "sample --resume " + (dir / "run2").string() + " --quiet", dir);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    flymc::test::check_same_run(dir / "ref", dir / "run2", 4);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("a second job into a running job's directory exits 73; errors are reported once") {
+    const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "lock"), logs = dir / "second";
+    fs::create_directories(logs);
+    flymc::save_csv(*flymc::test::logistic_data(20000, 6, 3), (dir / "d.csv").string());
+    const fs::path out = dir / "run";
+    const pid_t first = spawn_mpi(
+        2, workload(dir, 4, 3000000) + " --checkpoint-every 100000 --out " + out.string(), dir);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!fs::exists(out / "checkpoint" / "run.ckpt") &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const std::string manifest = slurp(out / "checkpoint" / "run.ckpt");
+    Status s = run_mpi(3, workload(dir) + " --out " + out.string(), logs);
+    CHECK(s.code == 73);
+    CHECK(s.err.find("another flymc run is writing this directory") != std::string::npos);
+    CHECK(slurp(out / "checkpoint" / "run.ckpt") == manifest);
+    ::kill(first, SIGKILL);  // mpirun's death takes its ranks along
+    wait_at_most(first, dir, 60.0);
+    // Bad input: one clear message (from rank 0), the sysexits code, no hang.
+    s = run_mpi(3, "sample --data " + (dir / "missing.csv").string() + " --out x", logs);
+    CHECK(s.code == 65);
+    auto count = [](const std::string& text, const std::string& what) {
+      std::size_t n = 0;
+      for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+      return n;
+    };
+    CHECK(count(s.err, "flymc: error:") == 1);
+    s = run_mpi(3, workload(dir, 2) + " --out " + (dir / "few").string(), logs);
+    CHECK(s.code == 78);
+    CHECK(s.err.find("2 chains cannot be dealt to 3 processes") != std::string::npos);
+    fs::remove_all(dir);
+  }
+}

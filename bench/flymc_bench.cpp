@@ -77,6 +77,29 @@ struct Budget {
   long warmup, iters, thin;
 };
 
+/// Runs cfg until its min bulk ESS reaches `target` (Table1Options::target_ess): a pilot of a
+/// twentieth of the budget, then, if the pilot falls short, the iterations its ESS per
+/// iteration says the target needs (plus a quarter), at most the budget and `max_seconds` of
+/// sampling. The budget's thinning keeps at most 10,000 draws per chain.
+RowStats measure_to_target(const std::string& algo, RunConfig cfg,
+                           const std::shared_ptr<const Dataset>& data, double target,
+                           double max_seconds) {
+  const long budget = cfg.iters;
+  RunConfig pilot = cfg;
+  pilot.iters = std::max(100L, budget / 20);
+  pilot.thin = std::max(1L, pilot.iters / 10000);
+  RowStats r = measure(algo, pilot, data);
+  const double ess = r.ess1000_min / 1000.0 * double(pilot.iters) * cfg.chains;
+  if (ess >= target || pilot.iters >= budget) return r;
+  const double per_iter = std::max(ess, 1.0) / double(pilot.iters);
+  const double spi = std::max(r.sampling_seconds / double(pilot.iters), 1e-12);
+  const double want = std::min({1.25 * target / per_iter, max_seconds / spi, double(budget)});
+  cfg.iters = static_cast<long>(std::ceil(want));
+  if (cfg.iters <= pilot.iters) return r;
+  cfg.thin = std::max(1L, cfg.iters / 10000);
+  return measure(algo, cfg, data);
+}
+
 /// One row of the paper's Table 1: a data set, a model and a θ-kernel, run by regular MCMC,
 /// untuned FlyMC and MAP-tuned FlyMC.
 struct RowSpec {
@@ -98,6 +121,11 @@ struct Table1Options {
   std::string data, softmax_data, robust_data, json, name;
   int chains = 4, threads = 0;
   double scale = 1.0;  // multiplies every iteration budget (quick runs)
+  // > 0: each algorithm runs until its min bulk ESS reaches this (a pilot of a twentieth of its
+  // budget estimates the iterations needed), within its budget and max_seconds of sampling.
+  // 0: the full fixed budgets.
+  double target_ess = 0.0;
+  double max_seconds = 60.0;
   // Logistic regression (Fashion-MNIST 7-vs-9): enough iterations for a min bulk ESS of a few
   // hundred per algorithm with RW-MH (regular MCMC mixes at ~0.2 ESS per 1000 iterations there,
   // FlyMC at ~0.03).
@@ -273,7 +301,7 @@ nlohmann::json row_json(const RowSpec& spec, const std::string& kernel, const Ro
 }
 
 /// Runs one row's algorithms (regular MCMC first: the speedups' reference) and prints its table.
-void table1_row(const RowSpec& spec, nlohmann::json& jrows) {
+void table1_row(const RowSpec& spec, const Table1Options& o, nlohmann::json& jrows) {
   auto config = [&](Algo algo, BoundTuning bound, const Budget& b) {
     RunConfig c = spec.base;
     c.algo = algo;
@@ -293,7 +321,10 @@ void table1_row(const RowSpec& spec, nlohmann::json& jrows) {
     algos.emplace_back(c, "flymc-map-fly");
   }
   std::vector<RowStats> rows;
-  for (const auto& [cfg, name] : algos) rows.push_back(measure(name, cfg, spec.data));
+  for (const auto& [cfg, name] : algos)
+    rows.push_back(o.target_ess > 0.0
+                       ? measure_to_target(name, cfg, spec.data, o.target_ess, o.max_seconds)
+                       : measure(name, cfg, spec.data));
   const RowStats& r0 = rows.front();
   char line[512];
   std::string text;
@@ -324,13 +355,17 @@ void table1_row(const RowSpec& spec, nlohmann::json& jrows) {
 void table1(const Table1Options& o) {
   const std::vector<RowSpec> specs = table1_rows(o);
   nlohmann::json jrows = nlohmann::json::array();
-  for (const RowSpec& spec : specs) table1_row(spec, jrows);
+  for (const RowSpec& spec : specs) table1_row(spec, o, jrows);
   std::printf(
       "(x queries: ratio of min ESS per likelihood query to regular MCMC, the paper's "
       "measure; x wall: ratio of min ESS per second of wall time; us/iter: one chain's sampling "
       "time per iteration)\n");
   if (!o.json.empty()) {
-    bench::write_json(o.json, "table1", {{"rows", jrows}});
+    bench::write_json(
+        o.json, "table1",
+        {{"rows", jrows},
+         {"target_ess", o.target_ess},
+         {"max_seconds", o.target_ess > 0.0 ? nlohmann::json(o.max_seconds) : nlohmann::json()}});
     std::printf("wrote %s\n", o.json.c_str());
   }
 }
@@ -497,6 +532,13 @@ void add_table1_command(CLI::App& app, Table1Options& t) {
   t1->add_option("--threads", t.threads, "Threads (0: all cores)")->capture_default_str();
   t1->add_option("--seed", t.seed, "Seed")->capture_default_str();
   t1->add_option("--scale", t.scale, "Multiply every iteration budget (quick runs: 0.05)")
+      ->capture_default_str();
+  t1->add_option("--target-ess", t.target_ess,
+                 "Run each algorithm until its min bulk ESS reaches this (pilot-sized, within "
+                 "its budget and --max-seconds); 0: the full fixed budgets")
+      ->capture_default_str();
+  t1->add_option("--max-seconds", t.max_seconds,
+                 "With --target-ess: sampling time cap per algorithm")
       ->capture_default_str();
   t1->add_option("--warmup-regular", t.warmup_regular)->capture_default_str();
   t1->add_option("--iters-regular", t.iters_regular)->capture_default_str();

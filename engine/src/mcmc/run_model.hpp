@@ -3,12 +3,7 @@
 // in sampler_<model>.cpp so that the models compile in parallel. It checks the data and any
 // checkpoint to resume, sets the run up (flymc/mcmc/setup.hpp), runs the chains concurrently on a
 // oneTBB arena (chain.hpp) and apportions the wall time.
-#include <tbb/info.h>
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
-
 #include <algorithm>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +15,7 @@
 #include "flymc/io/checkpoint.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/setup.hpp"
+#include "run_chains.hpp"
 
 namespace flymc::detail {
 
@@ -66,7 +62,6 @@ void run_chains(const Shared<M>& sh, const RunSetup<M>& setup, ChainSessions& cs
   const RunConfig& cfg = sh.cfg;
   const int nchains = cfg.chains;
   results.resize(static_cast<std::size_t>(nchains));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nchains));
   auto one = [&](int c) {
     const auto ci = static_cast<std::size_t>(c);
     DrawSink* sink = cs.sinks[ci].get();
@@ -84,23 +79,7 @@ void run_chains(const Shared<M>& sh, const RunSetup<M>& setup, ChainSessions& cs
     }
     cs.sinks[ci].reset();  // closes the file in the chain's own task
   };
-  tbb::task_arena arena(threads);
-  arena.execute([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int>(0, nchains, 1),
-        [&](const tbb::blocked_range<int>& r) {
-          for (int c = r.begin(); c != r.end(); ++c) {
-            try {
-              one(c);
-            } catch (...) {
-              errors[static_cast<std::size_t>(c)] = std::current_exception();
-            }
-          }
-        },
-        tbb::simple_partitioner());
-  });
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  for_each_chain(nchains, threads, one);
 }
 
 /// Runs the chains of `cfg` on model M.
@@ -148,7 +127,7 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                      initial_step_size(cfg, out.map, out.dim),
                      draw_columns(cfg.kernel, out.names),
                      hooks};
-  const int threads = cfg.threads > 0 ? cfg.threads : tbb::info::default_concurrency();
+  const int threads = run_threads(cfg);
   ChainSessions cs =
       open_sessions(cfg, ck, sinks, sh.columns, data->n(), out.dim, model.layout().k, threads);
   if (manifest) out.setup_seconds = manifest->setup_seconds;

@@ -1,16 +1,12 @@
 #include "flymc/mcmc/minibatch/approximate.hpp"
 
-#include <tbb/info.h>
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
-
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <limits>
 #include <memory>
 #include <string>
 
+#include "../run_chains.hpp"
 #include "approx_chain.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
@@ -298,41 +294,9 @@ RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> d
   detail::set_metric(sh, out.dim);
   out.setup_seconds = setup_clock.seconds();
 
-  const int nchains = cfg.chains;
-  out.chains.resize(static_cast<std::size_t>(nchains));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nchains));
-  const int threads = cfg.threads > 0 ? cfg.threads : tbb::info::default_concurrency();
-  const Stopwatch par_clock;
-  tbb::task_arena arena(threads);
-  arena.execute([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int>(0, nchains, 1),
-        [&](const tbb::blocked_range<int>& r) {
-          for (int c = r.begin(); c != r.end(); ++c) {
-            const auto ci = static_cast<std::size_t>(c);
-            try {
-              std::unique_ptr<DrawSink> sink = sinks ? sinks(c + 1) : nullptr;
-              out.chains[ci] = detail::ApproxChain(sh, c + 1, sink.get())
-                                   .run(progress ? &progress->done[ci] : nullptr);
-            } catch (...) {
-              errors[ci] = std::current_exception();
-            }
-          }
-        },
-        tbb::simple_partitioner());
+  detail::run_independent_chains(cfg, sinks, progress, out, [&](int id, DrawSink* sink) {
+    return detail::ApproxChain(sh, id, sink);
   });
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-  // The parallel region's wall time, split between warm-up and sampling as the chains' own
-  // timers are (chains may outnumber threads).
-  double w = 0.0, s = 0.0;
-  for (const auto& c : out.chains) {
-    w += c.warmup_seconds;
-    s += c.sampling_seconds;
-  }
-  const double par = par_clock.seconds(), tot = std::max(w + s, 1e-300);
-  out.warmup_seconds = par * w / tot;
-  out.sampling_seconds = par * s / tot;
   return out;
 }
 

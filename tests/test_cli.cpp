@@ -78,11 +78,28 @@ TEST_SUITE("unit") {
     for (auto& [k, v] : j["run"].items()) run.insert(k);
     for (auto& [k, v] : j["params"][0].items()) param.insert(k);
     CHECK(top == std::set<std::string>{"params", "run"});
-    CHECK(run == std::set<std::string>{
-                     "chains", "warmup", "iters", "setup_seconds", "warmup_seconds",
-                     "sampling_seconds", "queries_per_iter", "bright_mean", "accept_rate",
-                     "min_ess_bulk", "min_ess_bulk_per_second", "bound_slack", "q_dark_to_bright",
-                     "algo", "algo_chosen", "predicted_speedup", "exact", "batch_mean"});
+    CHECK(run == std::set<std::string>{"chains",
+                                       "warmup",
+                                       "iters",
+                                       "setup_seconds",
+                                       "warmup_seconds",
+                                       "sampling_seconds",
+                                       "queries_per_iter",
+                                       "bright_mean",
+                                       "accept_rate",
+                                       "min_ess_bulk",
+                                       "min_ess_bulk_per_second",
+                                       "bound_slack",
+                                       "q_dark_to_bright",
+                                       "algo",
+                                       "algo_chosen",
+                                       "predicted_speedup",
+                                       "exact",
+                                       "batch_mean",
+                                       "bound_violations",
+                                       "path_mean",
+                                       "pdmp_spacing",
+                                       "refresh_rate"});
     CHECK(param == std::set<std::string>{"name", "mean", "sd", "mcse_mean", "q5", "q50", "q95",
                                          "ess_bulk", "ess_tail", "rhat"});
     CHECK(j["params"].size() == 3);
@@ -179,6 +196,70 @@ TEST_SUITE("unit") {
                          Bad{"--algo minibatch-mh --target-accept 0.6", "--target-accept", 78},
                          Bad{"--algo minibatch-mh --barker-temper 0.5", "--barker-temper", 78},
                          Bad{"--algo minibatch-mh --checkpoint-every 10", "checkpoint", 78}}) {
+      CAPTURE(b.args);
+      const Result r =
+          run_cli("sample" + data + " --out " + (dir / "bad").string() + " " + b.args, dir);
+      CHECK(r.code == b.code);
+      CHECK(r.err.find(b.names) != std::string::npos);
+    }
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("flymc sample --algo bps ... zigzag-cv: path draws, exactness, refusals" *
+            doctest::test_suite("threaded")) {
+    const fs::path dir = temp_dir("pdmp");
+    flymc::save_csv(*flymc::test::logistic_data(500, 3, 5), (dir / "d.csv").string());
+    for (const std::string algo : {"bps", "lipsbps", "sbps", "psbps", "zigzag-ss", "zigzag-cv"}) {
+      CAPTURE(algo);
+      const std::string out = (dir / algo).string();
+      const Result r = run_cli("sample --data " + (dir / "d.csv").string() + " --algo " + algo +
+                                   " --chains 2 --warmup 50 --iters 200 --thin 2 --batch-size 20 "
+                                   "--pdmp-spacing 0.2 --seed 3 --out " +
+                                   out,
+                               dir);
+      REQUIRE_MESSAGE(r.code == 0, r.err);
+      const bool exact = algo != "sbps" && algo != "psbps";
+      CHECK((r.err.find("approximate") != std::string::npos) == !exact);
+      const auto csv = flymc::read_stan_csv(out + "/chain-1.csv");
+      CHECK(csv.draws.size() == 100);
+      CHECK(csv.columns == std::vector<std::string>{
+                               "lp__", "accept_stat__", "stepsize__", "n_events__", "n_queries__",
+                               "bound_violations__", "theta.1", "theta.2", "theta.3"});
+      CHECK(csv.config_value("algorithm") == algo);
+      CHECK(csv.config_value("exact") == (exact ? "true" : "false"));
+      CHECK(csv.config_value("pdmp_spacing") == "0.2");
+      CHECK(csv.step_size == 0.2);
+      double violations = 0.0;
+      for (const auto& row : csv.draws) {
+        CHECK(row[4] >= 0.0);
+        violations += row[5];
+      }
+      std::ifstream f(out + "/summary.json");
+      const auto j = nlohmann::json::parse(f);
+      CHECK(j["run"]["algo"] == algo);
+      CHECK(j["run"]["exact"] == exact);
+      CHECK(j["run"]["pdmp_spacing"].get<double>() == 0.2);
+      CHECK(j["run"]["path_mean"].size() == 3);
+      CHECK(j["run"]["bright_mean"].is_null());
+      CHECK(j["run"]["refresh_rate"].is_null() == (algo.rfind("zigzag", 0) == 0));
+      if (exact) CHECK(j["run"]["bound_violations"] == 0);
+      // The rows count the kept draws' windows only; the total also has warm-up's and thinning's.
+      CHECK(j["run"]["bound_violations"].get<double>() >= violations);
+      CHECK(run_cli("summary " + out, dir).code == 0);
+    }
+    const std::string data = " --data " + (dir / "d.csv").string();
+    struct Bad {
+      std::string args, names;
+      int code;
+    };
+    for (const Bad& b : {Bad{"--algo bps --model softmax", "logistic", 78},
+                         Bad{"--algo zigzag-cv --model robust", "logistic", 78},
+                         Bad{"--algo sbps --prior laplace", "Gaussian prior", 78},
+                         Bad{"--algo zigzag-ss --kernel hmc", "--kernel", 78},
+                         Bad{"--algo bps --pdmp-spacing 0", "--pdmp-spacing", 78},
+                         Bad{"--algo bps --refresh-rate -1", "--refresh-rate", 78},
+                         Bad{"--algo lipsbps --checkpoint-every 10", "checkpoint", 78},
+                         Bad{"--algo zigzag", "--algo", 64}}) {
       CAPTURE(b.args);
       const Result r =
           run_cli("sample" + data + " --out " + (dir / "bad").string() + " " + b.args, dir);

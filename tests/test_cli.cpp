@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
@@ -42,6 +43,24 @@ fs::path temp_dir(const std::string& name) {
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
+}
+
+/// A refused `flymc sample` invocation: its arguments, a word its message must contain, and its
+/// exit code.
+struct Refusal {
+  std::string args, names;
+  int code;
+};
+
+/// Runs every refusal on the data file `data` and checks its exit code and message.
+void check_refusals(const std::vector<Refusal>& bad, const std::string& data, const fs::path& dir) {
+  for (const Refusal& b : bad) {
+    CAPTURE(b.args);
+    const Result r =
+        run_cli("sample --data " + data + " --out " + (dir / "bad").string() + " " + b.args, dir);
+    CHECK(r.code == b.code);
+    CHECK(r.err.find(b.names) != std::string::npos);
+  }
 }
 
 }  // namespace
@@ -181,27 +200,17 @@ TEST_SUITE("unit") {
       CHECK(j["run"]["bright_mean"].is_null());
       CHECK(run_cli("summary " + out, dir).code == 0);
     }
-    const std::string data = " --data " + (dir / "d.csv").string();
-    struct Bad {
-      std::string args, names;
-      int code;
-    };
-    for (const Bad& b : {Bad{"--algo minibatch-mh --batch-size 1", "--batch-size", 78},
-                         Bad{"--algo sgld --sgld-step 0", "--sgld-step", 78},
-                         Bad{"--algo sgld --sgld-step 2", "--sgld-step", 78},
-                         Bad{"--algo sgld --batch-size x", "--batch-size", 64},
-                         Bad{"--algo minibatch --iters 10", "--algo", 64},
-                         Bad{"--algo sgld --model softmax", "logistic", 78},
-                         Bad{"--algo minibatch-mh --kernel nuts", "--kernel", 78},
-                         Bad{"--algo minibatch-mh --target-accept 0.6", "--target-accept", 78},
-                         Bad{"--algo minibatch-mh --barker-temper 0.5", "--barker-temper", 78},
-                         Bad{"--algo minibatch-mh --checkpoint-every 10", "checkpoint", 78}}) {
-      CAPTURE(b.args);
-      const Result r =
-          run_cli("sample" + data + " --out " + (dir / "bad").string() + " " + b.args, dir);
-      CHECK(r.code == b.code);
-      CHECK(r.err.find(b.names) != std::string::npos);
-    }
+    check_refusals({{"--algo minibatch-mh --batch-size 1", "--batch-size", 78},
+                    {"--algo sgld --sgld-step 0", "--sgld-step", 78},
+                    {"--algo sgld --sgld-step 2", "--sgld-step", 78},
+                    {"--algo sgld --batch-size x", "--batch-size", 64},
+                    {"--algo minibatch --iters 10", "--algo", 64},
+                    {"--algo sgld --model softmax", "logistic", 78},
+                    {"--algo minibatch-mh --kernel nuts", "--kernel", 78},
+                    {"--algo minibatch-mh --target-accept 0.6", "--target-accept", 78},
+                    {"--algo minibatch-mh --barker-temper 0.5", "--barker-temper", 78},
+                    {"--algo minibatch-mh --checkpoint-every 10", "checkpoint", 78}},
+                   (dir / "d.csv").string(), dir);
     fs::remove_all(dir);
   }
 
@@ -247,25 +256,15 @@ TEST_SUITE("unit") {
       CHECK(j["run"]["bound_violations"].get<double>() >= violations);
       CHECK(run_cli("summary " + out, dir).code == 0);
     }
-    const std::string data = " --data " + (dir / "d.csv").string();
-    struct Bad {
-      std::string args, names;
-      int code;
-    };
-    for (const Bad& b : {Bad{"--algo bps --model softmax", "logistic", 78},
-                         Bad{"--algo zigzag-cv --model robust", "logistic", 78},
-                         Bad{"--algo sbps --prior laplace", "Gaussian prior", 78},
-                         Bad{"--algo zigzag-ss --kernel hmc", "--kernel", 78},
-                         Bad{"--algo bps --pdmp-spacing 0", "--pdmp-spacing", 78},
-                         Bad{"--algo bps --refresh-rate -1", "--refresh-rate", 78},
-                         Bad{"--algo lipsbps --checkpoint-every 10", "checkpoint", 78},
-                         Bad{"--algo zigzag", "--algo", 64}}) {
-      CAPTURE(b.args);
-      const Result r =
-          run_cli("sample" + data + " --out " + (dir / "bad").string() + " " + b.args, dir);
-      CHECK(r.code == b.code);
-      CHECK(r.err.find(b.names) != std::string::npos);
-    }
+    check_refusals({{"--algo bps --model softmax", "logistic", 78},
+                    {"--algo zigzag-cv --model robust", "logistic", 78},
+                    {"--algo sbps --prior laplace", "Gaussian prior", 78},
+                    {"--algo zigzag-ss --kernel hmc", "--kernel", 78},
+                    {"--algo bps --pdmp-spacing 0", "--pdmp-spacing", 78},
+                    {"--algo bps --refresh-rate -1", "--refresh-rate", 78},
+                    {"--algo lipsbps --checkpoint-every 10", "checkpoint", 78},
+                    {"--algo zigzag", "--algo", 64}},
+                   (dir / "d.csv").string(), dir);
     fs::remove_all(dir);
   }
 

@@ -212,6 +212,18 @@ TEST_SUITE("unit") {
     CHECK(band.upper(10.0) == doctest::Approx(1.0 + 3.0 * std::sqrt(0.25 + 1e6 + 0.25)));
   }
 
+  TEST_CASE("c_i stays finite and within (-1, 1) at extreme predictors") {
+    for (double t : {-1.0, 1.0})
+      for (double a : {-1e308, -800.0, -40.0, 0.0, 40.0, 800.0, 1e308}) {
+        const double c = pdmp::logistic_coef(t, a);
+        CAPTURE(a);
+        CHECK(std::isfinite(c));
+        CHECK(std::fabs(c) <= 1.0);
+        CHECK(c * t <= 0.0);  // −t·σ(−t·a): pulls toward the label
+      }
+    CHECK(pdmp::logistic_coef(1.0, 0.0) == -0.5);
+  }
+
   TEST_CASE("the exact samplers' bounds dominate their rates on random segments") {
     // Every datum the estimators may draw, at points along random segments from random θ (near
     // the MAP and far from it, where the prior's growing gradient matters).
@@ -391,12 +403,7 @@ TEST_SUITE("statistical") {
       for (std::size_t j = 0; j < 2; ++j) {
         CAPTURE(to_string(algo));
         CAPTURE(j);
-        const auto draws = r.coordinate(j);
-        const auto [m, se] = test::mean_and_mcse(draws, [](double x) { return x; });
-        const double mu = m;
-        const auto [v, se_v] =
-            test::mean_and_mcse(draws, [mu](double x) { return (x - mu) * (x - mu); });
-        const double sd = std::sqrt(v);
+        const auto [m, se, sd] = test::draw_moments(r.coordinate(j));
         std::printf(
             "%s theta.%zu: mean %.4f, path mean %.4f (exact %.4f: bias %.3f / %.3f sd, mcse "
             "%.3f sd), sd ratio %.3f; %.0f queries per draw, acceptance %.3f, %llu bound "

@@ -11,12 +11,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <exception>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "flymc/core/clock.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/core/rng.hpp"
 #include "flymc/mcmc/sampler.hpp"
+#include "flymc/models/logistic.hpp"
 
 namespace flymc::detail {
 
@@ -73,6 +78,38 @@ void run_independent_chains(const RunConfig& cfg, const SinkFactory& sinks, Prog
   const double par = par_clock.seconds(), tot = std::max(w + s, 1e-300);
   out.warmup_seconds = par * w / tot;
   out.sampling_seconds = par * s / tot;
+}
+
+/// The start of a run of a sampler that makes its own moves on logistic regression (minibatch,
+/// pdmp): refuses checkpointing, which these samplers lack, and returns the RunResult with the
+/// model's part and θ_MAP filled in.
+/// @throw ConfigError when `checkpoint` asks for checkpoints.
+inline RunResult start_logistic_run(const RunConfig& cfg, const LogisticModel& model,
+                                    const CheckpointOptions* checkpoint) {
+  if (checkpoint != nullptr && !checkpoint->dir.empty())
+    throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
+                      " cannot checkpoint or resume yet (--checkpoint-every, --resume)");
+  RunResult out;
+  out.config = cfg;
+  out.n = model.num_data();
+  out.dim = model.dim();
+  out.names = model.param_names();
+  out.map = model.find_map();
+  return out;
+}
+
+/// A chain's starting point as Chain (chain.hpp) makes it: θ_MAP plus chain-specific jitter of
+/// cfg.init_jitter Laplace standard deviations, or a draw from the prior.
+inline void initial_theta(const RunConfig& cfg, const MapResult& map, double prior_sd, Rng& rng,
+                          double* theta) {
+  const auto p = map.theta.size();
+  for (Eigen::Index j = 0; j < p; ++j) {
+    const auto jj = static_cast<std::size_t>(j);
+    theta[jj] =
+        cfg.init == Init::map
+            ? map.theta[j] + cfg.init_jitter * std::sqrt(map.covariance(j, j)) * rng.normal()
+            : prior_sd * rng.normal();
+  }
 }
 
 }  // namespace flymc::detail

@@ -39,18 +39,6 @@ ApproxChain::ApproxChain(const ApproxShared& sh, int chain_id, DrawSink* sink)
   res_.kept = static_cast<std::size_t>((cfg_.iters + cfg_.thin - 1) / cfg_.thin);
 }
 
-/// θ_MAP plus chain-specific jitter in Laplace standard deviations, or a prior draw, as Chain
-/// starts (chain.hpp).
-void ApproxChain::initial_theta() {
-  for (std::size_t j = 0; j < p_; ++j) {
-    const auto jj = static_cast<Eigen::Index>(j);
-    theta_[j] = cfg_.init == Init::map
-                    ? sh_.map.theta[jj] +
-                          cfg_.init_jitter * std::sqrt(sh_.map.covariance(jj, jj)) * rng_.normal()
-                    : sh_.model.prior().sd * rng_.normal();
-  }
-}
-
 void ApproxChain::metric_step(double scale, double* out) {
   for (std::size_t j = 0; j < p_; ++j) xi_[j] = rng_.normal();
   const auto& l = sh_.chol;
@@ -218,7 +206,7 @@ ChainResult ApproxChain::run(std::atomic<long>* progress) {
   const long total = cfg_.warmup + cfg_.iters;
   res_.draws.reserve(res_.kept * p_);
   res_.lp.reserve(res_.kept);
-  initial_theta();
+  initial_theta(cfg_, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
   if (sink_) sink_->begin(sh_.columns);
   Stopwatch warm_clock;
   Clock::time_point sampling_start = Clock::now();
@@ -267,20 +255,12 @@ void set_metric(ApproxShared& sh, std::size_t p) {
 RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                           const SinkFactory& sinks, Progress* progress,
                           const CheckpointOptions* checkpoint) {
-  if (checkpoint != nullptr && !checkpoint->dir.empty())
-    throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
-                      " cannot checkpoint or resume yet (--checkpoint-every, --resume)");
   if (cfg.model != ModelKind::logistic)
     throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
                       " runs logistic regression only so far");
   const Stopwatch setup_clock;
   const LogisticModel model(data, cfg);
-  RunResult out;
-  out.config = cfg;
-  out.n = data->n();
-  out.dim = model.dim();
-  out.names = model.param_names();
-  out.map = model.find_map();
+  RunResult out = detail::start_logistic_run(cfg, model, checkpoint);
   RunConfig rw = cfg;
   rw.kernel = KernelKind::rwmh;  // minibatch MH's walk starts at the RW optimal scaling
   detail::ApproxShared sh{cfg,

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "../run_chains.hpp"
+
 namespace flymc::detail {
 
 namespace {
@@ -52,7 +54,8 @@ BouncyChain::BouncyChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
       bandfit_(kBandWidth, sh.slope_sd) {}
 
 ChainResult BouncyChain::run(std::atomic<long>* progress) {
-  pdmp_initial_theta(sh_, rng_, theta_);
+  theta_.resize(p_);
+  initial_theta(sh_.cfg, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
   pdmp::sphere_velocity(rng_, v_.data(), p_);
   set_velocity();
   next_refresh_ = sh_.refresh > 0.0 ? pdmp::exp1(rng_) / sh_.refresh : kInf;

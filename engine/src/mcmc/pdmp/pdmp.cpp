@@ -37,18 +37,10 @@ double pdmp_time_scale(Algo algo, const MapResult& map) {
 RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const SinkFactory& sinks, Progress* progress,
                    const CheckpointOptions* checkpoint) {
-  if (checkpoint != nullptr && !checkpoint->dir.empty())
-    throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
-                      " cannot checkpoint or resume yet (--checkpoint-every, --resume)");
   cfg.validate();  // the model and prior checks (run() validated already; callers may not)
   const Stopwatch setup_clock;
   const LogisticModel model(data, cfg);
-  RunResult out;
-  out.config = cfg;
-  out.n = data->n();
-  out.dim = model.dim();
-  out.names = model.param_names();
-  out.map = model.find_map();
+  RunResult out = detail::start_logistic_run(cfg, model, checkpoint);
   const auto consts = pdmp::LogisticPdmpConstants::make(model, out.map.theta);
   const double scale = pdmp_time_scale(cfg.algo, out.map);
   const detail::PdmpShared sh{cfg,

@@ -132,16 +132,4 @@ ChainResult PdmpOutput::finish(double batch) {
   return std::move(res_);
 }
 
-void pdmp_initial_theta(const PdmpShared& sh, Rng& rng, std::vector<double>& theta) {
-  const std::size_t p = sh.model.dim();
-  theta.resize(p);
-  for (std::size_t j = 0; j < p; ++j) {
-    const auto jj = static_cast<Eigen::Index>(j);
-    theta[j] = sh.cfg.init == Init::map
-                   ? sh.map.theta[jj] +
-                         sh.cfg.init_jitter * std::sqrt(sh.map.covariance(jj, jj)) * rng.normal()
-                   : sh.model.prior().sd * rng.normal();
-  }
-}
-
 }  // namespace flymc::detail

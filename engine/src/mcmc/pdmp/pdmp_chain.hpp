@@ -103,8 +103,4 @@ class PdmpOutput {
   Clock::time_point sampling_start_ = Clock::now();
 };
 
-/// θ_MAP plus chain-specific jitter in Laplace standard deviations, or a prior draw, as the
-/// other samplers start.
-void pdmp_initial_theta(const PdmpShared& sh, Rng& rng, std::vector<double>& theta);
-
 }  // namespace flymc::detail

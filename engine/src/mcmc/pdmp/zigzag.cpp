@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "../run_chains.hpp"
+
 namespace flymc::detail {
 
 namespace {
@@ -25,7 +27,8 @@ ZigZagChain::ZigZagChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
       theta_pad_(aligned_zeros(sh.model.stride())) {}
 
 ChainResult ZigZagChain::run(std::atomic<long>* progress) {
-  pdmp_initial_theta(sh_, rng_, theta_);
+  theta_.resize(p_);
+  initial_theta(sh_.cfg, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
   for (double& x : v_) x = rng_.uniform() < 0.5 ? -1.0 : 1.0;
   out_.begin(progress);
   for (std::size_t j = 0; j < p_; ++j) schedule(j);

@@ -1,7 +1,7 @@
 #pragma once
 /// @file bounds.hpp
 /// The event-rate bounds of the exact piecewise-deterministic samplers on logistic regression
-/// with a N(0, σ²I) prior (docs/math.md §7.2–7.4). Potential U = U_0 + Σ_i U_i with
+/// with a N(0, σ²I) prior (docs/math.md §7.1–7.2). Potential U = U_0 + Σ_i U_i with
 /// U_0(θ) = |θ|²/(2σ²) and U_i(θ) = −log σ(t_i x_i·θ), so ∇U_i = c_i x_i with
 /// c_i = −t_i σ(−t_i x_i·θ), |c_i| < 1, and c_i has slope at most 1/4 in x_i·θ.
 ///

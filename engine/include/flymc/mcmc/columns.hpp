@@ -57,27 +57,28 @@ inline std::span<const std::string_view> sampler_columns(KernelKind kernel) noex
   return kSamplerColumns;
 }
 
+/// The sampler columns `sampler`, then the parameters.
+inline std::vector<std::string> join_columns(std::span<const std::string_view> sampler,
+                                             const std::vector<std::string>& params) {
+  std::vector<std::string> cols(sampler.begin(), sampler.end());
+  cols.insert(cols.end(), params.begin(), params.end());
+  return cols;
+}
+
 /// All column names of a draw row: the sampler columns, then the parameters.
 inline std::vector<std::string> draw_columns(KernelKind kernel,
                                              const std::vector<std::string>& params) {
-  const std::span<const std::string_view> s = sampler_columns(kernel);
-  std::vector<std::string> cols(s.begin(), s.end());
-  cols.insert(cols.end(), params.begin(), params.end());
-  return cols;
+  return join_columns(sampler_columns(kernel), params);
 }
 
 /// All column names of an approximate sampler's draw row.
 inline std::vector<std::string> approx_draw_columns(const std::vector<std::string>& params) {
-  std::vector<std::string> cols(kApproxSamplerColumns.begin(), kApproxSamplerColumns.end());
-  cols.insert(cols.end(), params.begin(), params.end());
-  return cols;
+  return join_columns(kApproxSamplerColumns, params);
 }
 
 /// All column names of a piecewise-deterministic sampler's draw row.
 inline std::vector<std::string> pdmp_draw_columns(const std::vector<std::string>& params) {
-  std::vector<std::string> cols(kPdmpSamplerColumns.begin(), kPdmpSamplerColumns.end());
-  cols.insert(cols.end(), params.begin(), params.end());
-  return cols;
+  return join_columns(kPdmpSamplerColumns, params);
 }
 
 /// Fills `row` (pdmp_draw_columns' size) with a piecewise-deterministic sampler's values and θ.

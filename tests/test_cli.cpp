@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
@@ -44,6 +45,24 @@ fs::path temp_dir(const std::string& name) {
   return d;
 }
 
+/// A refused `flymc sample` invocation: its arguments, a word its message must contain, and its
+/// exit code.
+struct Refusal {
+  std::string args, names;
+  int code;
+};
+
+/// Runs every refusal on the data file `data` and checks its exit code and message.
+void check_refusals(const std::vector<Refusal>& bad, const std::string& data, const fs::path& dir) {
+  for (const Refusal& b : bad) {
+    CAPTURE(b.args);
+    const Result r =
+        run_cli("sample --data " + data + " --out " + (dir / "bad").string() + " " + b.args, dir);
+    CHECK(r.code == b.code);
+    CHECK(r.err.find(b.names) != std::string::npos);
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("unit") {
@@ -78,11 +97,28 @@ TEST_SUITE("unit") {
     for (auto& [k, v] : j["run"].items()) run.insert(k);
     for (auto& [k, v] : j["params"][0].items()) param.insert(k);
     CHECK(top == std::set<std::string>{"params", "run"});
-    CHECK(run == std::set<std::string>{
-                     "chains", "warmup", "iters", "setup_seconds", "warmup_seconds",
-                     "sampling_seconds", "queries_per_iter", "bright_mean", "accept_rate",
-                     "min_ess_bulk", "min_ess_bulk_per_second", "bound_slack", "q_dark_to_bright",
-                     "algo", "algo_chosen", "predicted_speedup", "exact", "batch_mean"});
+    CHECK(run == std::set<std::string>{"chains",
+                                       "warmup",
+                                       "iters",
+                                       "setup_seconds",
+                                       "warmup_seconds",
+                                       "sampling_seconds",
+                                       "queries_per_iter",
+                                       "bright_mean",
+                                       "accept_rate",
+                                       "min_ess_bulk",
+                                       "min_ess_bulk_per_second",
+                                       "bound_slack",
+                                       "q_dark_to_bright",
+                                       "algo",
+                                       "algo_chosen",
+                                       "predicted_speedup",
+                                       "exact",
+                                       "batch_mean",
+                                       "bound_violations",
+                                       "path_mean",
+                                       "pdmp_spacing",
+                                       "refresh_rate"});
     CHECK(param == std::set<std::string>{"name", "mean", "sd", "mcse_mean", "q5", "q50", "q95",
                                          "ess_bulk", "ess_tail", "rhat"});
     CHECK(j["params"].size() == 3);
@@ -164,27 +200,71 @@ TEST_SUITE("unit") {
       CHECK(j["run"]["bright_mean"].is_null());
       CHECK(run_cli("summary " + out, dir).code == 0);
     }
-    const std::string data = " --data " + (dir / "d.csv").string();
-    struct Bad {
-      std::string args, names;
-      int code;
-    };
-    for (const Bad& b : {Bad{"--algo minibatch-mh --batch-size 1", "--batch-size", 78},
-                         Bad{"--algo sgld --sgld-step 0", "--sgld-step", 78},
-                         Bad{"--algo sgld --sgld-step 2", "--sgld-step", 78},
-                         Bad{"--algo sgld --batch-size x", "--batch-size", 64},
-                         Bad{"--algo minibatch --iters 10", "--algo", 64},
-                         Bad{"--algo sgld --model softmax", "logistic", 78},
-                         Bad{"--algo minibatch-mh --kernel nuts", "--kernel", 78},
-                         Bad{"--algo minibatch-mh --target-accept 0.6", "--target-accept", 78},
-                         Bad{"--algo minibatch-mh --barker-temper 0.5", "--barker-temper", 78},
-                         Bad{"--algo minibatch-mh --checkpoint-every 10", "checkpoint", 78}}) {
-      CAPTURE(b.args);
-      const Result r =
-          run_cli("sample" + data + " --out " + (dir / "bad").string() + " " + b.args, dir);
-      CHECK(r.code == b.code);
-      CHECK(r.err.find(b.names) != std::string::npos);
+    check_refusals({{"--algo minibatch-mh --batch-size 1", "--batch-size", 78},
+                    {"--algo sgld --sgld-step 0", "--sgld-step", 78},
+                    {"--algo sgld --sgld-step 2", "--sgld-step", 78},
+                    {"--algo sgld --batch-size x", "--batch-size", 64},
+                    {"--algo minibatch --iters 10", "--algo", 64},
+                    {"--algo sgld --model softmax", "logistic", 78},
+                    {"--algo minibatch-mh --kernel nuts", "--kernel", 78},
+                    {"--algo minibatch-mh --target-accept 0.6", "--target-accept", 78},
+                    {"--algo minibatch-mh --barker-temper 0.5", "--barker-temper", 78},
+                    {"--algo minibatch-mh --checkpoint-every 10", "checkpoint", 78}},
+                   (dir / "d.csv").string(), dir);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("flymc sample --algo bps ... zigzag-cv: path draws, exactness, refusals" *
+            doctest::test_suite("threaded")) {
+    const fs::path dir = temp_dir("pdmp");
+    flymc::save_csv(*flymc::test::logistic_data(500, 3, 5), (dir / "d.csv").string());
+    for (const std::string algo : {"bps", "lipsbps", "sbps", "psbps", "zigzag-ss", "zigzag-cv"}) {
+      CAPTURE(algo);
+      const std::string out = (dir / algo).string();
+      const Result r = run_cli("sample --data " + (dir / "d.csv").string() + " --algo " + algo +
+                                   " --chains 2 --warmup 50 --iters 200 --thin 2 --batch-size 20 "
+                                   "--pdmp-spacing 0.2 --seed 3 --out " +
+                                   out,
+                               dir);
+      REQUIRE_MESSAGE(r.code == 0, r.err);
+      const bool exact = algo != "sbps" && algo != "psbps";
+      CHECK((r.err.find("approximate") != std::string::npos) == !exact);
+      const auto csv = flymc::read_stan_csv(out + "/chain-1.csv");
+      CHECK(csv.draws.size() == 100);
+      CHECK(csv.columns == std::vector<std::string>{
+                               "lp__", "accept_stat__", "stepsize__", "n_events__", "n_queries__",
+                               "bound_violations__", "theta.1", "theta.2", "theta.3"});
+      CHECK(csv.config_value("algorithm") == algo);
+      CHECK(csv.config_value("exact") == (exact ? "true" : "false"));
+      CHECK(csv.config_value("pdmp_spacing") == "0.2");
+      CHECK(csv.step_size == 0.2);
+      double violations = 0.0;
+      for (const auto& row : csv.draws) {
+        CHECK(row[4] >= 0.0);
+        violations += row[5];
+      }
+      std::ifstream f(out + "/summary.json");
+      const auto j = nlohmann::json::parse(f);
+      CHECK(j["run"]["algo"] == algo);
+      CHECK(j["run"]["exact"] == exact);
+      CHECK(j["run"]["pdmp_spacing"].get<double>() == 0.2);
+      CHECK(j["run"]["path_mean"].size() == 3);
+      CHECK(j["run"]["bright_mean"].is_null());
+      CHECK(j["run"]["refresh_rate"].is_null() == (algo.rfind("zigzag", 0) == 0));
+      if (exact) CHECK(j["run"]["bound_violations"] == 0);
+      // The rows count the kept draws' windows only; the total also has warm-up's and thinning's.
+      CHECK(j["run"]["bound_violations"].get<double>() >= violations);
+      CHECK(run_cli("summary " + out, dir).code == 0);
     }
+    check_refusals({{"--algo bps --model softmax", "logistic", 78},
+                    {"--algo zigzag-cv --model robust", "logistic", 78},
+                    {"--algo sbps --prior laplace", "Gaussian prior", 78},
+                    {"--algo zigzag-ss --kernel hmc", "--kernel", 78},
+                    {"--algo bps --pdmp-spacing 0", "--pdmp-spacing", 78},
+                    {"--algo bps --refresh-rate -1", "--refresh-rate", 78},
+                    {"--algo lipsbps --checkpoint-every 10", "checkpoint", 78},
+                    {"--algo zigzag", "--algo", 64}},
+                   (dir / "d.csv").string(), dir);
     fs::remove_all(dir);
   }
 

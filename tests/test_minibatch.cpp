@@ -216,12 +216,7 @@ TEST_SUITE("statistical") {
       cfg.seed = 2025;
       const RunResult r = run(cfg, ds);
       for (std::size_t j = 0; j < 2; ++j) {
-        const auto draws = r.coordinate(j);
-        const auto [m, se] = test::mean_and_mcse(draws, [](double x) { return x; });
-        const double mu = m;
-        const auto [v, se_v] =
-            test::mean_and_mcse(draws, [mu](double x) { return (x - mu) * (x - mu); });
-        const double sd = std::sqrt(v);
+        const auto [m, se, sd] = test::draw_moments(r.coordinate(j));
         std::printf(
             "%s (target %.2f) theta.%zu: mean %.4f (exact %.4f, bias %.3f sd, mcse %.3f sd), sd "
             "ratio %.3f, "

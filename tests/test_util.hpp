@@ -187,6 +187,18 @@ std::pair<double, double> mean_and_mcse(const std::vector<std::vector<double>>& 
   return {mean, std::sqrt(v / static_cast<double>(bm.size()))};
 }
 
+/// The mean of every chain's draws of one coordinate with its batch-means MCSE, and their sd.
+struct DrawMoments {
+  double mean, mcse, sd;
+};
+inline DrawMoments draw_moments(const std::vector<std::vector<double>>& chains) {
+  const auto [m, se] = mean_and_mcse(chains, [](double x) { return x; });
+  const double mu = m;
+  const auto [v, se_v] = mean_and_mcse(chains, [mu](double x) { return (x - mu) * (x - mu); });
+  (void)se_v;
+  return {m, se, std::sqrt(v)};
+}
+
 /// A draw file's text without its Elapsed Time lines (`# ... seconds (Warm-up|Sampling|Total)`),
 /// the only lines in which a resumed run's file may differ from an uninterrupted run's.
 inline std::string read_without_timing(const std::string& path) {

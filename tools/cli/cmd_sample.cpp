@@ -135,6 +135,13 @@ void write_summary_json(const std::string& path, const RunResult& r,
               {"accept_rate", r.accept_rate()},
               {"min_ess_bulk", num(min_ess)},
               {"min_ess_bulk_per_second", num(min_ess / r.sampling_seconds)}};
+  j["run"]["bound_violations"] = r.bound_violations();
+  // The piecewise-deterministic samplers: the path's time averages, integrated exactly along its
+  // segments, and the resolved spacing and refresh rate (null for the other algorithms).
+  const std::vector<double> pm = r.path_mean();
+  j["run"]["path_mean"] = pm.empty() ? nlohmann::json() : nlohmann::json(pm);
+  j["run"]["pdmp_spacing"] = num(r.pdmp_spacing);
+  j["run"]["refresh_rate"] = num(r.refresh_rate);
   // FlyMC's set-up choices, resolved where automatic (null for regular MCMC).
   const bool fly = r.config.algo == Algo::flymc;
   j["run"]["bound_slack"] = fly ? nlohmann::json(r.bound_slack) : nlohmann::json();
@@ -200,7 +207,7 @@ SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock, b
   job.resume = !o.resume.empty();
   job.every = o.checkpoint_every;
   const bool every_given = o.app->get_option("--checkpoint-every")->count() > 0;
-  if (every_given && !is_exact(job.cfg.algo))
+  if (every_given && !uses_theta_kernel(job.cfg.algo))
     throw ConfigError(std::string("--algo ") + to_string(job.cfg.algo) +
                       " cannot checkpoint or resume yet: leave out --checkpoint-every");
   if (every_given && job.every < 1)
@@ -303,17 +310,23 @@ void print_report(const RunResult& r, const std::vector<NamedSummary>& params,
                   r.q_dark_to_bright);
   else if (r.config.algo == Algo::flymc)
     std::snprintf(flymc_extra, sizeof flymc_extra, ", bound slack %.3g", r.bound_slack);
-  if (!is_exact(r.config.algo))
-    std::snprintf(flymc_extra, sizeof flymc_extra, ", %.1f data per batch on average (approximate)",
-                  r.batch_mean());
-  char bright[64] = "";  // the approximate samplers keep no bright set
-  if (is_exact(r.config.algo))
+  if (uses_batches(r.config.algo))
+    std::snprintf(flymc_extra, sizeof flymc_extra, ", %.1f data per batch on average%s",
+                  r.batch_mean(), is_exact(r.config.algo) ? "" : " (approximate)");
+  char bright[64] = "";  // only FlyMC and regular MCMC keep a bright set
+  if (uses_theta_kernel(r.config.algo))
     std::snprintf(bright, sizeof bright, ", %.1f bright on average", r.bright_mean());
   std::printf(
       "\nset-up %.3f s, warm-up %.3f s, sampling %.3f s; %.1f likelihood queries/iter "
       "(%.2f%% of N)%s, acceptance %.3f%s\n",
       r.setup_seconds, r.warmup_seconds, r.sampling_seconds, r.queries_per_iter(),
       100.0 * r.queries_per_iter() / double(r.n), bright, r.accept_rate(), flymc_extra);
+  if (is_pdmp(r.config.algo)) {
+    std::printf("path time per draw %.4g, refresh rate %.4g; path means (exact along segments):",
+                r.pdmp_spacing, r.refresh_rate);
+    for (double m : r.path_mean()) std::printf(" %.4g", m);
+    std::printf("\n");
+  }
   std::printf("draws: %s/chain-{1..%d}.csv, summary: %s/summary.json\n", out.c_str(),
               r.config.chains, out.c_str());
 }
@@ -343,7 +356,13 @@ void print_warnings(const RunResult& r, const std::vector<NamedSummary>& params)
                  "the posterior (docs/math.md), and its R-hat and ESS say nothing of that bias\n",
                  to_string(cfg.algo));
   auto count = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
-  if (r.bound_violations() > 0)
+  if (r.bound_violations() > 0 && is_pdmp(cfg.algo) && !is_exact(cfg.algo))
+    std::fprintf(stderr,
+                 "flymc: note: %llu proposals exceeded --algo %s's adaptive bound (per chain in "
+                 "the draw files' end comments and bound_violations__): each biases the path "
+                 "slightly (docs/math.md section 7.3)\n",
+                 count(r.bound_violations()), to_string(cfg.algo));
+  else if (r.bound_violations() > 0)
     std::fprintf(stderr,
                  "flymc: warning: %llu bound violations (log B_n > log L_n beyond rounding, per "
                  "chain in the draw files' end comments): the bound is invalid and the draws "
@@ -538,20 +557,41 @@ void add_sample_command(CLI::App& app) {
          const std::map<std::string, Algo> algos{{"flymc", Algo::flymc},
                                                  {"full", Algo::full},
                                                  {"minibatch-mh", Algo::minibatch_mh},
-                                                 {"sgld", Algo::sgld}};
+                                                 {"sgld", Algo::sgld},
+                                                 {"bps", Algo::bps},
+                                                 {"lipsbps", Algo::lipsbps},
+                                                 {"sbps", Algo::sbps},
+                                                 {"psbps", Algo::psbps},
+                                                 {"zigzag-ss", Algo::zigzag_ss},
+                                                 {"zigzag-cv", Algo::zigzag_cv}};
          if (v != "auto") o->cfg.algo = algos.at(v);
        },
        "flymc, full (regular MCMC), auto: short pilots of both with the chosen kernel "
-       "predict their min bulk ESS per second, and the faster runs; or the approximate "
+       "predict their min bulk ESS per second, and the faster runs; the approximate "
        "subsampling samplers (logistic regression): minibatch-mh (minibatch Metropolis-Hastings "
-       "with the Barker test) or sgld (stochastic gradient Langevin dynamics)")
-      ->check(CLI::IsMember({"auto", "flymc", "full", "minibatch-mh", "sgld"}))
+       "with the Barker test) or sgld (stochastic gradient Langevin dynamics); or the "
+       "piecewise-deterministic samplers (logistic regression, Gaussian prior): bps (bouncy "
+       "particle sampler, full gradient), lipsbps (BPS on batch gradients, Lipschitz bound), "
+       "zigzag-ss (Zig-Zag with subsampling), zigzag-cv (Zig-Zag with control variates at the "
+       "MAP), all exact, and the APPROXIMATE sbps (stochastic BPS, adaptive bound) and psbps "
+       "(SBPS with a diagonal preconditioner frozen after warm-up)")
+      ->check(CLI::IsMember({"auto", "flymc", "full", "minibatch-mh", "sgld", "bps", "lipsbps",
+                             "sbps", "psbps", "zigzag-ss", "zigzag-cv"}))
       ->default_str("flymc");
   s->add_option("--batch-size", c.batch_size,
                 "Approximate samplers: data per batch (minibatch-mh: the first batch of every "
                 "acceptance test, doubled while its variance is too large; sgld: every gradient's "
                 "batch, scaled by N/batch-size)")
       ->capture_default_str();
+  add_auto_option(
+      s, "--pdmp-spacing", c.pdmp_spacing, [](double x) { return x > 0.0 && x <= 1e100; }, "> 0",
+      "Piecewise-deterministic samplers: path time between draws (one draw per iteration; "
+      "--warmup iterations of path time are discarded); auto: the mean Laplace sd, times "
+      "sqrt(D) for the BPS family");
+  add_auto_option(
+      s, "--refresh-rate", c.refresh_rate, [](double x) { return x >= 0.0 && x <= 1e100; }, ">= 0",
+      "BPS family: velocity refreshments per unit path time (0: none); auto: one per "
+      "automatic --pdmp-spacing");
   s->add_option("--barker-temper", c.barker_temper,
                 "minibatch-mh: K >= 1; K > 1 tests Delta/K, which samples the TEMPERED posterior "
                 "p(theta | data)^(1/K) with smaller batches (the seed slides' g(s) = K sigma(s))")

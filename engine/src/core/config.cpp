@@ -84,6 +84,18 @@ const char* to_string(Algo a) noexcept {
       return "minibatch-mh";
     case Algo::sgld:
       return "sgld";
+    case Algo::bps:
+      return "bps";
+    case Algo::lipsbps:
+      return "lipsbps";
+    case Algo::sbps:
+      return "sbps";
+    case Algo::psbps:
+      return "psbps";
+    case Algo::zigzag_ss:
+      return "zigzag-ss";
+    case Algo::zigzag_cv:
+      return "zigzag-cv";
   }
   return "?";
 }
@@ -150,21 +162,36 @@ void RunConfig::validate_approximate() const {
         "--target-accept must be below 0.5 with --algo minibatch-mh (Barker's acceptance "
         "approaches 1/2 only as the step vanishes), got " +
         number_text(*target_accept));
-  if (!is_exact(algo) && kernel != KernelKind::rwmh)
+  if (!uses_theta_kernel(algo) && kernel != KernelKind::rwmh)
     throw ConfigError(std::string("--algo ") + to_string(algo) +
-                      " makes its own moves (a random walk or a Langevin step): leave --kernel at "
-                      "rwmh, not " +
+                      " makes its own moves (a random walk, a Langevin step or a "
+                      "piecewise-linear path): leave --kernel at rwmh, not " +
                       to_string(kernel));
-  if (!is_exact(algo) && model != ModelKind::logistic)
+  if (!uses_theta_kernel(algo) && model != ModelKind::logistic)
     throw ConfigError(std::string("--algo ") + to_string(algo) +
                       " runs logistic regression only so far, not --model " + to_string(model));
+  validate_pdmp();
+}
+
+void RunConfig::validate_pdmp() const {
+  if (pdmp_spacing && !(*pdmp_spacing > 0.0 && *pdmp_spacing <= 1e100))
+    throw ConfigError("--pdmp-spacing must be in (0, 1e100] (path time per draw; or auto), got " +
+                      number_text(*pdmp_spacing));
+  if (refresh_rate && !(*refresh_rate >= 0.0 && *refresh_rate <= 1e100))
+    throw ConfigError("--refresh-rate must be in [0, 1e100] (or auto), got " +
+                      number_text(*refresh_rate));
+  // The bounds of docs/math.md §7 use the Gaussian prior's gradient θ/σ²; the Laplace prior's
+  // is discontinuous at 0 and would need a bound of its own.
+  if (is_pdmp(algo) && prior != PriorKind::gaussian)
+    throw ConfigError(std::string("--algo ") + to_string(algo) +
+                      " takes the Gaussian prior only, not --prior " + to_string(prior));
 }
 
 Metric RunConfig::resolved_metric() const noexcept {
   if (metric != Metric::automatic) return metric;
   // The approximate samplers' random walks and Langevin steps are scaled by the Laplace fit:
   // an isotropic step would be as small as the posterior's narrowest direction.
-  if (!is_exact(algo)) return Metric::diag;
+  if (!uses_theta_kernel(algo)) return Metric::diag;
   return kernel == KernelKind::rwmh ? Metric::identity : Metric::diag;
 }
 int RunConfig::resolved_theta_steps() const noexcept {

@@ -99,6 +99,18 @@ std::string sampler_name(const RunConfig& cfg) {
       return "MinibatchMH(barker)";
     case Algo::sgld:
       return "SGLD";
+    case Algo::bps:
+      return "BPS(full gradient)";
+    case Algo::lipsbps:
+      return "BPS(subsampled, Lipschitz bound)";
+    case Algo::sbps:
+      return "SBPS(adaptive band)";
+    case Algo::psbps:
+      return "pSBPS(adaptive band, diagonal preconditioner)";
+    case Algo::zigzag_ss:
+      return "ZigZag(subsampling)";
+    case Algo::zigzag_cv:
+      return "ZigZag(control variates)";
   }
   return "?";
 }
@@ -141,7 +153,15 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
         {"adapt_metric", cfg.adapt_metric ? "1" : "0"},
         {"adapt_delta", number_text(cfg.resolved_target_accept())},
     };
-    if (!is_exact(cfg.algo)) c.emplace_back("batch_size", std::to_string(cfg.batch_size));
+    if (uses_batches(cfg.algo)) c.emplace_back("batch_size", std::to_string(cfg.batch_size));
+    if (is_pdmp(cfg.algo)) {
+      // As given; summary.json has the values resolved at set-up.
+      c.emplace_back("pdmp_spacing",
+                     cfg.pdmp_spacing ? number_text(*cfg.pdmp_spacing) : std::string("auto"));
+      if (cfg.algo != Algo::zigzag_ss && cfg.algo != Algo::zigzag_cv)
+        c.emplace_back("refresh_rate",
+                       cfg.refresh_rate ? number_text(*cfg.refresh_rate) : std::string("auto"));
+    }
     if (cfg.algo == Algo::minibatch_mh)
       c.emplace_back("barker_temper", number_text(cfg.barker_temper));
     if (cfg.algo == Algo::sgld)

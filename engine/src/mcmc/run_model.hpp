@@ -3,12 +3,7 @@
 // in sampler_<model>.cpp so that the models compile in parallel. It checks the data and any
 // checkpoint to resume, sets the run up (flymc/mcmc/setup.hpp), runs the chains concurrently on a
 // oneTBB arena (chain.hpp) and apportions the wall time.
-#include <tbb/info.h>
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
-
 #include <algorithm>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +16,7 @@
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/run_part.hpp"
 #include "flymc/mcmc/setup.hpp"
+#include "run_chains.hpp"
 
 namespace flymc::detail {
 
@@ -155,7 +151,6 @@ void run_chains(const Shared<M>& sh, const RunSetup<M>& setup, ChainBlock block,
                 Progress* progress, int threads, std::vector<ChainResult>& results) {
   const RunConfig& cfg = sh.cfg;
   results.resize(static_cast<std::size_t>(block.count));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(block.count));
   auto one = [&](int i) {  // i: index in the block
     const auto ci = static_cast<std::size_t>(i);
     const int id = block.first + i;
@@ -175,23 +170,7 @@ void run_chains(const Shared<M>& sh, const RunSetup<M>& setup, ChainBlock block,
     }
     cs.sinks[ci].reset();  // closes the file in the chain's own task
   };
-  tbb::task_arena arena(threads);
-  arena.execute([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int>(0, block.count, 1),
-        [&](const tbb::blocked_range<int>& r) {
-          for (int i = r.begin(); i != r.end(); ++i) {
-            try {
-              one(i);
-            } catch (...) {
-              errors[static_cast<std::size_t>(i)] = std::current_exception();
-            }
-          }
-        },
-        tbb::simple_partitioner());
-  });
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  for_each_chain(block.count, threads, one);
 }
 
 /// Runs the chains of `cfg` on model M: all of them, or in a part (run_part.hpp) its block.
@@ -239,7 +218,7 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                      initial_step_size(cfg, out.map, out.dim),
                      draw_columns(cfg.kernel, out.names),
                      hooks};
-  const int threads = cfg.threads > 0 ? cfg.threads : tbb::info::default_concurrency();
+  const int threads = run_threads(cfg);
   const ChainBlock block = sync.block(cfg.chains);
   ChainSessions cs;
   sync.step([&] {

@@ -7,6 +7,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/mcmc/metric.hpp"
 #include "flymc/mcmc/minibatch/approximate.hpp"
+#include "flymc/mcmc/pdmp/pdmp.hpp"
 #include "flymc/mcmc/testing.hpp"
 #include "run_model.hpp"
 
@@ -194,7 +195,7 @@ double RunResult::accept_rate() const {
   return s / static_cast<double>(chains.size());
 }
 double RunResult::batch_mean() const {
-  if (is_exact(config.algo)) return std::numeric_limits<double>::quiet_NaN();
+  if (!uses_batches(config.algo)) return std::numeric_limits<double>::quiet_NaN();
   double s = 0.0;
   for (const auto& c : chains) s += c.batch_mean;
   return s / static_cast<double>(chains.size());
@@ -233,6 +234,15 @@ std::vector<std::vector<double>> RunResult::coordinate(std::size_t j) const {
   }
   return out;
 }
+std::vector<double> RunResult::path_mean() const {
+  std::vector<double> m;
+  if (chains.empty() || chains.front().path_mean.empty()) return m;
+  m.assign(dim, 0.0);
+  for (const auto& c : chains)
+    for (std::size_t j = 0; j < dim; ++j) m[j] += c.path_mean[j];
+  for (double& v : m) v /= static_cast<double>(chains.size());
+  return m;
+}
 std::vector<std::vector<double>> RunResult::lp() const {
   std::vector<std::vector<double>> out;
   for (const auto& c : chains) out.push_back(c.lp);
@@ -267,13 +277,15 @@ RunResult run_with_hooks(const RunConfig& cfg, std::shared_ptr<const Dataset> da
       throw ConfigError("--test-bound-excess must be finite and >= 0, got " +
                         std::to_string(hooks.bound_excess));
     if (!data) throw DataError("no data");
-    // (A part that is the whole run, e.g. one MPI process, runs them as usual.)
-    if (part != nullptr && !is_exact(cfg.algo) && part->block != ChainBlock{1, cfg.chains})
+    // Only FlyMC and regular MCMC share their chains between processes so far. (A part that is
+    // the whole run, e.g. one MPI process, runs the other samplers as usual.)
+    if (part != nullptr && !uses_theta_kernel(cfg.algo) && part->block != ChainBlock{1, cfg.chains})
       throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
                         " runs in one process: its chains cannot be shared between processes yet");
     if (part != nullptr) detail::check_block(part->block, cfg.chains);
   });
-  if (!is_exact(cfg.algo))
+  if (is_pdmp(cfg.algo)) return run_pdmp(cfg, std::move(data), sinks, progress, checkpoint);
+  if (!uses_theta_kernel(cfg.algo))
     return run_approximate(cfg, std::move(data), sinks, progress, checkpoint);
   switch (cfg.model) {
     case ModelKind::logistic:

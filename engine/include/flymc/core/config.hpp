@@ -8,13 +8,46 @@
 
 namespace flymc {
 
-/// FlyMC, regular full-data MCMC, or one of the approximate subsampling samplers: minibatch
+/// FlyMC, regular full-data MCMC, one of the approximate subsampling samplers: minibatch
 /// Metropolis–Hastings with the Barker test (Seita, Pan, Chen & Canny 2017) and stochastic
-/// gradient Langevin dynamics (Welling & Teh 2011), docs/math.md §5 and §6.
-enum class Algo { flymc, full, minibatch_mh, sgld };
-/// Whether the algorithm's draws target the posterior exactly (FlyMC and regular MCMC) rather
-/// than an approximation of it (the subsampling samplers); reported as `exact` in every output.
-inline bool is_exact(Algo a) noexcept { return a == Algo::flymc || a == Algo::full; }
+/// gradient Langevin dynamics (Welling & Teh 2011), docs/math.md §5 and §6; or one of the
+/// piecewise-deterministic (continuous-time) samplers of docs/math.md §7: the bouncy particle
+/// sampler with the full gradient (Bouchard-Côté, Vollmer & Doucet 2018) or with subsampled
+/// gradients and a Lipschitz bound (lipSBPS), the stochastic BPS with its adaptive bound (SBPS)
+/// and its preconditioned variant (pSBPS; Pakman, Gilboa, Carlson & Paninski 2017), Zig-Zag
+/// with subsampling and Zig-Zag with control variates (Bierkens, Fearnhead & Roberts 2019).
+enum class Algo {
+  flymc,
+  full,
+  minibatch_mh,
+  sgld,
+  bps,
+  lipsbps,
+  sbps,
+  psbps,
+  zigzag_ss,
+  zigzag_cv
+};
+/// Whether the algorithm's draws target the posterior exactly (FlyMC, regular MCMC, BPS,
+/// lipSBPS and both Zig-Zags) rather than an approximation of it (minibatch MH, SGLD, SBPS,
+/// pSBPS); reported as `exact` in every output.
+inline bool is_exact(Algo a) noexcept {
+  return a == Algo::flymc || a == Algo::full || a == Algo::bps || a == Algo::lipsbps ||
+         a == Algo::zigzag_ss || a == Algo::zigzag_cv;
+}
+/// Whether the algorithm is a piecewise-deterministic (continuous-time) sampler (docs/math.md §7).
+inline bool is_pdmp(Algo a) noexcept {
+  return a == Algo::bps || a == Algo::lipsbps || a == Algo::sbps || a == Algo::psbps ||
+         a == Algo::zigzag_ss || a == Algo::zigzag_cv;
+}
+/// Whether the algorithm moves θ with a θ-kernel (FlyMC and regular MCMC), keeps a bright set and
+/// can checkpoint; the other samplers make their own moves.
+inline bool uses_theta_kernel(Algo a) noexcept { return a == Algo::flymc || a == Algo::full; }
+/// Whether the sampler estimates gradients or acceptance tests from batches of --batch-size data.
+inline bool uses_batches(Algo a) noexcept {
+  return a == Algo::minibatch_mh || a == Algo::sgld || a == Algo::lipsbps || a == Algo::sbps ||
+         a == Algo::psbps;
+}
 enum class BoundTuning { map, untuned };     ///< docs/math.md §1.4
 enum class ZUpdate { implicit, explicit_ };  ///< docs/math.md §1.2 / 1.1
 /// θ-kernels (docs/math.md §3): random-walk MH, MALA, HMC (leapfrog), slice sampling (Neal 2003),
@@ -149,12 +182,21 @@ struct RunConfig {
   /// minibatch-mh: K ≥ 1 of the tempered test on Δ/K (g(s) = K·σ(s) in the seed slides). K > 1
   /// samples p(θ | data)^{1/K}, a different distribution from the posterior (docs/math.md §5).
   double barker_temper = 1.0;
+  /// Piecewise-deterministic samplers: path time between successive discrete draws (an
+  /// iteration is one such interval, so --warmup and --iters count them). Unset: the automatic
+  /// time scale of docs/math.md §7.5, from the Laplace fit.
+  std::optional<double> pdmp_spacing;
+  /// BPS family: rate λ_ref of velocity refreshments per unit path time (0: none). Unset:
+  /// 1 per automatic time scale (docs/math.md §7.5). Zig-Zag does not refresh.
+  std::optional<double> refresh_rate;
   bool profile = false;  ///< time the phases of every iteration (profiling harness)
 
   /// @throw ConfigError naming the option when a value is out of range.
   void validate() const;
   /// The options of the approximate samplers (part of validate()).
   void validate_approximate() const;
+  /// The options of the piecewise-deterministic samplers (part of validate_approximate()).
+  void validate_pdmp() const;
 
   /// The metric after resolving Metric::automatic for the kernel.
   Metric resolved_metric() const noexcept;

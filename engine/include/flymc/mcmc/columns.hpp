@@ -28,6 +28,9 @@ struct SamplerRow {
   double n_queries = 0.0;   ///< likelihood queries since the last kept draw
   /// Approximate samplers only: mean data per batch since the last kept draw.
   double batch = 0.0;
+  // Piecewise-deterministic samplers only, since the last kept draw:
+  double n_events = 0.0;    ///< accepted events (bounces, flips)
+  double violations = 0.0;  ///< proposals whose rate exceeded the bound (SBPS's bias diagnostic)
 };
 
 /// The sampler columns' names, in SamplerRow's order: every kernel but NUTS ...
@@ -43,26 +46,51 @@ inline constexpr std::array<std::string_view, 9> kNutsSamplerColumns = {
 inline constexpr std::array<std::string_view, 5> kApproxSamplerColumns = {
     "lp__", "accept_stat__", "stepsize__", "batch__", "n_queries__"};
 
+/// ... and the piecewise-deterministic samplers (docs/math.md §7): stepsize__ is the path time
+/// between draws, accept_stat__ the fraction of accepted event proposals.
+inline constexpr std::array<std::string_view, 6> kPdmpSamplerColumns = {
+    "lp__", "accept_stat__", "stepsize__", "n_events__", "n_queries__", "bound_violations__"};
+
 /// The sampler columns of a run with θ-kernel `kernel`.
 inline std::span<const std::string_view> sampler_columns(KernelKind kernel) noexcept {
   if (kernel == KernelKind::nuts) return kNutsSamplerColumns;
   return kSamplerColumns;
 }
 
-/// All column names of a draw row: the sampler columns, then the parameters.
-inline std::vector<std::string> draw_columns(KernelKind kernel,
+/// The sampler columns `sampler`, then the parameters.
+inline std::vector<std::string> join_columns(std::span<const std::string_view> sampler,
                                              const std::vector<std::string>& params) {
-  const std::span<const std::string_view> s = sampler_columns(kernel);
-  std::vector<std::string> cols(s.begin(), s.end());
+  std::vector<std::string> cols(sampler.begin(), sampler.end());
   cols.insert(cols.end(), params.begin(), params.end());
   return cols;
 }
 
+/// All column names of a draw row: the sampler columns, then the parameters.
+inline std::vector<std::string> draw_columns(KernelKind kernel,
+                                             const std::vector<std::string>& params) {
+  return join_columns(sampler_columns(kernel), params);
+}
+
 /// All column names of an approximate sampler's draw row.
 inline std::vector<std::string> approx_draw_columns(const std::vector<std::string>& params) {
-  std::vector<std::string> cols(kApproxSamplerColumns.begin(), kApproxSamplerColumns.end());
-  cols.insert(cols.end(), params.begin(), params.end());
-  return cols;
+  return join_columns(kApproxSamplerColumns, params);
+}
+
+/// All column names of a piecewise-deterministic sampler's draw row.
+inline std::vector<std::string> pdmp_draw_columns(const std::vector<std::string>& params) {
+  return join_columns(kPdmpSamplerColumns, params);
+}
+
+/// Fills `row` (pdmp_draw_columns' size) with a piecewise-deterministic sampler's values and θ.
+inline void fill_pdmp_draw_row(const SamplerRow& s, const double* theta, std::size_t p,
+                               std::vector<double>& row) {
+  row[0] = s.lp;
+  row[1] = s.accept_stat;
+  row[2] = s.stepsize;
+  row[3] = s.n_events;
+  row[4] = s.n_queries;
+  row[5] = s.violations;
+  for (std::size_t j = 0; j < p; ++j) row[kPdmpSamplerColumns.size() + j] = theta[j];
 }
 
 /// Fills `row` (approx_draw_columns' size) with an approximate sampler's values and θ.

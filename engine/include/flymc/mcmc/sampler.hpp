@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,13 +76,16 @@ struct ChainResult {
   double step_size = 0.0;
   double accept_rate = 0.0;  ///< mean MH acceptance probability over sampling θ-steps
   double bright_mean = 0.0;  ///< mean bright count over sampling iterations
-  double batch_mean = 0.0;   ///< approximate samplers: mean data per batch over sampling iterations
+  double batch_mean = 0.0;   ///< batching samplers: mean data per batch over sampling iterations
   std::uint64_t sampling_queries = 0;
   std::uint64_t sampling_divergences = 0;  ///< HMC/NUTS divergences after warm-up
   Counters counters;                       ///< over the whole chain (warm-up and sampling)
   Profile profile;                         ///< phase times, when RunConfig::profile is set
   double warmup_seconds = 0.0, sampling_seconds = 0.0;
   bool stopped = false;  ///< stopped before the end (CheckpointOptions::stop); draws are partial
+  /// Piecewise-deterministic samplers: the time average of θ over the sampling part of the
+  /// continuous path, integrated exactly along its linear segments (empty for the others).
+  std::vector<double> path_mean;
 };
 
 /// Everything a run produced.
@@ -98,11 +102,16 @@ struct RunResult {
   double warmup_seconds = 0.0;    ///< wall time of the chains' parallel region spent in warm-up
   double sampling_seconds = 0.0;  ///< ... and in sampling (apportioned by the chains' own timers)
   bool stopped = false;           ///< stopped on request: chains are partial, resume to finish
+  /// Piecewise-deterministic samplers: the path time per draw Δ and the refresh rate λ_ref used
+  /// (resolved when automatic; NaN for the other algorithms, and λ_ref for Zig-Zag).
+  double pdmp_spacing = std::numeric_limits<double>::quiet_NaN();
+  double refresh_rate = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::string> warnings;  ///< for the user, e.g. a resume on other SIMD kernels
   double queries_per_iter() const;    ///< sampling queries per iteration, mean over chains
   double bright_mean() const;
   double accept_rate() const;
-  /// Approximate samplers: mean data per batch over the sampling iterations (NaN otherwise).
+  /// Samplers that batch the data (uses_batches(): minibatch MH, SGLD, lipSBPS, SBPS, pSBPS):
+  /// mean data per batch over the sampling iterations (NaN otherwise).
   double batch_mean() const;
   std::uint64_t bound_violations() const;
   std::uint64_t bound_clamps() const;
@@ -113,6 +122,9 @@ struct RunResult {
   /// Kept draws of coordinate j as chains × iterations (for diagnostics).
   std::vector<std::vector<double>> coordinate(std::size_t j) const;
   std::vector<std::vector<double>> lp() const;
+  /// Piecewise-deterministic samplers: the chains' path means averaged (every chain runs the
+  /// same path time); empty for the other algorithms.
+  std::vector<double> path_mean() const;
 };
 
 /// Progress reporting: per-chain iteration counters the caller may poll from another thread.

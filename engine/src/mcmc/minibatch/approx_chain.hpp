@@ -35,7 +35,6 @@ class ApproxChain {
   ChainResult run(std::atomic<long>* progress);
 
  private:
-  void initial_theta();
   void transition(long it);
   void mh_step(long it);
   void sgld_step();

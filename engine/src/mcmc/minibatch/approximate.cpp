@@ -1,16 +1,12 @@
 #include "flymc/mcmc/minibatch/approximate.hpp"
 
-#include <tbb/info.h>
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
-
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <limits>
 #include <memory>
 #include <string>
 
+#include "../run_chains.hpp"
 #include "approx_chain.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
@@ -41,18 +37,6 @@ ApproxChain::ApproxChain(const ApproxShared& sh, int chain_id, DrawSink* sink)
       prop_pad_(aligned_zeros(data_.stride())) {
   res_.chain_id = chain_id;
   res_.kept = static_cast<std::size_t>((cfg_.iters + cfg_.thin - 1) / cfg_.thin);
-}
-
-/// θ_MAP plus chain-specific jitter in Laplace standard deviations, or a prior draw, as Chain
-/// starts (chain.hpp).
-void ApproxChain::initial_theta() {
-  for (std::size_t j = 0; j < p_; ++j) {
-    const auto jj = static_cast<Eigen::Index>(j);
-    theta_[j] = cfg_.init == Init::map
-                    ? sh_.map.theta[jj] +
-                          cfg_.init_jitter * std::sqrt(sh_.map.covariance(jj, jj)) * rng_.normal()
-                    : sh_.model.prior().sd * rng_.normal();
-  }
 }
 
 void ApproxChain::metric_step(double scale, double* out) {
@@ -222,7 +206,7 @@ ChainResult ApproxChain::run(std::atomic<long>* progress) {
   const long total = cfg_.warmup + cfg_.iters;
   res_.draws.reserve(res_.kept * p_);
   res_.lp.reserve(res_.kept);
-  initial_theta();
+  initial_theta(cfg_, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
   if (sink_) sink_->begin(sh_.columns);
   Stopwatch warm_clock;
   Clock::time_point sampling_start = Clock::now();
@@ -271,20 +255,12 @@ void set_metric(ApproxShared& sh, std::size_t p) {
 RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                           const SinkFactory& sinks, Progress* progress,
                           const CheckpointOptions* checkpoint) {
-  if (checkpoint != nullptr && !checkpoint->dir.empty())
-    throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
-                      " cannot checkpoint or resume yet (--checkpoint-every, --resume)");
   if (cfg.model != ModelKind::logistic)
     throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
                       " runs logistic regression only so far");
   const Stopwatch setup_clock;
   const LogisticModel model(data, cfg);
-  RunResult out;
-  out.config = cfg;
-  out.n = data->n();
-  out.dim = model.dim();
-  out.names = model.param_names();
-  out.map = model.find_map();
+  RunResult out = detail::start_logistic_run(cfg, model, checkpoint);
   RunConfig rw = cfg;
   rw.kernel = KernelKind::rwmh;  // minibatch MH's walk starts at the RW optimal scaling
   detail::ApproxShared sh{cfg,
@@ -298,41 +274,9 @@ RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> d
   detail::set_metric(sh, out.dim);
   out.setup_seconds = setup_clock.seconds();
 
-  const int nchains = cfg.chains;
-  out.chains.resize(static_cast<std::size_t>(nchains));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nchains));
-  const int threads = cfg.threads > 0 ? cfg.threads : tbb::info::default_concurrency();
-  const Stopwatch par_clock;
-  tbb::task_arena arena(threads);
-  arena.execute([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int>(0, nchains, 1),
-        [&](const tbb::blocked_range<int>& r) {
-          for (int c = r.begin(); c != r.end(); ++c) {
-            const auto ci = static_cast<std::size_t>(c);
-            try {
-              std::unique_ptr<DrawSink> sink = sinks ? sinks(c + 1) : nullptr;
-              out.chains[ci] = detail::ApproxChain(sh, c + 1, sink.get())
-                                   .run(progress ? &progress->done[ci] : nullptr);
-            } catch (...) {
-              errors[ci] = std::current_exception();
-            }
-          }
-        },
-        tbb::simple_partitioner());
+  detail::run_independent_chains(cfg, sinks, progress, out, [&](int id, DrawSink* sink) {
+    return detail::ApproxChain(sh, id, sink);
   });
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-  // The parallel region's wall time, split between warm-up and sampling as the chains' own
-  // timers are (chains may outnumber threads).
-  double w = 0.0, s = 0.0;
-  for (const auto& c : out.chains) {
-    w += c.warmup_seconds;
-    s += c.sampling_seconds;
-  }
-  const double par = par_clock.seconds(), tot = std::max(w + s, 1e-300);
-  out.warmup_seconds = par * w / tot;
-  out.sampling_seconds = par * s / tot;
   return out;
 }
 

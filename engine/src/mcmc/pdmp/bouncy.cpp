@@ -1,0 +1,222 @@
+#include "bouncy.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "../run_chains.hpp"
+
+namespace flymc::detail {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// SBPS: band width in predictive standard deviations (Pakman et al. 2017: k = 3), and the nodes
+// of its piecewise-linear interpolation ahead of the particle; with no proposal within the
+// nodes' horizon the particle stops there for an auxiliary observation (their Supp. E).
+constexpr double kBandWidth = 3.0;
+constexpr int kBandNodes = 64;
+// pSBPS (Pakman et al. §5): V ← (1 − β)V + β ĝ∘ĝ, a = 1/(√V + ε), a ← a/mean(a).
+constexpr double kPrecondBeta = 0.01, kPrecondEps = 1e-4;
+// Rounding allowance of the exact samplers' check that a rate stayed below its bound.
+constexpr double kBoundRoundoff = 1e-9;
+
+double dot(const std::vector<double>& x, const std::vector<double>& y) {
+  double s = 0.0;
+  for (std::size_t j = 0; j < x.size(); ++j) s += x[j] * y[j];
+  return s;
+}
+}  // namespace
+
+BouncyChain::BouncyChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
+    : sh_(sh),
+      p_(sh.model.dim()),
+      n_(sh.model.num_data()),
+      batch_(std::min(n_, static_cast<std::size_t>(sh.cfg.batch_size))),
+      full_(sh.cfg.algo == Algo::bps),
+      band_(sh.cfg.algo == Algo::sbps || sh.cfg.algo == Algo::psbps),
+      precondition_(sh.cfg.algo == Algo::psbps),
+      rng_(sh.cfg.seed, static_cast<std::uint64_t>(chain_id)),
+      v_(p_),
+      w_(p_),
+      a_(p_, 1.0),
+      g_(p_),
+      h_(p_),
+      sq_(p_, 0.0),
+      coef_(batch_),
+      proj_(batch_),
+      out_(sh, chain_id, sink, precondition_ ? &a_ : nullptr),
+      grads_(sh.model.data(), out_.counters()),
+      drawer_(n_),
+      theta_pad_(aligned_zeros(sh.model.stride())),
+      w_pad_(aligned_zeros(sh.model.stride())),
+      grad_pad_(aligned_zeros(sh.model.stride())),
+      lik_bound_(full_ ? sh.c.sum_norm : static_cast<double>(n_) * sh.c.max_norm),
+      bandfit_(kBandWidth, sh.slope_sd) {}
+
+ChainResult BouncyChain::run(std::atomic<long>* progress) {
+  theta_.resize(p_);
+  initial_theta(sh_.cfg, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
+  pdmp::sphere_velocity(rng_, v_.data(), p_);
+  set_velocity();
+  next_refresh_ = sh_.refresh > 0.0 ? pdmp::exp1(rng_) / sh_.refresh : kInf;
+  out_.begin(progress);
+  while (!out_.done()) {
+    if (band_) {
+      step_band();
+    } else {
+      step_thinned();
+    }
+  }
+  return out_.finish(static_cast<double>(full_ ? n_ : batch_));
+}
+
+void BouncyChain::set_velocity() {
+  for (std::size_t j = 0; j < p_; ++j) w_[j] = a_[j] * v_[j];
+}
+
+/// Moves the particle by tau along w, reading draws off the segment on the way.
+void BouncyChain::move(double tau) {
+  out_.advance(theta_.data(), w_.data(), tau);
+  for (std::size_t j = 0; j < p_; ++j) theta_[j] += w_[j] * tau;
+}
+
+/// A fresh velocity, uniform on the sphere (in the preconditioned coordinates for pSBPS).
+void BouncyChain::refresh() {
+  if (precondition_ && !out_.sampling()) adapt_preconditioner();
+  pdmp::sphere_velocity(rng_, v_.data(), p_);
+  set_velocity();
+  next_refresh_ = out_.path().now() + pdmp::exp1(rng_) / sh_.refresh;
+  bandfit_.clear();  // the band was fitted along the old velocity
+}
+
+/// ĝ at θ: the full gradient of U (BPS), or the prior's plus N/b times a batch's, the batch drawn
+/// without replacement (the others). The band samplers also project it on w (project()).
+void BouncyChain::observe() {
+  std::copy(theta_.begin(), theta_.end(), theta_pad_.get());
+  if (full_) {
+    grads_.full(sh_.model, theta_pad_.get(), grad_pad_.get());
+    for (std::size_t j = 0; j < p_; ++j) g_[j] = grad_pad_[j] + sh_.c.precision * theta_[j];
+  } else {
+    drawer_.restart();
+    batch_idx_ = drawer_.extend(rng_, batch_);
+    grads_.coefficients(batch_idx_, batch_, theta_pad_.get(), coef_.data());
+    for (std::size_t j = 0; j < p_; ++j) g_[j] = sh_.c.precision * theta_[j];
+    grads_.accumulate(batch_idx_, batch_, coef_.data(),
+                      static_cast<double>(n_) / static_cast<double>(batch_), g_.data());
+  }
+  if (!band_) return;
+  if (precondition_ && !out_.sampling()) {
+    for (std::size_t j = 0; j < p_; ++j)
+      sq_[j] = sq_started_ ? (1.0 - kPrecondBeta) * sq_[j] + kPrecondBeta * g_[j] * g_[j]
+                           : g_[j] * g_[j];
+    sq_started_ = true;
+  }
+  project();
+}
+
+/// SBPS's observation of the last batch along w: G = w·ĝ and the variance of its batch mean,
+/// s² = N²(1 − b/N)·Var_batch(w·∇U_i)/b (sampling without replacement).
+void BouncyChain::project() {
+  gw_ = dot(w_, g_);
+  std::copy(w_.begin(), w_.end(), w_pad_.get());
+  grads_.projections(batch_idx_, batch_, coef_.data(), w_pad_.get(), proj_.data());
+  RunningMoments m;
+  for (double x : proj_) m.add(x);
+  const double b = static_cast<double>(batch_), nn = static_cast<double>(n_);
+  var_ = batch_ > 1 ? nn * nn * (1.0 - b / nn) * (m.m2 / (b - 1.0)) / b : 0.0;
+}
+
+/// pSBPS during warm-up: a from the running mean V of ĝ∘ĝ, normalized to mean 1.
+void BouncyChain::adapt_preconditioner() {
+  if (!sq_started_) return;
+  double mean = 0.0;
+  for (std::size_t j = 0; j < p_; ++j) mean += a_[j] = 1.0 / (std::sqrt(sq_[j]) + kPrecondEps);
+  mean /= static_cast<double>(p_);
+  for (double& x : a_) x /= mean;
+}
+
+/// Exact BPS and lipSBPS: the next proposal of the affine bound, then thinning by [w·ĝ]_+.
+void BouncyChain::step_thinned() {
+  const pdmp::AffineBound bd = pdmp::bps_bound(sh_.c, lik_bound_, theta_.data(), w_.data());
+  const double t_ev = pdmp::affine_rate_time(bd.a, bd.b, pdmp::exp1(rng_));
+  const double t_ref = next_refresh_ - out_.path().now();
+  const double t = std::min({t_ev, t_ref, out_.remaining()});
+  move(t);
+  if (out_.done()) return;
+  if (t_ref <= t_ev) {  // by memorylessness the pending proposal is simply dropped
+    refresh();
+    return;
+  }
+  observe();
+  const double rate = std::max(0.0, dot(w_, g_)), bound = bd.at(t);
+  if (rate > bound * (1.0 + kBoundRoundoff)) out_.violation();
+  const bool accept = rng_.uniform() * bound < rate;
+  out_.proposal(accept);
+  if (accept) {
+    pdmp::reflect(v_.data(), g_.data(), p_);
+    set_velocity();
+  }
+}
+
+/// The band's nodes from the particle's time since the last bounce, kBandNodes steps ahead, and
+/// the first proposal time of the interpolated band's Poisson process (+inf beyond the nodes).
+/// The band is convex in τ (ρ is the norm of an affine function of τ), so its chords lie above
+/// it: the interpolation only raises the proposal rate.
+double BouncyChain::band_proposal(double e) {
+  rate_.clear();
+  for (int m = 0; m <= kBandNodes; ++m) {
+    const double tau = since_bounce_ + sh_.band_step * m;
+    rate_.add(tau, bandfit_.upper(tau));
+  }
+  return rate_.first_time(e) - since_bounce_;
+}
+
+/// SBPS and pSBPS: propose from the band, observe, accept with min(1, [G]_+/λ̄), count G > λ̄ as
+/// a bound violation; a rejected proposal's observation joins the regression.
+void BouncyChain::step_band() {
+  if (bandfit_.empty()) {  // start, or a new velocity: observe where the particle is
+    observe();
+    since_bounce_ = 0.0;
+    bandfit_.add(0.0, gw_, var_);
+  }
+  const double t_ev = band_proposal(pdmp::exp1(rng_));
+  const double t_hz = sh_.band_step * kBandNodes;
+  const double t_ref = next_refresh_ - out_.path().now();
+  const double t = std::min({t_ev, t_hz, t_ref, out_.remaining()});
+  move(t);
+  since_bounce_ += t;
+  if (out_.done()) return;
+  if (t_ref <= std::min(t_ev, t_hz)) {
+    refresh();
+    return;
+  }
+  const double bound = rate_.at(since_bounce_);
+  observe();
+  if (t_ev > t_hz) {  // no proposal within the horizon: an auxiliary observation
+    bandfit_.add(since_bounce_, gw_, var_);
+    return;
+  }
+  if (gw_ > bound) out_.violation();
+  const bool accept = rng_.uniform() * bound < gw_;
+  out_.proposal(accept);
+  if (accept) {
+    bounce();
+  } else {
+    bandfit_.add(since_bounce_, gw_, var_);
+  }
+}
+
+/// Reflects v against a∘ĝ (ĝ for SBPS) and restarts the regression from the same batch seen
+/// along the new velocity (G becomes −G when a is unchanged).
+void BouncyChain::bounce() {
+  for (std::size_t j = 0; j < p_; ++j) h_[j] = a_[j] * g_[j];
+  pdmp::reflect(v_.data(), h_.data(), p_);
+  if (precondition_ && !out_.sampling()) adapt_preconditioner();
+  set_velocity();
+  project();
+  bandfit_.clear();
+  since_bounce_ = 0.0;
+  bandfit_.add(0.0, gw_, var_);
+}
+
+}  // namespace flymc::detail

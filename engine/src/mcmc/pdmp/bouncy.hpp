@@ -1,0 +1,58 @@
+#pragma once
+// Private: one chain of the bouncy particle sampler family on logistic regression
+// (docs/math.md §7.1–7.3): BPS with the full gradient and lipSBPS with batch gradients, both
+// exact by thinning with the affine bounds of bounds.hpp; SBPS and pSBPS, approximate, with the
+// adaptive regression band of band.hpp. The particle moves along θ + w·s; w = a∘v with a unit
+// v and the diagonal preconditioner a (all ones except for pSBPS).
+#include <atomic>
+#include <vector>
+
+#include "flymc/core/rng.hpp"
+#include "flymc/mcmc/minibatch/barker.hpp"
+#include "flymc/mcmc/pdmp/band.hpp"
+#include "flymc/mcmc/pdmp/event_time.hpp"
+#include "pdmp_chain.hpp"
+
+namespace flymc::detail {
+
+class BouncyChain {
+ public:
+  BouncyChain(const PdmpShared& sh, int chain_id, DrawSink* sink);
+  // Members refer to each other (the gradients count into the output's counters): built in
+  // place, never copied or moved.
+  BouncyChain(const BouncyChain&) = delete;
+  BouncyChain& operator=(const BouncyChain&) = delete;
+  ChainResult run(std::atomic<long>* progress);
+
+ private:
+  void step_thinned();
+  void step_band();
+  double band_proposal(double e);  // SBPS: the next proposal time from the band, or +inf
+  void move(double tau);
+  void refresh();
+  void observe();
+  void project();
+  void bounce();
+  void adapt_preconditioner();
+  void set_velocity();  // w = a∘v
+
+  const PdmpShared& sh_;
+  const std::size_t p_, n_, batch_;
+  const bool full_, band_, precondition_;
+  Rng rng_;
+  std::vector<double> theta_, v_, w_, a_, g_, h_, sq_, coef_, proj_;
+  PdmpOutput out_;
+  DatumGradients grads_;
+  BatchDrawer drawer_;
+  AlignedBuffer theta_pad_, w_pad_, grad_pad_;
+  const Index* batch_idx_ = nullptr;
+  double lik_bound_ = 0.0;
+  double next_refresh_ = 0.0;    // absolute path time
+  double gw_ = 0.0, var_ = 0.0;  // SBPS: the last observation G = w·ĝ and its variance
+  double since_bounce_ = 0.0;    // SBPS: the band's time origin is the last bounce
+  bool sq_started_ = false;      // pSBPS: the running mean of ĝ∘ĝ has its first term
+  pdmp::RegressionBand bandfit_;
+  pdmp::PiecewiseLinearRate rate_;
+};
+
+}  // namespace flymc::detail

@@ -1,0 +1,135 @@
+#include "pdmp_chain.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "flymc/kernels/kernels.hpp"
+
+namespace flymc::detail {
+
+void DatumGradients::coefficients(const Index* idx, std::size_t k, const double* theta_pad,
+                                  double* coef) {
+  kernels::dots_gather(data_.data(), data_.stride(), idx, k, theta_pad, coef);
+  const auto y = data_.y();
+  for (std::size_t i = 0; i < k; ++i) coef[i] = pdmp::logistic_coef(y[idx[i]], coef[i]);
+  counters_.queries += k;
+}
+
+double DatumGradients::coefficient(Index j, const double* theta_pad) {
+  ++counters_.queries;
+  return pdmp::logistic_coef(data_.y()[j], kernels::dot(data_.row(j), theta_pad, data_.stride()));
+}
+
+void DatumGradients::accumulate(const Index* idx, std::size_t k, const double* coef, double scale,
+                                double* grad) const noexcept {
+  const std::size_t p = data_.d();
+  for (std::size_t i = 0; i < k; ++i) {
+    const double c = scale * coef[i];
+    const double* x = data_.row(idx[i]);
+    for (std::size_t j = 0; j < p; ++j) grad[j] += c * x[j];
+  }
+}
+
+void DatumGradients::projections(const Index* idx, std::size_t k, const double* coef,
+                                 const double* w_pad, double* proj) {
+  kernels::dots_gather(data_.data(), data_.stride(), idx, k, w_pad, proj);
+  for (std::size_t i = 0; i < k; ++i) proj[i] *= coef[i];
+}
+
+void DatumGradients::full(const LogisticModel& model, const double* theta_pad, double* grad) {
+  model.log_lik_grad(theta_pad, grad);  // ∇ log L = −∇U_lik, stride entries
+  for (std::size_t j = 0; j < data_.d(); ++j) grad[j] = -grad[j];
+  counters_.queries += data_.n();
+  ++counters_.grad_evals;
+}
+
+PdmpOutput::PdmpOutput(const PdmpShared& sh, int chain_id, DrawSink* sink,
+                       const std::vector<double>* precond)
+    : sh_(sh),
+      precond_(precond),
+      sink_(sink),
+      p_(sh.model.dim()),
+      path_(p_, sh.spacing, sh.cfg.warmup, sh.cfg.iters),
+      row_(sh.columns.size()) {
+  res_.chain_id = chain_id;
+  res_.kept = static_cast<std::size_t>((sh.cfg.iters + sh.cfg.thin - 1) / sh.cfg.thin);
+  res_.draws.reserve(res_.kept * p_);
+  res_.lp.reserve(res_.kept);
+}
+
+void PdmpOutput::begin(std::atomic<long>* progress) {
+  progress_ = progress;
+  warm_clock_ = Stopwatch();
+  if (sink_) sink_->begin(sh_.columns);
+  if (sh_.cfg.warmup == 0) end_warmup();
+}
+
+void PdmpOutput::advance(const double* theta, const double* w, double tau) {
+  path_.advance(theta, w, tau, [this](long k, const double* point) { emit(k, point); });
+}
+
+void PdmpOutput::proposal(bool accepted) noexcept {
+  ++window_.proposals;
+  if (accepted) ++window_.accepted;
+  if (path_.sampling()) {
+    ++total_.proposals;
+    if (accepted) ++total_.accepted;
+  }
+}
+
+/// The warm-up's path time is over: the adaptation block (the spacing as the step size and the
+/// preconditioner as the metric), then the sampling tallies start.
+void PdmpOutput::end_warmup() {
+  if (sink_) {
+    std::vector<double> inv(p_, 1.0);
+    if (precond_)
+      for (std::size_t j = 0; j < p_; ++j) inv[j] = (*precond_)[j] * (*precond_)[j];
+    sink_->adaptation(sh_.spacing, inv, false);
+  }
+  res_.warmup_seconds = warm_clock_.seconds();
+  sampling_start_ = Clock::now();
+  queries_at_sampling_ = queries_at_row_ = res_.counters.queries;
+  window_ = Window{};
+}
+
+/// Grid point k (iteration k − 1): a kept draw every thin-th sampling iteration.
+void PdmpOutput::emit(long k, const double* theta) {
+  const RunConfig& cfg = sh_.cfg;
+  if (progress_ && ((k & 1023) == 0 || k == cfg.warmup + cfg.iters))
+    progress_->store(k, std::memory_order_relaxed);
+  if (k == cfg.warmup) end_warmup();
+  if (k <= cfg.warmup || (k - 1 - cfg.warmup) % cfg.thin != 0) return;
+  res_.lp.push_back(0.0);
+  res_.draws.insert(res_.draws.end(), theta, theta + p_);
+  if (sink_) {
+    SamplerRow r;
+    r.accept_stat = window_.proposals > 0 ? static_cast<double>(window_.accepted) /
+                                                static_cast<double>(window_.proposals)
+                                          : 1.0;
+    r.stepsize = sh_.spacing;
+    r.n_events = static_cast<double>(window_.accepted);
+    r.n_queries = static_cast<double>(res_.counters.queries - queries_at_row_);
+    r.violations = static_cast<double>(window_.violations);
+    fill_pdmp_draw_row(r, theta, p_, row_);
+    sink_->row(row_);
+  }
+  queries_at_row_ = res_.counters.queries;
+  window_ = Window{};
+}
+
+ChainResult PdmpOutput::finish(double batch) {
+  res_.sampling_seconds = seconds_between(sampling_start_, Clock::now());
+  res_.step_size = sh_.spacing;
+  res_.accept_rate = total_.proposals > 0 ? static_cast<double>(total_.accepted) /
+                                                static_cast<double>(total_.proposals)
+                                          : 1.0;
+  res_.batch_mean = batch;
+  res_.bright_mean = std::numeric_limits<double>::quiet_NaN();
+  res_.sampling_queries = res_.counters.queries - queries_at_sampling_;
+  res_.path_mean = path_.mean();
+  if (sink_) sink_->end(res_.warmup_seconds, res_.sampling_seconds, res_.counters);
+  return std::move(res_);
+}
+
+}  // namespace flymc::detail

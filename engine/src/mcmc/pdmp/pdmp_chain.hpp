@@ -1,0 +1,106 @@
+#pragma once
+// Private: what the chains of the piecewise-deterministic samplers share (docs/math.md §7): the
+// run's read-only set-up (PdmpShared), per-datum gradients of logistic regression with their
+// query count (DatumGradients), and the chain's output (PdmpOutput): the discrete draws read off
+// the continuous path, the draw file's rows, the segment-integrated means, the tallies.
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "flymc/core/clock.hpp"
+#include "flymc/core/rng.hpp"
+#include "flymc/mcmc/columns.hpp"
+#include "flymc/mcmc/pdmp/bounds.hpp"
+#include "flymc/mcmc/pdmp/path.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/models/logistic.hpp"
+
+namespace flymc::detail {
+
+/// Everything the chains of one run share, read-only.
+struct PdmpShared {
+  const RunConfig& cfg;
+  const LogisticModel& model;
+  const MapResult& map;
+  const pdmp::LogisticPdmpConstants& c;
+  double spacing = 1.0;    // Δ, path time per draw
+  double refresh = 0.0;    // λ_ref (BPS family)
+  double band_step = 1.0;  // SBPS: the band's interpolation step δ
+  double slope_sd = 1.0;   // SBPS: σ_β of the band's slope prior
+  std::vector<std::string> columns;
+};
+
+/// Gradients of U_i = −log σ(t_i x_i·θ): ∇U_i = c_i x_i. Every datum whose c_i is computed counts
+/// as one likelihood query, as the rest of flymc counts a datum's evaluation.
+class DatumGradients {
+ public:
+  DatumGradients(const Dataset& data, Counters& counters) : data_(data), counters_(counters) {}
+  /// coef[i] = c_{idx[i]}(θ), θ padded (stride entries, aligned).
+  void coefficients(const Index* idx, std::size_t k, const double* theta_pad, double* coef);
+  /// c_j(θ) of one datum.
+  double coefficient(Index j, const double* theta_pad);
+  /// grad[0..p) += scale·Σ_i coef[i]·x_{idx[i]}.
+  void accumulate(const Index* idx, std::size_t k, const double* coef, double scale,
+                  double* grad) const noexcept;
+  /// proj[i] = coef[i]·(x_{idx[i]}·w), w padded: the data's directional derivatives along w.
+  void projections(const Index* idx, std::size_t k, const double* coef, const double* w_pad,
+                   double* proj);
+  /// grad[0..p) = ∇ Σ_i U_i(θ) over all the data (N queries; deterministic reduction).
+  void full(const LogisticModel& model, const double* theta_pad, double* grad);
+
+ private:
+  const Dataset& data_;
+  Counters& counters_;
+  std::vector<double> dots_;
+};
+
+/// One chain's output. The chain moves along segments and reports its proposals and events; this
+/// object turns the path into draws, rows and means.
+class PdmpOutput {
+ public:
+  /// @param precond the chain's diagonal preconditioner (written as the inverse metric's
+  /// diagonal, squared, at the end of warm-up), or null for the identity.
+  PdmpOutput(const PdmpShared& sh, int chain_id, DrawSink* sink,
+             const std::vector<double>* precond);
+  pdmp::PathGrid& path() noexcept { return path_; }
+  Counters& counters() noexcept { return res_.counters; }
+  double remaining() const noexcept { return path_.remaining(); }
+  bool done() const noexcept { return path_.done(); }
+  bool sampling() const noexcept { return path_.sampling(); }
+
+  /// Before the first move; `progress` (may be null) counts the grid points passed.
+  void begin(std::atomic<long>* progress);
+  /// Moves along θ + w·s, s ∈ [0, tau], tau ≤ remaining().
+  void advance(const double* theta, const double* w, double tau);
+  /// A proposed event was accepted (a bounce or a flip) or rejected.
+  void proposal(bool accepted) noexcept;
+  /// A proposal whose rate exceeded its bound (SBPS's bias diagnostic; a bug for the others).
+  void violation() noexcept {
+    ++res_.counters.bound_violations;
+    ++window_.violations;
+  }
+  /// The batch size of the gradient estimates, reported as ChainResult::batch_mean.
+  ChainResult finish(double batch);
+
+ private:
+  void emit(long k, const double* theta);
+  void end_warmup();
+
+  struct Window {  // since the last kept draw (and, in sampling, since the warm-up's end)
+    std::uint64_t proposals = 0, accepted = 0, violations = 0;
+  };
+  const PdmpShared& sh_;
+  const std::vector<double>* precond_;
+  DrawSink* sink_;
+  std::atomic<long>* progress_ = nullptr;
+  std::size_t p_;
+  pdmp::PathGrid path_;
+  ChainResult res_;
+  Window window_, total_;
+  std::uint64_t queries_at_row_ = 0, queries_at_sampling_ = 0;
+  std::vector<double> row_;
+  Stopwatch warm_clock_;
+  Clock::time_point sampling_start_ = Clock::now();
+};
+
+}  // namespace flymc::detail

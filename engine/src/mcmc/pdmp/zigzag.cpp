@@ -1,0 +1,86 @@
+#include "zigzag.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "../run_chains.hpp"
+
+namespace flymc::detail {
+
+namespace {
+// Rounding allowance of the check that a rate stayed below its bound.
+constexpr double kBoundRoundoff = 1e-9;
+}  // namespace
+
+ZigZagChain::ZigZagChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
+    : sh_(sh),
+      p_(sh.model.dim()),
+      n_(sh.model.num_data()),
+      cv_(sh.cfg.algo == Algo::zigzag_cv),
+      rng_(sh.cfg.seed, static_cast<std::uint64_t>(chain_id)),
+      v_(p_),
+      next_(p_),
+      origin_(p_),
+      bound_(p_),
+      out_(sh, chain_id, sink, nullptr),
+      grads_(sh.model.data(), out_.counters()),
+      theta_pad_(aligned_zeros(sh.model.stride())) {}
+
+ChainResult ZigZagChain::run(std::atomic<long>* progress) {
+  theta_.resize(p_);
+  initial_theta(sh_.cfg, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
+  for (double& x : v_) x = rng_.uniform() < 0.5 ? -1.0 : 1.0;
+  out_.begin(progress);
+  for (std::size_t j = 0; j < p_; ++j) schedule(j);
+  while (!out_.done()) step();
+  return out_.finish(1.0);
+}
+
+/// The bound of coordinate j from the particle's present position, and the first event of its
+/// Poisson process. The other coordinates' bounds stay valid: each holds along the whole ray
+/// whatever the other velocities do (bounds.hpp).
+void ZigZagChain::schedule(std::size_t j) {
+  if (cv_) {
+    double d2 = 0.0;
+    for (std::size_t k = 0; k < p_; ++k) {
+      const double d = theta_[k] - sh_.c.theta_map[k];
+      d2 += d * d;
+    }
+    bound_[j] = pdmp::zigzag_cv_bound(sh_.c, j, theta_.data(), v_.data(), std::sqrt(d2));
+  } else {
+    bound_[j] = pdmp::zigzag_ss_bound(sh_.c, j, theta_.data(), v_.data());
+  }
+  origin_[j] = out_.path().now();
+  next_[j] = origin_[j] + pdmp::affine_rate_time(bound_[j].a, bound_[j].b, pdmp::exp1(rng_));
+}
+
+/// An unbiased estimate of ∂_j U(θ) from one datum J drawn uniformly: the prior's exact part
+/// plus N·∂_j U_J(θ), or with the control variate ∂_j U_lik(θ*) + N·(∂_j U_J(θ) − ∂_j U_J(θ*)).
+double ZigZagChain::estimate(std::size_t j) {
+  std::copy(theta_.begin(), theta_.end(), theta_pad_.get());
+  const auto J = static_cast<Index>(rng_.below(n_));
+  const double c = grads_.coefficient(J, theta_pad_.get());
+  const double x = sh_.model.data().row(J)[j], nn = static_cast<double>(n_);
+  const double prior = sh_.c.precision * theta_[j];
+  if (!cv_) return prior + nn * c * x;
+  return prior + sh_.c.grad_lik_map[j] + nn * (c - sh_.c.coef_map[J]) * x;
+}
+
+/// The earliest proposal among the coordinates: move there, thin it, flip on acceptance.
+void ZigZagChain::step() {
+  const auto j =
+      static_cast<std::size_t>(std::min_element(next_.begin(), next_.end()) - next_.begin());
+  const double now = out_.path().now();
+  out_.advance(theta_.data(), v_.data(), std::min(next_[j] - now, out_.remaining()));
+  if (out_.done()) return;
+  for (std::size_t k = 0; k < p_; ++k) theta_[k] += v_[k] * (next_[j] - now);
+  const double rate = std::max(0.0, v_[j] * estimate(j));
+  const double bound = bound_[j].at(next_[j] - origin_[j]);
+  if (rate > bound * (1.0 + kBoundRoundoff)) out_.violation();
+  const bool accept = rng_.uniform() * bound < rate;
+  out_.proposal(accept);
+  if (accept) v_[j] = -v_[j];
+  schedule(j);
+}
+
+}  // namespace flymc::detail

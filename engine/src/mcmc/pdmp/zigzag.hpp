@@ -1,0 +1,43 @@
+#pragma once
+// Private: one chain of the Zig-Zag process on logistic regression (docs/math.md §7.2): every
+// coordinate j moves at velocity v_j = ±1 and flips at the events of its own Poisson process of
+// rate [v_j ∂_j U]_+. Each coordinate's events are proposed from its affine bound (bounds.hpp)
+// and thinned with an unbiased one-datum estimate of ∂_j U: plain subsampling (zigzag-ss) or a
+// control variate at θ_MAP (zigzag-cv). Both are exact (Bierkens, Fearnhead & Roberts 2019).
+#include <atomic>
+#include <vector>
+
+#include "flymc/core/rng.hpp"
+#include "flymc/mcmc/pdmp/event_time.hpp"
+#include "pdmp_chain.hpp"
+
+namespace flymc::detail {
+
+class ZigZagChain {
+ public:
+  ZigZagChain(const PdmpShared& sh, int chain_id, DrawSink* sink);
+  // Members refer to each other (the gradients count into the output's counters): built in
+  // place, never copied or moved.
+  ZigZagChain(const ZigZagChain&) = delete;
+  ZigZagChain& operator=(const ZigZagChain&) = delete;
+  ChainResult run(std::atomic<long>* progress);
+
+ private:
+  void step();
+  void schedule(std::size_t j);  // coordinate j's next proposal from its bound at the present
+  double estimate(std::size_t j);
+
+  const PdmpShared& sh_;
+  const std::size_t p_, n_;
+  const bool cv_;
+  Rng rng_;
+  std::vector<double> theta_, v_;
+  std::vector<double> next_;    // per coordinate: absolute time of its next proposal
+  std::vector<double> origin_;  // per coordinate: when its bound was made
+  std::vector<pdmp::AffineBound> bound_;
+  PdmpOutput out_;
+  DatumGradients grads_;
+  AlignedBuffer theta_pad_;
+};
+
+}  // namespace flymc::detail

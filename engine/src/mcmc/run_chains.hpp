@@ -1,0 +1,115 @@
+#pragma once
+// Private: running the independent chains of one run, shared by every sampler family (FlyMC and
+// regular MCMC in run_model.hpp, the approximate subsampling samplers in minibatch/, the
+// piecewise-deterministic samplers in pdmp/). One oneTBB task per chain in an arena of the
+// run's threads; a chain's exception is kept and rethrown after every chain has ended, so no
+// chain is abandoned half-written. Each chain draws from its own stream keyed by (seed, chain
+// id), so nothing here can make the draws depend on the thread count.
+#include <tbb/info.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flymc/core/clock.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/core/rng.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/models/logistic.hpp"
+
+namespace flymc::detail {
+
+/// The worker threads of a run: cfg.threads, or all cores for 0.
+inline int run_threads(const RunConfig& cfg) {
+  return cfg.threads > 0 ? cfg.threads : tbb::info::default_concurrency();
+}
+
+/// Calls one_chain(c) for c in [0, nchains) as tasks of an arena of `threads` threads, then
+/// rethrows the first chain's exception (in chain order) if any chain threw.
+template <class OneChain>
+void for_each_chain(int nchains, int threads, OneChain&& one_chain) {
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nchains));
+  tbb::task_arena arena(threads);
+  arena.execute([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int>(0, nchains, 1),
+        [&](const tbb::blocked_range<int>& r) {
+          for (int c = r.begin(); c != r.end(); ++c) {
+            try {
+              one_chain(c);
+            } catch (...) {
+              errors[static_cast<std::size_t>(c)] = std::current_exception();
+            }
+          }
+        },
+        tbb::simple_partitioner());
+  });
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+/// Runs the chains of a sampler without checkpoints: `make_chain(chain_id, sink)` builds chain
+/// chain_id (1-based) writing to `sink` (null without sinks), and its `run(progress)` returns
+/// the ChainResult. The sink is made and closed in the chain's own task. Fills out.chains and
+/// splits the parallel region's wall time between warm-up and sampling in proportion to the
+/// chains' own timers (chains may outnumber threads, so there is no common barrier).
+template <class MakeChain>
+void run_independent_chains(const RunConfig& cfg, const SinkFactory& sinks, Progress* progress,
+                            RunResult& out, MakeChain&& make_chain) {
+  const int nchains = cfg.chains;
+  out.chains.resize(static_cast<std::size_t>(nchains));
+  const Stopwatch par_clock;
+  for_each_chain(nchains, run_threads(cfg), [&](int c) {
+    const auto ci = static_cast<std::size_t>(c);
+    std::unique_ptr<DrawSink> sink = sinks ? sinks(c + 1) : nullptr;
+    out.chains[ci] = make_chain(c + 1, sink.get()).run(progress ? &progress->done[ci] : nullptr);
+  });
+  double w = 0.0, s = 0.0;
+  for (const auto& ch : out.chains) {
+    w += ch.warmup_seconds;
+    s += ch.sampling_seconds;
+  }
+  const double par = par_clock.seconds(), tot = std::max(w + s, 1e-300);
+  out.warmup_seconds = par * w / tot;
+  out.sampling_seconds = par * s / tot;
+}
+
+/// The start of a run of a sampler that makes its own moves on logistic regression (minibatch,
+/// pdmp): refuses checkpointing, which these samplers lack, and returns the RunResult with the
+/// model's part and θ_MAP filled in.
+/// @throw ConfigError when `checkpoint` asks for checkpoints.
+inline RunResult start_logistic_run(const RunConfig& cfg, const LogisticModel& model,
+                                    const CheckpointOptions* checkpoint) {
+  if (checkpoint != nullptr && !checkpoint->dir.empty())
+    throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
+                      " cannot checkpoint or resume yet (--checkpoint-every, --resume)");
+  RunResult out;
+  out.config = cfg;
+  out.n = model.num_data();
+  out.dim = model.dim();
+  out.names = model.param_names();
+  out.map = model.find_map();
+  return out;
+}
+
+/// A chain's starting point as Chain (chain.hpp) makes it: θ_MAP plus chain-specific jitter of
+/// cfg.init_jitter Laplace standard deviations, or a draw from the prior.
+inline void initial_theta(const RunConfig& cfg, const MapResult& map, double prior_sd, Rng& rng,
+                          double* theta) {
+  const auto p = map.theta.size();
+  for (Eigen::Index j = 0; j < p; ++j) {
+    const auto jj = static_cast<std::size_t>(j);
+    theta[jj] =
+        cfg.init == Init::map
+            ? map.theta[j] + cfg.init_jitter * std::sqrt(map.covariance(j, j)) * rng.normal()
+            : prior_sd * rng.normal();
+  }
+}
+
+}  // namespace flymc::detail

@@ -1,0 +1,424 @@
+// The piecewise-deterministic samplers (docs/math.md §7): the event-time solvers, the
+// reflection, the path read-out, the exact samplers' bounds against the rates they bound,
+// reproducibility across thread counts, SBC of the exact samplers (bps, lipsbps, zigzag-ss,
+// zigzag-cv) and the measured bias of the approximate ones (sbps, psbps).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+#include "flymc/core/errors.hpp"
+#include "flymc/mcmc/pdmp/band.hpp"
+#include "flymc/mcmc/pdmp/bounds.hpp"
+#include "flymc/mcmc/pdmp/event_time.hpp"
+#include "flymc/mcmc/pdmp/path.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/models/logistic.hpp"
+#include "flymc/validate/validate.hpp"
+#include "test_util.hpp"
+
+using namespace flymc;
+
+namespace {
+
+/// ∫_0^t [a + b s]_+ ds by its closed form on the positive stretch (a reference independent of
+/// affine_rate_time's algebra).
+double affine_integral(double a, double b, double t) {
+  if (b == 0.0) return a > 0.0 ? a * t : 0.0;
+  const double z = -a / b;  // the zero crossing
+  double lo = 0.0, hi = t;
+  if (b > 0.0) lo = std::clamp(z, 0.0, t);
+  if (b < 0.0) hi = std::clamp(z, 0.0, t);
+  if (hi <= lo) return 0.0;
+  return a * (hi - lo) + 0.5 * b * (hi * hi - lo * lo);
+}
+
+/// The rate a sampler's estimator can take at θ along w, maximised over the data it may draw.
+struct RateCase {
+  const pdmp::LogisticPdmpConstants& c;
+  const Dataset& ds;
+  /// c_i(θ) for every datum.
+  std::vector<double> coefs(const std::vector<double>& th) const {
+    std::vector<double> out(ds.n());
+    for (std::size_t i = 0; i < ds.n(); ++i) {
+      double a = 0.0;
+      for (std::size_t j = 0; j < c.p; ++j) a += ds.row(i)[j] * th[j];
+      out[i] = pdmp::logistic_coef(ds.y()[i], a);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("unit") {
+  TEST_CASE("affine_rate_time inverts the integrated rate, zero crossings included") {
+    Rng rng(11, 1);
+    int finite = 0;
+    for (int rep = 0; rep < 20000; ++rep) {
+      const double a = 4.0 * rng.normal(), b = rep % 5 == 0 ? 0.0 : 3.0 * rng.normal();
+      const double e = pdmp::exp1(rng);
+      const double t = pdmp::affine_rate_time(a, b, e);
+      CAPTURE(a);
+      CAPTURE(b);
+      CAPTURE(e);
+      // Never reached: the whole positive part integrates to less than e.
+      const double total =
+          b < 0.0 ? (a > 0.0 ? a * a / (-2.0 * b) : 0.0) : (b == 0.0 && a <= 0.0 ? 0.0 : INFINITY);
+      if (!std::isfinite(t)) {
+        CHECK(total <= e);
+        continue;
+      }
+      ++finite;
+      REQUIRE(t >= 0.0);
+      CHECK(affine_integral(a, b, t) == doctest::Approx(e).epsilon(1e-10));
+      // The first such time: the rate is positive just before it.
+      CHECK(a + b * t >= -1e-9 * (std::fabs(a) + std::fabs(b) * t));
+    }
+    CHECK(finite > 10000);
+    CHECK(pdmp::affine_rate_time(-1.0, 2.0, 1.0) == doctest::Approx(0.5 + 1.0));
+    CHECK(pdmp::affine_rate_time(2.0, 0.0, 1.0) == doctest::Approx(0.5));
+    CHECK(std::isinf(pdmp::affine_rate_time(-1.0, 0.0, 1.0)));
+    CHECK(std::isinf(pdmp::affine_rate_time(1.0, -1.0, 0.6)));  // at most 1/2 ever
+  }
+
+  TEST_CASE("the piecewise-linear rate: integral, inverse and sign changes") {
+    Rng rng(12, 1);
+    for (int rep = 0; rep < 500; ++rep) {
+      pdmp::PiecewiseLinearRate r;
+      double t = rng.uniform();
+      const int nodes = 2 + static_cast<int>(rng.below(12));
+      for (int m = 0; m < nodes; ++m) {
+        r.add(t, 2.0 * rng.normal());  // crosses zero often
+        t += 0.05 + rng.uniform();
+      }
+      const double total = r.integral(t);
+      for (int k = 0; k < 5; ++k) {
+        const double e = 0.3 * pdmp::exp1(rng);
+        const double s = r.first_time(e);
+        if (e > total) {
+          CHECK(std::isinf(s));
+          continue;
+        }
+        REQUIRE(std::isfinite(s));
+        CHECK(r.integral(s) == doctest::Approx(e).epsilon(1e-9));
+        CHECK(r.at(s) >= 0.0);
+      }
+    }
+    // A rate that is negative, then crosses zero inside a piece: 0 until t = 1, then t − 1.
+    pdmp::PiecewiseLinearRate r;
+    r.add(0.0, -1.0);
+    r.add(3.0, 2.0);
+    CHECK(r.integral(3.0) == doctest::Approx(2.0));
+    CHECK(r.first_time(0.5) == doctest::Approx(2.0));
+    CHECK(r.at(0.5) == 0.0);
+  }
+
+  TEST_CASE("the piecewise-linear rate's event times follow 1 − exp(−Λ(t))") {
+    // Kolmogorov–Smirnov on Λ(T) of drawn times T, censored at the last node: Λ(T) ~ Exp(1).
+    pdmp::PiecewiseLinearRate r;
+    const double ys[] = {0.5, -0.4, 1.2, 0.0, 2.0, -1.0, 0.7};
+    for (int m = 0; m < 7; ++m) r.add(0.5 * m, ys[m]);
+    Rng rng(13, 1);
+    const int n = 40000;
+    const double cap = r.integral(3.0);
+    std::vector<double> u;
+    for (int i = 0; i < n; ++i) {
+      const double t = r.first_time(pdmp::exp1(rng));
+      u.push_back(std::isinf(t) ? 1.0 - std::exp(-cap) : 1.0 - std::exp(-r.integral(t)));
+    }
+    std::sort(u.begin(), u.end());
+    double ks = 0.0;
+    for (int i = 0; i < n; ++i) {
+      const double x = u[static_cast<std::size_t>(i)];
+      if (x >= 1.0 - std::exp(-cap) - 1e-12) break;  // the censored atom
+      ks = std::max({ks, std::fabs(x - double(i) / n), std::fabs(x - double(i + 1) / n)});
+    }
+    CHECK(ks < 1.95 / std::sqrt(double(n)));  // the 0.1% critical value
+  }
+
+  TEST_CASE("reflection keeps |v|, reverses v·g and is an involution; sphere draws are unit") {
+    Rng rng(14, 1);
+    for (int rep = 0; rep < 1000; ++rep) {
+      const std::size_t p = 1 + rng.below(9);
+      std::vector<double> v(p), g(p), w;
+      pdmp::sphere_velocity(rng, v.data(), p);
+      double vv = 0.0;
+      for (double x : v) vv += x * x;
+      CHECK(vv == doctest::Approx(1.0).epsilon(1e-14));
+      for (double& x : g) x = 10.0 * rng.normal();
+      double vg = 0.0;
+      for (std::size_t j = 0; j < p; ++j) vg += v[j] * g[j];
+      w = v;
+      pdmp::reflect(w.data(), g.data(), p);
+      double ww = 0.0, wg = 0.0;
+      for (std::size_t j = 0; j < p; ++j) {
+        ww += w[j] * w[j];
+        wg += w[j] * g[j];
+      }
+      CHECK(ww == doctest::Approx(1.0).epsilon(1e-12));
+      CHECK(wg == doctest::Approx(-vg).epsilon(1e-9).scale(10.0));
+      pdmp::reflect(w.data(), g.data(), p);
+      for (std::size_t j = 0; j < p; ++j) CHECK(w[j] == doctest::Approx(v[j]).epsilon(1e-12));
+    }
+    std::vector<double> v = {0.6, 0.8}, zero = {0.0, 0.0};
+    pdmp::reflect(v.data(), zero.data(), 2);
+    CHECK(v == std::vector<double>{0.6, 0.8});
+  }
+
+  TEST_CASE("the path read-out: grid points and segment-integrated means are exact") {
+    // θ(t) in 1-D: from 0 at speed +1 for 2.5, then speed −2 for 1.5 (to −0.5), then +0.5.
+    pdmp::PathGrid path(1, 0.5, 3, 6);  // grid 0.5 … 4.5, sampling window (1.5, 4.5]
+    std::vector<std::pair<long, double>> got;
+    auto emit = [&](long k, const double* x) { got.emplace_back(k, x[0]); };
+    const double w1 = 1.0, w2 = -2.0, w3 = 0.5;
+    double x0 = 0.0;
+    path.advance(&x0, &w1, 2.5, emit);
+    CHECK(path.sampling());
+    x0 = 2.5;
+    path.advance(&x0, &w2, 1.5, emit);
+    x0 = -0.5;
+    path.advance(&x0, &w3, path.remaining(), emit);
+    CHECK(path.done());
+    REQUIRE(got.size() == 9);
+    const double expect[] = {0.5, 1.0, 1.5, 2.0, 2.5, 1.5, 0.5, -0.5, -0.25};
+    for (std::size_t k = 0; k < 9; ++k) {
+      CHECK(got[k].first == static_cast<long>(k) + 1);
+      CHECK(got[k].second == doctest::Approx(expect[k]).epsilon(1e-14));
+    }
+    // ∫_{1.5}^{4.5} θ = ∫_{1.5}^{2.5} t dt + ∫_0^{1.5} (2.5 − 2s) ds + ∫_0^{0.5} (−0.5 + s/2) ds.
+    const double integral =
+        (2.5 * 2.5 - 1.5 * 1.5) / 2.0 + (2.5 * 1.5 - 1.5 * 1.5) + (-0.5 * 0.5 + 0.25 * 0.25);
+    CHECK(path.mean()[0] == doctest::Approx(integral / 3.0).epsilon(1e-14));
+  }
+
+  TEST_CASE("the regression band fits a line and stays above it") {
+    pdmp::RegressionBand band(3.0, 100.0);
+    Rng rng(15, 1);
+    for (int j = 0; j < 200; ++j) {
+      const double tau = 0.01 * j;
+      band.add(tau, 2.0 - 5.0 * tau + 0.01 * rng.normal(), 1e-4);
+    }
+    CHECK(band.mean(1.0) == doctest::Approx(-3.0).epsilon(1e-2));
+    CHECK(band.mean(3.0) == doctest::Approx(-13.0).epsilon(1e-2));
+    for (double tau : {0.0, 1.0, 5.0}) CHECK(band.upper(tau) > band.mean(tau));
+    // One observation: the slope is the prior's, the band widens at k·σ_β per unit time.
+    band.clear();
+    band.add(0.0, 1.0, 0.25);
+    CHECK(band.mean(2.0) == doctest::Approx(1.0));
+    CHECK(band.upper(10.0) == doctest::Approx(1.0 + 3.0 * std::sqrt(0.25 + 1e6 + 0.25)));
+  }
+
+  TEST_CASE("c_i stays finite and within (-1, 1) at extreme predictors") {
+    for (double t : {-1.0, 1.0})
+      for (double a : {-1e308, -800.0, -40.0, 0.0, 40.0, 800.0, 1e308}) {
+        const double c = pdmp::logistic_coef(t, a);
+        CAPTURE(a);
+        CHECK(std::isfinite(c));
+        CHECK(std::fabs(c) <= 1.0);
+        CHECK(c * t <= 0.0);  // −t·σ(−t·a): pulls toward the label
+      }
+    CHECK(pdmp::logistic_coef(1.0, 0.0) == -0.5);
+  }
+
+  TEST_CASE("the exact samplers' bounds dominate their rates on random segments") {
+    // Every datum the estimators may draw, at points along random segments from random θ (near
+    // the MAP and far from it, where the prior's growing gradient matters).
+    auto ds = test::logistic_data(60, 3, 21, 1.5);
+    const LogisticModel model(ds, 0.7);
+    const MapResult map = model.find_map();
+    const auto c = pdmp::LogisticPdmpConstants::make(model, map.theta);
+    const RateCase rc{c, *ds};
+    Rng rng(16, 1);
+    const double nn = static_cast<double>(c.n);
+    for (int rep = 0; rep < 300; ++rep) {
+      const double far = rep % 3 == 0 ? 20.0 : 0.5;
+      std::vector<double> th(3), v(3), zz(3);
+      for (std::size_t j = 0; j < 3; ++j)
+        th[j] = map.theta[static_cast<Eigen::Index>(j)] + far * rng.normal();
+      pdmp::sphere_velocity(rng, v.data(), 3);
+      for (double& x : zz) x = rng.uniform() < 0.5 ? -1.0 : 1.0;
+      double dist = 0.0;
+      for (std::size_t j = 0; j < 3; ++j) dist += std::pow(th[j] - c.theta_map[j], 2);
+      dist = std::sqrt(dist);
+      const auto full = pdmp::bps_bound(c, c.sum_norm, th.data(), v.data());
+      const auto lip = pdmp::bps_bound(c, nn * c.max_norm, th.data(), v.data());
+      for (double s : {0.0, 0.01, 0.3, 2.0, 15.0}) {
+        std::vector<double> x(3), xz(3);
+        for (std::size_t j = 0; j < 3; ++j) {
+          x[j] = th[j] + v[j] * s;
+          xz[j] = th[j] + zz[j] * s;
+        }
+        const auto cf = rc.coefs(x), cz = rc.coefs(xz);
+        double vg_full = 0.0, vx = 0.0;
+        for (std::size_t j = 0; j < 3; ++j) vx += c.precision * v[j] * x[j];
+        vg_full = vx;
+        for (std::size_t i = 0; i < c.n; ++i) {
+          double xv = 0.0;
+          for (std::size_t j = 0; j < 3; ++j) xv += ds->row(i)[j] * v[j];
+          vg_full += cf[i] * xv;
+          // lipSBPS's estimate from a batch of one datum (a batch mean is a mean of these).
+          CHECK(std::max(0.0, vx + nn * cf[i] * xv) <= lip.at(s) * (1.0 + 1e-12));
+          for (std::size_t j = 0; j < 3; ++j) {
+            const double prior = c.precision * xz[j], xi = ds->row(i)[j];
+            const double ss = zz[j] * (prior + nn * cz[i] * xi);
+            const double cv =
+                zz[j] * (prior + c.grad_lik_map[j] + nn * (cz[i] - c.coef_map[i]) * xi);
+            CHECK(std::max(0.0, ss) <=
+                  pdmp::zigzag_ss_bound(c, j, th.data(), zz.data()).at(s) * (1.0 + 1e-12));
+            CHECK(std::max(0.0, cv) <=
+                  pdmp::zigzag_cv_bound(c, j, th.data(), zz.data(), dist).at(s) * (1.0 + 1e-12) +
+                      1e-12);
+          }
+        }
+        CHECK(std::max(0.0, vg_full) <= full.at(s) * (1.0 + 1e-12));
+      }
+    }
+  }
+
+  TEST_CASE("the piecewise-deterministic samplers give the same draws with 1 and 2 threads" *
+            doctest::test_suite("threaded")) {
+    auto ds = test::logistic_data(300, 3, 4);
+    for (Algo algo :
+         {Algo::bps, Algo::lipsbps, Algo::sbps, Algo::psbps, Algo::zigzag_ss, Algo::zigzag_cv}) {
+      CAPTURE(to_string(algo));
+      RunConfig cfg;
+      cfg.algo = algo;
+      cfg.chains = 3;
+      cfg.warmup = 50;
+      cfg.iters = 100;
+      cfg.batch_size = 30;
+      cfg.seed = 17;
+      cfg.threads = 1;
+      const RunResult a = run(cfg, ds);
+      cfg.threads = 2;
+      const RunResult b = run(cfg, ds);
+      for (std::size_t c = 0; c < 3; ++c) {
+        CHECK(a.chains[c].draws == b.chains[c].draws);
+        CHECK(a.chains[c].path_mean == b.chains[c].path_mean);
+        CHECK(a.chains[c].counters.queries == b.chains[c].counters.queries);
+        CHECK(a.chains[c].draws.size() == 300);
+      }
+      CHECK(a.path_mean().size() == 3);
+      if (is_exact(algo)) CHECK(a.bound_violations() == 0);
+      CHECK(a.chains[0].sampling_queries > 0);
+    }
+  }
+
+  TEST_CASE("the piecewise-deterministic samplers refuse what they cannot run") {
+    auto ds = test::logistic_data(50, 2, 4);
+    RunConfig cfg;
+    cfg.algo = Algo::bps;
+    cfg.prior = PriorKind::laplace;
+    CHECK_THROWS_AS(run(cfg, ds), ConfigError);
+    cfg.prior = PriorKind::gaussian;
+    cfg.model = ModelKind::robust;
+    CHECK_THROWS_AS(run(cfg, ds), ConfigError);
+    cfg.model = ModelKind::logistic;
+    cfg.pdmp_spacing = 0.0;
+    CHECK_THROWS_AS(run(cfg, ds), ConfigError);
+    cfg.pdmp_spacing.reset();
+    cfg.refresh_rate = -1.0;
+    CHECK_THROWS_AS(run(cfg, ds), ConfigError);
+    cfg.refresh_rate.reset();
+    CheckpointOptions ck;
+    ck.dir = "unused";
+    CHECK_THROWS_AS(run(cfg, ds, {}, nullptr, &ck), ConfigError);
+  }
+}
+
+TEST_SUITE("statistical") {
+  // SBC of the exact samplers (validate.hpp; the method and its power in test_sbc.cpp's header):
+  // R = 1000 replicates of n = 50 rows and d = 3 coefficients, L = 39 kept draws in B = 8 bins
+  // (expected count 125 per bin), family-wise level 0.001. The time per draw is the automatic
+  // spacing; `thin` draws per kept draw make the kept draws nearly independent (ESS/L > 0.85,
+  // checked). The seeds are fixed, so the cases are deterministic.
+  SbcOptions pdmp_sbc(Algo algo, long thin, std::uint64_t seed) {
+    SbcOptions o;
+    o.run.algo = algo;
+    o.run.warmup = 100;
+    o.run.batch_size = 5;  // lipsbps: its bound N·max|x_i| does not depend on the batch
+    o.n = 50;
+    o.d = 3;
+    o.reps = 1000;
+    o.draws = 39;
+    o.thin = thin;
+    o.bins = 8;
+    o.alpha = 0.001;
+    o.seed = seed;
+    return o;
+  }
+
+  void check_pdmp_sbc(const SbcOptions& o) {
+    const SbcResult r = run_sbc(o);
+    std::printf("SBC %s: %.1f s, p-values", to_string(o.run.algo), r.seconds);
+    for (const RankTest& t : r.quantities) std::printf(" %s %.3g", t.name.c_str(), t.p_value);
+    std::printf("\n");
+    CHECK_MESSAGE(r.passed(), format_report(r));
+    CHECK(r.bound_violations == 0);
+    for (const RankTest& t : r.quantities) {
+      CAPTURE(t.name);
+      CHECK(t.ess_ratio > 0.85);
+      CHECK(std::fabs(t.lag1) < 0.1);
+    }
+  }
+
+  TEST_CASE("SBC: BPS (full gradient, thinning) is calibrated") {
+    check_pdmp_sbc(pdmp_sbc(Algo::bps, 10, 201));
+  }
+  TEST_CASE("SBC: lipSBPS (batch gradients, Lipschitz bound) is calibrated") {
+    check_pdmp_sbc(pdmp_sbc(Algo::lipsbps, 8, 202));
+  }
+  TEST_CASE("SBC: Zig-Zag with subsampling is calibrated") {
+    check_pdmp_sbc(pdmp_sbc(Algo::zigzag_ss, 20, 203));
+  }
+  TEST_CASE("SBC: Zig-Zag with control variates is calibrated") {
+    check_pdmp_sbc(pdmp_sbc(Algo::zigzag_cv, 10, 204));
+  }
+
+  TEST_CASE("SBPS and pSBPS: measured bias against the exact posterior") {
+    // D = 2 (a feature and a bias), N = 2000: the posterior's mean and sd by quadrature. SBPS is
+    // approximate (its band is not a bound), so the tolerance is not a Monte Carlo one: the bias
+    // of the draws' mean and of the path mean must stay under 0.15 posterior sd on top of 4.5
+    // Monte Carlo errors (the draws' batch-means MCSE, larger than the path mean's), and the sd
+    // within 10%. Zig-Zag with control variates, exact, runs beside them as a control that the
+    // test can pass. The figures are printed.
+    auto ds = test::logistic_data(2000, 2, 31, 1.5);
+    LogisticModel model(ds, 1.0);
+    const MapResult map = model.find_map();
+    const test::Moments exact = test::posterior_quadrature(model, map);
+    for (Algo algo : {Algo::sbps, Algo::psbps, Algo::zigzag_cv}) {
+      RunConfig cfg;
+      cfg.algo = algo;
+      cfg.chains = 4;
+      cfg.warmup = 500;
+      cfg.iters = 5000;
+      cfg.seed = 2025;
+      const RunResult r = run(cfg, ds);
+      const auto pm = r.path_mean();
+      const double tol = is_exact(algo) ? 0.0 : 0.15;
+      for (std::size_t j = 0; j < 2; ++j) {
+        CAPTURE(to_string(algo));
+        CAPTURE(j);
+        const auto [m, se, sd] = test::draw_moments(r.coordinate(j));
+        std::printf(
+            "%s theta.%zu: mean %.4f, path mean %.4f (exact %.4f: bias %.3f / %.3f sd, mcse "
+            "%.3f sd), sd ratio %.3f; %.0f queries per draw, acceptance %.3f, %llu bound "
+            "violations\n",
+            to_string(algo), j + 1, m, pm[j], exact.mean[j], (m - exact.mean[j]) / exact.sd[j],
+            (pm[j] - exact.mean[j]) / exact.sd[j], se / exact.sd[j], sd / exact.sd[j],
+            r.queries_per_iter(), r.accept_rate(),
+            static_cast<unsigned long long>(r.bound_violations()));
+        CHECK(std::fabs(m - exact.mean[j]) < tol * exact.sd[j] + 4.5 * se);
+        CHECK(std::fabs(pm[j] - exact.mean[j]) < tol * exact.sd[j] + 4.5 * se);
+        CHECK(sd / exact.sd[j] > 0.9);
+        CHECK(sd / exact.sd[j] < 1.1);
+      }
+      // SBPS counts its violations; the exact sampler has none.
+      CHECK((r.bound_violations() > 0) == !is_exact(algo));
+    }
+  }
+}

@@ -14,6 +14,7 @@
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "bench_common.hpp"
@@ -52,6 +53,14 @@ KernelKind kernel_named(const std::string& k) {
   return it->second;
 }
 
+/// The samplers that are neither FlyMC nor regular MCMC, by their command-line names.
+std::optional<Algo> sampler_named(const std::string& name) {
+  for (Algo a : {Algo::minibatch_mh, Algo::sgld, Algo::bps, Algo::lipsbps, Algo::sbps, Algo::psbps,
+                 Algo::zigzag_ss, Algo::zigzag_cv})
+    if (name == to_string(a)) return a;
+  return std::nullopt;
+}
+
 /// The run configuration of the row named `algo` (before its budget is set).
 RunConfig row_config(const CompareOptions& o, const std::string& algo) {
   RunConfig c;
@@ -75,13 +84,12 @@ RunConfig row_config(const CompareOptions& o, const std::string& algo) {
     }
     c.algo = Algo::flymc;
     c.kernel = kernel_named(k);
-  } else if (algo == "minibatch-mh") {
-    c.algo = Algo::minibatch_mh;
-  } else if (algo == "sgld") {
-    c.algo = Algo::sgld;
+  } else if (const std::optional<Algo> a = sampler_named(algo)) {
+    c.algo = *a;
   } else {
     throw UsageError("compare: unknown algorithm '" + algo +
-                     "' (regular-<kernel>, flymc-<kernel>[-fly], minibatch-mh, sgld)");
+                     "' (regular-<kernel>, flymc-<kernel>[-fly], minibatch-mh, sgld, bps, "
+                     "lipsbps, sbps, psbps, zigzag-ss, zigzag-cv)");
   }
   return c;
 }
@@ -256,8 +264,9 @@ nlohmann::json row_json(const CompareRow& row) {
 }
 
 void print_rows(const std::vector<CompareRow>& rows) {
-  std::printf("%-16s %-5s %9s %7s %10s %12s %9s %9s %8s %7s\n", "algorithm", "exact", "min ESS",
-              "max R^", "min ESS/s", "queries/ESS", "mean err", "sd err", "batch", "seconds");
+  std::printf("%-16s %-5s %9s %7s %10s %12s %9s %9s %8s %10s %7s\n", "algorithm", "exact",
+              "min ESS", "max R^", "min ESS/s", "queries/ESS", "mean err", "sd err", "batch",
+              "violations", "seconds");
   for (const CompareRow& row : rows) {
     const RunResult& r = row.result;
     const bool mb = r.config.algo == Algo::minibatch_mh;
@@ -268,7 +277,8 @@ void print_rows(const std::vector<CompareRow>& rows) {
   }
   std::printf(
       "(mean err: largest |mean - reference mean| / reference sd over the parameters; sd err: "
-      "largest |sd / reference sd - 1|; batch: minibatch-mh's mean data per test)\n");
+      "largest |sd / reference sd - 1|; batch: minibatch-mh's mean data per test; violations: "
+      "proposals above an adaptive bound, SBPS/pSBPS's bias diagnostic)\n");
 }
 
 void compare(const CompareOptions& o) {

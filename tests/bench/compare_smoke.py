@@ -15,7 +15,7 @@ KEYS = ["algo", "exact", "ess_per_second_min", "queries_per_ess", "mean_error_sd
         "sd_error_rel_max", "batch_mean", "bound_violations"]
 
 
-def compare(tmp, extra, algos="regular-nuts,flymc-mala,minibatch-mh,sgld"):
+def compare(tmp, extra, algos="regular-nuts,flymc-mala,minibatch-mh,sgld,zigzag-cv"):
     cmd = [BENCH, "compare", "--synth-n", "3000", "--synth-d", "5", "--budget", "0.4",
            "--reference-seconds", "1.5", "--chains", "2", "--warmup", "400", "--algos", algos,
            "--reference", os.path.join(tmp, "ref.json")] + extra
@@ -33,17 +33,19 @@ with tempfile.TemporaryDirectory() as tmp:
     check(p.returncode == 0, "compare failed: " + p.stderr[-2000:])
     d = json.load(open(out))
     rows = {r["algo"]: r for r in d["rows"]}
-    check(list(rows) == ["regular-nuts", "flymc-mala", "minibatch-mh", "sgld"], "row order")
+    check(list(rows) == ["regular-nuts", "flymc-mala", "minibatch-mh", "sgld", "zigzag-cv"],
+          "row order")
     for r in d["rows"]:
         for k in KEYS:
             check(k in r, f"{r['algo']} lacks {k}")
         check(r["ess_per_second_min"] > 0, f"{r['algo']}: no effective draws")
-    check(rows["regular-nuts"]["exact"] and rows["flymc-mala"]["exact"], "exact rows")
+    check(all(rows[a]["exact"] for a in ["regular-nuts", "flymc-mala", "zigzag-cv"]), "exact rows")
+    check(rows["zigzag-cv"]["bound_violations"] == 0, "an exact bound was violated")
     check(not rows["minibatch-mh"]["exact"] and not rows["sgld"]["exact"], "approximate rows")
     ref = d["reference"]
     check(ref["max_rhat"] < 1.05 and ref["min_ess"] > 200, "reference run too short")
     # Exact rows: Monte Carlo error only, a few / sqrt(min ESS) reference sds at most.
-    for a in ["regular-nuts", "flymc-mala"]:
+    for a in ["regular-nuts", "flymc-mala", "zigzag-cv"]:
         r = rows[a]
         bound = 5.0 / math.sqrt(min(r["min_ess_bulk"], ref["min_ess"]))
         check(r["mean_error_sd_max"] < bound,

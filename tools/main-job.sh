@@ -4,7 +4,7 @@
 # components, 18,000 x 257, the analog of its 3-class CIFAR-10) and run the Table 1 benchmark.
 # Results: out/table1.json (and the table on stdout). Extra arguments go to `flymc-bench table1`.
 # Each algorithm runs until its min bulk ESS reaches TARGET_ESS (default 200) or MAX_SECONDS
-# (default 30) of sampling, so the whole job takes about ten minutes on 2 cores; TARGET_ESS=0
+# (default 30) of sampling (the whole job took 19 minutes on a loaded 2-core machine); TARGET_ESS=0
 # runs the full fixed budgets of docs/benchmarks.md (an hour or more).
 set -euo pipefail
 cd "$(dirname "$0")/.."

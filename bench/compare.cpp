@@ -84,8 +84,13 @@ RunConfig row_config(const CompareOptions& o, const std::string& algo) {
     }
     c.algo = Algo::flymc;
     c.kernel = kernel_named(k);
+    c.warmup = 3 * o.warmup;  // cheap iterations; the metric adapts in Stan's windows
   } else if (const std::optional<Algo> a = sampler_named(algo)) {
     c.algo = *a;
+    // A continuous-time sampler's warm-up only discards path from θ_MAP (pSBPS also fits its
+    // preconditioner), and one draw of full-gradient BPS can cost thousands of passes over the
+    // data: a short burn-in, so that the budget goes to sampling.
+    if (is_pdmp(c.algo)) c.warmup = 10;
   } else {
     throw UsageError("compare: unknown algorithm '" + algo +
                      "' (regular-<kernel>, flymc-<kernel>[-fly], minibatch-mh, sgld, bps, "
@@ -99,7 +104,7 @@ RunConfig row_config(const CompareOptions& o, const std::string& algo) {
 /// rate. Every run repeats the warm-up, so the pilots do not change the measured run's draws.
 RunResult run_for(const std::string& algo, RunConfig c, double seconds,
                   const std::shared_ptr<const Dataset>& data) {
-  c.iters = 100;
+  c.iters = is_pdmp(c.algo) ? 10 : 100;
   c.thin = 1;
   for (;;) {
     std::fprintf(stderr, "compare: %-16s pilot %d chains x (%ld + %ld) iterations ...\n",
@@ -270,10 +275,11 @@ void print_rows(const std::vector<CompareRow>& rows) {
   for (const CompareRow& row : rows) {
     const RunResult& r = row.result;
     const bool mb = r.config.algo == Algo::minibatch_mh;
-    std::printf("%-16s %-5s %9.1f %7.3f %10.3f %12.4g %9.4f %9.4f %8.1f %7.1f\n", row.algo.c_str(),
-                is_exact(r.config.algo) ? "yes" : "no", row.min_ess, row.max_rhat,
+    std::printf("%-16s %-5s %9.1f %7.3f %10.3f %12.4g %9.4f %9.4f %8.1f %10llu %7.1f\n",
+                row.algo.c_str(), is_exact(r.config.algo) ? "yes" : "no", row.min_ess, row.max_rhat,
                 row.ess_per_second, row.queries_per_ess, row.mean_error_sd_max,
-                row.sd_error_rel_max, mb ? r.batch_mean() : std::nan(""), r.sampling_seconds);
+                row.sd_error_rel_max, mb ? r.batch_mean() : std::nan(""),
+                static_cast<unsigned long long>(r.bound_violations()), r.sampling_seconds);
   }
   std::printf(
       "(mean err: largest |mean - reference mean| / reference sd over the parameters; sd err: "
@@ -329,7 +335,9 @@ void add_compare_command(CLI::App& app, CompareOptions& o) {
   c->add_option("--chains", o.chains)->capture_default_str();
   c->add_option("--threads", o.threads, "0: all cores")->capture_default_str();
   c->add_option("--seed", o.seed)->capture_default_str();
-  c->add_option("--warmup", o.warmup, "warm-up iterations (regular MCMC: a quarter)")
+  c->add_option("--warmup", o.warmup,
+                "warm-up iterations (regular MCMC: a quarter; FlyMC: three times; continuous-time "
+                "samplers: 10 draws)")
       ->capture_default_str();
   c->add_option("--batch-size", o.batch_size, "approximate samplers' (first) batch")
       ->capture_default_str();

@@ -21,8 +21,10 @@ struct CompareOptions {
   std::uint64_t seed = 1;
   double budget_seconds = 30.0;      ///< sampling wall time per algorithm
   double reference_seconds = 240.0;  ///< sampling wall time of the reference run
-  long warmup = 1000;                ///< warm-up iterations (regular MCMC: warmup / 4)
-  long batch_size = 100;             ///< approximate samplers' (first) batch
+  /// warm-up iterations (regular MCMC: a quarter; FlyMC: three times; continuous-time samplers:
+  /// 10 draws, only burn-in)
+  long warmup = 1000;
+  long batch_size = 100;  ///< approximate samplers' (first) batch
   /// minibatch-mh: its fixed random-walk step is set so that a test reads about this many data
   /// on average (the Barker-test paper's regime, σ = 1); 0 keeps the step adapted to the
   /// acceptance target, whose tests then read nearly all the data.

@@ -32,18 +32,6 @@ std::string libsvm_error(const std::string& text, LabelDomain dom = LabelDomain:
   return "<no DataError thrown>";
 }
 
-bool same_data(const flymc::Dataset& a, const flymc::Dataset& b) {
-  if (a.n() != b.n() || a.d() != b.d() || a.stride() != b.stride()) return false;
-  for (std::size_t i = 0; i < a.n(); ++i) {
-    if (std::bit_cast<std::uint64_t>(a.y()[i]) != std::bit_cast<std::uint64_t>(b.y()[i]))
-      return false;
-    for (std::size_t j = 0; j < a.stride(); ++j)
-      if (std::bit_cast<std::uint64_t>(a.row(i)[j]) != std::bit_cast<std::uint64_t>(b.row(i)[j]))
-        return false;
-  }
-  return true;
-}
-
 /// `ds` written as libsvm text: every nonzero feature, the shortest round-trip decimals.
 std::string to_libsvm(const flymc::Dataset& ds) {
   std::string s = "# written by the test\n";
@@ -125,7 +113,7 @@ TEST_SUITE("unit") {
     std::ofstream(svm) << to_libsvm(ds);
     auto from_csv = flymc::load_dataset(csv, LabelDomain::binary);
     auto from_svm = flymc::load_dataset(svm, LabelDomain::binary);
-    REQUIRE(same_data(from_csv, from_svm));
+    REQUIRE(flymc::test::identical(from_csv, from_svm));
     flymc::RunConfig cfg;
     cfg.chains = 2;
     cfg.warmup = 200;

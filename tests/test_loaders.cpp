@@ -20,6 +20,7 @@
 #include "flymc/data/dataset.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -63,19 +64,6 @@ struct TempDir {
   }
   std::string operator/(const std::string& name) const { return (dir / name).string(); }
 };
-
-/// Bitwise equality of all values (labels, features and zero padding).
-bool identical(const flymc::Dataset& a, const flymc::Dataset& b) {
-  if (a.n() != b.n() || a.d() != b.d() || a.stride() != b.stride()) return false;
-  for (std::size_t i = 0; i < a.n(); ++i) {
-    if (std::bit_cast<std::uint64_t>(a.y()[i]) != std::bit_cast<std::uint64_t>(b.y()[i]))
-      return false;
-    for (std::size_t j = 0; j < a.stride(); ++j)
-      if (std::bit_cast<std::uint64_t>(a.row(i)[j]) != std::bit_cast<std::uint64_t>(b.row(i)[j]))
-        return false;
-  }
-  return true;
-}
 
 /// Values that are hard to round-trip through text.
 flymc::Dataset awkward_dataset() {
@@ -263,7 +251,7 @@ TEST_SUITE("unit") {
     std::getline(in, head);
     CHECK(head == "label,x1,x2,x3,x4,x5,x6,x7,x8,x9,x10,x11");
     const auto back = flymc::load_csv(path, LabelDomain::any);
-    CHECK(identical(ds, back));
+    CHECK(flymc::test::identical(ds, back));
     CHECK(back.source() == path);
     CHECK(std::distance(std::filesystem::directory_iterator(tmp.dir),
                         std::filesystem::directory_iterator()) == 1);  // no temporary left
@@ -276,7 +264,7 @@ TEST_SUITE("unit") {
     flymc::save_npy(ds, path);
     CHECK(std::filesystem::file_size(path) % 8 == 0);
     const auto back = flymc::load_npy(path, LabelDomain::any);
-    CHECK(identical(ds, back));
+    CHECK(flymc::test::identical(ds, back));
   }
 
   TEST_CASE("round trip of a large data set through both formats (parallel paths)" *
@@ -285,8 +273,8 @@ TEST_SUITE("unit") {
     const auto ds = flymc::synth_logistic(120000, 9, 5);
     flymc::save_csv(ds, tmp / "big.csv");
     flymc::save_npy(ds, tmp / "big.npy");
-    CHECK(identical(ds, flymc::load_dataset(tmp / "big.csv", LabelDomain::binary)));
-    CHECK(identical(ds, flymc::load_dataset(tmp / "big.npy", LabelDomain::binary)));
+    CHECK(flymc::test::identical(ds, flymc::load_dataset(tmp / "big.csv", LabelDomain::binary)));
+    CHECK(flymc::test::identical(ds, flymc::load_dataset(tmp / "big.npy", LabelDomain::binary)));
   }
 
   TEST_CASE("load_dataset dispatches on the extension") {
@@ -452,8 +440,8 @@ TEST_SUITE("unit") {
         REQUIRE(from_mem.has_value() == from_file.has_value());
         REQUIRE(from_tiny.has_value() == from_file.has_value());
         if (from_file) {
-          CHECK(identical(*from_mem, *from_file));
-          CHECK(identical(*from_tiny, *from_file));
+          CHECK(flymc::test::identical(*from_mem, *from_file));
+          CHECK(flymc::test::identical(*from_tiny, *from_file));
         }
         ++compared;
       }
@@ -481,7 +469,7 @@ TEST_SUITE("unit") {
           const auto got = name == "a.csv"
                                ? flymc::detail::parse_csv_blocks(text, "mem", LabelDomain::any, b)
                                : flymc::detail::parse_npy_blocks(text, "mem", LabelDomain::any, b);
-          CHECK(identical(got, ds));
+          CHECK(flymc::test::identical(got, ds));
         }
       }
     }

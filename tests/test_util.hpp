@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -16,6 +18,19 @@
 #include "flymc/models/model.hpp"
 
 namespace flymc::test {
+
+/// Bitwise equality of two data sets (labels, features and zero padding).
+inline bool identical(const Dataset& a, const Dataset& b) {
+  if (a.n() != b.n() || a.d() != b.d() || a.stride() != b.stride()) return false;
+  for (std::size_t i = 0; i < a.n(); ++i) {
+    if (std::bit_cast<std::uint64_t>(a.y()[i]) != std::bit_cast<std::uint64_t>(b.y()[i]))
+      return false;
+    for (std::size_t j = 0; j < a.stride(); ++j)
+      if (std::bit_cast<std::uint64_t>(a.row(i)[j]) != std::bit_cast<std::uint64_t>(b.row(i)[j]))
+        return false;
+  }
+  return true;
+}
 
 /// A fresh directory under the system's temporary directory, removed with its contents when the
 /// object goes: flymc-<name>-<pid>, so parallel test processes do not meet.

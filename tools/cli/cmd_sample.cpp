@@ -33,6 +33,7 @@
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/testing.hpp"
 #include "job_group.hpp"
+#include "progress_line.hpp"
 #include "table.hpp"
 
 namespace flymc::cli {
@@ -258,46 +259,25 @@ std::optional<CheckpointOptions> checkpoint_options(const SampleJob& job) {
   return ck;
 }
 
-/// Runs the job, with a progress line on the leader's terminal (polled from its chains'
-/// counters).
+/// Runs the job, with a progress display on the leader's stderr (polled from its chains' gauges;
+/// it ends when the function returns or throws): a live line on a terminal, plain lines in a log.
 RunResult run_job(const SampleOptions& o, const JobGroup& group, const SampleJob& job,
                   const SinkFactory& sinks, std::shared_ptr<const Dataset> data,
                   const CheckpointOptions* ck) {
   const RunConfig& cfg = job.cfg;
   Progress progress(cfg.chains);
-  std::atomic<bool> done{false};
-  std::thread monitor;
-  if (isatty(STDERR_FILENO) && !o.quiet && group.leader()) {
-    // The leader sees its own chains' counters: its block, the first and largest (deal_chains).
+  std::optional<ProgressDisplay> display;
+  if (!o.quiet && group.leader()) {
+    // The leader sees its own chains' gauges: its block, the first and largest (deal_chains).
     const int shown = (cfg.chains + group.size() - 1) / group.size();
-    monitor = std::thread([&, shown] {
-      const long total = cfg.warmup + cfg.iters;
-      while (!done.load()) {
-        long sum = 0;
-        for (auto& c : progress.done) sum += c.load(std::memory_order_relaxed);
-        std::fprintf(stderr, "\rsampling: %5.1f%% (%ld / %ld iterations over %d chains)",
-                     100.0 * double(sum) / double(total * shown), sum, total * shown, shown);
-        std::fflush(stderr);
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
-      }
-      std::fprintf(stderr, "\r%70s\r", "");
-    });
+    const ProgressPlan plan{cfg.warmup * shown, (cfg.warmup + cfg.iters) * shown};
+    const auto mode =
+        isatty(STDERR_FILENO) ? ProgressDisplay::Mode::live : ProgressDisplay::Mode::plain;
+    display.emplace(progress, std::size_t(shown), plan, mode, stderr);
   }
-  auto stop_monitor = [&] {
-    done = true;
-    if (monitor.joinable()) monitor.join();
-  };
-  RunResult r;
-  try {
-    std::optional<StopSignals> signals;
-    if (ck != nullptr) signals.emplace();
-    r = group.run(cfg, std::move(data), sinks, &progress, ck, o.hooks);
-  } catch (...) {
-    stop_monitor();
-    throw;
-  }
-  stop_monitor();
-  return r;
+  std::optional<StopSignals> signals;
+  if (ck != nullptr) signals.emplace();
+  return group.run(cfg, std::move(data), sinks, &progress, ck, o.hooks);
 }
 
 /// The summary table and the run's figures on stdout.

@@ -94,15 +94,15 @@ class Chain {
   }
 
   /// Runs the chain to its end (or to a stop request) and returns what it produced.
-  ChainResult run(std::atomic<long>* progress) {
+  ChainResult run(ChainGauge* gauge) {
     const ChainState* st = ses_.state;
     if (st == nullptr && stop_requested(0)) {  // stopped before it started: nothing to save
       res_.stopped = true;
       res_.kept = 0;
       return std::move(res_);
     }
-    if (st != nullptr && st->finished) return finished_earlier(*st, progress);
-    const long it0 = st == nullptr ? start() : restore(*st, progress);
+    if (st != nullptr && st->finished) return finished_earlier(*st, gauge);
+    const long it0 = st == nullptr ? start() : restore(*st, gauge);
     next_save_ = every() > 0 ? (it0 / every() + 1) * every() : std::numeric_limits<long>::max();
     saved_at_ = st != nullptr ? it0 : -1;
     for (long it = it0; it < total_; ++it) {
@@ -110,8 +110,7 @@ class Chain {
       if (it == cfg_.warmup) begin_sampling();
       transition(it);
       if (it >= cfg_.warmup) record(it);
-      if (progress && ((it & 1023) == 1023 || it + 1 == total_))
-        progress->store(it + 1, std::memory_order_relaxed);
+      if (gauge && ((it & 15) == 15 || it + 1 == total_)) publish(*gauge, it + 1);
     }
     return finish();
   }
@@ -205,7 +204,7 @@ class Chain {
   /// cached log L̃: the same functions on the same values as when they were cached, so
   /// bit-identical, and consistent with this build's kernels even if the run moved to another
   /// machine. Returns the iteration to continue from.
-  long restore(const ChainState& st, std::atomic<long>* progress) {
+  long restore(const ChainState& st, ChainGauge* gauge) {
     construct();
     rng_.set_state(st.rng);
     seek_z_updater(
@@ -230,7 +229,7 @@ class Chain {
     restore_counts(st.counters);
     prev_ = st.timers;
     restore_draws(cfg_.kernel, p_, ses_.rows, res_);
-    if (progress) progress->store(st.tally.iteration, std::memory_order_relaxed);
+    if (gauge) gauge->publish(st.tally.iteration);
     session_start(Clock::now(), st.tally.iteration);
     return st.tally.iteration;
   }
@@ -252,7 +251,7 @@ class Chain {
   }
 
   /// A chain that finished in an earlier session: its results from the state and the draw file.
-  ChainResult finished_earlier(const ChainState& st, std::atomic<long>* progress) {
+  ChainResult finished_earlier(const ChainState& st, ChainGauge* gauge) {
     restore_draws(cfg_.kernel, p_, ses_.rows, res_);
     res_.step_size = st.step_size;
     tally_ = st.tally;
@@ -260,13 +259,14 @@ class Chain {
     fill_sampling_results();
     res_.warmup_seconds = st.timers.warmup;
     res_.sampling_seconds = st.timers.sampling;
-    if (progress) progress->store(total_, std::memory_order_relaxed);
+    if (gauge) gauge->publish(total_);
     return std::move(res_);
   }
 
   /// This session's timers: its time goes to warm-up until the start of iteration `warmup`.
   void session_start(Clock::time_point chain_start, long it0) {
     seg_start_ = Clock::now();
+    session_first_ = it0;
     ses_.z_init = ses_.state == nullptr ? seconds_between(chain_start, seg_start_) : 0.0;
     in_warmup_ = it0 <= cfg_.warmup;
   }
@@ -319,6 +319,7 @@ class Chain {
     }
     tally_.window_accept += info.accept_stat;
     ++tally_.window_steps;
+    gauge_accept_ += info.accept_stat;
     if constexpr (kFly) {
       if (++tally_.since_z == theta_steps_) {
         tally_.since_z = 0;
@@ -337,6 +338,13 @@ class Chain {
     } else {
       return data_.n();
     }
+  }
+
+  /// The live figures of a progress display: only what the loop already holds (the acceptance
+  /// sum is kept for the display alone and is not part of the chain's state).
+  void publish(ChainGauge& gauge, long iterations) {
+    gauge.publish(iterations, gauge_accept_, iterations - session_first_,
+                  kFly ? double(bright_count()) : std::numeric_limits<double>::quiet_NaN());
   }
 
   /// A sampling iteration's sums, and every thin-th one's kept draw and draw-file row.
@@ -458,6 +466,8 @@ class Chain {
   Clock::time_point seg_start_{};
   bool in_warmup_ = true;
   long next_save_ = 0, saved_at_ = -1;
+  long session_first_ = 0;     // the first iteration of this session (a resumed run's restart)
+  double gauge_accept_ = 0.0;  // acceptance summed over this session, for ChainGauge only
 };
 
 }  // namespace flymc::detail

@@ -65,10 +65,11 @@ void run_independent_chains(const RunConfig& cfg, const SinkFactory& sinks, Prog
   const int nchains = cfg.chains;
   out.chains.resize(static_cast<std::size_t>(nchains));
   const Stopwatch par_clock;
+  if (progress) progress->chains_started.store(true);
   for_each_chain(nchains, run_threads(cfg), [&](int c) {
     const auto ci = static_cast<std::size_t>(c);
     std::unique_ptr<DrawSink> sink = sinks ? sinks(c + 1) : nullptr;
-    out.chains[ci] = make_chain(c + 1, sink.get()).run(progress ? &progress->done[ci] : nullptr);
+    out.chains[ci] = make_chain(c + 1, sink.get()).run(progress ? &progress->chains[ci] : nullptr);
   });
   double w = 0.0, s = 0.0;
   for (const auto& ch : out.chains) {

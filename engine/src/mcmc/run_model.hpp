@@ -155,8 +155,7 @@ void run_chains(const Shared<M>& sh, const RunSetup<M>& setup, ChainBlock block,
     const auto ci = static_cast<std::size_t>(i);
     const int id = block.first + i;
     DrawSink* sink = cs.sinks[ci].get();
-    std::atomic<long>* prog =
-        progress ? &progress->done[static_cast<std::size_t>(id - 1)] : nullptr;
+    ChainGauge* prog = progress ? &progress->chains[static_cast<std::size_t>(id - 1)] : nullptr;
     ChainSession& ses = cs.sessions[ci];
     if (cfg.algo == Algo::full) {
       results[ci] = Chain<M, false, ImplicitZUpdater>(sh, id, nullptr, sink, ses).run(prog);
@@ -170,6 +169,7 @@ void run_chains(const Shared<M>& sh, const RunSetup<M>& setup, ChainBlock block,
     }
     cs.sinks[ci].reset();  // closes the file in the chain's own task
   };
+  if (progress) progress->chains_started.store(true);
   for_each_chain(block.count, threads, one);
 }
 

@@ -212,7 +212,7 @@ RunResult run_with_hooks(MPI_Comm comm, const RunConfig& cfg, std::shared_ptr<co
   ChainBlock block;
   agree(comm, [&] {
     block = deal_chains(cfg.chains, size_of(comm), rank_of(comm));
-    if (progress != nullptr && progress->done.size() != static_cast<std::size_t>(cfg.chains))
+    if (progress != nullptr && progress->chains.size() != static_cast<std::size_t>(cfg.chains))
       throw ConfigError("the progress counters must be sized to the run's chains");
   });
   const RunPart part = make_part(comm, block);

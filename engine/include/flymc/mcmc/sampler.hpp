@@ -127,10 +127,35 @@ struct RunResult {
   std::vector<double> path_mean() const;
 };
 
-/// Progress reporting: per-chain iteration counters the caller may poll from another thread.
+/// One chain's live figures for a progress display. The chain's task publishes them every few
+/// iterations (relaxed stores: a reader may see a slightly older value of one field than of
+/// another, which a display tolerates); any thread may read them. Padded to a cache line so that
+/// chains publishing at once do not contend.
+struct alignas(64) ChainGauge {
+  std::atomic<long> done{0};            ///< iterations finished, warm-up included
+  std::atomic<double> accept_sum{0.0};  ///< acceptance probabilities summed in this session
+  std::atomic<long> accept_steps{0};    ///< ... over this many steps (0: no acceptance)
+  std::atomic<double> bright{std::numeric_limits<double>::quiet_NaN()};  ///< FlyMC: bright now
+
+  /// Iterations finished only (samplers without acceptance or bright set).
+  void publish(long iterations) noexcept { done.store(iterations, std::memory_order_relaxed); }
+  void publish(long iterations, double accepted, long steps, double bright_now) noexcept {
+    accept_sum.store(accepted, std::memory_order_relaxed);
+    accept_steps.store(steps, std::memory_order_relaxed);
+    bright.store(bright_now, std::memory_order_relaxed);
+    done.store(iterations, std::memory_order_relaxed);
+  }
+};
+
+/// Progress reporting: what a caller may poll from another thread while run() works.
 struct Progress {
-  std::vector<std::atomic<long>> done;  ///< iterations finished per chain
-  explicit Progress(int chains) : done(static_cast<std::size_t>(chains)) {}
+  std::vector<ChainGauge> chains;           ///< per chain of the run, chain k at index k - 1
+  std::atomic<bool> chains_started{false};  ///< set-up (θ_MAP, bounds) is over
+  explicit Progress(int nchains) : chains(static_cast<std::size_t>(nchains)) {}
+  /// Iterations finished by chain `index` (0-based).
+  long done(std::size_t index) const noexcept {
+    return chains[index].done.load(std::memory_order_relaxed);
+  }
 };
 
 /// Runs `cfg` (its model, algorithm and θ-kernel) over `data`. Throws ConfigError for an invalid

@@ -32,7 +32,7 @@ struct ApproxShared {
 class ApproxChain {
  public:
   ApproxChain(const ApproxShared& sh, int chain_id, DrawSink* sink);
-  ChainResult run(std::atomic<long>* progress);
+  ChainResult run(ChainGauge* gauge);
 
  private:
   void transition(long it);
@@ -40,6 +40,7 @@ class ApproxChain {
   void sgld_step();
   void end_warmup();
   void record(long it);
+  void publish(ChainGauge& gauge, long iterations) const;
   void metric_step(double scale, double* out);  // out += scale·L·ξ, ξ ~ N(0, I)
   void batch_log_ratios(const Index* idx, std::size_t k, double* out);
   void batch_gradient(const Index* idx, std::size_t k, double* grad);
@@ -58,6 +59,7 @@ class ApproxChain {
   // Sums since the last kept draw (window_*) and over the sampling iterations.
   double window_accept_ = 0.0, window_batch_ = 0.0, accept_sum_ = 0.0, batch_sum_ = 0.0;
   long window_steps_ = 0;
+  double gauge_accept_ = 0.0;  // over the whole run, for ChainGauge only
   std::uint64_t queries_at_row_ = 0, queries_at_sampling_ = 0;
   ChainResult res_;
 };

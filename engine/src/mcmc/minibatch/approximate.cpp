@@ -108,6 +108,7 @@ void ApproxChain::mh_step(long it) {
   if (o.accept) theta_.swap(prop_);
   const double acc = o.accept ? 1.0 : 0.0;
   window_accept_ += acc;
+  gauge_accept_ += acc;
   window_batch_ += static_cast<double>(o.batch);
   ++window_steps_;
   if (it < cfg_.warmup) {
@@ -202,7 +203,13 @@ void ApproxChain::record(long it) {
   window_steps_ = 0;
 }
 
-ChainResult ApproxChain::run(std::atomic<long>* progress) {
+/// SGLD has no acceptance test: its gauge carries the iteration count alone.
+void ApproxChain::publish(ChainGauge& gauge, long iterations) const {
+  if (cfg_.algo == Algo::sgld) return gauge.publish(iterations);
+  gauge.publish(iterations, gauge_accept_, iterations, std::numeric_limits<double>::quiet_NaN());
+}
+
+ChainResult ApproxChain::run(ChainGauge* gauge) {
   const long total = cfg_.warmup + cfg_.iters;
   res_.draws.reserve(res_.kept * p_);
   res_.lp.reserve(res_.kept);
@@ -218,8 +225,7 @@ ChainResult ApproxChain::run(std::atomic<long>* progress) {
     }
     transition(it);
     if (it >= cfg_.warmup) record(it);
-    if (progress && ((it & 1023) == 1023 || it + 1 == total))
-      progress->store(it + 1, std::memory_order_relaxed);
+    if (gauge && ((it & 15) == 15 || it + 1 == total)) publish(*gauge, it + 1);
   }
   res_.sampling_seconds = seconds_between(sampling_start, Clock::now());
   const double iters = static_cast<double>(cfg_.iters);

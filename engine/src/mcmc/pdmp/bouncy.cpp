@@ -53,13 +53,13 @@ BouncyChain::BouncyChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
       lik_bound_(full_ ? sh.c.sum_norm : static_cast<double>(n_) * sh.c.max_norm),
       bandfit_(kBandWidth, sh.slope_sd) {}
 
-ChainResult BouncyChain::run(std::atomic<long>* progress) {
+ChainResult BouncyChain::run(ChainGauge* gauge) {
   theta_.resize(p_);
   initial_theta(sh_.cfg, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
   pdmp::sphere_velocity(rng_, v_.data(), p_);
   set_velocity();
   next_refresh_ = sh_.refresh > 0.0 ? pdmp::exp1(rng_) / sh_.refresh : kInf;
-  out_.begin(progress);
+  out_.begin(gauge);
   while (!out_.done()) {
     if (band_) {
       step_band();

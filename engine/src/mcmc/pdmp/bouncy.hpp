@@ -22,7 +22,7 @@ class BouncyChain {
   // place, never copied or moved.
   BouncyChain(const BouncyChain&) = delete;
   BouncyChain& operator=(const BouncyChain&) = delete;
-  ChainResult run(std::atomic<long>* progress);
+  ChainResult run(ChainGauge* gauge);
 
  private:
   void step_thinned();

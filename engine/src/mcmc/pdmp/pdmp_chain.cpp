@@ -58,8 +58,8 @@ PdmpOutput::PdmpOutput(const PdmpShared& sh, int chain_id, DrawSink* sink,
   res_.lp.reserve(res_.kept);
 }
 
-void PdmpOutput::begin(std::atomic<long>* progress) {
-  progress_ = progress;
+void PdmpOutput::begin(ChainGauge* gauge) {
+  gauge_ = gauge;
   warm_clock_ = Stopwatch();
   if (sink_) sink_->begin(sh_.columns);
   if (sh_.cfg.warmup == 0) end_warmup();
@@ -96,8 +96,7 @@ void PdmpOutput::end_warmup() {
 /// Grid point k (iteration k − 1): a kept draw every thin-th sampling iteration.
 void PdmpOutput::emit(long k, const double* theta) {
   const RunConfig& cfg = sh_.cfg;
-  if (progress_ && ((k & 1023) == 0 || k == cfg.warmup + cfg.iters))
-    progress_->store(k, std::memory_order_relaxed);
+  if (gauge_ && ((k & 15) == 0 || k == cfg.warmup + cfg.iters)) gauge_->publish(k);
   if (k == cfg.warmup) end_warmup();
   if (k <= cfg.warmup || (k - 1 - cfg.warmup) % cfg.thin != 0) return;
   res_.lp.push_back(0.0);

@@ -68,8 +68,8 @@ class PdmpOutput {
   bool done() const noexcept { return path_.done(); }
   bool sampling() const noexcept { return path_.sampling(); }
 
-  /// Before the first move; `progress` (may be null) counts the grid points passed.
-  void begin(std::atomic<long>* progress);
+  /// Before the first move; `gauge` (may be null) counts the grid points passed.
+  void begin(ChainGauge* gauge);
   /// Moves along θ + w·s, s ∈ [0, tau], tau ≤ remaining().
   void advance(const double* theta, const double* w, double tau);
   /// A proposed event was accepted (a bounce or a flip) or rejected.
@@ -92,7 +92,7 @@ class PdmpOutput {
   const PdmpShared& sh_;
   const std::vector<double>* precond_;
   DrawSink* sink_;
-  std::atomic<long>* progress_ = nullptr;
+  ChainGauge* gauge_ = nullptr;
   std::size_t p_;
   pdmp::PathGrid path_;
   ChainResult res_;

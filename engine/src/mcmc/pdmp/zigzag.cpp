@@ -26,11 +26,11 @@ ZigZagChain::ZigZagChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
       grads_(sh.model.data(), out_.counters()),
       theta_pad_(aligned_zeros(sh.model.stride())) {}
 
-ChainResult ZigZagChain::run(std::atomic<long>* progress) {
+ChainResult ZigZagChain::run(ChainGauge* gauge) {
   theta_.resize(p_);
   initial_theta(sh_.cfg, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
   for (double& x : v_) x = rng_.uniform() < 0.5 ? -1.0 : 1.0;
-  out_.begin(progress);
+  out_.begin(gauge);
   for (std::size_t j = 0; j < p_; ++j) schedule(j);
   while (!out_.done()) step();
   return out_.finish(1.0);

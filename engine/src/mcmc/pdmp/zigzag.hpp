@@ -20,7 +20,7 @@ class ZigZagChain {
   // place, never copied or moved.
   ZigZagChain(const ZigZagChain&) = delete;
   ZigZagChain& operator=(const ZigZagChain&) = delete;
-  ChainResult run(std::atomic<long>* progress);
+  ChainResult run(ChainGauge* gauge);
 
  private:
   void step();

@@ -13,9 +13,11 @@
 ///   thousand points small.
 ///
 /// Thread safety: none per object; distinct objects may be used from distinct threads.
+#include <cstddef>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace flymc::report {

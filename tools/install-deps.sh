@@ -21,6 +21,12 @@ if [[ "${FLYMC_DEPS_MPI:-0}" == "1" ]]; then
   packages+=(libopenmpi-dev openmpi-bin)
 fi
 
+# Headless Chromium, for the browser test of `flymc report` (tests/report_browser.py renders a
+# report to PNG): FLYMC_DEPS_BROWSER=1. tools/test.sh sets it; the main job does not need it.
+if [[ "${FLYMC_DEPS_BROWSER:-0}" == "1" ]]; then
+  packages+=(chromium)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -2,10 +2,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <optional>
-#include <regex>
 
 #include "commands.hpp"
 #include "flymc/core/errors.hpp"
@@ -64,26 +62,10 @@ void print_bound_checks(const std::vector<StanCsv>& chains) {
 }
 
 void run_summary(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw UsageError(dir + ": not a directory");
-  std::vector<std::pair<int, std::string>> files;
-  const std::regex pat("chain-([0-9]+)\\.csv");
-  for (const auto& e : fs::directory_iterator(dir)) {
-    std::smatch m;
-    const std::string name = e.path().filename().string();
-    if (std::regex_match(name, m, pat)) files.emplace_back(std::stoi(m[1]), e.path().string());
-  }
-  if (files.empty()) throw DataError(dir + ": no chain-<k>.csv files");
-  std::sort(files.begin(), files.end());
-  std::vector<StanCsv> chains;
-  for (const auto& f : files) chains.push_back(read_stan_csv(f.second));
+  const std::vector<StanCsv> chains = read_run_chains(dir);
   const auto& cols = chains.front().columns;
   std::size_t len = chains.front().draws.size();
-  for (const auto& c : chains) {
-    if (c.columns != cols) throw DataError(c.path + ": columns differ from " + chains[0].path);
-    len = std::min(len, c.draws.size());
-  }
+  for (const auto& c : chains) len = std::min(len, c.draws.size());
   if (len == 0) throw DataError(dir + ": the chain files hold no kept draws");
   std::vector<ChainDraws> per_col(cols.size(), ChainDraws(chains.size()));
   for (std::size_t c = 0; c < chains.size(); ++c)

@@ -64,6 +64,8 @@ void add_data_command(CLI::App& app);
 void add_sample_command(CLI::App& app);
 /// `flymc summary DIR`
 void add_summary_command(CLI::App& app);
+/// `flymc report DIR... [--bench J.json...] --out report.html`
+void add_report_command(CLI::App& app);
 /// `flymc validate sbc|geweke ...`
 void add_validate_command(CLI::App& app);
 }  // namespace flymc::cli

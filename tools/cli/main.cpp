@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   flymc::cli::add_data_command(app);
   flymc::cli::add_sample_command(app);
   flymc::cli::add_summary_command(app);
+  flymc::cli::add_report_command(app);
   flymc::cli::add_validate_command(app);
   try {
     app.parse(argc, argv);

@@ -147,4 +147,11 @@ struct StanCsv {
 /// as are surrounding blanks, a leading '+' and CRLF line ends. Blank lines are skipped.
 StanCsv read_stan_csv(const std::string& path);
 
+/// The draw files `dir/chain-<k>.csv` of a run directory (docs/output.md), read in order of k,
+/// as `flymc summary` and `flymc report` read a run.
+/// @throw UsageError (64) when `dir` is not a directory; DataError (65) when it holds no
+/// chain-<k>.csv, when a file is corrupt (read_stan_csv's message), or when the files' columns
+/// differ.
+std::vector<StanCsv> read_run_chains(const std::string& dir);
+
 }  // namespace flymc

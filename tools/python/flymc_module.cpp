@@ -91,9 +91,7 @@ py::tuple load(const std::string& path, const std::string& model) {
   return py::make_tuple(x, y);
 }
 
-constexpr const char* kSampleDoc = R"(sample(X, y, **options) -> Result
-
-Posterior draws of a model of the data: X, a 2-D array (N rows x D features), and y, N labels
+constexpr const char* kSampleDoc = R"(Posterior draws of a model of the data: X, a 2-D array (N rows x D features), and y, N labels
 (logistic: -1/+1 or 0/1; softmax: class ids 0..K-1; robust: real responses). The options are
 RunConfig's fields under their own names, with the command line's values (flymc.defaults() lists
 them with their defaults), e.g. model="logistic", algo="flymc" (or "full", "auto", "minibatch-mh",

@@ -33,7 +33,9 @@ class Errors(unittest.TestCase):
                     y=y)
         x = self.x.copy()
         x[3, 1] = np.nan
-        self.raises(flymc.DataError, "(x2): feature nan is not finite", x=x)
+        self.raises(flymc.DataError, "X, y: row 3: field 3 (x2): NaN is not allowed", x=x)
+        self.raises(flymc.DataError, "X, y: row 0: field 1 (label): Inf is not allowed",
+                    y=np.r_[np.inf, self.y[1:]], model="robust")
         self.raises(flymc.DataError, "X must be 2-D", x=self.x[:, 0])
         self.raises(flymc.DataError, "y must be 1-D", y=self.y[:, None])
         self.raises(flymc.DataError, "X has 100 rows but y has 99 labels", y=self.y[1:])

@@ -91,13 +91,15 @@ py::tuple load(const std::string& path, const std::string& model) {
   return py::make_tuple(x, y);
 }
 
-constexpr const char* kSampleDoc = R"(Posterior draws of a model of the data: X, a 2-D array (N rows x D features), and y, N labels
-(logistic: -1/+1 or 0/1; softmax: class ids 0..K-1; robust: real responses). The options are
-RunConfig's fields under their own names, with the command line's values (flymc.defaults() lists
-them with their defaults), e.g. model="logistic", algo="flymc" (or "full", "auto", "minibatch-mh",
-"sgld", "bps", "lipsbps", "sbps", "psbps", "zigzag-ss", "zigzag-cv"), kernel="rwmh" (or "mala",
-"hmc", "nuts", "slice"), chains=4, warmup=1000, iters=1000, thin=1, seed=1, threads=0 (all
-cores). None (or "auto") leaves an automatic value to be chosen at set-up.
+constexpr const char* kSampleDoc = R"(Posterior draws of a model of X and y.
+
+X is a 2-D array (N rows x D features), y holds N labels (logistic: -1/+1 or 0/1; softmax: class
+ids 0..K-1; robust: real responses). The options are RunConfig's fields under their own names,
+with the command line's values (flymc.defaults() lists them with their defaults), e.g.
+model="logistic", algo="flymc" (or "full", "auto", "minibatch-mh", "sgld", "bps", "lipsbps",
+"sbps", "psbps", "zigzag-ss", "zigzag-cv"), kernel="rwmh" (or "mala", "hmc", "nuts", "slice"),
+chains=4, warmup=1000, iters=1000, thin=1, seed=1, threads=0 (all cores). None (or "auto")
+leaves an automatic value to be chosen at set-up.
 
 The draws equal `flymc sample`'s for the same data and options. The GIL is released while the
 chains run. Bad data or options raise flymc.DataError or flymc.ConfigError (ValueErrors) with

@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "flymc/core/errors.hpp"
 #include "flymc/data/dataset.hpp"
@@ -131,6 +132,35 @@ TEST_SUITE("unit") {
     REQUIRE(ds.n() == 4);
     CHECK(ds.y()[1] == 2.0);
     CHECK(ds.d() == 1);
+  }
+
+  TEST_CASE(
+      "dataset_from_arrays: rows padded, values checked and labels recoded as the loaders do") {
+    const std::vector<double> x = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0}, y01 = {0.0, 1.0, 0.0};
+    const auto ds = flymc::dataset_from_arrays(x, y01, 2, LabelDomain::binary, "arrays");
+    REQUIRE(ds.n() == 3);
+    CHECK(ds.d() == 2);
+    CHECK(ds.source() == "arrays");
+    CHECK(ds.row(2)[1] == 6.0);
+    CHECK(ds.row(2)[2] == 0.0);  // padding
+    CHECK(ds.y()[0] == -1.0);
+    CHECK(ds.y()[1] == 1.0);
+    const std::vector<double> y_bad = {1.0, -1.0, 2.0};
+    CHECK(data_error(
+              [&] { flymc::dataset_from_arrays(x, y_bad, 2, LabelDomain::binary, "arrays"); }) ==
+          "arrays: row 2: field 1 (label): label 2 is not a binary label (expected all "
+          "labels in {-1,+1} or all in {0,1})");
+    const std::vector<double> x_nan = {1.0, 2.0, 3.0, std::nan(""), 5.0, 6.0};
+    CHECK(data_error([&] {
+            flymc::dataset_from_arrays(x_nan, y01, 2, LabelDomain::binary, "arrays");
+          }) == "arrays: row 1: field 3 (x2): NaN is not allowed");
+    const std::vector<double> y_inf = {1.0, -HUGE_VAL, 0.0};
+    CHECK(data_error([&] {
+            flymc::dataset_from_arrays(x, y_inf, 2, LabelDomain::any, "arrays");
+          }) == "arrays: row 1: field 1 (label): Inf is not allowed");
+    CHECK(contains(
+        data_error([&] { flymc::dataset_from_arrays(x, y01, 3, LabelDomain::any, "arrays"); }),
+        "arrays: 6 feature values for 3 rows of 3 features"));
   }
 
   // ------------------------------------------------------------------ CSV errors

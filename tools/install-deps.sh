@@ -20,6 +20,12 @@ fi
 if [[ "${FLYMC_DEPS_MPI:-0}" == "1" ]]; then
   packages+=(libopenmpi-dev openmpi-bin)
 fi
+# The Python module, for builds with -DFLYMC_PYTHON=ON (tools/test.sh sets it):
+# FLYMC_DEPS_PYTHON=1. Debian's pybind11 and NumPy install into Debian's /usr/bin/python3, which
+# the build and the module's tests use (docs/python.md).
+if [[ "${FLYMC_DEPS_PYTHON:-0}" == "1" ]]; then
+  packages+=(python3-dev python3-numpy python3-pybind11 pybind11-dev)
+fi
 
 # Headless Chromium, for the browser test of `flymc report` (tests/report_browser.py renders a
 # report to PNG): FLYMC_DEPS_BROWSER=1. tools/test.sh sets it; the main job does not need it.

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -53,6 +54,15 @@ Dataset parse_libsvm(std::string_view text, const std::string& name, LabelDomain
 /// Dispatches on the extension: ".csv", ".npy", or ".svm", ".libsvm", ".svmlight"
 /// (case-insensitive); anything else is a DataError.
 Dataset load_dataset(const std::string& path, LabelDomain labels);
+
+/// A data set from arrays in memory (the Python module's NumPy arrays): `x` holds N rows of `d`
+/// features, row-major, `y` the N labels. Values are checked as the loaders check a file's (NaN
+/// and infinities refused; labels in `labels`' domain, binary 0/1 recoded to -1/+1); a bad value
+/// is a DataError naming `name`, `row <i>` (0-based) and the field (1: the label, j + 1: feature
+/// x<j>) as the NPY loader does.
+/// @throw DataError if x.size() is not y.size() × d.
+Dataset dataset_from_arrays(std::span<const double> x, std::span<const double> y, std::size_t d,
+                            LabelDomain labels, const std::string& name);
 
 /// Writes `ds` as CSV with the header `label,x1,...,xD`; every value is written as the shortest
 /// decimal string that reads back to the identical double. The file is written under a temporary

@@ -1,0 +1,138 @@
+"""flymc.sample()'s result: shapes, names, sampler columns, run figures, the ArviZ dict's shape
+contract (ArviZ itself is not installed: its from_dict takes a dict of (chain, draw, ...) arrays
+per group), options read back, reproducibility, and flymc.load()."""
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+import flymc
+import flymc_testing as ft
+
+SMALL = {"chains": 3, "warmup": 100, "iters": 80, "seed": 5}
+
+
+class Shapes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.x, cls.y = ft.logistic_data()
+        cls.r = flymc.sample(cls.x, cls.y, thin=2, **SMALL)
+
+    def test_draws_and_names(self):
+        r = self.r
+        self.assertIsInstance(r.draws, np.ndarray)
+        self.assertEqual(r.draws.dtype, np.float64)
+        self.assertEqual(r.draws.shape, (3, 40, 3))
+        self.assertEqual(r.param_names, ["theta.1", "theta.2", "theta.3"])
+        self.assertTrue(np.all(np.isfinite(r.draws)))
+
+    def test_sampler_columns_are_the_draw_files(self):
+        self.assertEqual(list(self.r.sampler),
+                         ["lp__", "accept_stat__", "stepsize__", "n_bright__", "n_queries__"])
+        for values in self.r.sampler.values():
+            self.assertEqual(values.shape, (3, 40))
+        self.assertEqual(self.r.step_size.shape, (3,))
+        self.assertEqual(self.r.inv_metric.shape, (3, 3))
+        np.testing.assert_array_equal(self.r.sampler["stepsize__"][:, 0], self.r.step_size)
+
+    def test_nuts_columns(self):
+        r = flymc.sample(self.x, self.y, algo="full", kernel="nuts", metric="dense", **SMALL)
+        self.assertEqual(list(r.sampler)[3:7],
+                         ["treedepth__", "n_leapfrog__", "divergent__", "energy__"])
+        self.assertEqual(r.inv_metric.shape, (3, 3, 3))
+        stats = r.to_arviz_dict()["sample_stats"]
+        for name in ("lp", "acceptance_rate", "step_size", "tree_depth", "n_steps", "diverging",
+                     "energy", "n_bright", "n_queries"):
+            self.assertIn(name, stats)
+        self.assertEqual(stats["diverging"].dtype, np.bool_)
+
+    def test_run_figures_and_summary(self):
+        run = self.r.run
+        self.assertEqual((run["algo"], run["exact"], run["chains"], run["n"]), ("flymc", True, 3, 400))
+        for key in ("setup_seconds", "warmup_seconds", "sampling_seconds", "queries_per_iter",
+                    "bright_mean", "accept_rate", "bound_slack", "q_dark_to_bright"):
+            self.assertGreaterEqual(run[key], 0.0, key)
+        self.assertIsNone(run["batch_mean"])  # FlyMC has a bright set, no batches
+        self.assertEqual(run["bound_violations"], 0)
+        self.assertEqual(run["map_theta"].shape, (3,))
+        s = self.r.summary
+        self.assertEqual(s["name"], self.r.param_names)
+        np.testing.assert_allclose(s["mean"], self.r.draws.mean(axis=(0, 1)), rtol=1e-12)
+
+    def test_arviz_dict(self):
+        d = self.r.to_arviz_dict()
+        self.assertEqual(set(d), {"posterior", "sample_stats", "attrs"})
+        self.assertEqual(list(d["posterior"]), self.r.param_names)
+        for group in ("posterior", "sample_stats"):
+            for name, values in d[group].items():
+                self.assertIsInstance(values, np.ndarray, name)
+                self.assertEqual(values.shape, (3, 40), name)  # (chain, draw)
+        np.testing.assert_array_equal(d["posterior"]["theta.2"], self.r.draws[:, :, 1])
+        np.testing.assert_array_equal(d["sample_stats"]["lp"], self.r.sampler["lp__"])
+        attrs = d["attrs"]
+        self.assertEqual(attrs["inference_library"], "flymc")
+        # netCDF attributes: numbers and strings only.
+        for value in attrs.values():
+            self.assertIsInstance(value, (int, float, str))
+
+
+class Options(unittest.TestCase):
+    def test_defaults_are_runconfigs(self):
+        d = flymc.defaults()
+        self.assertEqual((d["model"], d["algo"], d["kernel"], d["chains"]),
+                         ("logistic", "flymc", "rwmh", 4))
+        self.assertIsNone(d["step_size"])  # automatic
+
+    def test_config_reads_back_and_reruns_the_same(self):
+        x, y = ft.logistic_data(n=200)
+        r = flymc.sample(x, y, kernel="mala", prior="laplace", step_size=0.1, **SMALL)
+        cfg = r.config
+        self.assertEqual((cfg["kernel"], cfg["prior"], cfg["step_size"]), ("mala", "laplace", 0.1))
+        again = flymc.sample(x, y, **cfg)
+        np.testing.assert_array_equal(r.draws, again.draws)
+
+    def test_seed_and_threads(self):
+        x, y = ft.logistic_data(n=200)
+        a = flymc.sample(x, y, threads=1, **SMALL)
+        b = flymc.sample(x, y, threads=2, **SMALL)
+        np.testing.assert_array_equal(a.draws, b.draws)  # any thread count, the same draws
+        c = flymc.sample(x, y, **{**SMALL, "seed": 6})
+        self.assertFalse(np.array_equal(a.draws, c.draws))
+
+    def test_any_array_layout(self):
+        # Fortran order, float32 and integer arrays, lists: converted to C-ordered float64.
+        x, y = ft.logistic_data(n=200)
+        x = np.round(x * 4) / 4  # exact in float32
+        a = flymc.sample(x, y, **SMALL)
+        for x2, y2 in ((np.asfortranarray(x), y), (x.astype(np.float32), y.astype(np.int64)),
+                       (x.tolist(), y.tolist())):
+            np.testing.assert_array_equal(flymc.sample(x2, y2, **SMALL).draws, a.draws)
+
+    def test_auto_and_other_models(self):
+        x, y = ft.softmax_data()
+        r = flymc.sample(x, y, model="softmax", **SMALL)
+        self.assertEqual(r.draws.shape, (3, 80, 9))
+        self.assertEqual(r.param_names[:2], ["W.1.1", "W.1.2"])
+        x, y = ft.logistic_data(n=300)
+        r = flymc.sample(x, y, algo="auto", kernel="mala", **SMALL)
+        self.assertIn(r.run["algo_chosen"], ("flymc", "full"))
+        self.assertEqual(r.config["algo"], r.run["algo_chosen"])
+
+
+class Load(unittest.TestCase):
+    def test_load_reads_what_the_command_line_reads(self):
+        x, y = ft.logistic_data(n=50, zero_one=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "d.csv")
+            ft.write_csv(path, x, y)
+            x2, y2 = flymc.load(path)
+            np.testing.assert_array_equal(x2, x)
+            np.testing.assert_array_equal(y2, 2 * y - 1)  # 0/1 read as -1/+1
+            np.testing.assert_array_equal(flymc.load(path, model="robust")[1], y)
+            with self.assertRaises(flymc.DataError):
+                flymc.load(os.path.join(tmp, "missing.csv"))
+
+
+if __name__ == "__main__":
+    unittest.main()

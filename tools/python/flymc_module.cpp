@@ -1,0 +1,130 @@
+// The `flymc` Python module (docs/python.md): flymc.sample() over NumPy arrays, flymc.load(),
+// flymc.defaults(), and flymc's exceptions as ValueError subclasses.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "flymc/core/errors.hpp"
+#include "flymc/data/loaders.hpp"
+#include "flymc/hdf5/hdf5.hpp"
+#include "flymc/mcmc/choose_algo.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "options.hpp"
+#include "result.hpp"
+
+namespace flymc::python {
+namespace {
+
+/// C-ordered float64 views of the caller's arrays (copies only when they are not already so).
+using Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+Array as_array(const py::object& v, const char* name, int ndim, const char* what) {
+  Array a = Array::ensure(v);
+  if (!a) throw py::type_error(std::string(name) + " must be an array of numbers");
+  if (a.ndim() != ndim)
+    throw DataError(std::string(name) + " must be " + what + ", got an array of shape " +
+                    std::string(py::str(py::tuple(a.attr("shape")))));
+  return a;
+}
+
+/// The run's data from X (N × D) and y (N), checked as the data files are (dataset_from_arrays).
+std::shared_ptr<const Dataset> arrays_dataset(const Array& x, const Array& y, ModelKind model) {
+  if (y.shape(0) != x.shape(0))
+    throw DataError("X has " + std::to_string(x.shape(0)) + " rows but y has " +
+                    std::to_string(y.shape(0)) + " labels");
+  const auto n = static_cast<std::size_t>(x.shape(0)), d = static_cast<std::size_t>(x.shape(1));
+  return std::make_shared<const Dataset>(
+      dataset_from_arrays({x.data(), n * d}, {y.data(), n}, d, label_domain(model), "X, y"));
+}
+
+Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& kwargs) {
+  RunConfig cfg;
+  py::dict options(kwargs);
+  // algo="auto" is no RunConfig value: pilots choose one (choose_algo.hpp), as --algo auto does.
+  const bool auto_algo = options.contains("algo") && py::isinstance<py::str>(options["algo"]) &&
+                         py::cast<std::string>(options["algo"]) == "auto";
+  if (auto_algo) PyDict_DelItemString(options.ptr(), "algo");
+  apply_options(cfg, options);
+  cfg.validate();  // before the chains' tables are sized by it
+  const Array x = as_array(x_in, "X", 2, "2-D (N rows x D features)");
+  const Array y = as_array(y_in, "y", 1, "1-D (one label per row)");
+  std::vector<ChainTable> tables(static_cast<std::size_t>(cfg.chains));
+  std::optional<AlgoChoice> choice;
+  RunResult r;
+  {
+    // The chains run on oneTBB's threads and touch no Python object (the sinks fill `tables`),
+    // so other Python threads run meanwhile. x and y stay referenced, hence alive, throughout.
+    py::gil_scoped_release unlocked;
+    const auto data = arrays_dataset(x, y, cfg.model);
+    if (auto_algo) {
+      choice = choose_algo(cfg, data);
+      cfg.algo = choice->algo;
+    }
+    r = run(cfg, data, memory_sinks(tables));
+  }
+  Result res = make_result(r, tables, choice);
+  res.config = options_dict(r.config);
+  return res;
+}
+
+/// (X, y) of a data file as `flymc sample --data` reads it (CSV, NPY, libsvm, file.h5:/dataset),
+/// labels checked and recoded for `model`.
+py::tuple load(const std::string& path, const std::string& model) {
+  RunConfig cfg;
+  py::dict options;
+  options["model"] = model;
+  apply_options(cfg, options);
+  std::optional<Dataset> ds;
+  {
+    py::gil_scoped_release unlocked;
+    ds.emplace(load_data(path, label_domain(cfg.model)));
+  }
+  const std::size_t n = ds->n(), d = ds->d();
+  py::array_t<double> x({py::ssize_t(n), py::ssize_t(d)});
+  for (std::size_t i = 0; i < n; ++i) std::copy_n(ds->row(i), d, x.mutable_data() + i * d);
+  py::array_t<double> y(py::ssize_t(n), ds->y().data());
+  return py::make_tuple(x, y);
+}
+
+constexpr const char* kSampleDoc = R"(Posterior draws of a model of X and y.
+
+X is a 2-D array (N rows x D features), y holds N labels (logistic: -1/+1 or 0/1; softmax: class
+ids 0..K-1; robust: real responses). The options are RunConfig's fields under their own names,
+with the command line's values (flymc.defaults() lists them with their defaults), e.g.
+model="logistic", algo="flymc" (or "full", "auto", "minibatch-mh", "sgld", "bps", "lipsbps",
+"sbps", "psbps", "zigzag-ss", "zigzag-cv"), kernel="rwmh" (or "mala", "hmc", "nuts", "slice"),
+chains=4, warmup=1000, iters=1000, thin=1, seed=1, threads=0 (all cores). None (or "auto")
+leaves an automatic value to be chosen at set-up.
+
+The draws equal `flymc sample`'s for the same data and options. The GIL is released while the
+chains run. Bad data or options raise flymc.DataError or flymc.ConfigError (ValueErrors) with
+the library's message; unknown options and values of the wrong type raise TypeError.)";
+
+}  // namespace
+}  // namespace flymc::python
+
+PYBIND11_MODULE(flymc, m) {
+  namespace py = pybind11;
+  namespace fp = flymc::python;
+  m.doc() = "flymc: Firefly Monte Carlo and other samplers for tall data (docs/python.md)";
+  m.attr("__version__") = FLYMC_VERSION;
+  // flymc's errors are bad input (the CLI's exit codes 64, 65, 78) or an I/O failure: all
+  // ValueErrors, each its own class. Translators are tried latest first, so the subclasses win.
+  auto& error = py::register_exception<flymc::Error>(m, "Error", PyExc_ValueError);
+  py::register_exception<flymc::DataError>(m, "DataError", error);
+  py::register_exception<flymc::ConfigError>(m, "ConfigError", error);
+  py::register_exception<flymc::UsageError>(m, "UsageError", error);
+  fp::bind_result(m);
+  m.def("sample", &fp::sample, py::arg("X"), py::arg("y"), fp::kSampleDoc);
+  m.def(
+      "defaults", [] { return fp::options_dict(flymc::RunConfig{}); },
+      "The options of flymc.sample() and their defaults (None: chosen at set-up).");
+  m.def("load", &fp::load, py::arg("path"), py::arg("model") = "logistic",
+        "(X, y) of a data file as `flymc sample --data` reads it: .csv, .npy, libsvm text or "
+        "file.h5:/dataset; labels checked for `model` (binary 0/1 become -1/+1).");
+}

@@ -2,6 +2,7 @@
 // What the flymc-bench subcommands share: the machine block of every JSON file, the run
 // statistics they all read off a RunResult, and writing the JSON.
 #include <cblas.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "flymc/diagnostics/diagnostics.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/sampler.hpp"
+#include "progress_line.hpp"
 
 extern const char* const flymc_bench_git_sha;  // git_sha.cpp, written at build time
 #ifndef FLYMC_BUILD_TYPE
@@ -24,6 +26,17 @@ extern const char* const flymc_bench_git_sha;  // git_sha.cpp, written at build 
 #endif
 
 namespace flymc::bench {
+
+/// run(), with flymc sample's live progress line while it runs when stderr is a terminal (in a
+/// log the benchmark's own line per run is progress enough).
+inline RunResult run_shown(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data) {
+  if (!isatty(STDERR_FILENO)) return run(cfg, data);
+  Progress progress(cfg.chains);
+  const cli::ProgressPlan plan{cfg.warmup * cfg.chains, (cfg.warmup + cfg.iters) * cfg.chains};
+  cli::ProgressDisplay display(progress, std::size_t(cfg.chains), plan,
+                               cli::ProgressDisplay::Mode::live, stderr);
+  return run(cfg, data, {}, &progress);
+}
 
 inline nlohmann::json machine_info() {
   std::string cpu = "unknown";

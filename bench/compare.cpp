@@ -109,7 +109,7 @@ RunResult run_for(const std::string& algo, RunConfig c, double seconds,
   for (;;) {
     std::fprintf(stderr, "compare: %-16s pilot %d chains x (%ld + %ld) iterations ...\n",
                  algo.c_str(), c.chains, c.warmup, c.iters);
-    const RunResult pilot = run(c, data);
+    const RunResult pilot = bench::run_shown(c, data);
     const double rate = std::max(pilot.sampling_seconds, 1e-9) / double(c.iters);
     const long want = static_cast<long>(std::ceil(seconds / rate));
     if (pilot.sampling_seconds >= std::min(1.0, 0.02 * seconds) || want <= c.iters) {
@@ -122,7 +122,7 @@ RunResult run_for(const std::string& algo, RunConfig c, double seconds,
   c.thin = std::max(1L, c.iters / 10000);  // enough kept draws for the ESS, bounded memory
   std::fprintf(stderr, "compare: %-16s %d chains x (%ld + %ld) iterations (%.0f s) ...\n",
                algo.c_str(), c.chains, c.warmup, c.iters, seconds);
-  return run(c, data);
+  return bench::run_shown(c, data);
 }
 
 /// minibatch-mh at a fixed step set so that a Barker test reads about `target` data on average:
@@ -137,7 +137,7 @@ RunConfig calibrate_minibatch(const CompareOptions& o, RunConfig c,
   probe.iters = 400;
   auto batch_at = [&](double step) {
     probe.step_size = step;
-    return run(probe, data).batch_mean();
+    return bench::run_shown(probe, data).batch_mean();
   };
   const double rw = 2.38 / std::sqrt(double(data->d()));  // RW scaling in the metric's units
   double lo = std::log(rw * 1e-5), hi = std::log(rw);

@@ -47,7 +47,7 @@ RowStats measure(const std::string& algo, const RunConfig& cfg,
   std::fprintf(stderr, "table1: %-8s %-14s %-5s %d chains x (%ld warm-up + %ld) iterations ...\n",
                to_string(cfg.model), algo.c_str(), to_string(cfg.kernel), cfg.chains, cfg.warmup,
                cfg.iters);
-  const RunResult r = run(cfg, data);
+  const RunResult r = bench::run_shown(cfg, data);
   std::vector<double> ess;
   for (std::size_t j = 0; j < r.dim; ++j) {
     const double e = ess_bulk(r.coordinate(j));
@@ -88,7 +88,7 @@ double probe_seconds_per_iter(RunConfig cfg, const std::shared_ptr<const Dataset
   cfg.warmup = 0;
   cfg.iters = 10;
   cfg.thin = 1;
-  const RunResult r = run(cfg, data);
+  const RunResult r = bench::run_shown(cfg, data);
   double spi = 0.0;
   for (const auto& c : r.chains) spi += c.sampling_seconds / double(cfg.iters);
   return std::max(spi / double(r.chains.size()), 1e-9);

@@ -62,7 +62,7 @@ RunResult timed_run(const std::string& algo, RunConfig c, const std::shared_ptr<
   c.thin = thin_for(c.iters);
   std::fprintf(stderr, "tall: %-14s %d chains x (%ld warm-up + %ld) iterations ...\n", algo.c_str(),
                c.chains, c.warmup, c.iters);
-  return run(c, d);
+  return bench::run_shown(c, d);
 }
 
 /// Runs `cfg` as a pilot, then, if the pilot's min ESS falls short of the target, again with the

@@ -21,16 +21,22 @@ class Gil(unittest.TestCase):
         thread.start()
         try:
             time.sleep(0.05)
-            before, start = count[0], time.perf_counter()
-            # One chain on one thread (regular MCMC, a pass over all the data per iteration):
-            # long enough to measure, and a core left for the counter.
-            flymc.sample(x, y, algo="full", kernel="mala", chains=1, threads=1, warmup=500,
-                         iters=2000, seed=1)
-            during, seconds = count[0] - before, time.perf_counter() - start
+            # One chain on one thread (regular MCMC, a pass over all the data per iteration),
+            # a core left for the counter; the run is lengthened until it lasts long enough to
+            # tell, whatever the machine's speed (a fixed length was too short on a quiet one).
+            iters = 2000
+            while True:
+                before, start = count[0], time.perf_counter()
+                flymc.sample(x, y, algo="full", kernel="mala", chains=1, threads=1, warmup=500,
+                             iters=iters, seed=1)
+                during, seconds = count[0] - before, time.perf_counter() - start
+                if seconds >= 0.3 or iters >= 2000 * 256:
+                    break
+                iters *= 4
         finally:
             stop.set()
             thread.join()
-        self.assertGreater(seconds, 0.1, "the run was too short to tell")
+        self.assertGreater(seconds, 0.3, "the run was too short to tell")
         self.assertGreater(during, 1000, f"the counter moved {during} times in {seconds:.2f} s")
 
 

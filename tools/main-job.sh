@@ -5,7 +5,8 @@
 # Results: out/table1.json (and the table on stdout). Extra arguments go to `flymc-bench table1`.
 # Each algorithm runs until its min bulk ESS reaches TARGET_ESS (default 200) or MAX_SECONDS
 # (default 15) of sampling, with its warm-up cut to a quarter of that; rows that fall short are
-# starred. TARGET_ESS=0 runs the full fixed budgets of docs/benchmarks.md (an hour or more).
+# starred (docs/benchmarks.md gives the whole job's measured time). TARGET_ESS=0 runs the full
+# fixed budgets of docs/benchmarks.md (an hour or more).
 # Only the two programs the job runs are built (tools/test.sh builds everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -152,10 +152,6 @@ struct Progress {
   std::vector<ChainGauge> chains;           ///< per chain of the run, chain k at index k - 1
   std::atomic<bool> chains_started{false};  ///< set-up (θ_MAP, bounds) is over
   explicit Progress(int nchains) : chains(static_cast<std::size_t>(nchains)) {}
-  /// Iterations finished by chain `index` (0-based).
-  long done(std::size_t index) const noexcept {
-    return chains[index].done.load(std::memory_order_relaxed);
-  }
 };
 
 /// Runs `cfg` (its model, algorithm and θ-kernel) over `data`. Throws ConfigError for an invalid

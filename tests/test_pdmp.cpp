@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <vector>
@@ -51,6 +52,61 @@ struct RateCase {
     return out;
   }
 };
+
+/// Every datum the estimators may draw, at points along random segments from random θ (near the
+/// MAP and far from it, where the prior's growing gradient matters): the bounds of bps,
+/// lipsbps and both Zig-Zags stay above the rates, with prior precision weights `weight`.
+void check_bounds(const std::shared_ptr<const Dataset>& ds, const std::vector<double>& weight,
+                  std::uint64_t seed) {
+  const LogisticModel model(ds, 0.7);
+  const MapResult map = model.find_map();
+  const auto c = pdmp::LogisticPdmpConstants::make(model, map.theta, weight);
+  const RateCase rc{c, *ds};
+  Rng rng(seed, 1);
+  const double nn = static_cast<double>(c.n);
+  for (int rep = 0; rep < 300; ++rep) {
+    const double far = rep % 3 == 0 ? 20.0 : 0.5;
+    std::vector<double> th(3), v(3), zz(3);
+    for (std::size_t j = 0; j < 3; ++j)
+      th[j] = map.theta[static_cast<Eigen::Index>(j)] + far * rng.normal();
+    pdmp::sphere_velocity(rng, v.data(), 3);
+    for (double& x : zz) x = rng.uniform() < 0.5 ? -1.0 : 1.0;
+    double dist = 0.0;
+    for (std::size_t j = 0; j < 3; ++j) dist += std::pow(th[j] - c.theta_map[j], 2);
+    dist = std::sqrt(dist);
+    const auto full = pdmp::bps_bound(c, c.sum_norm, th.data(), v.data());
+    const auto lip = pdmp::bps_bound(c, nn * c.max_norm, th.data(), v.data());
+    for (double s : {0.0, 0.01, 0.3, 2.0, 15.0}) {
+      std::vector<double> x(3), xz(3);
+      for (std::size_t j = 0; j < 3; ++j) {
+        x[j] = th[j] + v[j] * s;
+        xz[j] = th[j] + zz[j] * s;
+      }
+      const auto cf = rc.coefs(x), cz = rc.coefs(xz);
+      double vg_full = 0.0, vx = 0.0;
+      for (std::size_t j = 0; j < 3; ++j) vx += c.prec(j) * v[j] * x[j];
+      vg_full = vx;
+      for (std::size_t i = 0; i < c.n; ++i) {
+        double xv = 0.0;
+        for (std::size_t j = 0; j < 3; ++j) xv += ds->row(i)[j] * v[j];
+        vg_full += cf[i] * xv;
+        // lipSBPS's estimate from a batch of one datum (a batch mean is a mean of these).
+        CHECK(std::max(0.0, vx + nn * cf[i] * xv) <= lip.at(s) * (1.0 + 1e-12));
+        for (std::size_t j = 0; j < 3; ++j) {
+          const double prior = c.prec(j) * xz[j], xi = ds->row(i)[j];
+          const double ss = zz[j] * (prior + nn * cz[i] * xi);
+          const double cv = zz[j] * (prior + c.grad_lik_map[j] + nn * (cz[i] - c.coef_map[i]) * xi);
+          CHECK(std::max(0.0, ss) <=
+                pdmp::zigzag_ss_bound(c, j, th.data(), zz.data()).at(s) * (1.0 + 1e-12));
+          CHECK(std::max(0.0, cv) <=
+                pdmp::zigzag_cv_bound(c, j, th.data(), zz.data(), dist).at(s) * (1.0 + 1e-12) +
+                    1e-12);
+        }
+      }
+      CHECK(std::max(0.0, vg_full) <= full.at(s) * (1.0 + 1e-12));
+    }
+  }
+}
 
 }  // namespace
 
@@ -225,58 +281,20 @@ TEST_SUITE("unit") {
   }
 
   TEST_CASE("the exact samplers' bounds dominate their rates on random segments") {
-    // Every datum the estimators may draw, at points along random segments from random θ (near
-    // the MAP and far from it, where the prior's growing gradient matters).
     auto ds = test::logistic_data(60, 3, 21, 1.5);
-    const LogisticModel model(ds, 0.7);
-    const MapResult map = model.find_map();
-    const auto c = pdmp::LogisticPdmpConstants::make(model, map.theta);
-    const RateCase rc{c, *ds};
-    Rng rng(16, 1);
-    const double nn = static_cast<double>(c.n);
-    for (int rep = 0; rep < 300; ++rep) {
-      const double far = rep % 3 == 0 ? 20.0 : 0.5;
-      std::vector<double> th(3), v(3), zz(3);
-      for (std::size_t j = 0; j < 3; ++j)
-        th[j] = map.theta[static_cast<Eigen::Index>(j)] + far * rng.normal();
-      pdmp::sphere_velocity(rng, v.data(), 3);
-      for (double& x : zz) x = rng.uniform() < 0.5 ? -1.0 : 1.0;
-      double dist = 0.0;
-      for (std::size_t j = 0; j < 3; ++j) dist += std::pow(th[j] - c.theta_map[j], 2);
-      dist = std::sqrt(dist);
-      const auto full = pdmp::bps_bound(c, c.sum_norm, th.data(), v.data());
-      const auto lip = pdmp::bps_bound(c, nn * c.max_norm, th.data(), v.data());
-      for (double s : {0.0, 0.01, 0.3, 2.0, 15.0}) {
-        std::vector<double> x(3), xz(3);
-        for (std::size_t j = 0; j < 3; ++j) {
-          x[j] = th[j] + v[j] * s;
-          xz[j] = th[j] + zz[j] * s;
-        }
-        const auto cf = rc.coefs(x), cz = rc.coefs(xz);
-        double vg_full = 0.0, vx = 0.0;
-        for (std::size_t j = 0; j < 3; ++j) vx += c.precision * v[j] * x[j];
-        vg_full = vx;
-        for (std::size_t i = 0; i < c.n; ++i) {
-          double xv = 0.0;
-          for (std::size_t j = 0; j < 3; ++j) xv += ds->row(i)[j] * v[j];
-          vg_full += cf[i] * xv;
-          // lipSBPS's estimate from a batch of one datum (a batch mean is a mean of these).
-          CHECK(std::max(0.0, vx + nn * cf[i] * xv) <= lip.at(s) * (1.0 + 1e-12));
-          for (std::size_t j = 0; j < 3; ++j) {
-            const double prior = c.precision * xz[j], xi = ds->row(i)[j];
-            const double ss = zz[j] * (prior + nn * cz[i] * xi);
-            const double cv =
-                zz[j] * (prior + c.grad_lik_map[j] + nn * (cz[i] - c.coef_map[i]) * xi);
-            CHECK(std::max(0.0, ss) <=
-                  pdmp::zigzag_ss_bound(c, j, th.data(), zz.data()).at(s) * (1.0 + 1e-12));
-            CHECK(std::max(0.0, cv) <=
-                  pdmp::zigzag_cv_bound(c, j, th.data(), zz.data(), dist).at(s) * (1.0 + 1e-12) +
-                      1e-12);
-          }
-        }
-        CHECK(std::max(0.0, vg_full) <= full.at(s) * (1.0 + 1e-12));
-      }
-    }
+    check_bounds(ds, {}, 16);
+  }
+
+  TEST_CASE("the bounds dominate the rates with a diagonal prior precision") {
+    // The preconditioned samplers' prior, λ_j = weight_j/σ², with weights orders of magnitude
+    // apart, on features of very different scales (docs/math.md §7.6).
+    auto raw = test::logistic_data(60, 3, 22, 1.5);
+    auto ds = std::make_shared<Dataset>(60, 3, "scaled");
+    const double col[] = {0.05, 3.0, 1.0};
+    for (std::size_t i = 0; i < 60; ++i)
+      for (std::size_t j = 0; j < 3; ++j) ds->mutable_row(i)[j] = col[j] * raw->row(i)[j];
+    ds->mutable_y().assign(raw->y().begin(), raw->y().end());
+    check_bounds(ds, {400.0, 0.01, 2.5}, 17);
   }
 
   TEST_CASE("the piecewise-deterministic samplers give the same draws with 1 and 2 threads" *

@@ -55,7 +55,7 @@ BouncyChain::BouncyChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
 
 ChainResult BouncyChain::run(ChainGauge* gauge) {
   theta_.resize(p_);
-  initial_theta(sh_.cfg, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
+  sh_.start(rng_, theta_.data());
   pdmp::sphere_velocity(rng_, v_.data(), p_);
   set_velocity();
   next_refresh_ = sh_.refresh > 0.0 ? pdmp::exp1(rng_) / sh_.refresh : kInf;

@@ -28,7 +28,7 @@ ZigZagChain::ZigZagChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
 
 ChainResult ZigZagChain::run(ChainGauge* gauge) {
   theta_.resize(p_);
-  initial_theta(sh_.cfg, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
+  sh_.start(rng_, theta_.data());
   for (double& x : v_) x = rng_.uniform() < 0.5 ? -1.0 : 1.0;
   out_.begin(gauge);
   for (std::size_t j = 0; j < p_; ++j) schedule(j);

@@ -48,7 +48,7 @@ LogisticPdmpConstants LogisticPdmpConstants::make(const LogisticModel& model, co
 
 AffineBound bps_bound(const LogisticPdmpConstants& c, double lik, const double* theta,
                       const double* w) noexcept {
-  // wt = wᵀΛθ/precision and wlw = wᵀΛw/precision: the weight multiplies first, so that unit
+  // wt = wᵀQθ/precision and wlw = wᵀQw/precision: the weight multiplies first, so that unit
   // weights leave the sums as the scalar prior's.
   double wt = 0.0, ww = 0.0, wlw = 0.0;
   for (std::size_t j = 0; j < c.p; ++j) {

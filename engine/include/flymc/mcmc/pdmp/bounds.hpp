@@ -1,14 +1,14 @@
 #pragma once
 /// @file bounds.hpp
 /// The event-rate bounds of the exact piecewise-deterministic samplers on logistic regression
-/// with a N(0, Λ⁻¹) prior, Λ = diag(λ_j) (docs/math.md §7.1–7.2, §7.6). Potential
-/// U = U_0 + Σ_i U_i with U_0(θ) = θᵀΛθ/2 and U_i(θ) = −log σ(t_i x_i·θ), so ∇U_i = c_i x_i with
+/// with a N(0, Q⁻¹) prior, Q = diag(λ_j) (docs/math.md §7.1–7.2, §7.6). Potential
+/// U = U_0 + Σ_i U_i with U_0(θ) = θᵀQθ/2 and U_i(θ) = −log σ(t_i x_i·θ), so ∇U_i = c_i x_i with
 /// c_i = −t_i σ(−t_i x_i·θ), |c_i| < 1, and c_i has slope at most 1/4 in x_i·θ. λ_j = 1/σ² for
 /// the sampler in θ; in the preconditioned coordinates u = S⁻¹θ the features are S x and
 /// λ_j = s_j²/σ².
 ///
 /// Every bound is [a + b·s]_+ along the segment θ + w·s, s ≥ 0, from the segment's start: the
-/// prior's part of the rate is affine in s (its gradient Λθ grows along the ray), the
+/// prior's part of the rate is affine in s (its gradient Qθ grows along the ray), the
 /// likelihood's part is bounded by a constant (BPS, lipSBPS, Zig-Zag with subsampling) or grows
 /// at most linearly with the distance from θ_MAP (Zig-Zag with control variates).
 ///
@@ -50,7 +50,7 @@ struct LogisticPdmpConstants {
                                     const std::vector<double>& weight = {});
 };
 
-/// BPS and lipSBPS: [w·∇Û(θ + w·s)]_+ ≤ [|w|·lik + wᵀΛθ + wᵀΛw·s]_+ for any estimate Û
+/// BPS and lipSBPS: [w·∇Û(θ + w·s)]_+ ≤ [|w|·lik + wᵀQθ + wᵀQw·s]_+ for any estimate Û
 /// whose likelihood part satisfies |w·∇Û_lik| ≤ |w|·lik: lik = Σ_i ‖x_i‖ for the full gradient,
 /// N·max_i ‖x_i‖ for a batch mean scaled by N.
 AffineBound bps_bound(const LogisticPdmpConstants& c, double lik, const double* theta,

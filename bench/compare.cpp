@@ -72,6 +72,8 @@ RunConfig row_config(const CompareOptions& o, const std::string& algo) {
   c.metric = Metric::dense;
   c.warmup = o.warmup;
   c.batch_size = o.batch_size;
+  c.pdmp_precondition =
+      o.pdmp_precondition == "none" ? PdmpPrecondition::none : PdmpPrecondition::laplace;
   if (starts_with(algo, "regular-")) {
     c.algo = Algo::full;
     c.kernel = kernel_named(algo.substr(8));
@@ -345,6 +347,11 @@ void add_compare_command(CLI::App& app, CompareOptions& o) {
                 "minibatch-mh: fixed step for about this many data per test (0: adapted step)")
       ->capture_default_str();
   c->add_option("--prior-sd", o.prior_sd)->capture_default_str();
+  c->add_option("--pdmp-precondition", o.pdmp_precondition,
+                "continuous-time samplers' coordinates: laplace (theta over its Laplace sds) or "
+                "none")
+      ->check(CLI::IsMember({"laplace", "none"}))
+      ->capture_default_str();
   c->callback([&o] { compare(o); });
 }
 

@@ -30,6 +30,8 @@ struct CompareOptions {
   /// acceptance target, whose tests then read nearly all the data.
   double mh_batch_target = 200.0;
   double prior_sd = 1.0;
+  /// The piecewise-deterministic samplers' coordinates: "laplace" or "none".
+  std::string pdmp_precondition = "laplace";
 };
 
 /// Adds the `compare` subcommand, which runs with `o` when chosen.

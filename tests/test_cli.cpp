@@ -118,7 +118,8 @@ TEST_SUITE("unit") {
                                        "bound_violations",
                                        "path_mean",
                                        "pdmp_spacing",
-                                       "refresh_rate"});
+                                       "refresh_rate",
+                                       "pdmp_precondition"});
     CHECK(param == std::set<std::string>{"name", "mean", "sd", "mcse_mean", "q5", "q50", "q95",
                                          "ess_bulk", "ess_tail", "rhat"});
     CHECK(j["params"].size() == 3);
@@ -237,6 +238,7 @@ TEST_SUITE("unit") {
       CHECK(csv.config_value("algorithm") == algo);
       CHECK(csv.config_value("exact") == (exact ? "true" : "false"));
       CHECK(csv.config_value("pdmp_spacing") == "0.2");
+      CHECK(csv.config_value("pdmp_precondition") == "laplace");
       CHECK(csv.step_size == 0.2);
       double violations = 0.0;
       for (const auto& row : csv.draws) {
@@ -251,6 +253,7 @@ TEST_SUITE("unit") {
       CHECK(j["run"]["path_mean"].size() == 3);
       CHECK(j["run"]["bright_mean"].is_null());
       CHECK(j["run"]["refresh_rate"].is_null() == (algo.rfind("zigzag", 0) == 0));
+      CHECK(j["run"]["pdmp_precondition"] == "laplace");
       if (exact) CHECK(j["run"]["bound_violations"] == 0);
       // The rows count the kept draws' windows only; the total also has warm-up's and thinning's.
       CHECK(j["run"]["bound_violations"].get<double>() >= violations);

@@ -6,11 +6,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
+#include "flymc/core/blas.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/pdmp/band.hpp"
 #include "flymc/mcmc/pdmp/bounds.hpp"
 #include "flymc/mcmc/pdmp/event_time.hpp"
@@ -51,6 +56,91 @@ struct RateCase {
     return out;
   }
 };
+
+/// One step of FNV-1a over the bytes of x.
+std::uint64_t fnv1a(std::uint64_t h, double x) {
+  unsigned char b[sizeof x];
+  std::memcpy(b, &x, sizeof x);
+  for (unsigned char c : b) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+/// A PDMP run of `algo` with the given sizes and seed (the tests' common set-up).
+RunConfig pdmp_config(Algo algo, int chains, long warmup, long iters, long batch,
+                      std::uint64_t seed) {
+  RunConfig cfg;
+  cfg.algo = algo;
+  cfg.chains = chains;
+  cfg.warmup = warmup;
+  cfg.iters = iters;
+  cfg.batch_size = batch;
+  cfg.seed = seed;
+  return cfg;
+}
+
+/// The data with column j multiplied by col[j].
+std::shared_ptr<const Dataset> scaled_columns(const Dataset& raw, const std::vector<double>& col) {
+  auto ds = std::make_shared<Dataset>(raw.n(), raw.d(), "scaled");
+  for (std::size_t i = 0; i < raw.n(); ++i)
+    for (std::size_t j = 0; j < raw.d(); ++j) ds->mutable_row(i)[j] = col[j] * raw.row(i)[j];
+  ds->mutable_y().assign(raw.y().begin(), raw.y().end());
+  return ds;
+}
+
+/// Every datum the estimators may draw, at points along random segments from random θ (near the
+/// MAP and far from it, where the prior's growing gradient matters): the bounds of bps,
+/// lipsbps and both Zig-Zags stay above the rates, with prior precision weights `weight`.
+void check_bounds(const std::shared_ptr<const Dataset>& ds, const std::vector<double>& weight,
+                  std::uint64_t seed) {
+  const LogisticModel model(ds, 0.7);
+  const MapResult map = model.find_map();
+  const auto c = pdmp::LogisticPdmpConstants::make(model, map.theta, weight);
+  const RateCase rc{c, *ds};
+  Rng rng(seed, 1);
+  const double nn = static_cast<double>(c.n);
+  for (int rep = 0; rep < 300; ++rep) {
+    const double far = rep % 3 == 0 ? 20.0 : 0.5;
+    std::vector<double> th(3), v(3), zz(3);
+    for (std::size_t j = 0; j < 3; ++j)
+      th[j] = map.theta[static_cast<Eigen::Index>(j)] + far * rng.normal();
+    pdmp::sphere_velocity(rng, v.data(), 3);
+    for (double& x : zz) x = rng.uniform() < 0.5 ? -1.0 : 1.0;
+    double dist = 0.0;
+    for (std::size_t j = 0; j < 3; ++j) dist += std::pow(th[j] - c.theta_map[j], 2);
+    dist = std::sqrt(dist);
+    const auto full = pdmp::bps_bound(c, c.sum_norm, th.data(), v.data());
+    const auto lip = pdmp::bps_bound(c, nn * c.max_norm, th.data(), v.data());
+    for (double s : {0.0, 0.01, 0.3, 2.0, 15.0}) {
+      std::vector<double> x(3), xz(3);
+      for (std::size_t j = 0; j < 3; ++j) {
+        x[j] = th[j] + v[j] * s;
+        xz[j] = th[j] + zz[j] * s;
+      }
+      const auto cf = rc.coefs(x), cz = rc.coefs(xz);
+      double vg_full = 0.0, vx = 0.0;
+      for (std::size_t j = 0; j < 3; ++j) vx += c.prec(j) * v[j] * x[j];
+      vg_full = vx;
+      for (std::size_t i = 0; i < c.n; ++i) {
+        double xv = 0.0;
+        for (std::size_t j = 0; j < 3; ++j) xv += ds->row(i)[j] * v[j];
+        vg_full += cf[i] * xv;
+        // lipSBPS's estimate from a batch of one datum (a batch mean is a mean of these).
+        CHECK(std::max(0.0, vx + nn * cf[i] * xv) <= lip.at(s) * (1.0 + 1e-12));
+        for (std::size_t j = 0; j < 3; ++j) {
+          const double prior = c.prec(j) * xz[j], xi = ds->row(i)[j];
+          const double ss = zz[j] * (prior + nn * cz[i] * xi);
+          const double cv = zz[j] * (prior + c.grad_lik_map[j] + nn * (cz[i] - c.coef_map[i]) * xi);
+          CHECK(std::max(0.0, ss) <=
+                pdmp::zigzag_ss_bound(c, j, th.data(), zz.data()).at(s) * (1.0 + 1e-12));
+          CHECK(std::max(0.0, cv) <=
+                pdmp::zigzag_cv_bound(c, j, th.data(), zz.data(), dist).at(s) * (1.0 + 1e-12) +
+                    1e-12);
+        }
+      }
+      CHECK(std::max(0.0, vg_full) <= full.at(s) * (1.0 + 1e-12));
+    }
+  }
+}
 
 }  // namespace
 
@@ -225,58 +315,15 @@ TEST_SUITE("unit") {
   }
 
   TEST_CASE("the exact samplers' bounds dominate their rates on random segments") {
-    // Every datum the estimators may draw, at points along random segments from random θ (near
-    // the MAP and far from it, where the prior's growing gradient matters).
     auto ds = test::logistic_data(60, 3, 21, 1.5);
-    const LogisticModel model(ds, 0.7);
-    const MapResult map = model.find_map();
-    const auto c = pdmp::LogisticPdmpConstants::make(model, map.theta);
-    const RateCase rc{c, *ds};
-    Rng rng(16, 1);
-    const double nn = static_cast<double>(c.n);
-    for (int rep = 0; rep < 300; ++rep) {
-      const double far = rep % 3 == 0 ? 20.0 : 0.5;
-      std::vector<double> th(3), v(3), zz(3);
-      for (std::size_t j = 0; j < 3; ++j)
-        th[j] = map.theta[static_cast<Eigen::Index>(j)] + far * rng.normal();
-      pdmp::sphere_velocity(rng, v.data(), 3);
-      for (double& x : zz) x = rng.uniform() < 0.5 ? -1.0 : 1.0;
-      double dist = 0.0;
-      for (std::size_t j = 0; j < 3; ++j) dist += std::pow(th[j] - c.theta_map[j], 2);
-      dist = std::sqrt(dist);
-      const auto full = pdmp::bps_bound(c, c.sum_norm, th.data(), v.data());
-      const auto lip = pdmp::bps_bound(c, nn * c.max_norm, th.data(), v.data());
-      for (double s : {0.0, 0.01, 0.3, 2.0, 15.0}) {
-        std::vector<double> x(3), xz(3);
-        for (std::size_t j = 0; j < 3; ++j) {
-          x[j] = th[j] + v[j] * s;
-          xz[j] = th[j] + zz[j] * s;
-        }
-        const auto cf = rc.coefs(x), cz = rc.coefs(xz);
-        double vg_full = 0.0, vx = 0.0;
-        for (std::size_t j = 0; j < 3; ++j) vx += c.precision * v[j] * x[j];
-        vg_full = vx;
-        for (std::size_t i = 0; i < c.n; ++i) {
-          double xv = 0.0;
-          for (std::size_t j = 0; j < 3; ++j) xv += ds->row(i)[j] * v[j];
-          vg_full += cf[i] * xv;
-          // lipSBPS's estimate from a batch of one datum (a batch mean is a mean of these).
-          CHECK(std::max(0.0, vx + nn * cf[i] * xv) <= lip.at(s) * (1.0 + 1e-12));
-          for (std::size_t j = 0; j < 3; ++j) {
-            const double prior = c.precision * xz[j], xi = ds->row(i)[j];
-            const double ss = zz[j] * (prior + nn * cz[i] * xi);
-            const double cv =
-                zz[j] * (prior + c.grad_lik_map[j] + nn * (cz[i] - c.coef_map[i]) * xi);
-            CHECK(std::max(0.0, ss) <=
-                  pdmp::zigzag_ss_bound(c, j, th.data(), zz.data()).at(s) * (1.0 + 1e-12));
-            CHECK(std::max(0.0, cv) <=
-                  pdmp::zigzag_cv_bound(c, j, th.data(), zz.data(), dist).at(s) * (1.0 + 1e-12) +
-                      1e-12);
-          }
-        }
-        CHECK(std::max(0.0, vg_full) <= full.at(s) * (1.0 + 1e-12));
-      }
-    }
+    check_bounds(ds, {}, 16);
+  }
+
+  TEST_CASE("the bounds dominate the rates with a diagonal prior precision") {
+    // The preconditioned samplers' prior, λ_j = weight_j/σ², with weights orders of magnitude
+    // apart, on features of very different scales (docs/math.md §7.6).
+    auto ds = scaled_columns(*test::logistic_data(60, 3, 22, 1.5), {0.05, 3.0, 1.0});
+    check_bounds(ds, {400.0, 0.01, 2.5}, 17);
   }
 
   TEST_CASE("the piecewise-deterministic samplers give the same draws with 1 and 2 threads" *
@@ -285,13 +332,7 @@ TEST_SUITE("unit") {
     for (Algo algo :
          {Algo::bps, Algo::lipsbps, Algo::sbps, Algo::psbps, Algo::zigzag_ss, Algo::zigzag_cv}) {
       CAPTURE(to_string(algo));
-      RunConfig cfg;
-      cfg.algo = algo;
-      cfg.chains = 3;
-      cfg.warmup = 50;
-      cfg.iters = 100;
-      cfg.batch_size = 30;
-      cfg.seed = 17;
+      RunConfig cfg = pdmp_config(algo, 3, 50, 100, 30, 17);
       cfg.threads = 1;
       const RunResult a = run(cfg, ds);
       cfg.threads = 2;
@@ -305,6 +346,36 @@ TEST_SUITE("unit") {
       CHECK(a.path_mean().size() == 3);
       if (is_exact(algo)) CHECK(a.bound_violations() == 0);
       CHECK(a.chains[0].sampling_queries > 0);
+    }
+  }
+
+  TEST_CASE("--pdmp-precondition none gives the draws of the samplers before preconditioning") {
+    // FNV-1a of the draws' and path means' bits, recorded at the parent commit of the
+    // preconditioning (b5ffc5a): the raw-coordinate samplers must be unchanged bit for bit. Bits
+    // depend on the build as the pinned draws' do (test_pinned_draws.cpp), so the exact check
+    // runs on a build like the recording one; elsewhere the runs only have to complete.
+    const std::string recorded = "simd=avx512 flags=-O3 -DNDEBUG march=znver3 blas=Cooperlake";
+    const std::string build = std::string("simd=") + kernels::simd_name() +
+                              " flags=" + FLYMC_BUILD_FLAGS + " blas=" + blas::core_name();
+    if (build != recorded) MESSAGE("not the recording build ('" << build << "'): no bit check");
+    auto ds = test::logistic_data(200, 3, 41, 1.5);
+    const std::pair<Algo, std::uint64_t> pinned[] = {
+        {Algo::bps, 0x82f9bc09b20cc9e0ull},       {Algo::lipsbps, 0xc8c3f1608530a392ull},
+        {Algo::sbps, 0x5062505385468055ull},      {Algo::psbps, 0xd84cf77521898b5aull},
+        {Algo::zigzag_ss, 0xb90afa308e9117e4ull}, {Algo::zigzag_cv, 0x6e1a4be5cbaf1425ull}};
+    for (const auto& [algo, hash] : pinned) {
+      RunConfig cfg = pdmp_config(algo, 2, 30, 60, 20, 99);
+      cfg.threads = 1;
+      cfg.pdmp_precondition = PdmpPrecondition::none;
+      const RunResult r = run(cfg, ds);
+      std::uint64_t h = 14695981039346656037ull;
+      for (const auto& ch : r.chains) {
+        for (double x : ch.draws) h = fnv1a(h, x);
+        for (double x : ch.path_mean) h = fnv1a(h, x);
+      }
+      std::printf("pinned %s: 0x%016llxull\n", to_string(algo), static_cast<unsigned long long>(h));
+      CAPTURE(to_string(algo));
+      CHECK((h == hash || build != recorded));
     }
   }
 
@@ -377,6 +448,35 @@ TEST_SUITE("statistical") {
   }
   TEST_CASE("SBC: Zig-Zag with control variates is calibrated") {
     check_pdmp_sbc(pdmp_sbc(Algo::zigzag_cv, 10, 204));
+  }
+
+  TEST_CASE("preconditioned exact samplers on badly scaled features agree with NUTS") {
+    // Features scaled by 1, 10 and 100 (and a bias): posterior sds two orders of magnitude apart.
+    // Each exact sampler, in the Laplace-scaled coordinates (the default), against a long
+    // regular-NUTS run: every mean within 4 combined MCSEs, every sd within 10%.
+    auto ds = scaled_columns(*test::logistic_data(300, 4, 51, 1.0), {1.0, 10.0, 100.0, 1.0});
+    RunConfig ref_cfg;
+    ref_cfg.algo = Algo::full;
+    ref_cfg.kernel = KernelKind::nuts;
+    ref_cfg.chains = 4;
+    ref_cfg.warmup = 1000;
+    ref_cfg.iters = 20000;
+    ref_cfg.seed = 77;
+    const RunResult ref = run(ref_cfg, ds);
+    for (Algo algo : {Algo::bps, Algo::lipsbps, Algo::zigzag_ss, Algo::zigzag_cv}) {
+      const RunResult r = run(pdmp_config(algo, 4, 200, 5000, 30, 78), ds);
+      CHECK(r.bound_violations() == 0);
+      for (std::size_t j = 0; j < 4; ++j) {
+        CAPTURE(to_string(algo));
+        CAPTURE(j);
+        const auto [m0, se0, sd0] = test::draw_moments(ref.coordinate(j));
+        const auto [m, se, sd] = test::draw_moments(r.coordinate(j));
+        std::printf("%s theta.%zu: mean %.5g (NUTS %.5g, %.2f combined mcse), sd ratio %.3f\n",
+                    to_string(algo), j + 1, m, m0, (m - m0) / std::hypot(se, se0), sd / sd0);
+        CHECK(std::fabs(m - m0) < 4.0 * std::hypot(se, se0));
+        CHECK(std::fabs(sd / sd0 - 1.0) < 0.1);
+      }
+    }
   }
 
   TEST_CASE("SBPS and pSBPS: measured bias against the exact posterior") {

@@ -143,6 +143,9 @@ void write_summary_json(const std::string& path, const RunResult& r,
   j["run"]["path_mean"] = pm.empty() ? nlohmann::json() : nlohmann::json(pm);
   j["run"]["pdmp_spacing"] = num(r.pdmp_spacing);
   j["run"]["refresh_rate"] = num(r.refresh_rate);
+  j["run"]["pdmp_precondition"] = is_pdmp(r.config.algo)
+                                      ? nlohmann::json(to_string(r.config.pdmp_precondition))
+                                      : nlohmann::json();
   // FlyMC's set-up choices, resolved where automatic (null for regular MCMC).
   const bool fly = r.config.algo == Algo::flymc;
   j["run"]["bound_slack"] = fly ? nlohmann::json(r.bound_slack) : nlohmann::json();
@@ -566,12 +569,20 @@ void add_sample_command(CLI::App& app) {
   add_auto_option(
       s, "--pdmp-spacing", c.pdmp_spacing, [](double x) { return x > 0.0 && x <= 1e100; }, "> 0",
       "Piecewise-deterministic samplers: path time between draws (one draw per iteration; "
-      "--warmup iterations of path time are discarded); auto: the mean Laplace sd, times "
-      "sqrt(D) for the BPS family");
+      "--warmup iterations of path time are discarded); auto: the mean Laplace sd in the "
+      "particle's coordinates (1 with --pdmp-precondition laplace), times sqrt(D) for the BPS "
+      "family");
   add_auto_option(
       s, "--refresh-rate", c.refresh_rate, [](double x) { return x >= 0.0 && x <= 1e100; }, ">= 0",
       "BPS family: velocity refreshments per unit path time (0: none); auto: one per "
       "automatic --pdmp-spacing");
+  const std::map<std::string, PdmpPrecondition> preconds{{"laplace", PdmpPrecondition::laplace},
+                                                         {"none", PdmpPrecondition::none}};
+  add_enum_option(s, "--pdmp-precondition", c.pdmp_precondition, preconds,
+                  "Piecewise-deterministic samplers: laplace moves the particle in theta scaled "
+                  "by the Laplace sds at the MAP (still exact; the draws are theta), none in "
+                  "theta itself",
+                  "laplace");
   s->add_option("--barker-temper", c.barker_temper,
                 "minibatch-mh: K >= 1; K > 1 tests Delta/K, which samples the TEMPERED posterior "
                 "p(theta | data)^(1/K) with smaller batches (the seed slides' g(s) = K sigma(s))")

@@ -145,6 +145,9 @@ const char* to_string(SliceMode s) noexcept {
 const char* to_string(SoftmaxBoundKind b) noexcept {
   return b == SoftmaxBoundKind::bohning ? "bohning" : "tight";
 }
+const char* to_string(PdmpPrecondition p) noexcept {
+  return p == PdmpPrecondition::laplace ? "laplace" : "none";
+}
 
 void RunConfig::validate_approximate() const {
   if (batch_size < 2 || batch_size > kMaxIterations)

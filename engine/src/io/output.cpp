@@ -161,6 +161,7 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
       if (cfg.algo != Algo::zigzag_ss && cfg.algo != Algo::zigzag_cv)
         c.emplace_back("refresh_rate",
                        cfg.refresh_rate ? number_text(*cfg.refresh_rate) : std::string("auto"));
+      c.emplace_back("pdmp_precondition", to_string(cfg.pdmp_precondition));
     }
     if (cfg.algo == Algo::minibatch_mh)
       c.emplace_back("barker_temper", number_text(cfg.barker_temper));

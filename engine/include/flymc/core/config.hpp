@@ -85,6 +85,10 @@ enum class SoftmaxBoundKind { bohning, tight };
 /// Slice sampling: one univariate slice update per coordinate in turn, or one along a random
 /// direction drawn from N(0, metric).
 enum class SliceMode { coordinate, direction };
+/// The piecewise-deterministic samplers' coordinates (docs/math.md §7.6): `laplace` moves in
+/// u = S⁻¹θ, S the diagonal of the Laplace sds at θ_MAP, so that the event rates follow no one
+/// narrow direction; `none` moves in θ itself. A fixed S keeps the exact samplers exact.
+enum class PdmpPrecondition { laplace, none };
 
 /// The automatic implicit z-update rate: q = min(0.01, max(100, 4·B)/N), B the expected bright
 /// count. A dark datum with bright odds r_n turns bright at rate min(q, r_n) per sweep
@@ -189,6 +193,8 @@ struct RunConfig {
   /// BPS family: rate λ_ref of velocity refreshments per unit path time (0: none). Unset:
   /// 1 per automatic time scale (docs/math.md §7.5). Zig-Zag does not refresh.
   std::optional<double> refresh_rate;
+  /// Piecewise-deterministic samplers: the coordinates the particle moves in (the draws are θ).
+  PdmpPrecondition pdmp_precondition = PdmpPrecondition::laplace;
   bool profile = false;  ///< time the phases of every iteration (profiling harness)
 
   /// @throw ConfigError naming the option when a value is out of range.
@@ -216,5 +222,6 @@ const char* to_string(ModelKind m) noexcept;
 const char* to_string(PriorKind p) noexcept;
 const char* to_string(SliceMode s) noexcept;
 const char* to_string(SoftmaxBoundKind b) noexcept;
+const char* to_string(PdmpPrecondition p) noexcept;
 
 }  // namespace flymc

@@ -55,7 +55,7 @@ BouncyChain::BouncyChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
 
 ChainResult BouncyChain::run(ChainGauge* gauge) {
   theta_.resize(p_);
-  initial_theta(sh_.cfg, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
+  sh_.start(rng_, theta_.data());
   pdmp::sphere_velocity(rng_, v_.data(), p_);
   set_velocity();
   next_refresh_ = sh_.refresh > 0.0 ? pdmp::exp1(rng_) / sh_.refresh : kInf;
@@ -95,12 +95,12 @@ void BouncyChain::observe() {
   std::copy(theta_.begin(), theta_.end(), theta_pad_.get());
   if (full_) {
     grads_.full(sh_.model, theta_pad_.get(), grad_pad_.get());
-    for (std::size_t j = 0; j < p_; ++j) g_[j] = grad_pad_[j] + sh_.c.precision * theta_[j];
+    for (std::size_t j = 0; j < p_; ++j) g_[j] = grad_pad_[j] + sh_.c.prec(j) * theta_[j];
   } else {
     drawer_.restart();
     batch_idx_ = drawer_.extend(rng_, batch_);
     grads_.coefficients(batch_idx_, batch_, theta_pad_.get(), coef_.data());
-    for (std::size_t j = 0; j < p_; ++j) g_[j] = sh_.c.precision * theta_[j];
+    for (std::size_t j = 0; j < p_; ++j) g_[j] = sh_.c.prec(j) * theta_[j];
     grads_.accumulate(batch_idx_, batch_, coef_.data(),
                       static_cast<double>(n_) / static_cast<double>(batch_), g_.data());
   }

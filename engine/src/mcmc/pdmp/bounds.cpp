@@ -11,13 +11,14 @@ double logistic_coef(double label, double dot) noexcept {
   return -label * std::exp(kernels::log_sigmoid(-label * dot));
 }
 
-LogisticPdmpConstants LogisticPdmpConstants::make(const LogisticModel& model,
-                                                  const Vec& theta_map) {
+LogisticPdmpConstants LogisticPdmpConstants::make(const LogisticModel& model, const Vec& theta_map,
+                                                  const std::vector<double>& weight) {
   const Dataset& ds = model.data();
   LogisticPdmpConstants c;
   c.n = ds.n();
   c.p = model.dim();
   c.precision = model.prior().precision();
+  c.weight = weight.empty() ? std::vector<double>(c.p, 1.0) : weight;
   c.max_abs.assign(c.p, 0.0);
   c.cv.assign(c.p, 0.0);
   c.theta_map.assign(theta_map.data(), theta_map.data() + c.p);
@@ -47,23 +48,29 @@ LogisticPdmpConstants LogisticPdmpConstants::make(const LogisticModel& model,
 
 AffineBound bps_bound(const LogisticPdmpConstants& c, double lik, const double* theta,
                       const double* w) noexcept {
-  double wt = 0.0, ww = 0.0;
+  // wt = wᵀQθ/precision and wlw = wᵀQw/precision: the weight multiplies first, so that unit
+  // weights leave the sums as the scalar prior's.
+  double wt = 0.0, ww = 0.0, wlw = 0.0;
   for (std::size_t j = 0; j < c.p; ++j) {
-    wt += w[j] * theta[j];
+    const double lw = c.weight[j] * w[j];
+    wt += lw * theta[j];
     ww += w[j] * w[j];
+    wlw += lw * w[j];
   }
-  return {std::sqrt(ww) * lik + c.precision * wt, c.precision * ww};
+  return {std::sqrt(ww) * lik + c.precision * wt, c.precision * wlw};
 }
 
 AffineBound zigzag_ss_bound(const LogisticPdmpConstants& c, std::size_t j, const double* theta,
                             const double* v) noexcept {
-  return {static_cast<double>(c.n) * c.max_abs[j] + c.precision * v[j] * theta[j], c.precision};
+  const double lam = c.prec(j);
+  return {static_cast<double>(c.n) * c.max_abs[j] + lam * v[j] * theta[j], lam};
 }
 
 AffineBound zigzag_cv_bound(const LogisticPdmpConstants& c, std::size_t j, const double* theta,
                             const double* v, double dist) noexcept {
-  return {c.precision * v[j] * theta[j] + v[j] * c.grad_lik_map[j] + c.cv[j] * dist,
-          c.precision + c.cv[j] * std::sqrt(static_cast<double>(c.p))};
+  const double lam = c.prec(j);
+  return {lam * v[j] * theta[j] + v[j] * c.grad_lik_map[j] + c.cv[j] * dist,
+          lam + c.cv[j] * std::sqrt(static_cast<double>(c.p))};
 }
 
 }  // namespace flymc::pdmp

@@ -4,9 +4,21 @@
 #include <cmath>
 #include <limits>
 
+#include "../run_chains.hpp"
 #include "flymc/kernels/kernels.hpp"
 
 namespace flymc::detail {
+
+void PdmpShared::start(Rng& rng, double* u) const {
+  initial_theta(cfg, map, model.prior().sd, rng, u);
+  for (std::size_t j = 0; j < scale.size(); ++j) u[j] /= scale[j];
+}
+
+const double* PdmpShared::to_theta(const double* u, double* theta) const noexcept {
+  if (scale.empty()) return u;
+  for (std::size_t j = 0; j < scale.size(); ++j) theta[j] = scale[j] * u[j];
+  return theta;
+}
 
 void DatumGradients::coefficients(const Index* idx, std::size_t k, const double* theta_pad,
                                   double* coef) {
@@ -51,7 +63,8 @@ PdmpOutput::PdmpOutput(const PdmpShared& sh, int chain_id, DrawSink* sink,
       sink_(sink),
       p_(sh.model.dim()),
       path_(p_, sh.spacing, sh.cfg.warmup, sh.cfg.iters),
-      row_(sh.columns.size()) {
+      row_(sh.columns.size()),
+      theta_(p_) {
   res_.chain_id = chain_id;
   res_.kept = static_cast<std::size_t>((sh.cfg.iters + sh.cfg.thin - 1) / sh.cfg.thin);
   res_.draws.reserve(res_.kept * p_);
@@ -82,9 +95,11 @@ void PdmpOutput::proposal(bool accepted) noexcept {
 /// preconditioner as the metric), then the sampling tallies start.
 void PdmpOutput::end_warmup() {
   if (sink_) {
+    // The velocity's scale in θ, squared: S∘a (a the chain's own preconditioner).
     std::vector<double> inv(p_, 1.0);
     if (precond_)
       for (std::size_t j = 0; j < p_; ++j) inv[j] = (*precond_)[j] * (*precond_)[j];
+    for (std::size_t j = 0; j < sh_.scale.size(); ++j) inv[j] *= sh_.scale[j] * sh_.scale[j];
     sink_->adaptation(sh_.spacing, inv, false);
   }
   res_.warmup_seconds = warm_clock_.seconds();
@@ -94,11 +109,12 @@ void PdmpOutput::end_warmup() {
 }
 
 /// Grid point k (iteration k − 1): a kept draw every thin-th sampling iteration.
-void PdmpOutput::emit(long k, const double* theta) {
+void PdmpOutput::emit(long k, const double* u) {
   const RunConfig& cfg = sh_.cfg;
   if (gauge_ && ((k & 15) == 0 || k == cfg.warmup + cfg.iters)) gauge_->publish(k);
   if (k == cfg.warmup) end_warmup();
   if (k <= cfg.warmup || (k - 1 - cfg.warmup) % cfg.thin != 0) return;
+  const double* theta = sh_.to_theta(u, theta_.data());
   res_.lp.push_back(0.0);
   res_.draws.insert(res_.draws.end(), theta, theta + p_);
   if (sink_) {
@@ -126,7 +142,8 @@ ChainResult PdmpOutput::finish(double batch) {
   res_.batch_mean = batch;
   res_.bright_mean = std::numeric_limits<double>::quiet_NaN();
   res_.sampling_queries = res_.counters.queries - queries_at_sampling_;
-  res_.path_mean = path_.mean();
+  res_.path_mean = path_.mean();  // of u: θ's is S times it, the integral being linear
+  for (std::size_t j = 0; j < sh_.scale.size(); ++j) res_.path_mean[j] *= sh_.scale[j];
   if (sink_) sink_->end(res_.warmup_seconds, res_.sampling_seconds, res_.counters);
   return std::move(res_);
 }

@@ -2,7 +2,8 @@
 // Private: what the chains of the piecewise-deterministic samplers share (docs/math.md §7): the
 // run's read-only set-up (PdmpShared), per-datum gradients of logistic regression with their
 // query count (DatumGradients), and the chain's output (PdmpOutput): the discrete draws read off
-// the continuous path, the draw file's rows, the segment-integrated means, the tallies.
+// the continuous path, the draw file's rows, the segment-integrated means, the tallies. The
+// chains move in u = S⁻¹θ (S = I without preconditioning, §7.6); the output is in θ.
 #include <atomic>
 #include <string>
 #include <vector>
@@ -20,14 +21,20 @@ namespace flymc::detail {
 /// Everything the chains of one run share, read-only.
 struct PdmpShared {
   const RunConfig& cfg;
-  const LogisticModel& model;
-  const MapResult& map;
+  const LogisticModel& model;  // in the chains' coordinates u: features S x
+  const MapResult& map;        // of θ
   const pdmp::LogisticPdmpConstants& c;
-  double spacing = 1.0;    // Δ, path time per draw
-  double refresh = 0.0;    // λ_ref (BPS family)
-  double band_step = 1.0;  // SBPS: the band's interpolation step δ
-  double slope_sd = 1.0;   // SBPS: σ_β of the band's slope prior
+  const std::vector<double>& scale;  // S's diagonal; empty for S = I
+  double spacing = 1.0;              // Δ, path time per draw
+  double refresh = 0.0;              // λ_ref (BPS family)
+  double band_step = 1.0;            // SBPS: the band's interpolation step δ
+  double slope_sd = 1.0;             // SBPS: σ_β of the band's slope prior
   std::vector<std::string> columns;
+
+  /// A chain's starting point in u: initial_theta()'s θ, divided by S.
+  void start(Rng& rng, double* u) const;
+  /// θ = S u into theta (p entries); returns u itself for S = I.
+  const double* to_theta(const double* u, double* theta) const noexcept;
 };
 
 /// Gradients of U_i = −log σ(t_i x_i·θ): ∇U_i = c_i x_i. Every datum whose c_i is computed counts
@@ -70,7 +77,7 @@ class PdmpOutput {
 
   /// Before the first move; `gauge` (may be null) counts the grid points passed.
   void begin(ChainGauge* gauge);
-  /// Moves along θ + w·s, s ∈ [0, tau], tau ≤ remaining().
+  /// Moves along u + w·s, s ∈ [0, tau], tau ≤ remaining().
   void advance(const double* theta, const double* w, double tau);
   /// A proposed event was accepted (a bounce or a flip) or rejected.
   void proposal(bool accepted) noexcept;
@@ -83,7 +90,7 @@ class PdmpOutput {
   ChainResult finish(double batch);
 
  private:
-  void emit(long k, const double* theta);
+  void emit(long k, const double* u);
   void end_warmup();
 
   struct Window {  // since the last kept draw (and, in sampling, since the warm-up's end)
@@ -98,7 +105,7 @@ class PdmpOutput {
   ChainResult res_;
   Window window_, total_;
   std::uint64_t queries_at_row_ = 0, queries_at_sampling_ = 0;
-  std::vector<double> row_;
+  std::vector<double> row_, theta_;
   Stopwatch warm_clock_;
   Clock::time_point sampling_start_ = Clock::now();
 };

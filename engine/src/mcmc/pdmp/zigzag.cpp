@@ -28,7 +28,7 @@ ZigZagChain::ZigZagChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
 
 ChainResult ZigZagChain::run(ChainGauge* gauge) {
   theta_.resize(p_);
-  initial_theta(sh_.cfg, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
+  sh_.start(rng_, theta_.data());
   for (double& x : v_) x = rng_.uniform() < 0.5 ? -1.0 : 1.0;
   out_.begin(gauge);
   for (std::size_t j = 0; j < p_; ++j) schedule(j);
@@ -61,7 +61,7 @@ double ZigZagChain::estimate(std::size_t j) {
   const auto J = static_cast<Index>(rng_.below(n_));
   const double c = grads_.coefficient(J, theta_pad_.get());
   const double x = sh_.model.data().row(J)[j], nn = static_cast<double>(n_);
-  const double prior = sh_.c.precision * theta_[j];
+  const double prior = sh_.c.prec(j) * theta_[j];
   if (!cv_) return prior + nn * c * x;
   return prior + sh_.c.grad_lik_map[j] + nn * (c - sh_.c.coef_map[J]) * x;
 }

@@ -13,6 +13,7 @@
 /// one random stream per (seed, chain id) and no reduction across threads, so the draws do not
 /// depend on the thread count.
 #include <memory>
+#include <vector>
 
 #include "flymc/mcmc/sampler.hpp"
 
@@ -25,10 +26,11 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const SinkFactory& sinks, Progress* progress,
                    const CheckpointOptions* checkpoint);
 
-/// The automatic time scale of a run (docs/math.md §7.5): the mean Laplace standard deviation,
-/// times √D for the BPS family, whose unit speed is shared by D coordinates (a Zig-Zag
-/// coordinate moves at speed 1). The automatic --pdmp-spacing is this, and the automatic
-/// --refresh-rate its inverse.
-double pdmp_time_scale(Algo algo, const MapResult& map);
+/// The automatic time scale of a run (docs/math.md §7.5): the mean Laplace standard deviation
+/// in the chains' coordinates u = S⁻¹θ (`scale` is S's diagonal, empty for S = I; with S the
+/// Laplace sds it is 1), times √D for the BPS family, whose unit speed is shared by D
+/// coordinates (a Zig-Zag coordinate moves at speed 1). The automatic --pdmp-spacing is this,
+/// and the automatic --refresh-rate its inverse.
+double pdmp_time_scale(Algo algo, const MapResult& map, const std::vector<double>& scale = {});
 
 }  // namespace flymc

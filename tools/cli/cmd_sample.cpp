@@ -576,12 +576,15 @@ void add_sample_command(CLI::App& app) {
       s, "--refresh-rate", c.refresh_rate, [](double x) { return x >= 0.0 && x <= 1e100; }, ">= 0",
       "BPS family: velocity refreshments per unit path time (0: none); auto: one per "
       "automatic --pdmp-spacing");
-  const std::map<std::string, PdmpPrecondition> preconds{{"laplace", PdmpPrecondition::laplace},
-                                                         {"none", PdmpPrecondition::none}};
+  const std::map<std::string, PdmpPrecondition> preconds{
+      {"laplace", PdmpPrecondition::laplace},
+      {"laplace-diag", PdmpPrecondition::laplace_diag},
+      {"none", PdmpPrecondition::none}};
   add_enum_option(s, "--pdmp-precondition", c.pdmp_precondition, preconds,
-                  "Piecewise-deterministic samplers: laplace moves the particle in theta scaled "
-                  "by the Laplace sds at the MAP (still exact; the draws are theta), none in "
-                  "theta itself",
+                  "Piecewise-deterministic samplers: laplace moves the particle in u with "
+                  "theta = L u, L the Cholesky factor of the Laplace covariance at the MAP; "
+                  "laplace-diag scales theta by the Laplace sds only; none moves in theta itself "
+                  "(all exact; the draws are theta)",
                   "laplace");
   s->add_option("--barker-temper", c.barker_temper,
                 "minibatch-mh: K >= 1; K > 1 tests Delta/K, which samples the TEMPERED posterior "

@@ -146,7 +146,12 @@ const char* to_string(SoftmaxBoundKind b) noexcept {
   return b == SoftmaxBoundKind::bohning ? "bohning" : "tight";
 }
 const char* to_string(PdmpPrecondition p) noexcept {
-  return p == PdmpPrecondition::laplace ? "laplace" : "none";
+  switch (p) {
+    case PdmpPrecondition::laplace: return "laplace";
+    case PdmpPrecondition::laplace_diag: return "laplace-diag";
+    case PdmpPrecondition::none: return "none";
+  }
+  return "?";
 }
 
 void RunConfig::validate_approximate() const {

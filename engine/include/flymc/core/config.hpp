@@ -86,9 +86,10 @@ enum class SoftmaxBoundKind { bohning, tight };
 /// direction drawn from N(0, metric).
 enum class SliceMode { coordinate, direction };
 /// The piecewise-deterministic samplers' coordinates (docs/math.md §7.6): `laplace` moves in
-/// u = S⁻¹θ, S the diagonal of the Laplace sds at θ_MAP, so that the event rates follow no one
-/// narrow direction; `none` moves in θ itself. A fixed S keeps the exact samplers exact.
-enum class PdmpPrecondition { laplace, none };
+/// u = T⁻¹θ, T the Cholesky factor of the Laplace covariance at θ_MAP, so that the posterior is
+/// near the standard normal in u; `laplace_diag` takes T = diag(Laplace sds), which rescales but
+/// does not decorrelate; `none` moves in θ itself. A fixed T keeps the exact samplers exact.
+enum class PdmpPrecondition { laplace, laplace_diag, none };
 
 /// The automatic implicit z-update rate: q = min(0.01, max(100, 4·B)/N), B the expected bright
 /// count. A dark datum with bright odds r_n turns bright at rate min(q, r_n) per sweep

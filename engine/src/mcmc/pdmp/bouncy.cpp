@@ -78,6 +78,7 @@ void BouncyChain::set_velocity() {
 void BouncyChain::move(double tau) {
   out_.advance(theta_.data(), w_.data(), tau);
   for (std::size_t j = 0; j < p_; ++j) theta_[j] += w_[j] * tau;
+  if (tau > 0.0) fresh_ = false;
 }
 
 /// A fresh velocity, uniform on the sphere (in the preconditioned coordinates for pSBPS).
@@ -95,15 +96,18 @@ void BouncyChain::observe() {
   std::copy(theta_.begin(), theta_.end(), theta_pad_.get());
   if (full_) {
     grads_.full(sh_.model, theta_pad_.get(), grad_pad_.get());
-    for (std::size_t j = 0; j < p_; ++j) g_[j] = grad_pad_[j] + sh_.c.prec(j) * theta_[j];
+    std::copy(grad_pad_.get(), grad_pad_.get() + p_, g_.begin());
+    sh_.c.add_prior_grad(theta_.data(), g_.data());
   } else {
     drawer_.restart();
     batch_idx_ = drawer_.extend(rng_, batch_);
     grads_.coefficients(batch_idx_, batch_, theta_pad_.get(), coef_.data());
-    for (std::size_t j = 0; j < p_; ++j) g_[j] = sh_.c.prec(j) * theta_[j];
+    std::fill(g_.begin(), g_.end(), 0.0);
+    sh_.c.add_prior_grad(theta_.data(), g_.data());
     grads_.accumulate(batch_idx_, batch_, coef_.data(),
                       static_cast<double>(n_) / static_cast<double>(batch_), g_.data());
   }
+  fresh_ = true;
   if (!band_) return;
   if (precondition_ && !out_.sampling()) {
     for (std::size_t j = 0; j < p_; ++j)
@@ -135,9 +139,14 @@ void BouncyChain::adapt_preconditioner() {
   for (double& x : a_) x /= mean;
 }
 
-/// Exact BPS and lipSBPS: the next proposal of the affine bound, then thinning by [w·ĝ]_+.
+/// Exact BPS and lipSBPS: the next proposal of the affine bound, then thinning by [w·ĝ]_+. BPS
+/// bounds from the exact gradient where the particle is, so it observes first if it moved
+/// without one (a refreshment); a proposal, accepted or not, leaves g_ fresh for the next bound.
 void BouncyChain::step_thinned() {
-  const pdmp::AffineBound bd = pdmp::bps_bound(sh_.c, lik_bound_, theta_.data(), w_.data());
+  if (full_ && !fresh_) observe();
+  const pdmp::AffineBound bd =
+      full_ ? pdmp::bps_curvature_bound(sh_.c, g_.data(), w_.data())
+            : pdmp::bps_bound(sh_.c, lik_bound_, theta_.data(), w_.data());
   const double t_ev = pdmp::affine_rate_time(bd.a, bd.b, pdmp::exp1(rng_));
   const double t_ref = next_refresh_ - out_.path().now();
   const double t = std::min({t_ev, t_ref, out_.remaining()});

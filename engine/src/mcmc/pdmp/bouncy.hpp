@@ -51,6 +51,7 @@ class BouncyChain {
   double gw_ = 0.0, var_ = 0.0;  // SBPS: the last observation G = w·ĝ and its variance
   double since_bounce_ = 0.0;    // SBPS: the band's time origin is the last bounce
   bool sq_started_ = false;      // pSBPS: the running mean of ĝ∘ĝ has its first term
+  bool fresh_ = false;           // g_ is the gradient at theta_ (the particle has not moved)
   pdmp::RegressionBand bandfit_;
   pdmp::PiecewiseLinearRate rate_;
 };

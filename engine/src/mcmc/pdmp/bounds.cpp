@@ -11,14 +11,32 @@ double logistic_coef(double label, double dot) noexcept {
   return -label * std::exp(kernels::log_sigmoid(-label * dot));
 }
 
+double LogisticPdmpConstants::prior_grad(std::size_t j, const double* theta) const noexcept {
+  if (q.size() == 0) return precision * theta[j];
+  return q.row(static_cast<Eigen::Index>(j)).dot(Eigen::Map<const Vec>(theta, q.cols()));
+}
+
+void LogisticPdmpConstants::add_prior_grad(const double* theta, double* g) const noexcept {
+  if (q.size() == 0) {
+    for (std::size_t j = 0; j < p; ++j) g[j] += precision * theta[j];
+    return;
+  }
+  const auto pp = static_cast<Eigen::Index>(p);
+  Eigen::Map<Vec>(g, pp).noalias() += q * Eigen::Map<const Vec>(theta, pp);
+}
+
 LogisticPdmpConstants LogisticPdmpConstants::make(const LogisticModel& model, const Vec& theta_map,
-                                                  const std::vector<double>& weight) {
+                                                  const Mat& q) {
   const Dataset& ds = model.data();
   LogisticPdmpConstants c;
   c.n = ds.n();
   c.p = model.dim();
   c.precision = model.prior().precision();
-  c.weight = weight.empty() ? std::vector<double>(c.p, 1.0) : weight;
+  c.q = q;
+  c.slope.assign(c.p, c.precision);
+  if (q.size() != 0)
+    for (std::size_t j = 0; j < c.p; ++j)
+      c.slope[j] = q.row(static_cast<Eigen::Index>(j)).cwiseAbs().sum();
   c.max_abs.assign(c.p, 0.0);
   c.cv.assign(c.p, 0.0);
   c.theta_map.assign(theta_map.data(), theta_map.data() + c.p);
@@ -46,31 +64,60 @@ LogisticPdmpConstants LogisticPdmpConstants::make(const LogisticModel& model, co
   return c;
 }
 
+void LogisticPdmpConstants::fill_curvature(const LogisticModel& model) {
+  using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Stride = Eigen::OuterStride<>;
+  const Dataset& ds = model.data();
+  const auto pp = static_cast<Eigen::Index>(p);
+  const Eigen::Map<const RowMat, 0, Stride> x(ds.data(), static_cast<Eigen::Index>(n), pp,
+                                              Stride(static_cast<Eigen::Index>(ds.stride())));
+  curvature = Mat::Zero(pp, pp);
+  curvature.selfadjointView<Eigen::Lower>().rankUpdate(x.transpose(), 0.25);
+  curvature = curvature.selfadjointView<Eigen::Lower>();
+  if (q.size() == 0) {
+    curvature.diagonal().array() += precision;
+  } else {
+    curvature += q;
+  }
+}
+
+AffineBound bps_curvature_bound(const LogisticPdmpConstants& c, const double* g,
+                                const double* w) noexcept {
+  const auto pp = static_cast<Eigen::Index>(c.p);
+  const Eigen::Map<const Vec> wv(w, pp), gv(g, pp);
+  return {wv.dot(gv), wv.dot(c.curvature * wv)};
+}
+
 AffineBound bps_bound(const LogisticPdmpConstants& c, double lik, const double* theta,
                       const double* w) noexcept {
-  // wt = wᵀQθ/precision and wlw = wᵀQw/precision: the weight multiplies first, so that unit
-  // weights leave the sums as the scalar prior's.
-  double wt = 0.0, ww = 0.0, wlw = 0.0;
-  for (std::size_t j = 0; j < c.p; ++j) {
-    const double lw = c.weight[j] * w[j];
-    wt += lw * theta[j];
-    ww += w[j] * w[j];
-    wlw += lw * w[j];
+  double ww = 0.0;
+  for (std::size_t j = 0; j < c.p; ++j) ww += w[j] * w[j];
+  if (c.q.size() == 0) {
+    double wt = 0.0;
+    for (std::size_t j = 0; j < c.p; ++j) wt += w[j] * theta[j];
+    return {std::sqrt(ww) * lik + c.precision * wt, c.precision * ww};
   }
-  return {std::sqrt(ww) * lik + c.precision * wt, c.precision * wlw};
+  const auto pp = static_cast<Eigen::Index>(c.p);
+  const Eigen::Map<const Vec> wv(w, pp), tv(theta, pp);
+  const Vec qw = c.q * wv;  // Q symmetric: wᵀQθ = (Qw)·θ
+  return {std::sqrt(ww) * lik + qw.dot(tv), qw.dot(wv)};
 }
 
 AffineBound zigzag_ss_bound(const LogisticPdmpConstants& c, std::size_t j, const double* theta,
                             const double* v) noexcept {
-  const double lam = c.prec(j);
-  return {static_cast<double>(c.n) * c.max_abs[j] + lam * v[j] * theta[j], lam};
+  if (c.q.size() == 0) {
+    const double lam = c.precision;
+    return {static_cast<double>(c.n) * c.max_abs[j] + lam * v[j] * theta[j], lam};
+  }
+  return {static_cast<double>(c.n) * c.max_abs[j] + v[j] * c.prior_grad(j, theta), c.slope[j]};
 }
 
 AffineBound zigzag_cv_bound(const LogisticPdmpConstants& c, std::size_t j, const double* theta,
                             const double* v, double dist) noexcept {
-  const double lam = c.prec(j);
-  return {lam * v[j] * theta[j] + v[j] * c.grad_lik_map[j] + c.cv[j] * dist,
-          lam + c.cv[j] * std::sqrt(static_cast<double>(c.p))};
+  const double prior =
+      c.q.size() == 0 ? c.precision * v[j] * theta[j] : v[j] * c.prior_grad(j, theta);
+  return {prior + v[j] * c.grad_lik_map[j] + c.cv[j] * dist,
+          c.slope[j] + c.cv[j] * std::sqrt(static_cast<double>(c.p))};
 }
 
 }  // namespace flymc::pdmp

@@ -18,65 +18,74 @@ constexpr double kBandNodesPerScale = 16.0;
 
 bool is_zigzag(Algo a) { return a == Algo::zigzag_ss || a == Algo::zigzag_cv; }
 
-/// S of the coordinates u = S⁻¹θ the chains move in (docs/math.md §7.6): the Laplace sds at
-/// θ_MAP, or empty (S = I) for --pdmp-precondition none. A coordinate whose sd is not a finite
-/// positive number keeps the scale 1, so that a failed fit cannot break the run.
-std::vector<double> chain_scale(const RunConfig& cfg, const MapResult& map) {
+/// T of the coordinates u = T⁻¹θ the chains move in (docs/math.md §7.6): the Cholesky factor of
+/// the Laplace covariance (laplace), its diagonal's square roots (laplace-diag), or empty, T = I
+/// (none). Where the fit gives no usable factor (a covariance that is not positive definite, a
+/// variance that is not a finite positive number) the diagonal, then the identity, stands in for
+/// it, so that a failed fit cannot break the run.
+Mat chain_transform(const RunConfig& cfg, const MapResult& map) {
   if (cfg.pdmp_precondition == PdmpPrecondition::none) return {};
-  std::vector<double> s(static_cast<std::size_t>(map.covariance.rows()), 1.0);
-  for (std::size_t j = 0; j < s.size(); ++j) {
-    const double v = map.covariance(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(j));
-    if (std::isfinite(v) && v > 0.0 && std::isfinite(std::sqrt(v))) s[j] = std::sqrt(v);
+  const Mat& cov = map.covariance;
+  if (cfg.pdmp_precondition == PdmpPrecondition::laplace) {
+    const Eigen::LLT<Mat> llt(cov);
+    if (llt.info() == Eigen::Success && llt.matrixL().toDenseMatrix().allFinite())
+      return llt.matrixL().toDenseMatrix();
   }
-  return s;
+  Mat t = Mat::Identity(cov.rows(), cov.cols());
+  for (Eigen::Index j = 0; j < cov.rows(); ++j) {
+    const double v = cov(j, j);
+    if (std::isfinite(v) && v > 0.0 && std::isfinite(std::sqrt(v))) t(j, j) = std::sqrt(v);
+  }
+  return t;
 }
 
-/// The features S x, built once per run and shared by every chain (u·(S x) = θ·x).
-std::shared_ptr<const Dataset> scaled_data(const Dataset& ds, const std::vector<double>& s) {
+/// The features Tᵀx (rows of X T, one GEMM), built once per run and shared by every chain:
+/// u·(Tᵀx) = θ·x.
+std::shared_ptr<const Dataset> transformed_data(const Dataset& ds, const Mat& t) {
+  using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Stride = Eigen::OuterStride<>;
   auto out = std::make_shared<Dataset>(ds.n(), ds.d(), ds.source());
-  for (std::size_t i = 0; i < ds.n(); ++i) {
-    const double* x = ds.row(i);
-    double* y = out->mutable_row(i);
-    for (std::size_t j = 0; j < ds.d(); ++j) y[j] = s[j] * x[j];
-  }
+  const auto n = static_cast<Eigen::Index>(ds.n()), p = static_cast<Eigen::Index>(ds.d());
+  const Eigen::Map<const RowMat, 0, Stride> x(ds.data(), n, p,
+                                              Stride(static_cast<Eigen::Index>(ds.stride())));
+  Eigen::Map<RowMat, 0, Stride> y(out->mutable_row(0), n, p,
+                                  Stride(static_cast<Eigen::Index>(out->stride())));
+  y.noalias() = x * t;
   out->mutable_y().assign(ds.y().begin(), ds.y().end());
   return out;
 }
 
-/// The prior's precision weights in u: λ_j = s_j²/σ², so weight s_j² (empty for S = I).
-std::vector<double> prior_weight(const std::vector<double>& s) {
-  std::vector<double> w(s.size());
-  for (std::size_t j = 0; j < s.size(); ++j) w[j] = s[j] * s[j];
-  return w;
+/// The prior's precision in u: TᵀT/σ² (empty for T = I).
+Mat prior_precision(const Mat& t, double precision) {
+  if (t.size() == 0) return {};
+  return precision * (t.transpose() * t);
 }
 
-/// u_MAP = S⁻¹θ_MAP, the control variates' point in the chains' coordinates.
-Vec chain_map(const MapResult& map, const std::vector<double>& s) {
-  Vec u = map.theta;
-  for (std::size_t j = 0; j < s.size(); ++j) u[static_cast<Eigen::Index>(j)] /= s[j];
-  return u;
+/// u_MAP = T⁻¹θ_MAP, the control variates' point in the chains' coordinates.
+Vec chain_map(const MapResult& map, const Mat& t) {
+  if (t.size() == 0) return map.theta;
+  return t.triangularView<Eigen::Lower>().solve(map.theta);
 }
 
 /// σ_β of SBPS's slope prior: the trace of the Laplace precision in the chains' coordinates
-/// (S Σ⁻¹ S), at least its largest eigenvalue, so the prior is weak beside what G's slope w·H·w
+/// (TᵀΣ⁻¹T), at least its largest eigenvalue, so the prior is weak beside what G's slope w·H·w
 /// can be for |w| ≈ 1.
-double slope_prior_sd(const MapResult& map, const std::vector<double>& s) {
+double slope_prior_sd(const MapResult& map, const Mat& t) {
   const Mat prec = map.covariance.inverse();
-  double tr = 0.0;
-  for (Eigen::Index j = 0; j < prec.rows(); ++j)
-    tr += s.empty() ? prec(j, j)
-                    : prec(j, j) * s[static_cast<std::size_t>(j)] * s[static_cast<std::size_t>(j)];
+  const double tr = t.size() == 0 ? prec.trace() : (t.transpose() * prec * t).trace();
   return std::isfinite(tr) && tr > 0.0 ? tr : 1.0;
 }
 }  // namespace
 
-double pdmp_time_scale(Algo algo, const MapResult& map, const std::vector<double>& scale) {
+double pdmp_time_scale(Algo algo, const MapResult& map, const Mat& transform) {
   const auto p = map.covariance.rows();
-  double s = 0.0;
-  for (Eigen::Index j = 0; j < p; ++j) {
-    const double sd = std::sqrt(map.covariance(j, j));
-    s += scale.empty() ? sd : sd / scale[static_cast<std::size_t>(j)];
+  Mat cov = map.covariance;  // in u: T⁻¹ Σ T⁻ᵀ
+  if (transform.size() != 0) {
+    const Mat a = transform.triangularView<Eigen::Lower>().solve(cov);
+    cov = transform.triangularView<Eigen::Lower>().solve(a.transpose());
   }
+  double s = 0.0;
+  for (Eigen::Index j = 0; j < p; ++j) s += std::sqrt(cov(j, j));
   s /= static_cast<double>(p);
   return is_zigzag(algo) ? s : s * std::sqrt(static_cast<double>(p));
 }
@@ -88,23 +97,25 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   const Stopwatch setup_clock;
   const LogisticModel model(data, cfg);
   RunResult out = detail::start_logistic_run(cfg, model, checkpoint);
-  const std::vector<double> scale = chain_scale(cfg, out.map);
-  std::optional<LogisticModel> scaled;
-  if (!scale.empty()) scaled.emplace(scaled_data(*data, scale), cfg);
-  const LogisticModel& chain_model = scaled ? *scaled : model;
-  const auto consts = pdmp::LogisticPdmpConstants::make(chain_model, chain_map(out.map, scale),
-                                                        prior_weight(scale));
-  const double time_scale = pdmp_time_scale(cfg.algo, out.map, scale);
+  const Mat transform = chain_transform(cfg, out.map);
+  std::optional<LogisticModel> moved;
+  if (transform.size() != 0) moved.emplace(transformed_data(*data, transform), cfg);
+  const LogisticModel& chain_model = moved ? *moved : model;
+  auto consts = pdmp::LogisticPdmpConstants::make(
+      chain_model, chain_map(out.map, transform),
+      prior_precision(transform, model.prior().precision()));
+  if (cfg.algo == Algo::bps) consts.fill_curvature(chain_model);
+  const double time_scale = pdmp_time_scale(cfg.algo, out.map, transform);
   const detail::PdmpShared sh{
       cfg,
       chain_model,
       out.map,
       consts,
-      scale,
+      transform,
       cfg.pdmp_spacing.value_or(time_scale),
       is_zigzag(cfg.algo) ? 0.0 : cfg.refresh_rate.value_or(1.0 / time_scale),
       time_scale / kBandNodesPerScale,
-      slope_prior_sd(out.map, scale),
+      slope_prior_sd(out.map, transform),
       pdmp_draw_columns(out.names)};
   out.pdmp_spacing = sh.spacing;
   if (!is_zigzag(cfg.algo)) out.refresh_rate = sh.refresh;

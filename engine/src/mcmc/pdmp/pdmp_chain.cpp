@@ -11,12 +11,16 @@ namespace flymc::detail {
 
 void PdmpShared::start(Rng& rng, double* u) const {
   initial_theta(cfg, map, model.prior().sd, rng, u);
-  for (std::size_t j = 0; j < scale.size(); ++j) u[j] /= scale[j];
+  if (transform.size() == 0) return;
+  Eigen::Map<Vec> uv(u, transform.rows());
+  transform.triangularView<Eigen::Lower>().solveInPlace(uv);
 }
 
 const double* PdmpShared::to_theta(const double* u, double* theta) const noexcept {
-  if (scale.empty()) return u;
-  for (std::size_t j = 0; j < scale.size(); ++j) theta[j] = scale[j] * u[j];
+  if (transform.size() == 0) return u;
+  const auto p = transform.rows();
+  Eigen::Map<Vec>(theta, p).noalias() =
+      transform.triangularView<Eigen::Lower>() * Eigen::Map<const Vec>(u, p);
   return theta;
 }
 
@@ -95,11 +99,21 @@ void PdmpOutput::proposal(bool accepted) noexcept {
 /// preconditioner as the metric), then the sampling tallies start.
 void PdmpOutput::end_warmup() {
   if (sink_) {
-    // The velocity's scale in θ, squared: S∘a (a the chain's own preconditioner).
+    // The velocity's scale in θ, squared: diag(T A² Tᵀ), A = diag(a) the chain's own
+    // preconditioner (pSBPS) or I.
     std::vector<double> inv(p_, 1.0);
     if (precond_)
       for (std::size_t j = 0; j < p_; ++j) inv[j] = (*precond_)[j] * (*precond_)[j];
-    for (std::size_t j = 0; j < sh_.scale.size(); ++j) inv[j] *= sh_.scale[j] * sh_.scale[j];
+    if (sh_.transform.size() != 0) {
+      const std::vector<double> a2 = inv;
+      for (std::size_t j = 0; j < p_; ++j) {
+        inv[j] = 0.0;
+        for (std::size_t k = 0; k <= j; ++k) {
+          const double t = sh_.transform(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(k));
+          inv[j] += t * t * a2[k];
+        }
+      }
+    }
     sink_->adaptation(sh_.spacing, inv, false);
   }
   res_.warmup_seconds = warm_clock_.seconds();
@@ -142,8 +156,11 @@ ChainResult PdmpOutput::finish(double batch) {
   res_.batch_mean = batch;
   res_.bright_mean = std::numeric_limits<double>::quiet_NaN();
   res_.sampling_queries = res_.counters.queries - queries_at_sampling_;
-  res_.path_mean = path_.mean();  // of u: θ's is S times it, the integral being linear
-  for (std::size_t j = 0; j < sh_.scale.size(); ++j) res_.path_mean[j] *= sh_.scale[j];
+  res_.path_mean = path_.mean();  // of u: θ's is T times it, the integral being linear
+  if (sh_.transform.size() != 0) {
+    const std::vector<double> u = res_.path_mean;
+    sh_.to_theta(u.data(), res_.path_mean.data());
+  }
   if (sink_) sink_->end(res_.warmup_seconds, res_.sampling_seconds, res_.counters);
   return std::move(res_);
 }

@@ -3,7 +3,7 @@
 // run's read-only set-up (PdmpShared), per-datum gradients of logistic regression with their
 // query count (DatumGradients), and the chain's output (PdmpOutput): the discrete draws read off
 // the continuous path, the draw file's rows, the segment-integrated means, the tallies. The
-// chains move in u = S⁻¹θ (S = I without preconditioning, §7.6); the output is in θ.
+// chains move in u = T⁻¹θ (T = I without preconditioning, §7.6); the output is in θ.
 #include <atomic>
 #include <string>
 #include <vector>
@@ -21,19 +21,19 @@ namespace flymc::detail {
 /// Everything the chains of one run share, read-only.
 struct PdmpShared {
   const RunConfig& cfg;
-  const LogisticModel& model;  // in the chains' coordinates u: features S x
+  const LogisticModel& model;  // in the chains' coordinates u: features Tᵀx
   const MapResult& map;        // of θ
   const pdmp::LogisticPdmpConstants& c;
-  const std::vector<double>& scale;  // S's diagonal; empty for S = I
+  const Mat& transform;        // T, lower triangular; empty for T = I
   double spacing = 1.0;              // Δ, path time per draw
   double refresh = 0.0;              // λ_ref (BPS family)
   double band_step = 1.0;            // SBPS: the band's interpolation step δ
   double slope_sd = 1.0;             // SBPS: σ_β of the band's slope prior
   std::vector<std::string> columns;
 
-  /// A chain's starting point in u: initial_theta()'s θ, divided by S.
+  /// A chain's starting point in u: T⁻¹ times initial_theta()'s θ.
   void start(Rng& rng, double* u) const;
-  /// θ = S u into theta (p entries); returns u itself for S = I.
+  /// θ = T u into theta (p entries); returns u itself for T = I.
   const double* to_theta(const double* u, double* theta) const noexcept;
 };
 

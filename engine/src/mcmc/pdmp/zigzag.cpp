@@ -61,7 +61,7 @@ double ZigZagChain::estimate(std::size_t j) {
   const auto J = static_cast<Index>(rng_.below(n_));
   const double c = grads_.coefficient(J, theta_pad_.get());
   const double x = sh_.model.data().row(J)[j], nn = static_cast<double>(n_);
-  const double prior = sh_.c.prec(j) * theta_[j];
+  const double prior = sh_.c.prior_grad(j, theta_.data());
   if (!cv_) return prior + nn * c * x;
   return prior + sh_.c.grad_lik_map[j] + nn * (c - sh_.c.coef_map[J]) * x;
 }

@@ -1,11 +1,11 @@
 #pragma once
 /// @file bounds.hpp
 /// The event-rate bounds of the exact piecewise-deterministic samplers on logistic regression
-/// with a N(0, Q⁻¹) prior, Q = diag(λ_j) (docs/math.md §7.1–7.2, §7.6). Potential
-/// U = U_0 + Σ_i U_i with U_0(θ) = θᵀQθ/2 and U_i(θ) = −log σ(t_i x_i·θ), so ∇U_i = c_i x_i with
-/// c_i = −t_i σ(−t_i x_i·θ), |c_i| < 1, and c_i has slope at most 1/4 in x_i·θ. λ_j = 1/σ² for
-/// the sampler in θ; in the preconditioned coordinates u = S⁻¹θ the features are S x and
-/// λ_j = s_j²/σ².
+/// with a N(0, Q⁻¹) prior (docs/math.md §7.1–7.2, §7.6). Potential U = U_0 + Σ_i U_i with
+/// U_0(θ) = θᵀQθ/2 and U_i(θ) = −log σ(t_i x_i·θ), so ∇U_i = c_i x_i with
+/// c_i = −t_i σ(−t_i x_i·θ), |c_i| < 1, and c_i has slope at most 1/4 in x_i·θ. Q = I/σ² for
+/// the sampler in θ; in the preconditioned coordinates u = T⁻¹θ the features are Tᵀx and
+/// Q = TᵀT/σ², dense unless T is diagonal.
 ///
 /// Every bound is [a + b·s]_+ along the segment θ + w·s, s ≥ 0, from the segment's start: the
 /// prior's part of the rate is affine in s (its gradient Qθ grows along the ray), the
@@ -29,10 +29,12 @@ struct AffineBound {
 /// What the bounds need of the data and of θ_MAP, computed once per run.
 struct LogisticPdmpConstants {
   std::size_t n = 0, p = 0;
-  /// The prior's precision λ_j = precision·weight[j]: 1/σ² times a per-coordinate weight (all
-  /// ones in θ). Kept factored so that unit weights do the scalar prior's arithmetic exactly.
+  /// The prior's precision: precision·I when q is empty (the sampler in θ), else the matrix q
+  /// (the preconditioned coordinates). The scalar case keeps its own arithmetic, so that the
+  /// unpreconditioned samplers' draws do not change with the matrix code.
   double precision = 1.0;
-  std::vector<double> weight;
+  Mat q;
+  std::vector<double> slope;         ///< per coordinate j: Σ_k |Q_jk|, the prior rate's growth
   double sum_norm = 0.0;             ///< Σ_i ‖x_i‖
   double max_norm = 0.0;             ///< max_i ‖x_i‖
   std::vector<double> max_abs;       ///< per coordinate j: max_i |x_ij|
@@ -40,14 +42,21 @@ struct LogisticPdmpConstants {
   std::vector<double> theta_map;     ///< θ* of the control variates
   std::vector<double> grad_lik_map;  ///< ∇ Σ_i U_i(θ*)
   std::vector<double> coef_map;      ///< c_i(θ*) per datum
+  /// M = Q + Σ_i x_i x_iᵀ/4 ≥ ∇²U everywhere (BPS with the full gradient; empty unless
+  /// fill_curvature() ran).
+  Mat curvature;
 
-  /// λ_j of the prior.
-  double prec(std::size_t j) const noexcept { return precision * weight[j]; }
+  /// (Qθ)_j, the prior's part of ∂_j U.
+  double prior_grad(std::size_t j, const double* theta) const noexcept;
+  /// g[0..p) += Qθ.
+  void add_prior_grad(const double* theta, double* g) const noexcept;
 
   /// Computes the constants (one pass over the data, N gradient evaluations at θ*). The prior's
-  /// precision is the model's times `weight` (empty: all ones).
+  /// precision is `q` (empty: the model's 1/σ² times I).
   static LogisticPdmpConstants make(const LogisticModel& model, const Vec& theta_map,
-                                    const std::vector<double>& weight = {});
+                                    const Mat& q = {});
+  /// Computes `curvature` from the model's data (one GEMM, O(N·p²)).
+  void fill_curvature(const LogisticModel& model);
 };
 
 /// BPS and lipSBPS: [w·∇Û(θ + w·s)]_+ ≤ [|w|·lik + wᵀQθ + wᵀQw·s]_+ for any estimate Û
@@ -56,15 +65,22 @@ struct LogisticPdmpConstants {
 AffineBound bps_bound(const LogisticPdmpConstants& c, double lik, const double* theta,
                       const double* w) noexcept;
 
+/// BPS with the full gradient, from a point where ∇U = g is known: along θ + w·s the rate's
+/// derivative is wᵀ∇²U w ≤ wᵀMw (c.curvature), so [w·∇U(θ + w·s)]_+ ≤ [w·g + wᵀMw·s]_+. Tight
+/// at s = 0, unlike bps_bound's, and a rejected proposal restarts it from the proposal's g.
+AffineBound bps_curvature_bound(const LogisticPdmpConstants& c, const double* g,
+                                const double* w) noexcept;
+
 /// Zig-Zag with subsampling, coordinate j, velocity v_j = ±1: the estimate
-/// E_j = λ_j θ_j + N·c_J x_Jj satisfies [v_j E_j]_+ ≤ [N·max_i |x_ij| + λ_j (v_j θ_j + s)]_+.
+/// E_j = (Qθ)_j + N·c_J x_Jj satisfies [v_j E_j]_+ ≤ [N·max_i |x_ij| + v_j (Qθ)_j + slope_j·s]_+
+/// whatever the other coordinates' velocities do along the way (|v_k| = 1).
 AffineBound zigzag_ss_bound(const LogisticPdmpConstants& c, std::size_t j, const double* theta,
                             const double* v) noexcept;
 
-/// Zig-Zag with control variates, coordinate j: E_j = λ_j θ_j + ∂_j U_lik(θ*) +
+/// Zig-Zag with control variates, coordinate j: E_j = (Qθ)_j + ∂_j U_lik(θ*) +
 /// N·(c_J(θ) − c_J(θ*))·x_Jj, with |N·(c_J(θ) − c_J(θ*))·x_Jj| ≤ C_j·‖θ − θ*‖ and
-/// ‖θ + v·s − θ*‖ ≤ ‖θ − θ*‖ + √p·s: a = λ_j v_j θ_j + v_j ∂_j U_lik(θ*) + C_j·dist,
-/// b = λ_j + C_j·√p, where dist = ‖θ − θ*‖.
+/// ‖θ + v·s − θ*‖ ≤ ‖θ − θ*‖ + √p·s: a = v_j (Qθ)_j + v_j ∂_j U_lik(θ*) + C_j·dist,
+/// b = slope_j + C_j·√p, where dist = ‖θ − θ*‖.
 AffineBound zigzag_cv_bound(const LogisticPdmpConstants& c, std::size_t j, const double* theta,
                             const double* v, double dist) noexcept;
 

@@ -27,10 +27,10 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const CheckpointOptions* checkpoint);
 
 /// The automatic time scale of a run (docs/math.md §7.5): the mean Laplace standard deviation
-/// in the chains' coordinates u = S⁻¹θ (`scale` is S's diagonal, empty for S = I; with S the
-/// Laplace sds it is 1), times √D for the BPS family, whose unit speed is shared by D
-/// coordinates (a Zig-Zag coordinate moves at speed 1). The automatic --pdmp-spacing is this,
-/// and the automatic --refresh-rate its inverse.
-double pdmp_time_scale(Algo algo, const MapResult& map, const std::vector<double>& scale = {});
+/// in the chains' coordinates u = T⁻¹θ (`transform` is T, lower triangular, empty for T = I;
+/// with T a factor of the Laplace covariance it is 1), times √D for the BPS family, whose unit
+/// speed is shared by D coordinates (a Zig-Zag coordinate moves at speed 1). The automatic
+/// --pdmp-spacing is this, and the automatic --refresh-rate its inverse.
+double pdmp_time_scale(Algo algo, const MapResult& map, const Mat& transform = {});
 
 }  // namespace flymc

@@ -245,8 +245,8 @@ CompareRow measure_row(const CompareOptions& o, const std::string& algo, const R
     row.mean_error_sd_max =
         std::max(row.mean_error_sd_max, std::fabs(s.mean - ref.mean[j]) / ref.sd[j]);
     row.sd_error_rel_max = std::max(row.sd_error_rel_max, std::fabs(s.sd / ref.sd[j] - 1.0));
-    row.mean_z_max = std::max(row.mean_z_max, std::fabs(s.mean - ref.mean[j]) /
-                                                  std::hypot(s.mcse_mean, ref.mcse[j]));
+    row.mean_z_max = std::max(
+        row.mean_z_max, std::fabs(s.mean - ref.mean[j]) / std::hypot(s.mcse_mean, ref.mcse[j]));
   }
   return row;
 }

@@ -95,6 +95,9 @@ void check_bounds(const std::shared_ptr<const Dataset>& ds, const Mat& q, std::u
   const MapResult map = model.find_map();
   auto c = pdmp::LogisticPdmpConstants::make(model, map.theta, q);
   c.fill_curvature(model);
+  auto ss = c, cvc = c;  // Zig-Zag's weighted draws: by |x_ij|, and by |x_ij|·‖x_i‖
+  ss.fill_zigzag(model, false);
+  cvc.fill_zigzag(model, true);
   const RateCase rc{c, *ds};
   Rng rng(seed, 1);
   const double nn = static_cast<double>(c.n);
@@ -128,13 +131,18 @@ void check_bounds(const std::shared_ptr<const Dataset>& ds, const Mat& q, std::u
         // lipSBPS's estimate from a batch of one datum (a batch mean is a mean of these).
         CHECK(std::max(0.0, vx + nn * cf[i] * xv) <= lip.at(s) * (1.0 + 1e-12));
         for (std::size_t j = 0; j < 3; ++j) {
+          // Zig-Zag's estimates from datum i, each scaled by W_j / w_ij (its weighted draw).
           const double prior = c.prior_grad(j, xz.data()), xi = ds->row(i)[j];
-          const double ss = zz[j] * (prior + nn * cz[i] * xi);
-          const double cv = zz[j] * (prior + c.grad_lik_map[j] + nn * (cz[i] - c.coef_map[i]) * xi);
-          CHECK(std::max(0.0, ss) <=
-                pdmp::zigzag_ss_bound(c, j, th.data(), zz.data()).at(s) * (1.0 + 1e-12));
-          CHECK(std::max(0.0, cv) <=
-                pdmp::zigzag_cv_bound(c, j, th.data(), zz.data(), dist).at(s) * (1.0 + 1e-12) +
+          if (xi == 0.0) continue;  // weight 0: never drawn
+          const double wss = ss.pick[j].total() / std::fabs(xi);
+          const double wcv = cvc.pick[j].total() / (std::fabs(xi) * c.norm[i]);
+          const double e_ss = zz[j] * (prior + wss * cz[i] * xi);
+          const double e_cv =
+              zz[j] * (prior + c.grad_lik_map[j] + wcv * (cz[i] - c.coef_map[i]) * xi);
+          CHECK(std::max(0.0, e_ss) <=
+                pdmp::zigzag_ss_bound(ss, j, th.data(), zz.data()).at(s) * (1.0 + 1e-12));
+          CHECK(std::max(0.0, e_cv) <=
+                pdmp::zigzag_cv_bound(cvc, j, th.data(), zz.data(), dist).at(s) * (1.0 + 1e-12) +
                     1e-12);
         }
       }
@@ -373,7 +381,8 @@ TEST_SUITE("unit") {
   TEST_CASE("--pdmp-precondition none gives the draws of the samplers before preconditioning") {
     // FNV-1a of the draws' and path means' bits, recorded at the parent commit of the
     // preconditioning (b5ffc5a): the raw-coordinate samplers must be unchanged bit for bit, except
-    // BPS, whose bound changed afterwards (the curvature bound, docs/math.md §7.1). Bits
+    // those changed since on purpose: BPS (the curvature bound, docs/math.md §7.1) and both
+    // Zig-Zags (data drawn by weight, §7.2), re-recorded then. Bits
     // depend on the build as the pinned draws' do (test_pinned_draws.cpp), so the exact check
     // runs on a build like the recording one; elsewhere the runs only have to complete.
     const std::string recorded = "simd=avx512 flags=-O3 -DNDEBUG march=znver3 blas=Cooperlake";
@@ -384,7 +393,7 @@ TEST_SUITE("unit") {
     const std::pair<Algo, std::uint64_t> pinned[] = {
         {Algo::bps, 0x1a17bad4632d3719ull},       {Algo::lipsbps, 0xc8c3f1608530a392ull},
         {Algo::sbps, 0x5062505385468055ull},      {Algo::psbps, 0xd84cf77521898b5aull},
-        {Algo::zigzag_ss, 0xb90afa308e9117e4ull}, {Algo::zigzag_cv, 0x6e1a4be5cbaf1425ull}};
+        {Algo::zigzag_ss, 0xc9a1a4c593427819ull}, {Algo::zigzag_cv, 0xfa345a8961b15922ull}};
     for (const auto& [algo, hash] : pinned) {
       RunConfig cfg = pdmp_config(algo, 2, 30, 60, 20, 99);
       cfg.threads = 1;

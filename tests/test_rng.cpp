@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
+#include "flymc/core/alias_table.hpp"
 #include "flymc/core/rng.hpp"
 
+using flymc::AliasTable;
 using flymc::Rng;
 
 TEST_SUITE("unit") {
@@ -68,5 +71,27 @@ TEST_SUITE("unit") {
       const double p = std::pow(1 - q, ks[k]);
       CHECK(std::fabs(ge[k] - n * p) <= 5.0 * std::sqrt(n * p * (1 - p)) + 1e-9);
     }
+  }
+
+  TEST_CASE("AliasTable draws index i with probability w_i / sum w") {
+    // Weights over four orders of magnitude, zeros among them: every count within 5 binomial
+    // sds of its expectation, and a zero weight never drawn.
+    const std::vector<double> w{0.0, 1e-3, 2.0, 0.5, 0.0, 7.5, 1.0, 0.25, 3.0};
+    const AliasTable t(w);
+    CHECK(t.total() == doctest::Approx(14.251));
+    Rng rng(7, 3);
+    const int draws = 2000000;
+    std::vector<long> count(w.size(), 0);
+    for (int k = 0; k < draws; ++k) ++count[t.draw(rng)];
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      CAPTURE(i);
+      const double p = w[i] / t.total(), e = p * draws;
+      if (w[i] == 0.0) CHECK(count[i] == 0);
+      CHECK(std::fabs(static_cast<double>(count[i]) - e) <= 5.0 * std::sqrt(e * (1.0 - p)) + 1.0);
+    }
+    CHECK_THROWS_AS(AliasTable(std::vector<double>{}), std::invalid_argument);
+    CHECK_THROWS_AS(AliasTable(std::vector<double>{0.0, 0.0}), std::invalid_argument);
+    CHECK_THROWS_AS(AliasTable(std::vector<double>{1.0, -1.0}), std::invalid_argument);
+    CHECK_THROWS_AS(AliasTable(std::vector<double>{1.0, std::nan("")}), std::invalid_argument);
   }
 }

@@ -147,9 +147,12 @@ const char* to_string(SoftmaxBoundKind b) noexcept {
 }
 const char* to_string(PdmpPrecondition p) noexcept {
   switch (p) {
-    case PdmpPrecondition::laplace: return "laplace";
-    case PdmpPrecondition::laplace_diag: return "laplace-diag";
-    case PdmpPrecondition::none: return "none";
+    case PdmpPrecondition::laplace:
+      return "laplace";
+    case PdmpPrecondition::laplace_diag:
+      return "laplace-diag";
+    case PdmpPrecondition::none:
+      return "none";
   }
   return "?";
 }

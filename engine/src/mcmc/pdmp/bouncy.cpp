@@ -144,9 +144,8 @@ void BouncyChain::adapt_preconditioner() {
 /// without one (a refreshment); a proposal, accepted or not, leaves g_ fresh for the next bound.
 void BouncyChain::step_thinned() {
   if (full_ && !fresh_) observe();
-  const pdmp::AffineBound bd =
-      full_ ? pdmp::bps_curvature_bound(sh_.c, g_.data(), w_.data())
-            : pdmp::bps_bound(sh_.c, lik_bound_, theta_.data(), w_.data());
+  const pdmp::AffineBound bd = full_ ? pdmp::bps_curvature_bound(sh_.c, g_.data(), w_.data())
+                                     : pdmp::bps_bound(sh_.c, lik_bound_, theta_.data(), w_.data());
   const double t_ev = pdmp::affine_rate_time(bd.a, bd.b, pdmp::exp1(rng_));
   const double t_ref = next_refresh_ - out_.path().now();
   const double t = std::min({t_ev, t_ref, out_.remaining()});

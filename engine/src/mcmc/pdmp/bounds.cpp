@@ -37,8 +37,7 @@ LogisticPdmpConstants LogisticPdmpConstants::make(const LogisticModel& model, co
   if (q.size() != 0)
     for (std::size_t j = 0; j < c.p; ++j)
       c.slope[j] = q.row(static_cast<Eigen::Index>(j)).cwiseAbs().sum();
-  c.max_abs.assign(c.p, 0.0);
-  c.cv.assign(c.p, 0.0);
+  c.norm.resize(c.n);
   c.theta_map.assign(theta_map.data(), theta_map.data() + c.p);
   c.grad_lik_map.assign(c.p, 0.0);
   c.coef_map.resize(c.n);
@@ -50,17 +49,12 @@ LogisticPdmpConstants LogisticPdmpConstants::make(const LogisticModel& model, co
     double norm2 = 0.0;
     for (std::size_t j = 0; j < c.p; ++j) norm2 += x[j] * x[j];
     const double norm = std::sqrt(norm2);
+    c.norm[i] = norm;
     c.sum_norm += norm;
     c.max_norm = std::max(c.max_norm, norm);
-    for (std::size_t j = 0; j < c.p; ++j) {
-      c.max_abs[j] = std::max(c.max_abs[j], std::fabs(x[j]));
-      c.cv[j] = std::max(c.cv[j], std::fabs(x[j]) * norm);
-    }
     c.coef_map[i] = logistic_coef(y[i], kernels::dot(x, tp.get(), ds.stride()));
     for (std::size_t j = 0; j < c.p; ++j) c.grad_lik_map[j] += c.coef_map[i] * x[j];
   }
-  const double quarter_n = 0.25 * static_cast<double>(c.n);
-  for (double& v : c.cv) v *= quarter_n;
   return c;
 }
 
@@ -78,6 +72,20 @@ void LogisticPdmpConstants::fill_curvature(const LogisticModel& model) {
     curvature.diagonal().array() += precision;
   } else {
     curvature += q;
+  }
+}
+
+void LogisticPdmpConstants::fill_zigzag(const LogisticModel& model, bool control_variates) {
+  const Dataset& ds = model.data();
+  pick.assign(p, AliasTable());
+  std::vector<double> w(n);
+  for (std::size_t j = 0; j < p; ++j) {
+    double total = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      w[i] = std::fabs(ds.row(i)[j]) * (control_variates ? norm[i] : 1.0);
+      total += w[i];
+    }
+    if (total > 0.0) pick[j] = AliasTable(w);
   }
 }
 
@@ -107,17 +115,18 @@ AffineBound zigzag_ss_bound(const LogisticPdmpConstants& c, std::size_t j, const
                             const double* v) noexcept {
   if (c.q.size() == 0) {
     const double lam = c.precision;
-    return {static_cast<double>(c.n) * c.max_abs[j] + lam * v[j] * theta[j], lam};
+    return {c.pick_total(j) + lam * v[j] * theta[j], lam};
   }
-  return {static_cast<double>(c.n) * c.max_abs[j] + v[j] * c.prior_grad(j, theta), c.slope[j]};
+  return {c.pick_total(j) + v[j] * c.prior_grad(j, theta), c.slope[j]};
 }
 
 AffineBound zigzag_cv_bound(const LogisticPdmpConstants& c, std::size_t j, const double* theta,
                             const double* v, double dist) noexcept {
   const double prior =
       c.q.size() == 0 ? c.precision * v[j] * theta[j] : v[j] * c.prior_grad(j, theta);
-  return {prior + v[j] * c.grad_lik_map[j] + c.cv[j] * dist,
-          c.slope[j] + c.cv[j] * std::sqrt(static_cast<double>(c.p))};
+  const double cj = 0.25 * c.pick_total(j);
+  return {prior + v[j] * c.grad_lik_map[j] + cj * dist,
+          c.slope[j] + cj * std::sqrt(static_cast<double>(c.p))};
 }
 
 }  // namespace flymc::pdmp

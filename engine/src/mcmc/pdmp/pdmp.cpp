@@ -101,10 +101,11 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   std::optional<LogisticModel> moved;
   if (transform.size() != 0) moved.emplace(transformed_data(*data, transform), cfg);
   const LogisticModel& chain_model = moved ? *moved : model;
-  auto consts = pdmp::LogisticPdmpConstants::make(
-      chain_model, chain_map(out.map, transform),
-      prior_precision(transform, model.prior().precision()));
+  auto consts =
+      pdmp::LogisticPdmpConstants::make(chain_model, chain_map(out.map, transform),
+                                        prior_precision(transform, model.prior().precision()));
   if (cfg.algo == Algo::bps) consts.fill_curvature(chain_model);
+  if (is_zigzag(cfg.algo)) consts.fill_zigzag(chain_model, cfg.algo == Algo::zigzag_cv);
   const double time_scale = pdmp_time_scale(cfg.algo, out.map, transform);
   const detail::PdmpShared sh{
       cfg,

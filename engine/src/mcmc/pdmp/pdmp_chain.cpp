@@ -109,7 +109,8 @@ void PdmpOutput::end_warmup() {
       for (std::size_t j = 0; j < p_; ++j) {
         inv[j] = 0.0;
         for (std::size_t k = 0; k <= j; ++k) {
-          const double t = sh_.transform(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(k));
+          const double t =
+              sh_.transform(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(k));
           inv[j] += t * t * a2[k];
         }
       }

@@ -24,11 +24,11 @@ struct PdmpShared {
   const LogisticModel& model;  // in the chains' coordinates u: features Tᵀx
   const MapResult& map;        // of θ
   const pdmp::LogisticPdmpConstants& c;
-  const Mat& transform;        // T, lower triangular; empty for T = I
-  double spacing = 1.0;              // Δ, path time per draw
-  double refresh = 0.0;              // λ_ref (BPS family)
-  double band_step = 1.0;            // SBPS: the band's interpolation step δ
-  double slope_sd = 1.0;             // SBPS: σ_β of the band's slope prior
+  const Mat& transform;    // T, lower triangular; empty for T = I
+  double spacing = 1.0;    // Δ, path time per draw
+  double refresh = 0.0;    // λ_ref (BPS family)
+  double band_step = 1.0;  // SBPS: the band's interpolation step δ
+  double slope_sd = 1.0;   // SBPS: σ_β of the band's slope prior
   std::vector<std::string> columns;
 
   /// A chain's starting point in u: T⁻¹ times initial_theta()'s θ.

@@ -15,7 +15,6 @@ constexpr double kBoundRoundoff = 1e-9;
 ZigZagChain::ZigZagChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
     : sh_(sh),
       p_(sh.model.dim()),
-      n_(sh.model.num_data()),
       cv_(sh.cfg.algo == Algo::zigzag_cv),
       rng_(sh.cfg.seed, static_cast<std::uint64_t>(chain_id)),
       v_(p_),
@@ -54,16 +53,20 @@ void ZigZagChain::schedule(std::size_t j) {
   next_[j] = origin_[j] + pdmp::affine_rate_time(bound_[j].a, bound_[j].b, pdmp::exp1(rng_));
 }
 
-/// An unbiased estimate of ∂_j U(θ) from one datum J drawn uniformly: the prior's exact part
-/// plus N·∂_j U_J(θ), or with the control variate ∂_j U_lik(θ*) + N·(∂_j U_J(θ) − ∂_j U_J(θ*)).
+/// An unbiased estimate of ∂_j U(θ) from one datum J drawn with probability w_Jj/W_j
+/// (bounds.hpp): the prior's exact part plus ∂_j U_J(θ)·W_j/w_Jj, or with the control variate
+/// ∂_j U_lik(θ*) + (∂_j U_J(θ) − ∂_j U_J(θ*))·W_j/w_Jj. Weighting by the data's size, rather than
+/// drawing J uniformly, replaces N·max_i by Σ_i in the bound.
 double ZigZagChain::estimate(std::size_t j) {
+  const pdmp::LogisticPdmpConstants& c = sh_.c;
+  const double prior = c.prior_grad(j, theta_.data()) + (cv_ ? c.grad_lik_map[j] : 0.0);
+  if (c.pick[j].size() == 0) return prior;  // x_ij = 0 for every datum
   std::copy(theta_.begin(), theta_.end(), theta_pad_.get());
-  const auto J = static_cast<Index>(rng_.below(n_));
-  const double c = grads_.coefficient(J, theta_pad_.get());
-  const double x = sh_.model.data().row(J)[j], nn = static_cast<double>(n_);
-  const double prior = sh_.c.prior_grad(j, theta_.data());
-  if (!cv_) return prior + nn * c * x;
-  return prior + sh_.c.grad_lik_map[j] + nn * (c - sh_.c.coef_map[J]) * x;
+  const Index J = c.pick[j].draw(rng_);
+  const double coef = grads_.coefficient(J, theta_pad_.get());
+  const double sign = sh_.model.data().row(J)[j] > 0.0 ? 1.0 : -1.0;  // w_Jj > 0: x_Jj ≠ 0
+  if (!cv_) return prior + coef * sign * c.pick[j].total();
+  return prior + (coef - c.coef_map[J]) * sign * (c.pick[j].total() / c.norm[J]);
 }
 
 /// The earliest proposal among the coordinates: move there, thin it, flip on acceptance.

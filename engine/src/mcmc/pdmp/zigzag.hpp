@@ -28,7 +28,7 @@ class ZigZagChain {
   double estimate(std::size_t j);
 
   const PdmpShared& sh_;
-  const std::size_t p_, n_;
+  const std::size_t p_;
   const bool cv_;
   Rng rng_;
   std::vector<double> theta_, v_;

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "flymc/core/alias_table.hpp"
 #include "flymc/models/logistic.hpp"
 
 namespace flymc::pdmp {
@@ -37,14 +38,18 @@ struct LogisticPdmpConstants {
   std::vector<double> slope;         ///< per coordinate j: Σ_k |Q_jk|, the prior rate's growth
   double sum_norm = 0.0;             ///< Σ_i ‖x_i‖
   double max_norm = 0.0;             ///< max_i ‖x_i‖
-  std::vector<double> max_abs;       ///< per coordinate j: max_i |x_ij|
-  std::vector<double> cv;            ///< per coordinate j: C_j = (N/4)·max_i |x_ij|·‖x_i‖
+  std::vector<double> norm;          ///< per datum: ‖x_i‖
   std::vector<double> theta_map;     ///< θ* of the control variates
   std::vector<double> grad_lik_map;  ///< ∇ Σ_i U_i(θ*)
   std::vector<double> coef_map;      ///< c_i(θ*) per datum
   /// M = Q + Σ_i x_i x_iᵀ/4 ≥ ∇²U everywhere (BPS with the full gradient; empty unless
   /// fill_curvature() ran).
   Mat curvature;
+  /// Zig-Zag: per coordinate j, the datum of a proposal is drawn with probability w_ij / W_j,
+  /// w_ij = |x_ij| (subsampling) or |x_ij|·‖x_i‖ (control variates); W_j = pick[j].total(). A
+  /// coordinate whose weights are all 0 has an empty table: its data never move its rate.
+  /// Empty unless fill_zigzag() ran.
+  std::vector<AliasTable> pick;
 
   /// (Qθ)_j, the prior's part of ∂_j U.
   double prior_grad(std::size_t j, const double* theta) const noexcept;
@@ -57,6 +62,13 @@ struct LogisticPdmpConstants {
                                     const Mat& q = {});
   /// Computes `curvature` from the model's data (one GEMM, O(N·p²)).
   void fill_curvature(const LogisticModel& model);
+  /// Builds `pick` for Zig-Zag with (control_variates) or without control variates (O(N·p)
+  /// time, 12·N·p bytes).
+  void fill_zigzag(const LogisticModel& model, bool control_variates);
+  /// W_j of pick[j], 0 for an empty table.
+  double pick_total(std::size_t j) const noexcept {
+    return pick[j].size() == 0 ? 0.0 : pick[j].total();
+  }
 };
 
 /// BPS and lipSBPS: [w·∇Û(θ + w·s)]_+ ≤ [|w|·lik + wᵀQθ + wᵀQw·s]_+ for any estimate Û
@@ -71,14 +83,16 @@ AffineBound bps_bound(const LogisticPdmpConstants& c, double lik, const double* 
 AffineBound bps_curvature_bound(const LogisticPdmpConstants& c, const double* g,
                                 const double* w) noexcept;
 
-/// Zig-Zag with subsampling, coordinate j, velocity v_j = ±1: the estimate
-/// E_j = (Qθ)_j + N·c_J x_Jj satisfies [v_j E_j]_+ ≤ [N·max_i |x_ij| + v_j (Qθ)_j + slope_j·s]_+
-/// whatever the other coordinates' velocities do along the way (|v_k| = 1).
+/// Zig-Zag with subsampling, coordinate j, velocity v_j = ±1: with J drawn with probability
+/// |x_Jj|/W_j, the estimate E_j = (Qθ)_j + c_J x_Jj·W_j/|x_Jj| satisfies
+/// [v_j E_j]_+ ≤ [W_j + v_j (Qθ)_j + slope_j·s]_+ whatever the other coordinates' velocities do
+/// along the way (|v_k| = 1).
 AffineBound zigzag_ss_bound(const LogisticPdmpConstants& c, std::size_t j, const double* theta,
                             const double* v) noexcept;
 
-/// Zig-Zag with control variates, coordinate j: E_j = (Qθ)_j + ∂_j U_lik(θ*) +
-/// N·(c_J(θ) − c_J(θ*))·x_Jj, with |N·(c_J(θ) − c_J(θ*))·x_Jj| ≤ C_j·‖θ − θ*‖ and
+/// Zig-Zag with control variates, coordinate j, J drawn with probability |x_Jj|‖x_J‖/W_j:
+/// E_j = (Qθ)_j + ∂_j U_lik(θ*) + (c_J(θ) − c_J(θ*))·x_Jj·W_j/(|x_Jj|‖x_J‖), whose last term is
+/// at most C_j·‖θ − θ*‖ with C_j = W_j/4 (c_J is ¼-Lipschitz in x_J·θ), and
 /// ‖θ + v·s − θ*‖ ≤ ‖θ − θ*‖ + √p·s: a = v_j (Qθ)_j + v_j ∂_j U_lik(θ*) + C_j·dist,
 /// b = slope_j + C_j·√p, where dist = ‖θ − θ*‖.
 AffineBound zigzag_cv_bound(const LogisticPdmpConstants& c, std::size_t j, const double* theta,

@@ -215,6 +215,43 @@ TEST_SUITE("unit") {
     fs::remove_all(dir);
   }
 
+  /// events-1.csv of a run with --warmup 50 --iters 200 --thin 2 --pdmp-spacing 0.2: it starts at
+  /// time 0, ends at 50, its times never decrease, its kinds are those of the sampler, and the
+  /// path through its points, linear between them, passes through every kept draw.
+  void check_path_events(const std::string& out, bool zigzag,
+                         const std::vector<std::vector<double>>& draws) {
+    const auto ev = flymc::read_stan_csv(out + "/events-1.csv");
+    REQUIRE(ev.columns == std::vector<std::string>{"time__", "kind__", "coordinate__", "theta.1",
+                                                   "theta.2", "theta.3"});
+    REQUIRE(ev.draws.size() >= 3);
+    CHECK(ev.draws.front()[0] == 0.0);
+    CHECK(ev.draws.front()[1] == 0.0);
+    CHECK(ev.draws.back()[0] == doctest::Approx(50.0));
+    CHECK(ev.draws.back()[1] == 4.0);
+    for (std::size_t e = 1; e + 1 < ev.draws.size(); ++e) {
+      const auto& row = ev.draws[e];
+      CHECK(row[0] >= ev.draws[e - 1][0]);
+      if (zigzag) {
+        CHECK(row[1] == 3.0);
+        CHECK((row[2] >= 1.0 && row[2] <= 3.0));
+      } else {
+        CHECK((row[1] == 1.0 || row[1] == 2.0));
+        CHECK(row[2] == 0.0);
+      }
+    }
+    std::size_t e = 0;
+    for (std::size_t i = 0; i < draws.size(); ++i) {
+      const double t = 0.2 * static_cast<double>(51 + 2 * i);
+      while (e + 2 < ev.draws.size() && ev.draws[e + 1][0] <= t) ++e;
+      const auto &a = ev.draws[e], &b = ev.draws[e + 1];
+      const double f = b[0] > a[0] ? (t - a[0]) / (b[0] - a[0]) : 0.0;
+      for (std::size_t j = 0; j < 3; ++j) {
+        const double x = a[3 + j] + f * (b[3 + j] - a[3 + j]);
+        CHECK(draws[i][6 + j] == doctest::Approx(x).epsilon(1e-7).scale(1.0));
+      }
+    }
+  }
+
   TEST_CASE("flymc sample --algo bps ... zigzag-cv: path draws, exactness, refusals" *
             doctest::test_suite("threaded")) {
     const fs::path dir = temp_dir("pdmp");
@@ -224,7 +261,7 @@ TEST_SUITE("unit") {
       const std::string out = (dir / algo).string();
       const Result r = run_cli("sample --data " + (dir / "d.csv").string() + " --algo " + algo +
                                    " --chains 2 --warmup 50 --iters 200 --thin 2 --batch-size 20 "
-                                   "--pdmp-spacing 0.2 --seed 3 --out " +
+                                   "--pdmp-spacing 0.2 --seed 3 --save-events --out " +
                                    out,
                                dir);
       REQUIRE_MESSAGE(r.code == 0, r.err);
@@ -258,8 +295,10 @@ TEST_SUITE("unit") {
       // The rows count the kept draws' windows only; the total also has warm-up's and thinning's.
       CHECK(j["run"]["bound_violations"].get<double>() >= violations);
       CHECK(run_cli("summary " + out, dir).code == 0);
+      check_path_events(out, algo.rfind("zigzag", 0) == 0, csv.draws);
     }
     check_refusals({{"--algo bps --model softmax", "logistic", 78},
+                    {"--algo full --save-events", "--save-events", 78},
                     {"--algo zigzag-cv --model robust", "logistic", 78},
                     {"--algo sbps --prior laplace", "Gaussian prior", 78},
                     {"--algo zigzag-ss --kernel hmc", "--kernel", 78},

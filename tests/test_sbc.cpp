@@ -313,6 +313,16 @@ TEST_SUITE("unit") {
     }
     r = run_cli("validate sbc --model softmax --classes 1", dir);
     CHECK(r.code == 78);
+    // The samplers beside FlyMC, with their own options; geweke keeps to FlyMC and regular MCMC.
+    r = run_cli("validate sbc --algo zigzag-cv --pdmp-precondition none --pdmp-spacing 0.5 " +
+                    small + "--json " + (dir / "zz.json").string(),
+                dir);
+    CHECK_MESSAGE(r.code == 0, (r.out + r.err));
+    CHECK(nlohmann::json::parse(slurp(dir / "zz.json")).at("options").at("algo") == "zigzag-cv");
+    r = run_cli("validate sbc --algo sgld --batch-size 0", dir);
+    CHECK(r.code == 78);
+    r = run_cli("validate geweke --algo bps", dir);
+    CHECK(r.code == 64);
 
     r = run_cli("validate sbc --draws 9 --bins 20", dir);
     CHECK(r.code == 78);

@@ -249,7 +249,7 @@ def self_test():
            "d": 5, "budget_seconds": 30.0,
            "reference": {"min_ess": 5000.0, "max_rhat": 1.001},
            "rows": [{"algo": "minibatch-mh", "exact": False, "ess_per_second_min": 0.5,
-                     "queries_per_ess": 2.5e6, "mean_error_sd_max": 0.9,
+                     "queries_per_ess": 2.5e6, "mean_error_sd_max": 0.9, "mean_z_max": 4.5,
                      "sd_error_rel_max": 0.2, "min_ess_bulk": 15.0, "max_rhat": 1.1,
                      "batch_mean": 210.0, "bound_violations": 0, "chains": 2, "iters": 1000}]}
     import tempfile
@@ -273,7 +273,7 @@ def self_test():
         "#### Table 1: fmnist-3class, paper protocol (softmax, mala kernel," in text,
         "#### Table 1: fmnist-3class, strong protocol (softmax, mala-dense kernel," in text,
         "| flymc-map-fly (mala-fly) | 12,000 |" in text,
-        "| minibatch-mh | no | 0.5 | 2,500,000 | 0.9 | 0.2 | 15 | 1.1 | 210 | 0 | 2 × 1,000 |"
+        "| minibatch-mh | no | 0.5 | 2,500,000 | 0.9 | 4.5 | 0.2 | 15 | 1.1 | 210 | 0 | 2 × 1,000 |"
         in text,
         text.index("#### Tall data") < text.index("#### Every sampler") < text.index("#### Micro"),
     ]

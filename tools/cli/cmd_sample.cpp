@@ -519,48 +519,7 @@ void add_kernel_options(CLI::App* s, RunConfig& c) {
       ->capture_default_str();
 }
 
-void add_sample_command(CLI::App& app) {
-  auto o = std::make_shared<SampleOptions>();
-  RunConfig& c = o->cfg;
-  CLI::App* s = app.add_subcommand("sample", "Draw posterior samples (FlyMC or regular MCMC)");
-  o->app = s;
-  s->add_option("--data", o->data,
-                "Data file (.csv or .npy; label first); required unless --resume");
-  const std::map<std::string, ModelKind> models{{"logistic", ModelKind::logistic},
-                                                {"softmax", ModelKind::softmax},
-                                                {"robust", ModelKind::robust}};
-  add_enum_option(s, "--model", c.model, models,
-                  "logistic (labels +-1 or 0/1), softmax (labels 0..K-1) or robust (Student-t "
-                  "linear regression, real responses)",
-                  "logistic");
-  s->add_option_function<std::string>(
-       "--algo",
-       [o](const std::string& v) {
-         o->auto_algo = v == "auto";
-         const std::map<std::string, Algo> algos{{"flymc", Algo::flymc},
-                                                 {"full", Algo::full},
-                                                 {"minibatch-mh", Algo::minibatch_mh},
-                                                 {"sgld", Algo::sgld},
-                                                 {"bps", Algo::bps},
-                                                 {"lipsbps", Algo::lipsbps},
-                                                 {"sbps", Algo::sbps},
-                                                 {"psbps", Algo::psbps},
-                                                 {"zigzag-ss", Algo::zigzag_ss},
-                                                 {"zigzag-cv", Algo::zigzag_cv}};
-         if (v != "auto") o->cfg.algo = algos.at(v);
-       },
-       "flymc, full (regular MCMC), auto: short pilots of both with the chosen kernel "
-       "predict their min bulk ESS per second, and the faster runs; the approximate "
-       "subsampling samplers (logistic regression): minibatch-mh (minibatch Metropolis-Hastings "
-       "with the Barker test) or sgld (stochastic gradient Langevin dynamics); or the "
-       "piecewise-deterministic samplers (logistic regression, Gaussian prior): bps (bouncy "
-       "particle sampler, full gradient), lipsbps (BPS on batch gradients, Lipschitz bound), "
-       "zigzag-ss (Zig-Zag with subsampling), zigzag-cv (Zig-Zag with control variates at the "
-       "MAP), all exact, and the APPROXIMATE sbps (stochastic BPS, adaptive bound) and psbps "
-       "(SBPS with a diagonal preconditioner frozen after warm-up)")
-      ->check(CLI::IsMember({"auto", "flymc", "full", "minibatch-mh", "sgld", "bps", "lipsbps",
-                             "sbps", "psbps", "zigzag-ss", "zigzag-cv"}))
-      ->default_str("flymc");
+void add_subsampler_options(CLI::App* s, RunConfig& c) {
   s->add_option("--batch-size", c.batch_size,
                 "Approximate samplers: data per batch (minibatch-mh: the first batch of every "
                 "acceptance test, doubled while its variance is too large; sgld: every gradient's "
@@ -594,6 +553,54 @@ void add_sample_command(CLI::App& app) {
       s, "--sgld-step", c.sgld_step, [](double x) { return x > 0.0 && x <= 1.0; }, "in (0, 1]",
       "sgld: fixed step h in units of the metric (the Laplace covariance with the default diag "
       "metric); auto: min(0.05, 0.1 x batch-size / N)");
+}
+
+const std::map<std::string, Algo>& algo_names() {
+  static const std::map<std::string, Algo> names{
+      {"flymc", Algo::flymc},        {"full", Algo::full},   {"minibatch-mh", Algo::minibatch_mh},
+      {"sgld", Algo::sgld},          {"bps", Algo::bps},     {"lipsbps", Algo::lipsbps},
+      {"sbps", Algo::sbps},          {"psbps", Algo::psbps}, {"zigzag-ss", Algo::zigzag_ss},
+      {"zigzag-cv", Algo::zigzag_cv}};
+  return names;
+}
+
+void add_sample_command(CLI::App& app) {
+  auto o = std::make_shared<SampleOptions>();
+  RunConfig& c = o->cfg;
+  CLI::App* s = app.add_subcommand("sample", "Draw posterior samples (FlyMC or regular MCMC)");
+  o->app = s;
+  s->add_option("--data", o->data,
+                "Data file (.csv or .npy; label first); required unless --resume");
+  const std::map<std::string, ModelKind> models{{"logistic", ModelKind::logistic},
+                                                {"softmax", ModelKind::softmax},
+                                                {"robust", ModelKind::robust}};
+  add_enum_option(s, "--model", c.model, models,
+                  "logistic (labels +-1 or 0/1), softmax (labels 0..K-1) or robust (Student-t "
+                  "linear regression, real responses)",
+                  "logistic");
+  s->add_option_function<std::string>(
+       "--algo",
+       [o](const std::string& v) {
+         o->auto_algo = v == "auto";
+         if (v != "auto") o->cfg.algo = algo_names().at(v);
+       },
+       "flymc, full (regular MCMC), auto: short pilots of both with the chosen kernel "
+       "predict their min bulk ESS per second, and the faster runs; the approximate "
+       "subsampling samplers (logistic regression): minibatch-mh (minibatch Metropolis-Hastings "
+       "with the Barker test) or sgld (stochastic gradient Langevin dynamics); or the "
+       "piecewise-deterministic samplers (logistic regression, Gaussian prior): bps (bouncy "
+       "particle sampler, full gradient), lipsbps (BPS on batch gradients, Lipschitz bound), "
+       "zigzag-ss (Zig-Zag with subsampling), zigzag-cv (Zig-Zag with control variates at the "
+       "MAP), all exact, and the APPROXIMATE sbps (stochastic BPS, adaptive bound) and psbps "
+       "(SBPS with a diagonal preconditioner frozen after warm-up)")
+      ->check(CLI::IsMember({"auto", "flymc", "full", "minibatch-mh", "sgld", "bps", "lipsbps",
+                             "sbps", "psbps", "zigzag-ss", "zigzag-cv"}))
+      ->default_str("flymc");
+  add_subsampler_options(s, c);
+  s->add_flag("--save-events", c.save_events,
+              "Piecewise-deterministic samplers: also write events-<k>.csv beside chain-<k>.csv, "
+              "the path's start, every bounce, refreshment or flip, and its end (path time, kind, "
+              "position); the path is linear between them");
   const std::map<std::string, BoundTuning> bounds{{"map", BoundTuning::map},
                                                   {"untuned", BoundTuning::untuned}};
   add_enum_option(s, "--bound", c.bound, bounds, "map (MAP-tuned) or untuned", "map");

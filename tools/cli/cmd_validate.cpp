@@ -226,10 +226,11 @@ void run_geweke_command(const GewekeCli& c) {
 
 /// Options shared by both sub-commands, bound to the given fields.
 void add_sampler_options(CLI::App* s, const std::vector<std::string>& models, std::string& model,
+                         const std::map<std::string, Algo>& algos, const std::string& algo_help,
                          Algo& algo, BoundTuning& bound, ZUpdate& z) {
   s->add_option("--model", model, "Model")->check(CLI::IsMember(models))->capture_default_str();
-  s->add_option("--algo", algo, "flymc or full (regular MCMC)")
-      ->transform(CLI::CheckedTransformer(kAlgos))
+  s->add_option("--algo", algo, algo_help)
+      ->transform(CLI::CheckedTransformer(algos))
       ->default_str(to_string(algo));
   s->add_option("--bound", bound, "map (MAP-tuned) or untuned")
       ->transform(CLI::CheckedTransformer(kBounds))
@@ -255,8 +256,14 @@ void add_validate_command(CLI::App& app) {
         "sbc",
         "Simulation-based calibration (Talts et al. 2018): ranks of the true parameters "
         "among posterior draws, tested for uniformity");
-    add_sampler_options(s, {"logistic", "softmax", "robust"}, c->model, r.algo, r.bound, r.z);
+    add_sampler_options(s, {"logistic", "softmax", "robust"}, c->model, algo_names(),
+                        "flymc, full (regular MCMC), or any other sampler of flymc sample "
+                        "(logistic regression): the exact bps, lipsbps, zigzag-ss, zigzag-cv, and "
+                        "the approximate minibatch-mh, sgld, sbps, psbps, which SBC is expected "
+                        "to reject",
+                        r.algo, r.bound, r.z);
     add_kernel_options(s, r);
+    add_subsampler_options(s, r);
     s->add_option("--reps", o.reps, "Replicates (simulated data sets)")->capture_default_str();
     s->add_option("--n", o.n, "Rows per simulated data set")->capture_default_str();
     s->add_option("--d", o.d, "Coefficients, the bias column included")->capture_default_str();
@@ -288,7 +295,8 @@ void add_validate_command(CLI::App& app) {
         "geweke",
         "Geweke's (2004) joint-distribution test of the FlyMC transition, z-updates "
         "included: marginal-conditional vs successive-conditional simulator");
-    add_sampler_options(s, {"logistic"}, c->model, o.algo, o.bound, o.z);
+    add_sampler_options(s, {"logistic"}, c->model, kAlgos, "flymc or full (regular MCMC)", o.algo,
+                        o.bound, o.z);
     s->add_option("--kernel", o.kernel, "theta-kernel (fixed step size, identity metric)")
         ->transform(CLI::CheckedTransformer(kKernels))
         ->default_str(to_string(o.kernel));

@@ -58,6 +58,11 @@ void add_enum_option(CLI::App* s, const std::string& name, E& target,
 }
 /// The θ-kernel options shared by `flymc sample` and `flymc validate sbc` (RunConfig fields).
 void add_kernel_options(CLI::App* s, RunConfig& c);
+/// The options of the samplers beside FlyMC (minibatch MH, SGLD, the piecewise-deterministic
+/// ones), shared by `flymc sample` and `flymc validate sbc`.
+void add_subsampler_options(CLI::App* s, RunConfig& c);
+/// Every --algo name but auto, as `flymc sample` takes them.
+const std::map<std::string, Algo>& algo_names();
 /// `flymc data fmnist|synth-logistic ...`
 void add_data_command(CLI::App& app);
 /// `flymc sample ...`

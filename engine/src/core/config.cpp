@@ -188,6 +188,10 @@ void RunConfig::validate_pdmp() const {
   if (pdmp_spacing && !(*pdmp_spacing > 0.0 && *pdmp_spacing <= 1e100))
     throw ConfigError("--pdmp-spacing must be in (0, 1e100] (path time per draw; or auto), got " +
                       number_text(*pdmp_spacing));
+  if (save_events && !is_pdmp(algo))
+    throw ConfigError(
+        "--save-events: only the piecewise-deterministic samplers (--algo bps, "
+        "lipsbps, sbps, psbps, zigzag-ss, zigzag-cv) have path events");
   if (refresh_rate && !(*refresh_rate >= 0.0 && *refresh_rate <= 1e100))
     throw ConfigError("--refresh-rate must be in [0, 1e100] (or auto), got " +
                       number_text(*refresh_rate));

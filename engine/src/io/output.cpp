@@ -21,11 +21,29 @@ namespace {
 /// resume() (cut back to a checkpointed length and appended to), not before.
 class StanCsvSink final : public DrawSink {
  public:
-  StanCsvSink(std::string path, std::vector<std::pair<std::string, std::string>> config)
-      : path_(std::move(path)), config_(std::move(config)) {}
+  /// @param events_path the chain's events file, or empty for none.
+  StanCsvSink(std::string path, std::vector<std::pair<std::string, std::string>> config,
+              std::string events_path = {})
+      : path_(std::move(path)), events_path_(std::move(events_path)), config_(std::move(config)) {}
   void begin(const std::vector<std::string>& columns) override {
     writer_.emplace(path_);
     writer_->write_header(config_, columns);
+    if (events_path_.empty()) return;
+    std::vector<std::string> ev{"time__", "kind__", "coordinate__"};
+    for (const std::string& c : columns)
+      if (c.size() < 2 || c.compare(c.size() - 2, 2, "__") != 0) ev.push_back(c);
+    events_.emplace(events_path_);
+    events_->write_header(config_, ev);
+    event_row_.resize(ev.size());
+  }
+  void path_event(double time, int kind, int coordinate, const double* theta,
+                  std::size_t p) override {
+    if (!events_) return;
+    event_row_[0] = time;
+    event_row_[1] = kind;
+    event_row_[2] = coordinate;
+    std::copy(theta, theta + std::min(p, event_row_.size() - 3), event_row_.begin() + 3);
+    events_->write_row(event_row_);
   }
   void adaptation(double step_size, const std::vector<double>& inv_metric, bool dense) override {
     writer_->write_adaptation(step_size, inv_metric, dense);
@@ -51,6 +69,7 @@ class StanCsvSink final : public DrawSink {
                              {"slice_failures", std::to_string(counters.slice_failures)}});
     writer_->write_elapsed(warmup_seconds, sampling_seconds);
     writer_->close();
+    if (events_) events_->close();
     closed_ = true;
   }
   std::uint64_t sync() override {
@@ -77,9 +96,10 @@ class StanCsvSink final : public DrawSink {
   }
 
  private:
-  std::string path_;
+  std::string path_, events_path_;
   std::vector<std::pair<std::string, std::string>> config_;
-  std::optional<StanCsvWriter> writer_;
+  std::optional<StanCsvWriter> writer_, events_;
+  std::vector<double> event_row_;
   bool closed_ = false;
   std::chrono::steady_clock::time_point last_flush_ = std::chrono::steady_clock::now();
   unsigned long rows_ = 0;
@@ -162,6 +182,7 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
         c.emplace_back("refresh_rate",
                        cfg.refresh_rate ? number_text(*cfg.refresh_rate) : std::string("auto"));
       c.emplace_back("pdmp_precondition", to_string(cfg.pdmp_precondition));
+      c.emplace_back("save_events", cfg.save_events ? "1" : "0");
     }
     if (cfg.algo == Algo::minibatch_mh)
       c.emplace_back("barker_temper", number_text(cfg.barker_temper));
@@ -179,8 +200,10 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
       c.emplace_back("noise_scale", number_text(cfg.noise_scale));
     }
     for (const auto& kv : extra_config) c.push_back(kv);
-    const std::string path = dir + "/chain-" + std::to_string(chain_id) + ".csv";
-    return std::make_unique<StanCsvSink>(path, std::move(c));
+    const std::string id = std::to_string(chain_id);
+    const std::string events =
+        is_pdmp(cfg.algo) && cfg.save_events ? dir + "/events-" + id + ".csv" : std::string();
+    return std::make_unique<StanCsvSink>(dir + "/chain-" + id + ".csv", std::move(c), events);
   };
 }
 

@@ -196,6 +196,9 @@ struct RunConfig {
   std::optional<double> refresh_rate;
   /// Piecewise-deterministic samplers: the coordinates the particle moves in (the draws are θ).
   PdmpPrecondition pdmp_precondition = PdmpPrecondition::laplace;
+  /// Piecewise-deterministic samplers: also write the path's events (its start, every bounce,
+  /// refreshment or flip, its end) to the draw sinks (DrawSink::path_event).
+  bool save_events = false;
   bool profile = false;  ///< time the phases of every iteration (profiling harness)
 
   /// @throw ConfigError naming the option when a value is out of range.

@@ -35,6 +35,14 @@ class DrawSink {
   virtual void row(const std::vector<double>& values) = 0;
   /// At the end: the chain's warm-up and sampling seconds and its counters (bound checks).
   virtual void end(double warmup_seconds, double sampling_seconds, const Counters& counters) = 0;
+  /// Piecewise-deterministic samplers with RunConfig::save_events: a point where the path
+  /// starts, changes direction or ends, at path time `time`, position `theta` (p entries, in θ).
+  /// `kind` is a PathEvent; `coordinate` the flipped coordinate (1-based) of a Zig-Zag flip,
+  /// else 0. Called before end(). The default ignores it.
+  virtual void path_event(double time, int kind, int coordinate, const double* theta,
+                          std::size_t p) {
+    (void)time, (void)kind, (void)coordinate, (void)theta, (void)p;
+  }
   /// Checkpoints: makes everything written so far durable and returns the position to record
   /// with the chain's state (for a file, its byte length). The default returns 0.
   virtual std::uint64_t sync() { return 0; }
@@ -43,6 +51,14 @@ class DrawSink {
   /// row(). `columns` are the columns begin() was given. The default throws ConfigError.
   virtual std::vector<std::vector<double>> resume(const std::vector<std::string>& columns,
                                                   std::uint64_t position);
+};
+/// The kinds of DrawSink::path_event (the events file's kind__ column, docs/output.md).
+enum PathEvent : int {
+  kPathStart = 0,
+  kPathBounce = 1,
+  kPathRefresh = 2,
+  kPathFlip = 3,
+  kPathEnd = 4
 };
 /// Makes the sink of chain `chain_id` (1-based), or returns nullptr for none.
 using SinkFactory = std::function<std::unique_ptr<DrawSink>(int chain_id)>;

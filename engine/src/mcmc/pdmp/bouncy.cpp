@@ -60,6 +60,7 @@ ChainResult BouncyChain::run(ChainGauge* gauge) {
   set_velocity();
   next_refresh_ = sh_.refresh > 0.0 ? pdmp::exp1(rng_) / sh_.refresh : kInf;
   out_.begin(gauge);
+  out_.event(kPathStart, 0, theta_.data());
   while (!out_.done()) {
     if (band_) {
       step_band();
@@ -88,6 +89,7 @@ void BouncyChain::refresh() {
   set_velocity();
   next_refresh_ = out_.path().now() + pdmp::exp1(rng_) / sh_.refresh;
   bandfit_.clear();  // the band was fitted along the old velocity
+  out_.event(kPathRefresh, 0, theta_.data());
 }
 
 /// ĝ at θ: the full gradient of U (BPS), or the prior's plus N/b times a batch's, the batch drawn
@@ -163,6 +165,7 @@ void BouncyChain::step_thinned() {
   if (accept) {
     pdmp::reflect(v_.data(), g_.data(), p_);
     set_velocity();
+    out_.event(kPathBounce, 0, theta_.data());
   }
 }
 
@@ -219,6 +222,7 @@ void BouncyChain::step_band() {
 void BouncyChain::bounce() {
   for (std::size_t j = 0; j < p_; ++j) h_[j] = a_[j] * g_[j];
   pdmp::reflect(v_.data(), h_.data(), p_);
+  out_.event(kPathBounce, 0, theta_.data());
   if (precondition_ && !out_.sampling()) adapt_preconditioner();
   set_velocity();
   project();

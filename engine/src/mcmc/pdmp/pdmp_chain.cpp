@@ -68,7 +68,8 @@ PdmpOutput::PdmpOutput(const PdmpShared& sh, int chain_id, DrawSink* sink,
       p_(sh.model.dim()),
       path_(p_, sh.spacing, sh.cfg.warmup, sh.cfg.iters),
       row_(sh.columns.size()),
-      theta_(p_) {
+      theta_(p_),
+      event_theta_(p_) {
   res_.chain_id = chain_id;
   res_.kept = static_cast<std::size_t>((sh.cfg.iters + sh.cfg.thin - 1) / sh.cfg.thin);
   res_.draws.reserve(res_.kept * p_);
@@ -123,9 +124,17 @@ void PdmpOutput::end_warmup() {
   window_ = Window{};
 }
 
-/// Grid point k (iteration k − 1): a kept draw every thin-th sampling iteration.
+void PdmpOutput::event_at(double time, int kind, int coordinate, const double* u) {
+  if (!sink_ || !sh_.cfg.save_events) return;
+  sink_->path_event(time, kind, coordinate, sh_.to_theta(u, event_theta_.data()), p_);
+}
+
+/// Grid point k (iteration k − 1): a kept draw every thin-th sampling iteration; the last one
+/// ends the path.
 void PdmpOutput::emit(long k, const double* u) {
   const RunConfig& cfg = sh_.cfg;
+  if (k == cfg.warmup + cfg.iters)
+    event_at(path_.spacing() * static_cast<double>(k), kPathEnd, 0, u);
   if (gauge_ && ((k & 15) == 0 || k == cfg.warmup + cfg.iters)) gauge_->publish(k);
   if (k == cfg.warmup) end_warmup();
   if (k <= cfg.warmup || (k - 1 - cfg.warmup) % cfg.thin != 0) return;

@@ -81,6 +81,10 @@ class PdmpOutput {
   void advance(const double* theta, const double* w, double tau);
   /// A proposed event was accepted (a bounce or a flip) or rejected.
   void proposal(bool accepted) noexcept;
+  /// The path starts, changes direction or ends at u, now (--save-events; PathEvent kinds).
+  void event(int kind, int coordinate, const double* u) {
+    event_at(path_.now(), kind, coordinate, u);
+  }
   /// A proposal whose rate exceeded its bound (SBPS's bias diagnostic; a bug for the others).
   void violation() noexcept {
     ++res_.counters.bound_violations;
@@ -91,6 +95,7 @@ class PdmpOutput {
 
  private:
   void emit(long k, const double* u);
+  void event_at(double time, int kind, int coordinate, const double* u);
   void end_warmup();
 
   struct Window {  // since the last kept draw (and, in sampling, since the warm-up's end)
@@ -105,7 +110,7 @@ class PdmpOutput {
   ChainResult res_;
   Window window_, total_;
   std::uint64_t queries_at_row_ = 0, queries_at_sampling_ = 0;
-  std::vector<double> row_, theta_;
+  std::vector<double> row_, theta_, event_theta_;
   Stopwatch warm_clock_;
   Clock::time_point sampling_start_ = Clock::now();
 };

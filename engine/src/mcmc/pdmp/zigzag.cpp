@@ -30,6 +30,7 @@ ChainResult ZigZagChain::run(ChainGauge* gauge) {
   sh_.start(rng_, theta_.data());
   for (double& x : v_) x = rng_.uniform() < 0.5 ? -1.0 : 1.0;
   out_.begin(gauge);
+  out_.event(kPathStart, 0, theta_.data());
   for (std::size_t j = 0; j < p_; ++j) schedule(j);
   while (!out_.done()) step();
   return out_.finish(1.0);
@@ -82,7 +83,10 @@ void ZigZagChain::step() {
   if (rate > bound * (1.0 + kBoundRoundoff)) out_.violation();
   const bool accept = rng_.uniform() * bound < rate;
   out_.proposal(accept);
-  if (accept) v_[j] = -v_[j];
+  if (accept) {
+    v_[j] = -v_[j];
+    out_.event(kPathFlip, static_cast<int>(j) + 1, theta_.data());
+  }
   schedule(j);
 }
 

@@ -50,7 +50,7 @@ BouncyChain::BouncyChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
       theta_pad_(aligned_zeros(sh.model.stride())),
       w_pad_(aligned_zeros(sh.model.stride())),
       grad_pad_(aligned_zeros(sh.model.stride())),
-      lik_bound_(full_ ? sh.c.sum_norm : static_cast<double>(n_) * sh.c.max_norm),
+      lik_bound_(static_cast<double>(n_) * sh.c.max_norm),
       bandfit_(kBandWidth, sh.slope_sd) {}
 
 ChainResult BouncyChain::run(ChainGauge* gauge) {

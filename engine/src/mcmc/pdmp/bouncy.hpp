@@ -46,7 +46,7 @@ class BouncyChain {
   BatchDrawer drawer_;
   AlignedBuffer theta_pad_, w_pad_, grad_pad_;
   const Index* batch_idx_ = nullptr;
-  double lik_bound_ = 0.0;
+  double lik_bound_ = 0.0;  // lipSBPS: Λ = N·max_i ‖x_i‖ (BPS bounds by the curvature instead)
   double next_refresh_ = 0.0;    // absolute path time
   double gw_ = 0.0, var_ = 0.0;  // SBPS: the last observation G = w·ĝ and its variance
   double since_bounce_ = 0.0;    // SBPS: the band's time origin is the last bounce

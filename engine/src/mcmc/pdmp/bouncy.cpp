@@ -50,7 +50,7 @@ BouncyChain::BouncyChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
       theta_pad_(aligned_zeros(sh.model.stride())),
       w_pad_(aligned_zeros(sh.model.stride())),
       grad_pad_(aligned_zeros(sh.model.stride())),
-      lik_bound_(static_cast<double>(n_) * sh.c.max_norm),
+      lik_bound_(sh.c.by_norm.size() == 0 ? 0.0 : sh.c.by_norm.total()),
       bandfit_(kBandWidth, sh.slope_sd) {}
 
 ChainResult BouncyChain::run(ChainGauge* gauge) {
@@ -92,14 +92,19 @@ void BouncyChain::refresh() {
   out_.event(kPathRefresh, 0, theta_.data());
 }
 
-/// ĝ at θ: the full gradient of U (BPS), or the prior's plus N/b times a batch's, the batch drawn
-/// without replacement (the others). The band samplers also project it on w (project()).
+/// ĝ at θ: the full gradient of U (BPS); the prior's plus a mean of ∇U_i·Λ/‖x_i‖ over b data
+/// drawn with replacement by ‖x_i‖ (lipSBPS); the prior's plus N/b times a batch's, the batch
+/// drawn uniformly without replacement (the band samplers, which also project it on w).
 void BouncyChain::observe() {
   std::copy(theta_.begin(), theta_.end(), theta_pad_.get());
   if (full_) {
     grads_.full(sh_.model, theta_pad_.get(), grad_pad_.get());
     std::copy(grad_pad_.get(), grad_pad_.get() + p_, g_.begin());
     sh_.c.add_prior_grad(theta_.data(), g_.data());
+  } else if (!band_) {
+    std::fill(g_.begin(), g_.end(), 0.0);
+    sh_.c.add_prior_grad(theta_.data(), g_.data());
+    if (lik_bound_ > 0.0) draw_weighted_batch();
   } else {
     drawer_.restart();
     batch_idx_ = drawer_.extend(rng_, batch_);
@@ -118,6 +123,17 @@ void BouncyChain::observe() {
     sq_started_ = true;
   }
   project();
+}
+
+/// lipSBPS's likelihood part of ĝ: b data i drawn with probability q_i = ‖x_i‖/Λ, each term
+/// ∇U_i/q_i = c_i x_i·Λ/‖x_i‖, whose size is below Λ (|c_i| < 1): the bound of every batch.
+void BouncyChain::draw_weighted_batch() {
+  picked_.resize(batch_);
+  for (Index& i : picked_) i = sh_.c.by_norm.draw(rng_);
+  grads_.coefficients(picked_.data(), batch_, theta_pad_.get(), coef_.data());
+  for (std::size_t k = 0; k < batch_; ++k) coef_[k] *= lik_bound_ / sh_.c.norm[picked_[k]];
+  grads_.accumulate(picked_.data(), batch_, coef_.data(), 1.0 / static_cast<double>(batch_),
+                    g_.data());
 }
 
 /// SBPS's observation of the last batch along w: G = w·ĝ and the variance of its batch mean,

@@ -1,6 +1,6 @@
 #pragma once
 // Private: one chain of the bouncy particle sampler family on logistic regression
-// (docs/math.md §7.1–7.3): BPS with the full gradient and lipSBPS with batch gradients, both
+// (docs/math.md §7.1–7.3): BPS with the full gradient and lipSBPS with weighted batch gradients, both
 // exact by thinning with the affine bounds of bounds.hpp; SBPS and pSBPS, approximate, with the
 // adaptive regression band of band.hpp. The particle moves along θ + w·s; w = a∘v with a unit
 // v and the diagonal preconditioner a (all ones except for pSBPS).
@@ -31,6 +31,7 @@ class BouncyChain {
   void move(double tau);
   void refresh();
   void observe();
+  void draw_weighted_batch();
   void project();
   void bounce();
   void adapt_preconditioner();
@@ -41,12 +42,13 @@ class BouncyChain {
   const bool full_, band_, precondition_;
   Rng rng_;
   std::vector<double> theta_, v_, w_, a_, g_, h_, sq_, coef_, proj_;
+  std::vector<Index> picked_;  // lipSBPS: the batch, drawn with replacement by ‖x_i‖
   PdmpOutput out_;
   DatumGradients grads_;
   BatchDrawer drawer_;
   AlignedBuffer theta_pad_, w_pad_, grad_pad_;
   const Index* batch_idx_ = nullptr;
-  double lik_bound_ = 0.0;  // lipSBPS: Λ = N·max_i ‖x_i‖ (BPS bounds by the curvature instead)
+  double lik_bound_ = 0.0;  // lipSBPS: Λ = Σ_i ‖x_i‖ (BPS bounds by the curvature instead)
   double next_refresh_ = 0.0;    // absolute path time
   double gw_ = 0.0, var_ = 0.0;  // SBPS: the last observation G = w·ĝ and its variance
   double since_bounce_ = 0.0;    // SBPS: the band's time origin is the last bounce

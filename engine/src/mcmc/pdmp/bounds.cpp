@@ -89,6 +89,10 @@ void LogisticPdmpConstants::fill_zigzag(const LogisticModel& model, bool control
   }
 }
 
+void LogisticPdmpConstants::fill_lipsbps() {
+  by_norm = sum_norm > 0.0 ? AliasTable(norm) : AliasTable();
+}
+
 AffineBound bps_curvature_bound(const LogisticPdmpConstants& c, const double* g,
                                 const double* w) noexcept {
   const auto pp = static_cast<Eigen::Index>(c.p);

@@ -105,6 +105,7 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
       pdmp::LogisticPdmpConstants::make(chain_model, chain_map(out.map, transform),
                                         prior_precision(transform, model.prior().precision()));
   if (cfg.algo == Algo::bps) consts.fill_curvature(chain_model);
+  if (cfg.algo == Algo::lipsbps) consts.fill_lipsbps();
   if (is_zigzag(cfg.algo)) consts.fill_zigzag(chain_model, cfg.algo == Algo::zigzag_cv);
   const double time_scale = pdmp_time_scale(cfg.algo, out.map, transform);
   const detail::PdmpShared sh{

@@ -50,6 +50,9 @@ struct LogisticPdmpConstants {
   /// coordinate whose weights are all 0 has an empty table: its data never move its rate.
   /// Empty unless fill_zigzag() ran.
   std::vector<AliasTable> pick;
+  /// lipSBPS: a batch's data are drawn with probability ‖x_i‖ / Σ_k ‖x_k‖ (empty when every
+  /// ‖x_i‖ is 0; then the likelihood is flat). Empty unless fill_lipsbps() ran.
+  AliasTable by_norm;
 
   /// (Qθ)_j, the prior's part of ∂_j U.
   double prior_grad(std::size_t j, const double* theta) const noexcept;
@@ -65,6 +68,8 @@ struct LogisticPdmpConstants {
   /// Builds `pick` for Zig-Zag with (control_variates) or without control variates (O(N·p)
   /// time, 12·N·p bytes).
   void fill_zigzag(const LogisticModel& model, bool control_variates);
+  /// Builds `by_norm` for lipSBPS (O(N) time, 12·N bytes).
+  void fill_lipsbps();
   /// W_j of pick[j], 0 for an empty table.
   double pick_total(std::size_t j) const noexcept {
     return pick[j].size() == 0 ? 0.0 : pick[j].total();
@@ -72,8 +77,9 @@ struct LogisticPdmpConstants {
 };
 
 /// BPS and lipSBPS: [w·∇Û(θ + w·s)]_+ ≤ [|w|·lik + wᵀQθ + wᵀQw·s]_+ for any estimate Û
-/// whose likelihood part satisfies |w·∇Û_lik| ≤ |w|·lik: lik = Σ_i ‖x_i‖ for the full gradient,
-/// N·max_i ‖x_i‖ for a batch mean scaled by N.
+/// whose likelihood part satisfies |w·∇Û_lik| ≤ |w|·lik: lik = Σ_i ‖x_i‖ for the full gradient
+/// and for lipSBPS's batch mean of ∇U_i·Σ_k‖x_k‖/‖x_i‖ over data drawn by ‖x_i‖ (each term's
+/// size is at most Σ_k ‖x_k‖, since |c_i| < 1).
 AffineBound bps_bound(const LogisticPdmpConstants& c, double lik, const double* theta,
                       const double* w) noexcept;
 

@@ -35,6 +35,7 @@ BouncyChain::BouncyChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
       full_(sh.cfg.algo == Algo::bps),
       band_(sh.cfg.algo == Algo::sbps || sh.cfg.algo == Algo::psbps),
       precondition_(sh.cfg.algo == Algo::psbps),
+      dense_(sh.c.q.size() != 0),
       rng_(sh.cfg.seed, static_cast<std::uint64_t>(chain_id)),
       v_(p_),
       w_(p_),
@@ -73,12 +74,37 @@ ChainResult BouncyChain::run(ChainGauge* gauge) {
 
 void BouncyChain::set_velocity() {
   for (std::size_t j = 0; j < p_; ++j) w_[j] = a_[j] * v_[j];
+  if (!dense_) return;
+  const auto pp = static_cast<Eigen::Index>(p_);
+  const Eigen::Map<const Vec> w(w_.data(), pp), th(theta_.data(), pp);
+  qu_.resize(p_);
+  qw_.resize(p_);
+  Eigen::Map<Vec>(qu_.data(), pp).noalias() = sh_.c.q * th;  // afresh: no rounding drift
+  Eigen::Map<Vec>(qw_.data(), pp).noalias() = sh_.c.q * w;
+  w_norm_ = std::sqrt(dot(w_, w_));
+  wqw_ = dot(w_, qw_);
+}
+
+void BouncyChain::add_prior_grad() {
+  if (!dense_) {
+    sh_.c.add_prior_grad(theta_.data(), g_.data());
+    return;
+  }
+  for (std::size_t j = 0; j < p_; ++j) g_[j] += qu_[j];
+}
+
+/// lipSBPS's bound (bounds.hpp's bps_bound), from the carried Qθ and Qw with a dense Q.
+pdmp::AffineBound BouncyChain::lipschitz_bound() const noexcept {
+  if (!dense_) return pdmp::bps_bound(sh_.c, lik_bound_, theta_.data(), w_.data());
+  return {w_norm_ * lik_bound_ + dot(w_, qu_), wqw_};
 }
 
 /// Moves the particle by tau along w, reading draws off the segment on the way.
 void BouncyChain::move(double tau) {
   out_.advance(theta_.data(), w_.data(), tau);
   for (std::size_t j = 0; j < p_; ++j) theta_[j] += w_[j] * tau;
+  if (dense_)
+    for (std::size_t j = 0; j < p_; ++j) qu_[j] += qw_[j] * tau;
   if (tau > 0.0) fresh_ = false;
 }
 
@@ -100,17 +126,17 @@ void BouncyChain::observe() {
   if (full_) {
     grads_.full(sh_.model, theta_pad_.get(), grad_pad_.get());
     std::copy(grad_pad_.get(), grad_pad_.get() + p_, g_.begin());
-    sh_.c.add_prior_grad(theta_.data(), g_.data());
+    add_prior_grad();
   } else if (!band_) {
     std::fill(g_.begin(), g_.end(), 0.0);
-    sh_.c.add_prior_grad(theta_.data(), g_.data());
+    add_prior_grad();
     if (lik_bound_ > 0.0) draw_weighted_batch();
   } else {
     drawer_.restart();
     batch_idx_ = drawer_.extend(rng_, batch_);
     grads_.coefficients(batch_idx_, batch_, theta_pad_.get(), coef_.data());
     std::fill(g_.begin(), g_.end(), 0.0);
-    sh_.c.add_prior_grad(theta_.data(), g_.data());
+    add_prior_grad();
     grads_.accumulate(batch_idx_, batch_, coef_.data(),
                       static_cast<double>(n_) / static_cast<double>(batch_), g_.data());
   }
@@ -162,8 +188,8 @@ void BouncyChain::adapt_preconditioner() {
 /// without one (a refreshment); a proposal, accepted or not, leaves g_ fresh for the next bound.
 void BouncyChain::step_thinned() {
   if (full_ && !fresh_) observe();
-  const pdmp::AffineBound bd = full_ ? pdmp::bps_curvature_bound(sh_.c, g_.data(), w_.data())
-                                     : pdmp::bps_bound(sh_.c, lik_bound_, theta_.data(), w_.data());
+  const pdmp::AffineBound bd =
+      full_ ? pdmp::bps_curvature_bound(sh_.c, g_.data(), w_.data()) : lipschitz_bound();
   const double t_ev = pdmp::affine_rate_time(bd.a, bd.b, pdmp::exp1(rng_));
   const double t_ref = next_refresh_ - out_.path().now();
   const double t = std::min({t_ev, t_ref, out_.remaining()});

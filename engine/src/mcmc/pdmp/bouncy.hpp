@@ -1,8 +1,8 @@
 #pragma once
 // Private: one chain of the bouncy particle sampler family on logistic regression
-// (docs/math.md §7.1–7.3): BPS with the full gradient and lipSBPS with weighted batch gradients, both
-// exact by thinning with the affine bounds of bounds.hpp; SBPS and pSBPS, approximate, with the
-// adaptive regression band of band.hpp. The particle moves along θ + w·s; w = a∘v with a unit
+// (docs/math.md §7.1–7.3): BPS with the full gradient and lipSBPS with weighted batch gradients,
+// both exact by thinning with the affine bounds of bounds.hpp; SBPS and pSBPS, approximate, with
+// the adaptive regression band of band.hpp. The particle moves along θ + w·s; w = a∘v with a unit
 // v and the diagonal preconditioner a (all ones except for pSBPS).
 #include <atomic>
 #include <vector>
@@ -35,21 +35,29 @@ class BouncyChain {
   void project();
   void bounce();
   void adapt_preconditioner();
-  void set_velocity();  // w = a∘v
+  void set_velocity();    // w = a∘v
+  void add_prior_grad();  // g_ += Qθ
+  pdmp::AffineBound lipschitz_bound() const noexcept;
 
   const PdmpShared& sh_;
   const std::size_t p_, n_, batch_;
   const bool full_, band_, precondition_;
+  const bool dense_;  // a dense prior precision Q (preconditioned coordinates)
   Rng rng_;
   std::vector<double> theta_, v_, w_, a_, g_, h_, sq_, coef_, proj_;
+  // Dense Q: Qθ is carried along the path (Qθ += τ·Qw per move) and recomputed, with Qw, when
+  // the velocity changes, so that a proposal costs O(D) besides its batch instead of two
+  // D × D products.
+  std::vector<double> qu_, qw_;
+  double w_norm_ = 0.0, wqw_ = 0.0;
   std::vector<Index> picked_;  // lipSBPS: the batch, drawn with replacement by ‖x_i‖
   PdmpOutput out_;
   DatumGradients grads_;
   BatchDrawer drawer_;
   AlignedBuffer theta_pad_, w_pad_, grad_pad_;
   const Index* batch_idx_ = nullptr;
-  double lik_bound_ = 0.0;  // lipSBPS: Λ = Σ_i ‖x_i‖ (BPS bounds by the curvature instead)
-  double next_refresh_ = 0.0;    // absolute path time
+  double lik_bound_ = 0.0;     // lipSBPS: Λ = Σ_i ‖x_i‖ (BPS bounds by the curvature instead)
+  double next_refresh_ = 0.0;  // absolute path time
   double gw_ = 0.0, var_ = 0.0;  // SBPS: the last observation G = w·ĝ and its variance
   double since_bounce_ = 0.0;    // SBPS: the band's time origin is the last bounce
   bool sq_started_ = false;      // pSBPS: the running mean of ĝ∘ĝ has its first term

@@ -5,6 +5,7 @@
 
 #include "flymc/core/rng.hpp"
 #include "flymc/data/dataset.hpp"
+#include "flymc/mcmc/bright_set.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc::bench {
@@ -21,6 +22,14 @@ inline AlignedBuffer laplace_point(const MapResult& map, std::size_t stride) {
   AlignedBuffer theta = aligned_zeros(stride);
   for (Eigen::Index j = 0; j < t.size(); ++j) theta[static_cast<std::size_t>(j)] = t[j];
   return theta;
+}
+
+/// A dark datum drawn uniformly (by rejection: the fixtures keep few data bright).
+inline Index random_dark(const BrightSet& bright, Rng& rng) {
+  while (true) {
+    const auto n = static_cast<Index>(rng.below(bright.num_data()));
+    if (!bright.is_bright(n)) return n;
+  }
 }
 
 }  // namespace flymc::bench

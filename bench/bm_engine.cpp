@@ -63,7 +63,7 @@ struct World {
   BrightSet padded_z(Rng& rng, std::size_t target) const {
     BrightSet bright = initial_z(rng);
     while (bright.size() < target) {
-      const Index n = bright.dark(rng.below(bright.num_dark()));
+      const Index n = bench::random_dark(bright, rng);
       const double dot = kernels::dot(data->row(n), theta.get(), data->stride());
       const double delta = bound->log_lik(n, dot) - bound->log_bound(n, dot);
       bright.brighten(n, std::log(std::expm1(std::max(delta, 1e-300))));
@@ -226,9 +226,9 @@ void BM_EngineBrightSetFlips(benchmark::State& state) {
   const World& w = fmnist_sized();
   BrightSet bright(*w.data);
   Rng rng(5, 0);
-  while (bright.size() < 150) bright.brighten(bright.dark(rng.below(bright.num_dark())), -1.0);
+  while (bright.size() < 150) bright.brighten(bench::random_dark(bright, rng), -1.0);
   for (auto _ : state) {
-    bright.brighten(bright.dark(rng.below(bright.num_dark())), -1.0);
+    bright.brighten(bench::random_dark(bright, rng), -1.0);
     bright.darken(bright.bright(rng.below(bright.size())));
   }
   set_rows(state, 2.0 * static_cast<double>(state.iterations()));  // flips

@@ -6,9 +6,9 @@
 //   flymc_bm --benchmark_filter='ZSweep' --benchmark_repetitions=5
 //            --benchmark_enable_random_interleaving=true
 //
-// BM_ZSweepDarkBatch compares, on the same batches and the same data layout, the dark → bright
-// evaluation without prefetching (dark list read, all rows gathered, then the bound's Δ_n: mode 0)
-// with the block-prefetched one the updaters use (dark_at_positions and gathered_deltas: mode 1).
+// BM_ZSweepDarkBatch compares, on the same batches of dark data and the same data layout, the
+// dark → bright evaluation without prefetching (all rows gathered, then the bound's Δ_n: mode 0)
+// with the block-prefetched one the updaters use (gathered_deltas: mode 1).
 // BM_ZSweepImplicit times whole implicit sweeps at q = 128/N back to back: with no θ-steps between
 // them, the next sweep's rows prefetched at the end of a sweep have no time to arrive, so this
 // shows the sweep's cost without that overlap.
@@ -71,10 +71,10 @@ const TallWorld& world(std::size_t n) {
   return *it->second;
 }
 
-/// Ascending random positions in [0, len), as geometric skipping yields them.
-void draw_positions(Rng& rng, std::size_t len, std::vector<Index>& pos) {
-  for (Index& p : pos) p = static_cast<Index>(rng.below(len));
-  std::sort(pos.begin(), pos.end());
+/// Ascending random dark indices, as a sweep's candidates come.
+void draw_darks(Rng& rng, const BrightSet& bright, std::vector<Index>& idx) {
+  for (Index& n : idx) n = bench::random_dark(bright, rng);
+  std::sort(idx.begin(), idx.end());
 }
 
 /// Args: N, mode (0: unprefetched, as before; 1: prefetched).
@@ -88,12 +88,10 @@ void BM_ZSweepDarkBatch(benchmark::State& state) {
   Counters c;
   double sink = 0.0;
   for (auto _ : state) {
-    draw_positions(rng, w.bright.num_dark(), idx);
+    draw_darks(rng, w.bright, idx);
     if (prefetched) {
-      dark_at_positions(w.bright, idx.data(), kBatch);
       gathered_deltas(*w.bound, *w.data, w.theta.get(), idx.data(), kBatch, c, s, s.a.data());
     } else {
-      for (Index& p : idx) p = w.bright.dark(p);
       gather_predictors(1, *w.data, idx.data(), kBatch, w.theta.get(), s.pred.data());
       c.add(w.bound->deltas(idx.data(), s.pred.data(), kBatch, s.a.data()));
     }
@@ -113,8 +111,9 @@ void BM_ZSweepImplicit(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
   const TallWorld& w = world(n);
   BrightSet bright(*w.data);
-  const std::vector<Index> order(w.bright.order(), w.bright.order() + n);
-  bright.restore(order, w.bright.size(), w.bright.log_ltilde());
+  const std::vector<Index> lit(w.bright.bright_indices(),
+                               w.bright.bright_indices() + w.bright.size());
+  bright.restore(lit, w.bright.log_ltilde());
   ImplicitZUpdater z(double(kBatch) / double(n));
   Rng rng(6, 0);
   Counters c;

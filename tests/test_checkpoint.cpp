@@ -38,7 +38,7 @@ fs::path temp_dir(const std::string& name) {
   return d;
 }
 
-ChainState sample_chain_state(std::size_t n, bool sparse) {
+ChainState sample_chain_state(std::size_t n) {
   ChainState c;
   c.chain_id = 3;
   c.tally.iteration = 1234;
@@ -69,15 +69,7 @@ ChainState sample_chain_state(std::size_t n, bool sparse) {
   c.timers.wall_z_init = 0.05;
   c.timers.wall_warmup = 0.75;
   c.timers.wall_sampling = 1.25;
-  c.order.resize(n);
-  for (std::size_t i = 0; i < n; ++i) c.order[i] = static_cast<Index>(i);
-  if (sparse) {
-    std::swap(c.order[0], c.order[7]);
-    std::swap(c.order[1], c.order[n - 1]);
-  } else {
-    for (std::size_t i = 0; i < n; ++i) c.order[i] = static_cast<Index>(n - 1 - i);
-  }
-  c.num_bright = 2;
+  c.bright = {static_cast<Index>(n - 1), 7};
   c.log_ltilde = {-3.5, 0.25};
   return c;
 }
@@ -114,8 +106,7 @@ void check_equal(const ChainState& a, const ChainState& b) {
   CHECK(a.timers.wall_z_init == b.timers.wall_z_init);
   CHECK(a.timers.wall_warmup == b.timers.wall_warmup);
   CHECK(a.timers.wall_sampling == b.timers.wall_sampling);
-  CHECK(a.num_bright == b.num_bright);
-  CHECK(a.order == b.order);
+  CHECK(a.bright == b.bright);
   CHECK(a.log_ltilde == b.log_ltilde);
 }
 
@@ -176,11 +167,11 @@ TEST_SUITE("unit") {
     CHECK(data_fingerprint(*b) != f1);
   }
 
-  TEST_CASE("checkpoint files round trip: chain states (dense and sparse order) and manifest") {
+  TEST_CASE("checkpoint files round trip: chain states and manifest") {
     const fs::path dir = temp_dir("roundtrip");
-    for (bool sparse : {false, true}) {
-      CAPTURE(sparse);
-      const ChainState c = sample_chain_state(40, sparse);
+    for (std::size_t n : {40, 4000}) {
+      CAPTURE(n);
+      const ChainState c = sample_chain_state(n);
       const auto bytes = encode_checkpoint(c);
       check_equal(decode_chain_checkpoint(bytes, "mem"), c);
       save_chain_checkpoint(dir.string(), c);
@@ -190,9 +181,9 @@ TEST_SUITE("unit") {
       for (const auto& e : fs::directory_iterator(dir))  // no temporary left
         CHECK(e.path().extension() == ".ckpt");
     }
-    // The sparse encoding is smaller when few positions moved.
-    CHECK(encode_checkpoint(sample_chain_state(4000, true)).size() <
-          encode_checkpoint(sample_chain_state(4000, false)).size() / 10);
+    // The bright set is stored as its bright indices: a chain's state does not grow with N.
+    CHECK(encode_checkpoint(sample_chain_state(4000000)).size() ==
+          encode_checkpoint(sample_chain_state(40)).size());
     CHECK(!load_chain_checkpoint(dir.string(), 4).has_value());  // never saved: none
 
     RunManifest m;
@@ -248,7 +239,7 @@ TEST_SUITE("unit") {
   }
 
   TEST_CASE("a flipped byte, a truncation, another kind or version, or a foreign file is refused") {
-    const auto good = encode_checkpoint(sample_chain_state(30, false));
+    const auto good = encode_checkpoint(sample_chain_state(30));
     REQUIRE(error_of(good).empty());
     // Every byte flipped (one bit): always caught, by the magic, the header checks or the
     // checksum (a single-word change cannot collide: hash_bytes is bijective in each word).
@@ -301,7 +292,7 @@ TEST_SUITE("unit") {
     fs::remove_all(dir);
   }
 
-  TEST_CASE("BrightSet::restore rebuilds the state saved from order() and log_ltilde()") {
+  TEST_CASE("BrightSet::restore rebuilds the state saved from bright_indices() and log_ltilde()") {
     auto ds = test::logistic_data(300, 4, 2);
     BrightSet a(*ds);
     Rng rng(3, 4);
@@ -313,20 +304,35 @@ TEST_SUITE("unit") {
         a.brighten(n, rng.normal());
       }
     }
-    std::vector<Index> order(a.order(), a.order() + a.num_data());
+    std::vector<Index> bright(a.bright_indices(), a.bright_indices() + a.size());
+    REQUIRE(bright.size() > 6);
     BrightSet b(*ds);
-    b.restore(order, a.size(), a.log_ltilde());
+    b.restore(bright, a.log_ltilde());
     b.check_invariants();
     REQUIRE(b.size() == a.size());
-    CHECK(std::equal(order.begin(), order.end(), b.order()));
+    CHECK(std::equal(bright.begin(), bright.end(), b.bright_indices()));
     CHECK(std::equal(a.log_ltilde(), a.log_ltilde() + a.size(), b.log_ltilde()));
     CHECK(std::memcmp(a.packed_rows(), b.packed_rows(), a.size() * a.stride() * sizeof(double)) ==
           0);
-    for (std::size_t i = 0; i < a.num_dark(); ++i) CHECK(a.dark(i) == b.dark(i));
-    order[5] = order[6];  // not a permutation
-    CHECK_THROWS_AS(b.restore(order, 3, a.log_ltilde()), std::invalid_argument);
-    order.pop_back();
-    CHECK_THROWS_AS(b.restore(order, 3, a.log_ltilde()), std::invalid_argument);
+    for (Index n = 0; n < 300; ++n) CHECK(a.is_bright(n) == b.is_bright(n));
+    // The same flips on both continue identically (the positions were rebuilt too).
+    for (int k = 0; k < 500; ++k) {
+      const auto n = static_cast<Index>(rng.below(300));
+      if (a.is_bright(n)) {
+        a.darken(n);
+        b.darken(n);
+      } else {
+        a.brighten(n, 0.5);
+        b.brighten(n, 0.5);
+      }
+    }
+    CHECK(std::equal(a.bright_indices(), a.bright_indices() + a.size(), b.bright_indices()));
+    std::vector<Index> twice = bright;
+    twice[5] = twice[6];
+    CHECK_THROWS_AS(b.restore(twice, a.log_ltilde()), std::invalid_argument);
+    std::vector<Index> outside = bright;
+    outside[2] = 300;
+    CHECK_THROWS_AS(b.restore(outside, a.log_ltilde()), std::invalid_argument);
   }
 
   TEST_CASE("bound checks: sub-tolerance negatives are clamped and counted, larger ones violate") {
@@ -604,9 +610,14 @@ TEST_SUITE("unit") {
     {
       const ChainState saved = *load_chain_checkpoint(ck.dir, 1);
       ChainState bad = saved;
-      bad.order[0] = bad.order[1];
+      REQUIRE(saved.bright.size() >= 2);
+      bad.bright[0] = bad.bright[1];
       save_chain_checkpoint(ck.dir, bad);
-      CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck, hooks), doctest::Contains("not a permutation"),
+      CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck, hooks), doctest::Contains("listed twice"),
+                           ConfigError);
+      bad.bright[0] = static_cast<Index>(ds->n());
+      save_chain_checkpoint(ck.dir, bad);
+      CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck, hooks), doctest::Contains("out of range"),
                            ConfigError);
       bad = saved;
       bad.kept += 1;

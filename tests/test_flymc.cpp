@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "flymc/mcmc/bright_set.hpp"
@@ -53,7 +54,7 @@ TEST_SUITE("unit") {
           CHECK(ref.count(bs.bright(i)) == 1);
           CHECK(bs.log_ltilde()[i] == static_cast<double>(bs.bright(i)));
         }
-        for (std::size_t i = 0; i < bs.num_dark(); ++i) CHECK(ref.count(bs.dark(i)) == 0);
+        for (Index m = 0; m < 500; ++m) CHECK(bs.is_bright(m) == (ref.count(m) == 1));
       }
     }
     bs.check_invariants();
@@ -67,6 +68,38 @@ TEST_SUITE("unit") {
     // A packed row that no longer matches its datum must be caught.
     const_cast<double*>(bs.packed_rows())[0] += 1.0;
     CHECK_THROWS_AS(bs.check_invariants(), std::logic_error);
+  }
+
+  TEST_CASE("PositionTable: inserts, lookups and backward-shift erases agree with std::map") {
+    // Keys crowded into a small table (probe runs that wrap around its end) and spread over the
+    // whole Index range; every erase is followed by a check of every remaining key.
+    for (const Index spread : {Index{64}, ~Index{0} - 1}) {
+      CAPTURE(spread);
+      PositionTable t;
+      std::map<Index, Index> ref;
+      Rng rng(12, spread);
+      for (int step = 0; step < 20000; ++step) {
+        const auto n = static_cast<Index>(rng.below(spread));
+        if (ref.count(n) == 1 && rng.uniform() < 0.6) {
+          t.erase(n);
+          ref.erase(n);
+        } else if (ref.count(n) == 1) {
+          const auto v = static_cast<Index>(step);
+          t.assign(n, v);
+          ref[n] = v;
+        } else if (ref.size() < 40) {
+          t.reserve(ref.size() + 1);
+          t.insert(n, static_cast<Index>(step));
+          ref[n] = static_cast<Index>(step);
+        }
+        if (step % 37 == 0)
+          for (const auto& [k, v] : ref) {
+            REQUIRE(t.contains(k));
+            CHECK(t.find(k) == v);
+          }
+        CHECK(!t.contains(spread));  // never inserted
+      }
+    }
   }
 }
 
@@ -187,7 +220,8 @@ TEST_SUITE("statistical") {
     Rng rb;
     for (int sweep = 0; sweep < 40; ++sweep) {
       if (sweep == 20) {
-        sb.restore(std::vector<Index>(sa.order(), sa.order() + n), sa.size(), sa.log_ltilde());
+        sb.restore(std::vector<Index>(sa.bright_indices(), sa.bright_indices() + sa.size()),
+                   sa.log_ltilde());
         rb = ra;
         b.set_candidate_stream(42, 20);
       }
@@ -231,19 +265,22 @@ TEST_SUITE("statistical") {
       log_rates[3] = 0.0;
     }
     const ZRates rates(log_rates);
-    for (int which = 0; which < 5; ++which) {
+    // which: 0, 1 implicit at q = 0.3, 0.05; 2 explicit; 3 implicit then explicit; 4 per-datum
+    // rates; 5 implicit at q = 1 (every dark datum proposed, in index order).
+    for (int which = 0; which < 6; ++which) {
       CAPTURE(which);
       std::vector<double> count(n, 0.0);
       Rng rng(99, static_cast<std::uint64_t>(which));
-      ImplicitZUpdater imp =
-          which == 4 ? ImplicitZUpdater(rates) : ImplicitZUpdater(which == 0 ? 0.3 : 0.05);
+      ImplicitZUpdater imp = which == 4   ? ImplicitZUpdater(rates)
+                             : which == 5 ? ImplicitZUpdater(1.0)
+                                          : ImplicitZUpdater(which == 0 ? 0.3 : 0.05);
       ExplicitZUpdater exp_up(which == 2 ? 0.5 : 0.1);
       Counters c;
       for (int r = 0; r < reps; ++r) {
         BrightSet bs(*ds);
         for (Index i = 0; i < n; ++i)
           if (rng.uniform() < p[i]) bs.brighten(i, llt[i]);
-        if (which <= 1 || which == 4) {
+        if (which <= 1 || which >= 4) {
           imp.update(bound, *ds, bs, tp.get(), rng, c);
         } else if (which == 2) {
           exp_up.update(bound, *ds, bs, tp.get(), rng, c);

@@ -444,24 +444,7 @@ std::vector<unsigned char> encode_checkpoint(const ChainState& c) {
   put_tally(w, c.tally);
   c.counters.for_each_count([&](std::uint64_t v) { w.put(v); });
   put_timers(w, c.timers);
-  w.put(c.num_bright);
-  // The order: as (position, index) pairs where it differs from the identity, if fewer bytes.
-  const std::size_t n = c.order.size();
-  std::size_t moved = 0;
-  for (std::size_t i = 0; i < n; ++i) moved += c.order[i] != i ? 1 : 0;
-  if (2 * moved < n) {
-    w.put<std::uint8_t>(1);
-    w.put<std::uint64_t>(n);
-    w.put<std::uint64_t>(moved);
-    for (std::size_t i = 0; i < n; ++i)
-      if (c.order[i] != i) {
-        w.put(static_cast<Index>(i));
-        w.put(c.order[i]);
-      }
-  } else {
-    w.put<std::uint8_t>(0);
-    w.put_array(c.order.data(), n);
-  }
+  w.put_array(c.bright.data(), c.bright.size());
   w.put_array(c.log_ltilde.data(), c.log_ltilde.size());
   w.put_array(c.grad.data(), c.grad.size());
   w.put_array(c.coefs.data(), c.coefs.size());
@@ -484,31 +467,12 @@ ChainState decode_chain_checkpoint(std::span<const unsigned char> bytes, const s
   c.tally = get_tally(r);
   c.counters.for_each_count([&](std::uint64_t& v) { v = r.get<std::uint64_t>(); });
   c.timers = get_timers(r);
-  c.num_bright = r.get<std::uint64_t>();
-  const auto mode = r.get<std::uint8_t>();
-  if (mode == 1) {
-    const auto n = r.get<std::uint64_t>();
-    if (n > std::numeric_limits<Index>::max()) r.fail("bright-set order too long");
-    const auto moved = r.count(2 * sizeof(Index));
-    c.order.resize(n);
-    for (std::size_t i = 0; i < n; ++i) c.order[i] = static_cast<Index>(i);
-    for (std::uint64_t k = 0; k < moved; ++k) {
-      const auto pos = r.get<Index>();
-      const auto val = r.get<Index>();
-      if (pos >= n) r.fail("bright-set position out of range");
-      c.order[pos] = val;
-    }
-  } else if (mode == 0) {
-    c.order = r.get_array<Index>();
-  } else {
-    r.fail("invalid bright-set encoding");
-  }
+  c.bright = r.get_array<Index>();
   c.log_ltilde = r.get_array<double>();
-  if (c.num_bright > c.order.size() || c.log_ltilde.size() != c.num_bright)
-    r.fail("bright count out of range");
+  if (c.log_ltilde.size() != c.bright.size()) r.fail("cached log L~ does not fit the bright count");
   c.grad = r.get_array<double>();
   c.coefs = r.get_array<double>();
-  if (!c.coefs.empty() && (c.num_bright == 0 || c.coefs.size() % c.num_bright != 0))
+  if (!c.coefs.empty() && (c.bright.empty() || c.coefs.size() % c.bright.size() != 0))
     r.fail("gradient coefficients do not fit the bright count");
   r.expect_end();
   return c;

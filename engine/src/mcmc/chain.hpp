@@ -213,8 +213,7 @@ class Chain {
     kernel_.load(st.kernel_state);
     Counters scratch;  // not queries of the chain: the uninterrupted run had these cached
     if constexpr (kFly) {
-      bright_.restore(st.order, static_cast<std::size_t>(st.num_bright), st.log_ltilde.data(),
-                      st.coefs.data());
+      bright_.restore(st.bright, st.log_ltilde.data(), st.coefs.data());
       target_->set_current(s_.theta.data());
       if (kernel_.needs_gradient()) {
         s_.grad = st.grad;  // as the chain held it (a z-sweep may have updated it incrementally)
@@ -398,8 +397,7 @@ class Chain {
     c.timers.wall_warmup = prev_.wall_warmup + warm / ses_.concurrency;
     c.timers.wall_sampling = prev_.wall_sampling + samp / ses_.concurrency;
     if constexpr (kFly) {
-      c.num_bright = bright_.size();
-      c.order.assign(bright_.order(), bright_.order() + bright_.num_data());
+      c.bright.assign(bright_.bright_indices(), bright_.bright_indices() + bright_.size());
       c.log_ltilde.assign(bright_.log_ltilde(), bright_.log_ltilde() + bright_.size());
       if (kernel_.needs_gradient()) {
         c.grad = s_.grad;

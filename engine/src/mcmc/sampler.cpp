@@ -33,9 +33,9 @@ void check_chain_state(const ChainState& c, const RunConfig& cfg, std::size_t n,
   std::string bad;
   if (c.theta.size() != p)
     bad = "theta has " + std::to_string(c.theta.size()) + " entries";
-  else if (cfg.algo == Algo::flymc && c.order.size() != n)
-    bad = "bright-set size differs from N";
-  else if (cfg.algo == Algo::full && !c.order.empty())
+  else if (c.bright.size() > n)
+    bad = "more bright data than N";
+  else if (cfg.algo == Algo::full && !c.bright.empty())
     bad = "a bright set in a regular MCMC run";
   else if (c.tally.iteration > total)
     bad = "iteration beyond the run's end";
@@ -45,14 +45,14 @@ void check_chain_state(const ChainState& c, const RunConfig& cfg, std::size_t n,
     bad = "kept-draw count inconsistent";
   else if (c.tally.since_z >= cfg.resolved_theta_steps())
     bad = "z-sweep schedule out of range";
-  else if (grad_cache ? c.grad.size() != p || c.coefs.size() != c.num_bright * k
+  else if (grad_cache ? c.grad.size() != p || c.coefs.size() != c.bright.size() * k
                       : !c.grad.empty() || !c.coefs.empty())
     bad = "cached gradient does not fit the kernel";
-  if (bad.empty() && !c.order.empty()) {
+  if (bad.empty() && !c.bright.empty()) {
     std::vector<char> seen(n, 0);
-    for (Index v : c.order) {
+    for (Index v : c.bright) {
       if (v >= n || seen[v]) {
-        bad = "the bright-set order is not a permutation of the data";
+        bad = "a bright index out of range or listed twice";
         break;
       }
       seen[v] = 1;

@@ -1,18 +1,24 @@
 #pragma once
 /// @file bright_set.hpp
-/// The set of bright data (z_n = 1) of one chain, after the paper's section 3.3 (docs/math.md
-/// §1.3).
+/// The set of bright data (z_n = 1) of one chain (docs/math.md §1.3).
 ///
-/// `arr` holds every index once with the bright ones first, `tab[n]` is n's position in `arr`, and
-/// `size()` counts the bright ones, so brighten, darken, membership, the i-th bright and the i-th
-/// dark datum are all O(1). Beside `arr[0, size())` the set keeps, in the same order, a packed copy
-/// of the bright rows (so the bright evaluation is one contiguous pass) and a cached log L̃_n at the
-/// chain's current θ (so the implicit z-update needs no query for bright points).
+/// The paper's section 3.3 keeps a permutation of all N indices with the bright ones first and
+/// each datum's position in it: O(1) per operation, but 8 bytes per datum, and on data far larger
+/// than the caches a flip then costs dependent cache misses in two N-long arrays. Here the set
+/// keeps only what is small: one bit per datum (membership: N/8 bytes, in L2 or L3 up to tens of
+/// millions of rows), the bright indices in packed order, and an open-addressing table from a
+/// bright index to its packed position (a few times the bright count), so brighten, darken,
+/// membership, position and the i-th bright datum are O(1) and touch the data's own arrays only
+/// through the bit. Beside the bright indices it keeps, in the same order, a packed copy of the
+/// bright rows (the bright evaluation is one contiguous pass) and the cached log L̃_n at the
+/// chain's current θ (the implicit z-update needs no query for bright points).
 ///
-/// Memory: 8 bytes per datum plus (stride + 1) doubles per bright datum; no copy of the data.
+/// Memory: N/8 bytes plus about (stride + 3) doubles per bright datum; no copy of the data.
 /// Thread safety: none; one BrightSet belongs to one chain.
 #include <algorithm>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -22,31 +28,93 @@
 
 namespace flymc {
 
+/// Bright index → packed position: open addressing with linear probing over a power-of-two
+/// table kept at most half full, deletion by backward shift (no tombstones). Keys are data
+/// indices (< 2^32 − 1), values positions.
+class PositionTable {
+ public:
+  /// Room for `count` keys at load ≤ 1/2.
+  void reserve(std::size_t count) {
+    std::size_t cap = 16;
+    while (cap < 2 * count) cap *= 2;
+    if (cap <= keys_.size()) return;
+    std::vector<Index> keys(cap, kEmpty), vals(cap);
+    keys.swap(keys_);
+    vals.swap(vals_);
+    shift_ = 64 - std::countr_zero(cap);
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] != kEmpty) insert(keys[i], vals[i]);
+  }
+  void clear() noexcept { std::fill(keys_.begin(), keys_.end(), kEmpty); }
+  /// Adds key n (absent) with value v.
+  void insert(Index n, Index v) noexcept {
+    std::size_t i = home(n);
+    while (keys_[i] != kEmpty) i = next(i);
+    keys_[i] = n;
+    vals_[i] = v;
+  }
+  /// The value of key n (present).
+  Index find(Index n) const noexcept { return vals_[slot(n)]; }
+  /// Sets the value of key n (present).
+  void assign(Index n, Index v) noexcept { vals_[slot(n)] = v; }
+  /// Removes key n (present), moving later keys of its probe run back into the gap.
+  void erase(Index n) noexcept {
+    std::size_t gap = slot(n);
+    for (std::size_t i = next(gap);; i = next(i)) {
+      if (keys_[i] == kEmpty) break;
+      // Key at i may move into the gap unless its home lies cyclically in (gap, i].
+      const std::size_t h = home(keys_[i]);
+      const bool stays = gap <= i ? (gap < h && h <= i) : (gap < h || h <= i);
+      if (stays) continue;
+      keys_[gap] = keys_[i];
+      vals_[gap] = vals_[i];
+      gap = i;
+    }
+    keys_[gap] = kEmpty;
+  }
+  /// Whether key n is present (tests).
+  bool contains(Index n) const noexcept {
+    for (std::size_t i = home(n);; i = next(i)) {
+      if (keys_[i] == n) return true;
+      if (keys_[i] == kEmpty) return false;
+    }
+  }
+
+ private:
+  static constexpr Index kEmpty = ~Index{0};
+  std::size_t home(Index n) const noexcept {
+    return static_cast<std::size_t>((std::uint64_t{n} * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+  std::size_t next(std::size_t i) const noexcept { return (i + 1) & (keys_.size() - 1); }
+  std::size_t slot(Index n) const noexcept {
+    std::size_t i = home(n);
+    while (keys_[i] != n) i = next(i);
+    return i;
+  }
+  std::vector<Index> keys_, vals_;
+  int shift_ = 64;
+};
+
 class BrightSet {
  public:
   BrightSet() = default;
   /// All N data dark.
-  explicit BrightSet(const Dataset& data) : data_(&data), stride_(data.stride()) {
-    const std::size_t n = data.n();
-    arr_.resize(n);
-    tab_.resize(n);
-    for (std::size_t i = 0; i < n; ++i) arr_[i] = tab_[i] = static_cast<Index>(i);
+  explicit BrightSet(const Dataset& data)
+      : data_(&data), stride_(data.stride()), n_(data.n()), bits_((data.n() + 63) / 64, 0) {
+    if (n_ >= std::size_t{~Index{0}}) throw std::invalid_argument("bright set: N >= 2^32 - 1");
     reserve(64);
   }
 
-  std::size_t size() const noexcept { return nb_; }              ///< bright count
-  std::size_t num_data() const noexcept { return arr_.size(); }  ///< N
-  std::size_t num_dark() const noexcept { return arr_.size() - nb_; }
-  bool is_bright(Index n) const noexcept { return tab_[n] < nb_; }
-  Index bright(std::size_t i) const noexcept { return arr_[i]; }
-  Index dark(std::size_t i) const noexcept { return arr_[nb_ + i]; }
+  std::size_t size() const noexcept { return nb_; }     ///< bright count
+  std::size_t num_data() const noexcept { return n_; }  ///< N
+  std::size_t num_dark() const noexcept { return n_ - nb_; }
+  bool is_bright(Index n) const noexcept { return (bits_[n >> 6] >> (n & 63)) & 1u; }
+  Index bright(std::size_t i) const noexcept { return idx_[i]; }
   /// Bright indices, in packed order.
-  const Index* bright_indices() const noexcept { return arr_.data(); }
-  /// Dark indices: dark(i) == dark_indices()[i].
-  const Index* dark_indices() const noexcept { return arr_.data() + nb_; }
-  /// Starts loading datum n's slot (is_bright, position), which brighten and darken also read:
-  /// for batches of data scattered over a set far larger than the caches.
-  void prefetch(Index n) const noexcept { __builtin_prefetch(tab_.data() + n); }
+  const Index* bright_indices() const noexcept { return idx_.data(); }
+  /// Starts loading datum n's membership bit, which is_bright, brighten and darken read: for
+  /// batches of data scattered over a set far larger than the caches.
+  void prefetch(Index n) const noexcept { __builtin_prefetch(bits_.data() + (n >> 6)); }
   /// Packed bright rows: size() rows, stride() apart, in the order of bright_indices().
   const double* packed_rows() const noexcept { return rows_.get(); }
   std::size_t stride() const noexcept { return stride_; }
@@ -72,11 +140,12 @@ class BrightSet {
   }
 
   /// Sets z_n = 1 (n must be dark) with its log L̃_n at the current θ (and, when cached, its
-  /// K coefficients).
+  /// K coefficients): n takes the packed slot after the last bright datum.
   void brighten(Index n, double log_lt, const double* coef = nullptr) {
-    const Index pos = tab_[n];
     if (nb_ == capacity_) reserve(2 * capacity_);
-    swap_positions(pos, static_cast<Index>(nb_));
+    bits_[n >> 6] |= std::uint64_t{1} << (n & 63);
+    idx_[nb_] = n;
+    pos_.insert(n, static_cast<Index>(nb_));
     std::memcpy(rows_.get() + nb_ * stride_, data_->row(n), stride_ * sizeof(double));
     llt_[nb_] = log_lt;
     if (k_ > 0) {
@@ -85,15 +154,19 @@ class BrightSet {
     ++nb_;
   }
   /// Position of bright datum n in packed order.
-  std::size_t position(Index n) const noexcept { return tab_[n]; }
+  std::size_t position(Index n) const noexcept { return pos_.find(n); }
 
   /// Sets z_n = 0 (n must be bright): the last bright datum takes n's packed slot.
   void darken(Index n) {
-    const Index pos = tab_[n];
+    const std::size_t pos = pos_.find(n);
     --nb_;
-    swap_positions(pos, static_cast<Index>(nb_));
+    bits_[n >> 6] &= ~(std::uint64_t{1} << (n & 63));
+    pos_.erase(n);
     if (pos != nb_) {
-      std::memcpy(rows_.get() + std::size_t(pos) * stride_, rows_.get() + nb_ * stride_,
+      const Index last = idx_[nb_];
+      idx_[pos] = last;
+      pos_.assign(last, static_cast<Index>(pos));
+      std::memcpy(rows_.get() + pos * stride_, rows_.get() + nb_ * stride_,
                   stride_ * sizeof(double));
       llt_[pos] = llt_[nb_];
       for (std::size_t k = 0; k < k_; ++k) coef_[pos * k_ + k] = coef_[nb_ * k_ + k];
@@ -108,79 +181,62 @@ class BrightSet {
   }
   std::size_t capacity() const noexcept { return capacity_; }
 
-  /// The whole order `arr` (num_data() entries, the size() bright indices first): with
-  /// log_ltilde() it is the complete state, for checkpoints. The dark order matters too (the
-  /// implicit z-update with q = 1 picks darks by position, and the order decides where flips
-  /// land in the packed rows).
-  const Index* order() const noexcept { return arr_.data(); }
-  /// Restores a state saved from order(), size() and log_ltilde(): `order` must be a permutation
-  /// of [0, num_data()) with the `nb` bright indices first, `llt` their cached log L̃ (nb values).
-  /// @throw std::invalid_argument if `order` is not such a permutation.
-  void restore(const std::vector<Index>& order, std::size_t nb, const double* llt,
-               const double* coefs = nullptr) {
-    const std::size_t n = arr_.size();
-    if (order.size() != n || nb > n)
-      throw std::invalid_argument("bright set: order has " + std::to_string(order.size()) +
-                                  " entries and " + std::to_string(nb) +
-                                  " bright, for N = " + std::to_string(n));
-    IndexArray tab(n, static_cast<Index>(n));
-    for (std::size_t i = 0; i < n; ++i) {
-      const Index v = order[i];
-      if (v >= n || tab[v] != n)
-        throw std::invalid_argument("bright set: order is not a permutation of 0..N-1");
-      tab[v] = static_cast<Index>(i);
-    }
-    arr_.assign(order.begin(), order.end());
-    tab_ = std::move(tab);
+  /// Restores a state saved from bright_indices(), size(), log_ltilde() (and coefs()): `bright`
+  /// the bright indices in packed order, `llt` their cached log L̃ (and `coefs` K per datum).
+  /// That is the whole state: which data are dark, and in what order, is nothing the chain uses.
+  /// @throw std::invalid_argument if an index is out of range or repeated.
+  void restore(const std::vector<Index>& bright, const double* llt, const double* coefs = nullptr) {
+    std::vector<Index> sorted(bright);
+    std::sort(sorted.begin(), sorted.end());
+    if (!sorted.empty() && sorted.back() >= n_)
+      throw std::invalid_argument("bright set: index " + std::to_string(sorted.back()) +
+                                  " out of range for N = " + std::to_string(n_));
+    const auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+    if (dup != sorted.end())
+      throw std::invalid_argument("bright set: index " + std::to_string(*dup) + " is listed twice");
+    std::fill(bits_.begin(), bits_.end(), 0);
+    pos_.clear();
     nb_ = 0;
-    reserve(std::max<std::size_t>(64, nb));
-    for (std::size_t i = 0; i < nb; ++i)
-      std::memcpy(rows_.get() + i * stride_, data_->row(arr_[i]), stride_ * sizeof(double));
-    std::copy(llt, llt + nb, llt_.begin());
-    if (k_ > 0 && coefs != nullptr) std::copy(coefs, coefs + nb * k_, coef_.begin());
-    nb_ = nb;
+    reserve(std::max<std::size_t>(64, bright.size()));
+    for (std::size_t i = 0; i < bright.size(); ++i)
+      brighten(bright[i], llt[i], k_ > 0 && coefs != nullptr ? coefs + i * k_ : nullptr);
   }
 
-  /// Throws std::logic_error if the permutation, the packed rows or the count are inconsistent.
+  /// Throws std::logic_error if the bits, the positions, the packed rows or the count are
+  /// inconsistent.
   void check_invariants() const {
-    const std::size_t n = arr_.size();
-    if (nb_ > n) throw std::logic_error("BrightSet: count exceeds N");
-    std::vector<char> seen(n, 0);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Index v = arr_[i];
-      if (v >= n || seen[v]) throw std::logic_error("BrightSet: arr is not a permutation");
-      seen[v] = 1;
-      if (tab_[v] != i)
-        throw std::logic_error("BrightSet: tab[arr[i]] != i at " + std::to_string(i));
-    }
-    for (std::size_t i = 0; i < nb_; ++i)
-      if (std::memcmp(rows_.get() + i * stride_, data_->row(arr_[i]), stride_ * sizeof(double)) !=
-          0)
+    std::size_t ones = 0;
+    for (std::uint64_t w : bits_) ones += static_cast<std::size_t>(std::popcount(w));
+    if (ones != nb_) throw std::logic_error("BrightSet: membership bits do not count size()");
+    for (std::size_t i = 0; i < nb_; ++i) {
+      const Index n = idx_[i];
+      if (n >= n_ || !is_bright(n)) throw std::logic_error("BrightSet: a listed datum is dark");
+      if (!pos_.contains(n) || pos_.find(n) != i)
+        throw std::logic_error("BrightSet: position of " + std::to_string(n) +
+                               " != " + std::to_string(i));
+      if (std::memcmp(rows_.get() + i * stride_, data_->row(n), stride_ * sizeof(double)) != 0)
         throw std::logic_error("BrightSet: packed row " + std::to_string(i) + " is stale");
+    }
   }
 
  private:
-  void swap_positions(Index p, Index q) noexcept {
-    const Index a = arr_[p], b = arr_[q];
-    arr_[p] = b;
-    arr_[q] = a;
-    tab_[b] = p;
-    tab_[a] = q;
-  }
   void reserve(std::size_t cap) {
     cap = std::max<std::size_t>(cap, 1);
     AlignedBuffer rows = aligned_zeros(cap * stride_);
     if (rows_) std::memcpy(rows.get(), rows_.get(), nb_ * stride_ * sizeof(double));
     rows_ = std::move(rows);
+    idx_.resize(cap);
     llt_.resize(cap);
     if (k_ > 0) coef_.resize(cap * k_);
+    pos_.reserve(cap);
     capacity_ = cap;
   }
 
   const Dataset* data_ = nullptr;
-  std::size_t stride_ = 0, nb_ = 0, capacity_ = 0;
-  using IndexArray = std::vector<Index, HugePageAllocator<Index>>;
-  IndexArray arr_, tab_;  // read at scattered positions by the z-updates
+  std::size_t stride_ = 0, n_ = 0, nb_ = 0, capacity_ = 0;
+  std::vector<std::uint64_t> bits_;  // z_n, one bit per datum
+  std::vector<Index> idx_;           // bright indices, packed order (capacity_ entries)
+  PositionTable pos_;                // bright index → packed position
   AlignedBuffer rows_;
   std::vector<double> llt_;
   std::size_t k_ = 0;         // coefficients per bright datum (0: not cached)

@@ -49,14 +49,13 @@ struct ChainState {
   ChainTally tally;
   Counters counters;  ///< the profile pointer is not part of the state
   ChainTimers timers;
-  /// FlyMC: BrightSet::order() (N entries), the bright count and their cached log L̃
-  /// (num_bright entries, in order).
-  std::uint64_t num_bright = 0;
-  std::vector<Index> order;
+  /// FlyMC: the bright indices in packed order (BrightSet::bright_indices()) and their cached
+  /// log L̃ (as many, in the same order).
+  std::vector<Index> bright;
   std::vector<double> log_ltilde;
   /// FlyMC with a gradient kernel (MALA, HMC, NUTS): the gradient at θ as the chain holds it (P
   /// entries; a z-sweep updates it incrementally) and the bright data's cached ∂ log L̃_n/∂ψ_n
-  /// (num_bright × K); empty otherwise.
+  /// (bright.size() × K); empty otherwise.
   std::vector<double> grad, coefs;
 };
 

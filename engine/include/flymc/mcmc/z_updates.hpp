@@ -66,19 +66,6 @@ void prefetch_data(const Bound& bound, const Dataset& data, const BrightSet* bri
   }
 }
 
-/// Replaces the dark-list positions p[0, k) by the dark data at them (bright.dark(p[i])). The
-/// dark list is as long as the data, so its entries are prefetched a block ahead of being read.
-inline void dark_at_positions(const BrightSet& bright, Index* p, std::size_t k) noexcept {
-  const Index* dark = bright.dark_indices();
-  for (std::size_t i = 0; i < std::min(k, kPrefetchBlock); ++i) __builtin_prefetch(dark + p[i]);
-  for (std::size_t b0 = 0; b0 < k; b0 += kPrefetchBlock) {
-    const std::size_t m = std::min(kPrefetchBlock, k - b0);
-    for (std::size_t i = b0 + m; i < std::min(k, b0 + m + kPrefetchBlock); ++i)
-      __builtin_prefetch(dark + p[i]);
-    for (std::size_t i = b0; i < b0 + m; ++i) p[i] = dark[p[i]];
-  }
-}
-
 /// Δ_n at padded θ for the gathered data idx[0, k): K predictors per datum into s.pred, Δ into
 /// `delta`. Counts k queries and the bound checks. With `coefs`, also ∂Δ_n/∂ψ_n (K per datum)
 /// into s.coef, which gathered_coefs turns into ∂ log L̃_n/∂ψ_n once log L̃ is known.
@@ -237,7 +224,7 @@ class ImplicitZUpdater {
     if (rates_ == nullptr && !q_one_) {
       take_proposals(bright);
     } else if (rates_ == nullptr) {
-      propose_darks(bright, rng);
+      propose_darks(bright);
     } else {
       propose_darks_per_datum(bright, rng);
     }
@@ -333,11 +320,11 @@ class ImplicitZUpdater {
       if (!bright.is_bright(n)) s_.idx.push_back(n);
   }
 
-  /// With q = 1: every dark datum, by position in the dark list.
-  void propose_darks(const BrightSet& bright, Rng& rng) {
-    skip_positions(bright.num_dark(), inv_log1mq_, q_one_, rng,
-                   [&](std::size_t pos) { s_.idx.push_back(static_cast<Index>(pos)); });
-    dark_at_positions(bright, s_.idx.data(), s_.idx.size());
+  /// With q = 1: every dark datum, in index order.
+  void propose_darks(const BrightSet& bright) {
+    const auto n = static_cast<Index>(bright.num_data());
+    for (Index i = 0; i < n; ++i)
+      if (!bright.is_bright(i)) s_.idx.push_back(i);
   }
 
   /// The same with per-datum rates: bucket by bucket, candidates at the bucket's rate 2^−b over

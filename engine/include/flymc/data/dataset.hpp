@@ -30,21 +30,6 @@ AlignedBuffer aligned_zeros(std::size_t count);
 /// as huge pages. Free with std::free. Throws std::bad_alloc.
 void* huge_page_alloc(std::size_t bytes);
 
-/// Allocator for per-datum arrays read at scattered positions over a large N (the bright set's
-/// permutation): with huge pages such a read costs a cache miss but rarely a TLB miss as well.
-template <class T>
-struct HugePageAllocator {
-  using value_type = T;
-  HugePageAllocator() = default;
-  template <class U>
-  HugePageAllocator(const HugePageAllocator<U>&) noexcept {}  // NOLINT: rebinding is implicit
-  T* allocate(std::size_t n) { return static_cast<T*>(huge_page_alloc(n * sizeof(T))); }
-  void deallocate(T* p, std::size_t) noexcept { std::free(p); }
-  friend bool operator==(const HugePageAllocator&, const HugePageAllocator&) noexcept {
-    return true;
-  }
-};
-
 /// N rows of D features (row-major, 64-byte aligned rows with zero padding up to `stride()`),
 /// and one response per row (the label y_n). Built once by a loader or generator, then used
 /// read-only through `std::shared_ptr<const Dataset>`.

@@ -34,7 +34,8 @@ ModelKind model_kind(const std::string& m) {
   throw UsageError("tall: --model: logistic, softmax or robust, got '" + m + "'");
 }
 
-RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool fly_metric) {
+RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool fly_metric,
+                      bool adapt_metric = true) {
   RunConfig c;
   c.model = model_kind(o.model);
   c.algo = algo;
@@ -44,6 +45,7 @@ RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool f
   c.seed = o.seed;
   c.prior_sd = o.prior_sd;
   c.metric = Metric::dense;
+  c.adapt_metric = adapt_metric;
   if (fly_metric) {
     c.metric = Metric::fly;
     c.fly_metric_blend = o.fly_metric_blend;
@@ -112,8 +114,15 @@ KernelKind kernel(const std::string& k) {
 
 std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const Dataset>& data) {
   std::vector<TallRow> rows;
-  for (const std::string& k : split_list(o.regular))
-    rows.push_back(measure(o, "regular-" + k, algo_config(o, Algo::full, kernel(k), false), data));
+  for (const std::string& m : split_list(o.regular_metric)) {
+    if (m != "adapted" && m != "laplace")
+      throw UsageError("tall: --regular-metric: adapted, laplace");
+    const bool adapted = m == "adapted";
+    for (const std::string& k : split_list(o.regular)) {
+      const std::string name = "regular-" + k + (adapted ? "" : "-laplace");
+      rows.push_back(measure(o, name, algo_config(o, Algo::full, kernel(k), false, adapted), data));
+    }
+  }
   for (const std::string& m : split_list(o.flymc_metric)) {
     if (m != "dense" && m != "fly") throw UsageError("tall: --flymc-metric: dense or fly");
     const bool fly = m == "fly";
@@ -128,28 +137,30 @@ std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const D
 nlohmann::json row_json(const TallRow& r, const Dataset& data, double best_regular,
                         const TallRow* best) {
   const RunResult& res = r.result;
-  return {{"algo", r.algo},
-          {"kernel", to_string(res.config.kernel)},
-          {"metric", to_string(res.config.resolved_metric())},
-          {"n", data.n()},
-          {"d", res.dim},
-          {"queries_per_iter", res.queries_per_iter()},
-          {"bright_mean", res.bright_mean()},
-          {"min_ess_bulk", r.min_ess},
-          {"max_rhat", r.max_rhat},
-          {"ess_per_second_min", r.ess_per_second},
-          {"seconds", res.sampling_seconds},
-          {"warmup_seconds", res.warmup_seconds},
-          {"setup_seconds", res.setup_seconds},
-          {"seconds_per_iter", seconds_per_iter(res)},
-          {"iters", res.config.iters},
-          {"warmup", res.config.warmup},
-          {"chains", res.config.chains},
-          {"step_size", res.chains.empty() ? 0.0 : res.chains[0].step_size},
-          {"accept_rate", res.accept_rate()},
-          {"divergences", res.divergences()},
-          {"speedup_vs_best_regular", r.ess_per_second / best_regular},
-          {"max_mean_z_vs_best_regular", best ? max_mean_z(r, *best) : 0.0}};
+  return {
+      {"algo", r.algo},
+      {"kernel", to_string(res.config.kernel)},
+      {"metric", to_string(res.config.resolved_metric())},
+      {"metric_adapted", res.config.adapt_metric && res.config.resolved_metric() != Metric::fly},
+      {"n", data.n()},
+      {"d", res.dim},
+      {"queries_per_iter", res.queries_per_iter()},
+      {"bright_mean", res.bright_mean()},
+      {"min_ess_bulk", r.min_ess},
+      {"max_rhat", r.max_rhat},
+      {"ess_per_second_min", r.ess_per_second},
+      {"seconds", res.sampling_seconds},
+      {"warmup_seconds", res.warmup_seconds},
+      {"setup_seconds", res.setup_seconds},
+      {"seconds_per_iter", seconds_per_iter(res)},
+      {"iters", res.config.iters},
+      {"warmup", res.config.warmup},
+      {"chains", res.config.chains},
+      {"step_size", res.chains.empty() ? 0.0 : res.chains[0].step_size},
+      {"accept_rate", res.accept_rate()},
+      {"divergences", res.divergences()},
+      {"speedup_vs_best_regular", r.ess_per_second / best_regular},
+      {"max_mean_z_vs_best_regular", best ? max_mean_z(r, *best) : 0.0}};
 }
 
 const TallRow* find_row(const std::vector<TallRow>& rows, const std::string& algo) {
@@ -267,6 +278,10 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
   t->add_option("--max-seconds", o.max_seconds, "sampling time cap per algorithm")
       ->capture_default_str();
   t->add_option("--regular", o.regular, "regular MCMC's kernels, comma-separated")
+      ->capture_default_str();
+  t->add_option("--regular-metric", o.regular_metric,
+                "regular MCMC's metrics, comma-separated: adapted (Stan's windows from the "
+                "Laplace covariance), laplace (the Laplace covariance, fixed)")
       ->capture_default_str();
   t->add_option("--flymc", o.flymc, "FlyMC's kernels, comma-separated")->capture_default_str();
   t->add_option("--flymc-metric", o.flymc_metric,

@@ -133,13 +133,21 @@ def micro_section(doc, name):
         f"\n\nSource: `{name}`."
 
 
+def metric_label(row):
+    """The row's metric, and whether warm-up re-estimated it (older files do not say)."""
+    metric = row.get("metric", "?")
+    if metric == "dense" and "metric_adapted" in row:
+        return "dense, adapted" if row["metric_adapted"] else "dense, fixed"
+    return metric
+
+
 def tall_section(doc, name):
     rows = doc["rows"]
     first = rows[0]
     body = table(
         ["algorithm", "metric", "queries/iter", "bright", "min ESS", "max R̂", "min ESS/s",
          "× best regular", "µs/iter", "mean z", "chains × iters"],
-        [[r["algo"], r.get("metric", "?"), fmt(r["queries_per_iter"]), fmt(r["bright_mean"]),
+        [[r["algo"], metric_label(r), fmt(r["queries_per_iter"]), fmt(r["bright_mean"]),
           fmt(r["min_ess_bulk"]), fmt(r["max_rhat"], 4), fmt(r["ess_per_second_min"]),
           fmt(r["speedup_vs_best_regular"]), fmt(1e6 * r["seconds_per_iter"]),
           fmt(r.get("max_mean_z_vs_best_regular")), f"{r['chains']} × {r['iters']:,}"]

@@ -413,6 +413,10 @@ TEST_SUITE("unit") {
         {"--prior-sd 1e-300", 78, "--prior-sd"},  // 1/σ² overflowed: NaN MAP search
         {"--bound-slack -1", 78, "--bound-slack"},
         {"--bound-slack nan", 78, "--bound-slack"},
+        {"--slack-scale -1", 78, "--slack-scale"},
+        {"--slack-scale nan", 78, "--slack-scale"},
+        {"--model softmax --slack-scale 1", 78, "--slack-scale"},
+        {"--model robust --slack-scale 0.5", 78, "--slack-scale"},
         {"--untuned-xi -1", 78, "--untuned-xi"},
         {"--model robust --nu 0", 78, "--nu"},
         {"--model robust --noise-scale -1", 78, "--noise-scale"},

@@ -38,6 +38,7 @@ TEST_SUITE("statistical") {
       double slack;
       int theta_steps;
       double q;
+      double slack_scale = 0.0;
     };
     const Case cases[] = {
         {"regular", Algo::full, BoundTuning::map, ZUpdate::implicit, 0.0, 1, 0.01},
@@ -49,6 +50,8 @@ TEST_SUITE("statistical") {
          0.05},
         {"flymc map implicit slack+3 steps", Algo::flymc, BoundTuning::map, ZUpdate::implicit, 0.01,
          3, 0.05},
+        {"flymc map implicit per-datum slack", Algo::flymc, BoundTuning::map, ZUpdate::implicit,
+         0.0, 1, 0.05, 2.0},
     };
     for (const Case& k : cases) {
       CAPTURE(std::string(k.name));
@@ -57,6 +60,7 @@ TEST_SUITE("statistical") {
       cfg.bound = k.bound;
       cfg.z = k.z;
       cfg.bound_slack = k.slack;
+      cfg.slack_scale = k.slack_scale;
       cfg.theta_steps = k.theta_steps;
       cfg.q_dark_to_bright = k.q;
       cfg.resample_fraction = 0.05;

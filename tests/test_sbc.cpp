@@ -406,6 +406,12 @@ TEST_SUITE("statistical") {
     o.run.target_accept = 0.6;
     check_sbc(o);
   }
+  TEST_CASE("SBC: FlyMC with NUTS and the per-datum slack (--slack-scale 1) is calibrated") {
+    SbcOptions o = kernel_sbc(KernelKind::nuts, SliceMode::direction, Algo::flymc, 20, 119);
+    o.run.target_accept = 0.6;
+    o.run.slack_scale = 1.0;
+    check_sbc(o);
+  }
   TEST_CASE("SBC: regular MCMC with slice sampling along the coordinates is calibrated") {
     check_sbc(kernel_sbc(KernelKind::slice, SliceMode::coordinate, Algo::full, 5, 115));
   }

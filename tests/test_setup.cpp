@@ -80,6 +80,39 @@ TEST_SUITE("unit") {
     CHECK(s.q_dark_to_bright == 0.01);
   }
 
+  TEST_CASE("set-up: --slack-scale lowers each log B_n by alpha times its expected bright share") {
+    const auto ds = test::logistic_data(3000, 5, 4);
+    RunConfig cfg = flymc_config();
+    cfg.bound_slack = 0.001;
+    const LogisticModel model(ds, cfg.prior_sd);
+    const MapResult map = model.find_map();
+    const RunSetup<LogisticModel> plain = prepare_run(model, cfg, map);
+    const std::vector<double> dark = mean_dark_probability(
+        *plain.bound, *ds, model.layout(), laplace_draws(map, cfg.seed));
+    cfg.slack_scale = 2.0;
+    const RunSetup<LogisticModel> scaled = prepare_run(model, cfg, map);
+    CHECK(scaled.bound_slack == 0.001);
+    double moved = 0.0;
+    for (Index n = 0; n < 3000; n += 7) {
+      double dot = 0.0;
+      for (Eigen::Index j = 0; j < 5; ++j) dot += ds->row(n)[j] * map.theta[j];
+      const double drop = plain.bound->log_bound(n, dot) - scaled.bound->log_bound(n, dot);
+      CHECK(drop == doctest::Approx(2.0 * (1.0 - dark[n])).epsilon(1e-12).scale(1e-14));
+      moved += drop;
+    }
+    CHECK(moved > 0.0);
+    // The collapsed sum moved by the same total: at any θ, Σ log B_n differs by Σ α·p̄_n.
+    double total = 0.0;
+    for (double m : dark) total += 2.0 * (1.0 - m);
+    AlignedBuffer tp = aligned_zeros(ds->stride()), scratch = aligned_zeros(2 * ds->stride());
+    for (Eigen::Index j = 0; j < 5; ++j) tp[static_cast<std::size_t>(j)] = map.theta[j] + 0.1;
+    const double s0 = plain.bound->log_bound_sum(tp.get(), scratch.get());
+    const double s1 = scaled.bound->log_bound_sum(tp.get(), scratch.get());
+    CHECK(s0 - s1 == doctest::Approx(total).epsilon(1e-9));
+    cfg.model = ModelKind::softmax;
+    CHECK_THROWS_AS(cfg.validate(), ConfigError);
+  }
+
   TEST_CASE("set-up: for tall data the automatic q keeps max(100, 4B) proposals per sweep") {
     const auto ds = test::logistic_data(40000, 3, 5);
     RunConfig cfg = flymc_config();

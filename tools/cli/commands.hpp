@@ -36,6 +36,10 @@ void add_model_z_options(CLI::App* s, Options& o) {
         s, "--bound-slack", o.bound_slack, [](double x) { return x >= 0.0; }, ">= 0",
         "Slack subtracted from every log B_n; auto: a quarter of the expected bright "
         "fraction (Laplace draws at set-up)");
+    s->add_option("--slack-scale", o.slack_scale,
+                  "Logistic FlyMC: also subtract alpha x the datum's expected bright probability "
+                  "(Laplace draws) from each log B_n; helps HMC and NUTS on tall data")
+        ->capture_default_str();
   } else {
     s->add_option("--q-dark-to-bright", o.q_dark_to_bright, "Implicit z-update proposal rate q")
         ->capture_default_str();

@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-treedepth", cfg.max_treedepth, "NUTS: most doublings of a trajectory")
       ->capture_default_str();
   app.add_flag("--q-per-datum", cfg.q_per_datum, "Per-datum implicit z-update rates");
+  app.add_option("--slack-scale", cfg.slack_scale, "Per-datum slack alpha x expected bright")
+      ->capture_default_str();
   app.add_option("--iters", cfg.iters, "Sampling iterations")->capture_default_str();
   app.add_option("--warmup", cfg.warmup, "Warm-up iterations")->capture_default_str();
   cli::add_auto_option(

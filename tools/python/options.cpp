@@ -162,6 +162,7 @@ const std::map<std::string, Option>& options() {
       {"resample_fraction", number(&C::resample_fraction)},
       {"untuned_xi", number(&C::untuned_xi)},
       {"bound_slack", automatic(&C::bound_slack)},
+      {"slack_scale", number(&C::slack_scale)},
       {"softmax_bound",
        choice(&C::softmax_bound, {SoftmaxBoundKind::tight, SoftmaxBoundKind::bohning})},
       {"theta_steps", automatic(&C::theta_steps)},

@@ -45,6 +45,12 @@ void RunConfig::validate() const {
   if (bound_slack && !(*bound_slack >= 0.0 && std::isfinite(*bound_slack)))
     throw ConfigError("--bound-slack must be finite and >= 0 (or auto), got " +
                       number_text(*bound_slack));
+  if (!(slack_scale >= 0.0 && slack_scale <= 1e6))
+    throw ConfigError("--slack-scale must be in [0, 1e6], got " + number_text(slack_scale));
+  if (slack_scale > 0.0 && model != ModelKind::logistic)
+    throw ConfigError(
+        "--slack-scale is a FlyMC option of logistic regression, whose bound keeps a constant per "
+        "datum (softmax and robust regression take --bound-slack)");
   if (target_accept && !(*target_accept > 0.0 && *target_accept < 1.0))
     throw ConfigError("--target-accept must be in (0, 1) (or auto: the kernel's), got " +
                       number_text(*target_accept));

@@ -208,6 +208,7 @@ void put_config(ByteWriter& w, const RunConfig& c) {
   w.put(c.resample_fraction);
   w.put(c.untuned_xi);
   put_optional(w, c.bound_slack);
+  w.put(c.slack_scale);
   put_optional(w, c.theta_steps ? std::optional<double>(*c.theta_steps) : std::nullopt);
   put_optional(w, c.target_accept);
   put_optional(w, c.step_size);
@@ -252,6 +253,7 @@ RunConfig get_config(ByteReader& r) {
   c.resample_fraction = r.get<double>();
   c.untuned_xi = r.get<double>();
   c.bound_slack = get_optional(r);
+  c.slack_scale = r.get<double>();
   if (const std::optional<double> ts = get_optional(r)) {
     if (!(*ts >= 1.0 && *ts <= std::numeric_limits<int>::max())) r.fail("invalid theta_steps");
     c.theta_steps = static_cast<int>(*ts);

@@ -393,6 +393,17 @@ void LogisticBound::raise_for_testing(double excess) noexcept {
   f0_ += excess * static_cast<double>(n);
 }
 
+void LogisticBound::add_slack(const std::vector<double>& eps) {
+  const std::size_t n = data_->n();
+  if (eps.size() != n) throw ConfigError("per-datum slack: one value per datum expected");
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(eps[i] >= 0.0 && std::isfinite(eps[i])))
+      throw ConfigError("per-datum slack must be finite and >= 0, got " + std::to_string(eps[i]));
+    par_[kPar * i] -= eps[i];
+    f0_ -= eps[i];
+  }
+}
+
 double LogisticBound::log_bound(Index n, double dot) const noexcept {
   const double a = label(n) * dot;
   return kn(n) + 0.5 * a - lam(n) * a * a;

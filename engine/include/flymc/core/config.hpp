@@ -159,6 +159,12 @@ struct RunConfig {
   /// count)/N estimated from 8 Laplace draws at set-up (about a quarter more bright data, no
   /// −∞ barrier at any bright datum's tight point; RunResult::bound_slack reports it).
   std::optional<double> bound_slack;
+  /// Logistic regression: a per-datum slack on top of ε, α·p̄_n with α = slack_scale and p̄_n the
+  /// datum's expected bright probability (8 Laplace draws at set-up): every bright datum's factor
+  /// then varies by about the same ratio, log(1 + 1/α), instead of dropping to expm1(ε) at its
+  /// tight point, for about α times more bright data (docs/math.md §1.5). 0: off. Regular MCMC
+  /// has no bound and ignores it, as it ignores bound_slack.
+  double slack_scale = 0.0;
   /// Softmax only: which quadratic bound on lse (SoftmaxBound). Default tight: it leaves far
   /// fewer data bright than Böhning's fixed curvature (docs/benchmarks.md).
   SoftmaxBoundKind softmax_bound = SoftmaxBoundKind::tight;

@@ -40,7 +40,7 @@
 
 namespace flymc {
 
-/// 7: a chain's bright set as its bright indices (O(bright) bytes) instead of a permutation of all
+/// 7: a chain's bright set as its bright indices (and the slack scale in the configuration) (O(bright) bytes) instead of a permutation of all
 /// N. 6: both of the 5s below (the two were written on parallel branches). 5: NUTS (the kernel
 /// kind nuts, max_treedepth in the stored configuration); the fly metric (its blend). 4: a chain's
 /// state grouped as ChainState (counters with slice failures); no test hooks in the stored

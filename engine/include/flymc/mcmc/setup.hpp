@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "flymc/core/config.hpp"
+#include "flymc/core/errors.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/metric.hpp"
 #include "flymc/mcmc/targets.hpp"
@@ -161,6 +162,23 @@ InverseMetric chain_metric(const M& model, const RunConfig& cfg, const MapResult
   return initial_metric(cfg, map);
 }
 
+/// RunConfig::slack_scale (docs/math.md §1.5): lowers datum n's log B_n by α·p̄_n, p̄_n = 1 − m_n
+/// its expected bright probability under the bound with ε but without this slack (`dark` holds the m_n, the mean B/L, and
+/// becomes the mean B/L with it). Only bounds that keep a constant per datum offer it.
+template <class Bound>
+void add_scaled_slack(Bound& bound, double alpha, std::vector<double>& dark) {
+  if constexpr (requires { bound.add_slack(dark); }) {
+    std::vector<double> eps(dark.size());
+    for (std::size_t i = 0; i < dark.size(); ++i) {
+      eps[i] = alpha * (1.0 - dark[i]);
+      dark[i] *= std::exp(-eps[i]);
+    }
+    bound.add_slack(eps);
+  } else {
+    throw ConfigError("--slack-scale: this model's bound has no per-datum constant");
+  }
+}
+
 /// Builds the bound and resolves the automatic ε and q (docs/math.md §1.2, §1.5). The expected
 /// bright probabilities are estimated only when something needs them (automatic ε, automatic q
 /// below 0.01, or per-datum rates). `bound_excess` > 0 raises every log B_n by that much: an
@@ -182,7 +200,8 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
   const bool per_datum = cfg.z == ZUpdate::implicit && cfg.q_per_datum;
   const bool auto_q =
       cfg.z == ZUpdate::implicit && !cfg.q_dark_to_bright && out.q_dark_to_bright < 0.01;
-  if (auto_slack || per_datum || auto_q) {
+  const bool scaled_slack = cfg.slack_scale > 0.0;
+  if (auto_slack || per_datum || auto_q || scaled_slack) {
     std::vector<double> dark =
         mean_dark_probability(*out.bound, data, model.layout(), laplace_draws(map, cfg.seed));
     auto expected_bright = [&dark] {
@@ -199,6 +218,7 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
       const double shrink = std::exp(-out.bound_slack);
       for (double& m : dark) m *= shrink;  // B/L with the slack: e^{−ε}·B/L
     }
+    if (scaled_slack) add_scaled_slack(*out.bound, cfg.slack_scale, dark);
     if (auto_q) out.q_dark_to_bright = auto_q_dark_to_bright(expected_bright(), data.n());
     if (per_datum) {
       for (double& m : dark) m = 1.0 - m;

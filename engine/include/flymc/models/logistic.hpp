@@ -114,6 +114,9 @@ class LogisticBound {
   /// Test hook: raises every log B_n by `excess` > 0, which makes the bound invalid wherever
   /// Δ_n < excess. Only for testing that violations are detected and reported.
   void raise_for_testing(double excess) noexcept;
+  /// Lowers log B_n by eps[n] ≥ 0 besides the slack ε (RunConfig::slack_scale): still a lower
+  /// bound, each datum's constant k_n and the collapsed constant absorb it.
+  void add_slack(const std::vector<double>& eps);
   /// log B_n(θ) for one datum given its dot product (tests and diagnostics).
   double log_bound(Index n, double dot) const noexcept;
   /// log L_n(θ) for one datum given its dot product.

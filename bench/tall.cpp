@@ -50,6 +50,9 @@ RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool f
     c.metric = Metric::fly;
     c.fly_metric_blend = o.fly_metric_blend;
   }
+  if (algo == Algo::flymc && c.model == ModelKind::logistic &&
+      (kernel == KernelKind::hmc || kernel == KernelKind::nuts))
+    c.slack_scale = o.flymc_slack_scale;
   c.hmc_steps = algo == Algo::full ? o.hmc_steps_regular : o.hmc_steps_flymc;
   c.warmup = algo == Algo::full ? o.warmup_regular : o.warmup_flymc;
   c.iters = algo == Algo::full ? o.pilot_regular : o.pilot_flymc;
@@ -142,6 +145,7 @@ nlohmann::json row_json(const TallRow& r, const Dataset& data, double best_regul
       {"kernel", to_string(res.config.kernel)},
       {"metric", to_string(res.config.resolved_metric())},
       {"metric_adapted", res.config.adapt_metric && res.config.resolved_metric() != Metric::fly},
+      {"slack_scale", res.config.slack_scale},
       {"n", data.n()},
       {"d", res.dim},
       {"queries_per_iter", res.queries_per_iter()},
@@ -288,6 +292,9 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
                 "FlyMC's metrics, comma-separated: dense (Laplace, adapted), fly (p(theta | z))")
       ->capture_default_str();
   t->add_option("--fly-metric-blend", o.fly_metric_blend)->capture_default_str();
+  t->add_option("--flymc-slack-scale", o.flymc_slack_scale,
+                "FlyMC's --slack-scale for HMC and NUTS (logistic regression)")
+      ->capture_default_str();
   t->add_option("--warmup-regular", o.warmup_regular)->capture_default_str();
   t->add_option("--pilot-regular", o.pilot_regular, "regular MCMC's pilot iterations")
       ->capture_default_str();

@@ -32,6 +32,10 @@ struct TallOptions {
   /// rows named flymc-<kernel>-fly).
   std::string flymc_metric = "dense,fly";
   double fly_metric_blend = 0.0;
+  /// FlyMC's per-datum slack scale (RunConfig::slack_scale) for the trajectory kernels, HMC and
+  /// NUTS, whose mixing it helps on tall data; the other kernels run without it (docs/math.md
+  /// §1.5). Logistic regression only.
+  double flymc_slack_scale = 1.0;
   long warmup_regular = 300, pilot_regular = 150;
   long warmup_flymc = 3000, pilot_flymc = 20000;
   int hmc_steps_regular = 16, hmc_steps_flymc = 8;

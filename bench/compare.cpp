@@ -90,6 +90,8 @@ RunConfig row_config(const CompareOptions& o, const std::string& algo) {
     }
     c.algo = Algo::flymc;
     c.kernel = kernel_named(k);
+    if (c.kernel == KernelKind::hmc || c.kernel == KernelKind::nuts)
+      c.slack_scale = o.flymc_slack_scale;
     c.warmup = 3 * o.warmup;  // cheap iterations; the metric adapts in Stan's windows
   } else if (const std::optional<Algo> a = sampler_named(algo)) {
     c.algo = *a;
@@ -258,6 +260,7 @@ nlohmann::json row_json(const CompareRow& row) {
   return {{"algo", row.algo},
           {"exact", is_exact(r.config.algo)},
           {"kernel", to_string(r.config.kernel)},
+          {"slack_scale", r.config.slack_scale},
           {"ess_per_second_min", row.ess_per_second},
           {"queries_per_ess", row.queries_per_ess},
           {"mean_error_sd_max", row.mean_error_sd_max},
@@ -355,6 +358,9 @@ void add_compare_command(CLI::App& app, CompareOptions& o) {
                 "minibatch-mh: fixed step for about this many data per test (0: adapted step)")
       ->capture_default_str();
   c->add_option("--prior-sd", o.prior_sd)->capture_default_str();
+  c->add_option("--flymc-slack-scale", o.flymc_slack_scale,
+                "FlyMC's --slack-scale for its HMC and NUTS rows")
+      ->capture_default_str();
   c->add_option("--pdmp-precondition", o.pdmp_precondition,
                 "continuous-time samplers' coordinates: laplace (theta = L u, L the Laplace "
                 "covariance's Cholesky factor), laplace-diag (theta over its Laplace sds) or none")

@@ -30,6 +30,9 @@ struct CompareOptions {
   /// acceptance target, whose tests then read nearly all the data.
   double mh_batch_target = 200.0;
   double prior_sd = 1.0;
+  /// FlyMC's per-datum slack scale (RunConfig::slack_scale) for its HMC and NUTS rows, their best
+  /// setting on tall data (docs/math.md §1.5).
+  double flymc_slack_scale = 1.0;
   /// The piecewise-deterministic samplers' coordinates: "laplace" or "none".
   std::string pdmp_precondition = "laplace";
 };

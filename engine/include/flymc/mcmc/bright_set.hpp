@@ -29,69 +29,72 @@
 namespace flymc {
 
 /// Bright index → packed position: open addressing with linear probing over a power-of-two
-/// table kept at most half full, deletion by backward shift (no tombstones). Keys are data
-/// indices (< 2^32 − 1), values positions.
+/// table kept at most a quarter full (short probe runs), key and value side by side (one load per
+/// probe), deletion by backward shift (no tombstones). Keys are data indices (< 2^32 − 1).
 class PositionTable {
  public:
-  /// Room for `count` keys at load ≤ 1/2.
+  /// Room for `count` keys at load ≤ 1/4.
   void reserve(std::size_t count) {
     std::size_t cap = 16;
-    while (cap < 2 * count) cap *= 2;
-    if (cap <= keys_.size()) return;
-    std::vector<Index> keys(cap, kEmpty), vals(cap);
-    keys.swap(keys_);
-    vals.swap(vals_);
+    while (cap < 4 * count) cap *= 2;
+    if (cap <= slots_.size()) return;
+    std::vector<Slot> old(cap, Slot{kEmpty, 0});
+    old.swap(slots_);
     shift_ = 64 - std::countr_zero(cap);
-    for (std::size_t i = 0; i < keys.size(); ++i)
-      if (keys[i] != kEmpty) insert(keys[i], vals[i]);
+    for (const Slot& e : old)
+      if (e.key != kEmpty) insert(e.key, e.val);
   }
-  void clear() noexcept { std::fill(keys_.begin(), keys_.end(), kEmpty); }
+  void clear() noexcept { std::fill(slots_.begin(), slots_.end(), Slot{kEmpty, 0}); }
   /// Adds key n (absent) with value v.
   void insert(Index n, Index v) noexcept {
     std::size_t i = home(n);
-    while (keys_[i] != kEmpty) i = next(i);
-    keys_[i] = n;
-    vals_[i] = v;
+    while (slots_[i].key != kEmpty) i = next(i);
+    slots_[i] = Slot{n, v};
   }
   /// The value of key n (present).
-  Index find(Index n) const noexcept { return vals_[slot(n)]; }
+  Index find(Index n) const noexcept { return slots_[slot(n)].val; }
   /// Sets the value of key n (present).
-  void assign(Index n, Index v) noexcept { vals_[slot(n)] = v; }
-  /// Removes key n (present), moving later keys of its probe run back into the gap.
-  void erase(Index n) noexcept {
+  void assign(Index n, Index v) noexcept { slots_[slot(n)].val = v; }
+  /// Removes key n (present), moving later keys of its probe run back into the gap; returns
+  /// its value.
+  Index erase(Index n) noexcept {
     std::size_t gap = slot(n);
+    const Index value = slots_[gap].val;
     for (std::size_t i = next(gap);; i = next(i)) {
-      if (keys_[i] == kEmpty) break;
-      // Key at i may move into the gap unless its home lies cyclically in (gap, i].
-      const std::size_t h = home(keys_[i]);
+      if (slots_[i].key == kEmpty) break;
+      // The key at i may move into the gap unless its home lies cyclically in (gap, i].
+      const std::size_t h = home(slots_[i].key);
       const bool stays = gap <= i ? (gap < h && h <= i) : (gap < h || h <= i);
       if (stays) continue;
-      keys_[gap] = keys_[i];
-      vals_[gap] = vals_[i];
+      slots_[gap] = slots_[i];
       gap = i;
     }
-    keys_[gap] = kEmpty;
+    slots_[gap].key = kEmpty;
+    return value;
   }
   /// Whether key n is present (tests).
   bool contains(Index n) const noexcept {
     for (std::size_t i = home(n);; i = next(i)) {
-      if (keys_[i] == n) return true;
-      if (keys_[i] == kEmpty) return false;
+      if (slots_[i].key == n) return true;
+      if (slots_[i].key == kEmpty) return false;
     }
   }
 
  private:
+  struct Slot {
+    Index key, val;
+  };
   static constexpr Index kEmpty = ~Index{0};
   std::size_t home(Index n) const noexcept {
     return static_cast<std::size_t>((std::uint64_t{n} * 0x9E3779B97F4A7C15ull) >> shift_);
   }
-  std::size_t next(std::size_t i) const noexcept { return (i + 1) & (keys_.size() - 1); }
+  std::size_t next(std::size_t i) const noexcept { return (i + 1) & (slots_.size() - 1); }
   std::size_t slot(Index n) const noexcept {
     std::size_t i = home(n);
-    while (keys_[i] != n) i = next(i);
+    while (slots_[i].key != n) i = next(i);
     return i;
   }
-  std::vector<Index> keys_, vals_;
+  std::vector<Slot> slots_;
   int shift_ = 64;
 };
 
@@ -158,10 +161,9 @@ class BrightSet {
 
   /// Sets z_n = 0 (n must be bright): the last bright datum takes n's packed slot.
   void darken(Index n) {
-    const std::size_t pos = pos_.find(n);
+    const std::size_t pos = pos_.erase(n);
     --nb_;
     bits_[n >> 6] &= ~(std::uint64_t{1} << (n & 63));
-    pos_.erase(n);
     if (pos != nb_) {
       const Index last = idx_[nb_];
       idx_[pos] = last;

@@ -207,7 +207,8 @@ TEST_SUITE("unit") {
     CHECK(sm.bars.size() == 4);  // two protocols, each its own pair
     const BenchData tall = load_bench(bench_file("tall-fmnist-7v9-1e6.json"));
     CHECK(tall.bars.size() == 2);
-    CHECK(tall.bars[0].names.size() == 10);
+    REQUIRE(tall.bars[0].names.size() == 8);  // 4 regular rows (adapted, fixed) and 4 FlyMC rows
+    CHECK(tall.bars[0].names[2] == "regular-nuts-laplace");
     const BenchData cmp = load_bench(bench_file("compare-synth-1e6.json"));
     REQUIRE(cmp.bars.size() == 2);
     CHECK(cmp.bars[0].names[4] == "minibatch-mh (approx.)");

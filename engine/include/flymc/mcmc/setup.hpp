@@ -163,8 +163,9 @@ InverseMetric chain_metric(const M& model, const RunConfig& cfg, const MapResult
 }
 
 /// RunConfig::slack_scale (docs/math.md §1.5): lowers datum n's log B_n by α·p̄_n, p̄_n = 1 − m_n
-/// its expected bright probability under the bound with ε but without this slack (`dark` holds the m_n, the mean B/L, and
-/// becomes the mean B/L with it). Only bounds that keep a constant per datum offer it.
+/// its expected bright probability under the bound with ε but without this slack (`dark` holds
+/// the m_n, the mean B/L, and becomes the mean B/L with it). Only bounds that keep a constant per
+/// datum offer it.
 template <class Bound>
 void add_scaled_slack(Bound& bound, double alpha, std::vector<double>& dark) {
   if constexpr (requires { bound.add_slack(dark); }) {

@@ -87,8 +87,8 @@ TEST_SUITE("unit") {
     const LogisticModel model(ds, cfg.prior_sd);
     const MapResult map = model.find_map();
     const RunSetup<LogisticModel> plain = prepare_run(model, cfg, map);
-    const std::vector<double> dark = mean_dark_probability(
-        *plain.bound, *ds, model.layout(), laplace_draws(map, cfg.seed));
+    const std::vector<double> dark =
+        mean_dark_probability(*plain.bound, *ds, model.layout(), laplace_draws(map, cfg.seed));
     cfg.slack_scale = 2.0;
     const RunSetup<LogisticModel> scaled = prepare_run(model, cfg, map);
     CHECK(scaled.bound_slack == 0.001);

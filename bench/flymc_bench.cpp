@@ -419,7 +419,7 @@ struct ScalingOptions {
   std::optional<int> theta_steps;
   std::optional<double> slack;
   // FlyMC's implicit z-update rate; unset: the engine's automatic one (auto_q_dark_to_bright),
-  // here q = 100/N (about 4 data are bright), so the z-sweep's cost does not grow with N.
+  // here q = 32/N (about 4 data are bright), so the z-sweep's cost does not grow with N.
   std::optional<double> q;
 };
 

@@ -169,19 +169,20 @@ TEST_SUITE("statistical") {
   // makes the test deterministic, and the cut p > 1e-3 is the false-alarm rate for a correct
   // sampler. The fifth updater uses per-datum rates q_n (thinned proposals; mutation: using q_max
   // instead of q_n in either acceptance fails it).
-  TEST_CASE("the automatic z-update rate: 0.01 up to N = 10,000, a constant sweep cost beyond") {
-    // The rule itself: min(0.01, max(100, 4·B)/N).
+  TEST_CASE("the automatic z-update rate: 0.01 up to N = 3,200, a constant sweep cost beyond") {
+    // The rule itself: min(0.01, max(32, 4·B)/N).
     CHECK(auto_q_dark_to_bright(0.0, 1000) == 0.01);
     CHECK(auto_q_dark_to_bright(2000.0, 10000) == 0.01);
-    CHECK(auto_q_dark_to_bright(0.0, 1000000) == doctest::Approx(1e-4));
-    CHECK(auto_q_dark_to_bright(20.0, 1000000) == doctest::Approx(1e-4));
+    CHECK(auto_q_dark_to_bright(0.0, 1000000) == doctest::Approx(3.2e-5));
+    CHECK(auto_q_dark_to_bright(5.0, 1000000) == doctest::Approx(3.2e-5));
+    CHECK(auto_q_dark_to_bright(20.0, 1000000) == doctest::Approx(8e-5));
     CHECK(auto_q_dark_to_bright(1000.0, 1000000) == doctest::Approx(4e-3));
     CHECK(auto_q_dark_to_bright(1e5, 1000000) == 0.01);
-    CHECK(auto_q_dark_to_bright(std::nan(""), 1000000) == doctest::Approx(1e-4));
+    CHECK(auto_q_dark_to_bright(std::nan(""), 1000000) == doctest::Approx(3.2e-5));
     CHECK(auto_q_dark_to_bright(0.0, 0) == 0.01);
 
     // In a run: resolved at set-up and reported. Tall data with MAP-tuned bounds keep a few data
-    // bright, so q = 100/N; the untuned bound keeps most of them bright, so q = 0.01; an explicit
+    // bright, so q = 32/N; the untuned bound keeps most of them bright, so q = 0.01; an explicit
     // q is used as given.
     const std::size_t n = 40000;
     const auto data = test::logistic_data(n, 3, 17);
@@ -190,8 +191,8 @@ TEST_SUITE("statistical") {
     cfg.warmup = 20;
     cfg.iters = 20;
     RunResult r = run(cfg, data);
-    REQUIRE(r.bright_mean() < 20.0);
-    CHECK(r.q_dark_to_bright == doctest::Approx(100.0 / double(n)));
+    REQUIRE(r.bright_mean() < 8.0);
+    CHECK(r.q_dark_to_bright == doctest::Approx(32.0 / double(n)));
     cfg.bound = BoundTuning::untuned;
     r = run(cfg, data);
     REQUIRE(r.bright_mean() > 0.01 * double(n));

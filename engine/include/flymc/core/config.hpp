@@ -91,15 +91,17 @@ enum class SliceMode { coordinate, direction };
 /// does not decorrelate; `none` moves in θ itself. A fixed T keeps the exact samplers exact.
 enum class PdmpPrecondition { laplace, laplace_diag, none };
 
-/// The automatic implicit z-update rate: q = min(0.01, max(100, 4·B)/N), B the expected bright
+/// The automatic implicit z-update rate: q = min(0.01, max(32, 4·B)/N), B the expected bright
 /// count. A dark datum with bright odds r_n turns bright at rate min(q, r_n) per sweep
 /// (docs/math.md §1.2), so a q above the typical odds, about B/N, refreshes the bright set about
 /// as fast as any larger q, while a sweep costs q·N bound evaluations: with q fixed at 0.01 a
 /// sweep at N = 10⁶ would make 10⁴ of them (docs/benchmarks.md has the measurement). At least
-/// 100 proposals per sweep; at most the paper's 0.01.
+/// 32 proposals per sweep (where few data are bright, more bought no mixing and cost scattered
+/// row reads); at most the paper's 0.01.
 inline double auto_q_dark_to_bright(double expected_bright, std::size_t n) noexcept {
   const double nn = static_cast<double>(n > 0 ? n : 1);
-  const double want = (expected_bright > 25.0 ? 4.0 * expected_bright : 100.0) / nn;
+  const double four_b = 4.0 * expected_bright;
+  const double want = (four_b > 32.0 ? four_b : 32.0) / nn;  // NaN: the floor
   return want < 0.01 ? want : 0.01;
 }
 

@@ -191,7 +191,7 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
   const Dataset& data = model.data();
   RunSetup<M> out;
   out.bound_slack = cfg.bound_slack.value_or(0.0);
-  // The automatic q is 0.01 up to N = 10,000 whatever the bright count (auto_q_dark_to_bright).
+  // The automatic q is 0.01 up to N = 3,200 whatever the bright count (auto_q_dark_to_bright).
   out.q_dark_to_bright = cfg.q_dark_to_bright.value_or(auto_q_dark_to_bright(0.0, data.n()));
   if (cfg.algo != Algo::flymc) return out;
   RunConfig bc = cfg;

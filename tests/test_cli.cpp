@@ -124,7 +124,7 @@ TEST_SUITE("unit") {
                                          "ess_bulk", "ess_tail", "rhat"});
     CHECK(j["params"].size() == 3);
     CHECK(j["run"]["chains"] == 2);
-    // The automatic choices as resolved: q is 0.01 up to N = 10,000; the slack is positive.
+    // The automatic choices as resolved: q is 0.01 up to N = 3,200; the slack is positive.
     CHECK(j["run"]["q_dark_to_bright"].get<double>() == 0.01);
     CHECK(j["run"]["bound_slack"].get<double>() > 0.0);
     CHECK(j["run"]["algo"] == "flymc");

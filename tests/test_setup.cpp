@@ -113,7 +113,7 @@ TEST_SUITE("unit") {
     CHECK_THROWS_AS(cfg.validate(), ConfigError);
   }
 
-  TEST_CASE("set-up: for tall data the automatic q keeps max(100, 4B) proposals per sweep") {
+  TEST_CASE("set-up: for tall data the automatic q keeps max(32, 4B) proposals per sweep") {
     const auto ds = test::logistic_data(40000, 3, 5);
     RunConfig cfg = flymc_config();
     cfg.bound_slack = 0.0;
@@ -123,7 +123,7 @@ TEST_SUITE("unit") {
     const double b = expected_bright(model, s, map, cfg.seed);
     CHECK(s.q_dark_to_bright == auto_q_dark_to_bright(b, ds->n()));
     CHECK(s.q_dark_to_bright < 0.01);
-    CHECK(s.q_dark_to_bright * static_cast<double>(ds->n()) >= 100.0 - 1e-9);
+    CHECK(s.q_dark_to_bright * static_cast<double>(ds->n()) >= 32.0 - 1e-9);
   }
 
   TEST_CASE("set-up: per-datum rates spend the uniform rate's proposals, floored at q/10") {

@@ -147,7 +147,7 @@ struct RunConfig {
   double noise_scale = 1.0;  ///< robust regression: the Student-t scale s
   /// Implicit z-update proposal rate q (docs/math.md §1.2). Unset: automatic,
   /// auto_q_dark_to_bright() of the expected bright count (8 Laplace draws at set-up);
-  /// RunResult::q_dark_to_bright reports the value used. It is 0.01 up to N = 10,000.
+  /// RunResult::q_dark_to_bright reports the value used. It is 0.01 up to N = 3,200.
   std::optional<double> q_dark_to_bright;
   /// Implicit z-update with per-datum rates q_n ∝ expected bright probability, at the same mean
   /// number of proposals as the uniform rate q (docs/math.md §1.5; per_datum_log_rates()).

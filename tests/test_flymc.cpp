@@ -170,7 +170,15 @@ TEST_SUITE("statistical") {
   // sampler. The fifth updater uses per-datum rates q_n (thinned proposals; mutation: using q_max
   // instead of q_n in either acceptance fails it).
   TEST_CASE("the automatic z-update rate: 0.01 up to N = 3,200, a constant sweep cost beyond") {
-    // The rule itself: min(0.01, max(32, 4·B)/N).
+    // The rule itself: min(cap, max(32, 4·B)/N), the cap 0.01 unless given (HMC and NUTS: 0.1).
+    CHECK(auto_q_cap(KernelKind::rwmh) == 0.01);
+    CHECK(auto_q_cap(KernelKind::mala) == 0.01);
+    CHECK(auto_q_cap(KernelKind::slice) == 0.01);
+    CHECK(auto_q_cap(KernelKind::hmc) == 0.1);
+    CHECK(auto_q_cap(KernelKind::nuts) == 0.1);
+    CHECK(auto_q_dark_to_bright(2000.0, 10000, 0.1) == 0.1);
+    CHECK(auto_q_dark_to_bright(200.0, 10000, 0.1) == doctest::Approx(0.08));
+    CHECK(auto_q_dark_to_bright(20.0, 1000000, 0.1) == doctest::Approx(8e-5));
     CHECK(auto_q_dark_to_bright(0.0, 1000) == 0.01);
     CHECK(auto_q_dark_to_bright(2000.0, 10000) == 0.01);
     CHECK(auto_q_dark_to_bright(0.0, 1000000) == doctest::Approx(3.2e-5));

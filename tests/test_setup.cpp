@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -124,6 +125,33 @@ TEST_SUITE("unit") {
     CHECK(s.q_dark_to_bright == auto_q_dark_to_bright(b, ds->n()));
     CHECK(s.q_dark_to_bright < 0.01);
     CHECK(s.q_dark_to_bright * static_cast<double>(ds->n()) >= 32.0 - 1e-9);
+  }
+
+  TEST_CASE("set-up: HMC and NUTS cap the automatic q at 0.1, the other kernels at 0.01") {
+    // 2,000 rows and 20 features: max(32, 4B)/N lies between the two caps, so the trajectory
+    // kernels get it and the others 0.01 (docs/math.md §1.2).
+    const auto ds = test::logistic_data(2000, 20, 4);
+    RunConfig cfg = flymc_config();
+    const LogisticModel model(ds, cfg.prior_sd);
+    const MapResult map = model.find_map();
+    const double n = static_cast<double>(ds->n());
+    for (KernelKind k : {KernelKind::hmc, KernelKind::nuts}) {
+      cfg.kernel = k;
+      const RunSetup<LogisticModel> s = prepare_run(model, cfg, map);
+      const double b = expected_bright(model, s, map, cfg.seed);
+      const double want = std::max(32.0, 4.0 * b) / n;
+      REQUIRE(want > 0.01);
+      REQUIRE(want < 0.1);
+      CHECK(s.q_dark_to_bright == auto_q_dark_to_bright(b, ds->n(), 0.1));
+      CHECK(s.q_dark_to_bright == doctest::Approx(want));
+    }
+    for (KernelKind k : {KernelKind::rwmh, KernelKind::mala, KernelKind::slice}) {
+      cfg.kernel = k;
+      CHECK(prepare_run(model, cfg, map).q_dark_to_bright == 0.01);
+    }
+    // Below N = 32/cap the cap itself, with no Laplace estimate needed.
+    CHECK(auto_q_dark_to_bright(0.0, 300, auto_q_cap(KernelKind::nuts)) == 0.1);
+    CHECK(auto_q_dark_to_bright(0.0, 300, auto_q_cap(KernelKind::mala)) == 0.01);
   }
 
   TEST_CASE("set-up: per-datum rates spend the uniform rate's proposals, floored at q/10") {

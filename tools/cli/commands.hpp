@@ -31,7 +31,7 @@ void add_model_z_options(CLI::App* s, Options& o) {
         s, "--q-dark-to-bright", o.q_dark_to_bright, [](double x) { return x > 0.0 && x <= 1.0; },
         "in (0, 1]",
         "Implicit z-update proposal rate q (with --q-per-datum: the mean rate); auto: "
-        "min(0.01, max(32, 4 x expected bright count)/N)");
+        "min(cap, max(32, 4 x expected bright count)/N), cap 0.1 for hmc and nuts, 0.01 otherwise");
     add_auto_option(
         s, "--bound-slack", o.bound_slack, [](double x) { return x >= 0.0; }, ">= 0",
         "Slack subtracted from every log B_n; auto: a quarter of the expected bright "

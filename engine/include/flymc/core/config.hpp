@@ -91,18 +91,29 @@ enum class SliceMode { coordinate, direction };
 /// does not decorrelate; `none` moves in θ itself. A fixed T keeps the exact samplers exact.
 enum class PdmpPrecondition { laplace, laplace_diag, none };
 
-/// The automatic implicit z-update rate: q = min(0.01, max(32, 4·B)/N), B the expected bright
-/// count. A dark datum with bright odds r_n turns bright at rate min(q, r_n) per sweep
-/// (docs/math.md §1.2), so a q above the typical odds, about B/N, refreshes the bright set about
-/// as fast as any larger q, while a sweep costs q·N bound evaluations: with q fixed at 0.01 a
-/// sweep at N = 10⁶ would make 10⁴ of them (docs/benchmarks.md has the measurement). At least
-/// 32 proposals per sweep (where few data are bright, more bought no mixing and cost scattered
-/// row reads); at most the paper's 0.01.
-inline double auto_q_dark_to_bright(double expected_bright, std::size_t n) noexcept {
+/// The automatic implicit z-update rate: q = min(cap, max(32, 4·B)/N), B the expected bright
+/// count, cap from auto_q_cap. A dark datum with bright odds r_n turns bright at rate min(q, r_n)
+/// per sweep (docs/math.md §1.2), so a q above the typical odds, about B/N, refreshes the bright
+/// set about as fast as any larger q, while a sweep costs q·N bound evaluations: with q fixed at
+/// 0.01 a sweep at N = 10⁶ would make 10⁴ of them (docs/benchmarks.md has the measurement). At
+/// least 32 proposals per sweep (where few data are bright, more bought no mixing and cost
+/// scattered row reads).
+inline double auto_q_dark_to_bright(double expected_bright, std::size_t n,
+                                    double cap = 0.01) noexcept {
   const double nn = static_cast<double>(n > 0 ? n : 1);
   const double four_b = 4.0 * expected_bright;
   const double want = (four_b > 32.0 ? four_b : 32.0) / nn;  // NaN: the floor
-  return want < 0.01 ? want : 0.01;
+  return want < cap ? want : cap;
+}
+
+/// The largest automatic q for a θ-kernel. RW-MH, MALA and slice sampling read the bright data a
+/// few times per θ-step: the paper's 0.01, as a larger q made their sweeps dearer and their
+/// chains no faster. An HMC or NUTS trajectory reads them tens of times and moves far, so it
+/// waits on z: up to 0.1, so that where many data are bright (B/N above 0.25%) the sweep still
+/// proposes 4·B of them, at less than a trajectory's cost (docs/benchmarks.md, "the automatic
+/// q").
+inline double auto_q_cap(KernelKind k) noexcept {
+  return k == KernelKind::hmc || k == KernelKind::nuts ? 0.1 : 0.01;
 }
 
 /// SGLD's automatic step: h = min(0.05, 0.1·b/N). For a Gaussian posterior in the metric's units
@@ -146,8 +157,9 @@ struct RunConfig {
   double student_nu = 4.0;   ///< robust regression: Student-t degrees of freedom ν (paper: 4)
   double noise_scale = 1.0;  ///< robust regression: the Student-t scale s
   /// Implicit z-update proposal rate q (docs/math.md §1.2). Unset: automatic,
-  /// auto_q_dark_to_bright() of the expected bright count (8 Laplace draws at set-up);
-  /// RunResult::q_dark_to_bright reports the value used. It is 0.01 up to N = 3,200.
+  /// auto_q_dark_to_bright() of the expected bright count (8 Laplace draws at set-up), capped by
+  /// auto_q_cap(kernel); RunResult::q_dark_to_bright reports the value used. It is the cap up to
+  /// N = 32/cap (3,200 for RW-MH, MALA and slice; 320 for HMC and NUTS).
   std::optional<double> q_dark_to_bright;
   /// Implicit z-update with per-datum rates q_n ∝ expected bright probability, at the same mean
   /// number of proposals as the uniform rate q (docs/math.md §1.5; per_datum_log_rates()).

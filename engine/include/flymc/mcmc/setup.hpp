@@ -182,7 +182,7 @@ void add_scaled_slack(Bound& bound, double alpha, std::vector<double>& dark) {
 
 /// Builds the bound and resolves the automatic ε and q (docs/math.md §1.2, §1.5). The expected
 /// bright probabilities are estimated only when something needs them (automatic ε, automatic q
-/// below 0.01, or per-datum rates). `bound_excess` > 0 raises every log B_n by that much: an
+/// below its cap, or per-datum rates). `bound_excess` > 0 raises every log B_n by that much: an
 /// invalid bound, a seam for the tests of violation detection (flymc/mcmc/testing.hpp).
 template <FireflyModel M>
 RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& map,
@@ -191,8 +191,11 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
   const Dataset& data = model.data();
   RunSetup<M> out;
   out.bound_slack = cfg.bound_slack.value_or(0.0);
-  // The automatic q is 0.01 up to N = 3,200 whatever the bright count (auto_q_dark_to_bright).
-  out.q_dark_to_bright = cfg.q_dark_to_bright.value_or(auto_q_dark_to_bright(0.0, data.n()));
+  // The automatic q is the kernel's cap up to N = 32/cap whatever the bright count
+  // (auto_q_dark_to_bright).
+  const double q_cap = auto_q_cap(cfg.kernel);
+  out.q_dark_to_bright =
+      cfg.q_dark_to_bright.value_or(auto_q_dark_to_bright(0.0, data.n(), q_cap));
   if (cfg.algo != Algo::flymc) return out;
   RunConfig bc = cfg;
   bc.bound_slack = out.bound_slack;
@@ -200,7 +203,7 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
   const bool auto_slack = !cfg.bound_slack;
   const bool per_datum = cfg.z == ZUpdate::implicit && cfg.q_per_datum;
   const bool auto_q =
-      cfg.z == ZUpdate::implicit && !cfg.q_dark_to_bright && out.q_dark_to_bright < 0.01;
+      cfg.z == ZUpdate::implicit && !cfg.q_dark_to_bright && out.q_dark_to_bright < q_cap;
   const bool scaled_slack = cfg.slack_scale > 0.0;
   if (auto_slack || per_datum || auto_q || scaled_slack) {
     std::vector<double> dark =
@@ -220,7 +223,7 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
       for (double& m : dark) m *= shrink;  // B/L with the slack: e^{−ε}·B/L
     }
     if (scaled_slack) add_scaled_slack(*out.bound, cfg.slack_scale, dark);
-    if (auto_q) out.q_dark_to_bright = auto_q_dark_to_bright(expected_bright(), data.n());
+    if (auto_q) out.q_dark_to_bright = auto_q_dark_to_bright(expected_bright(), data.n(), q_cap);
     if (per_datum) {
       for (double& m : dark) m = 1.0 - m;
       out.rates.emplace(per_datum_rates(dark, out.q_dark_to_bright));

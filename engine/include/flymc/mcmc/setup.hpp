@@ -194,8 +194,7 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
   // The automatic q is the kernel's cap up to N = 32/cap whatever the bright count
   // (auto_q_dark_to_bright).
   const double q_cap = auto_q_cap(cfg.kernel);
-  out.q_dark_to_bright =
-      cfg.q_dark_to_bright.value_or(auto_q_dark_to_bright(0.0, data.n(), q_cap));
+  out.q_dark_to_bright = cfg.q_dark_to_bright.value_or(auto_q_dark_to_bright(0.0, data.n(), q_cap));
   if (cfg.algo != Algo::flymc) return out;
   RunConfig bc = cfg;
   bc.bound_slack = out.bound_slack;

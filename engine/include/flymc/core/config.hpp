@@ -110,8 +110,8 @@ inline double auto_q_dark_to_bright(double expected_bright, std::size_t n,
 /// few times per θ-step: the paper's 0.01, as a larger q made their sweeps dearer and their
 /// chains no faster. An HMC or NUTS trajectory reads them tens of times and moves far, so it
 /// waits on z: up to 0.1, so that where many data are bright (B/N above 0.25%) the sweep still
-/// proposes 4·B of them, at less than a trajectory's cost (docs/benchmarks.md, "the automatic
-/// q").
+/// proposes 4·B of them, at less than a trajectory's cost (docs/benchmarks.md, "The automatic
+/// q for HMC and NUTS").
 inline double auto_q_cap(KernelKind k) noexcept {
   return k == KernelKind::hmc || k == KernelKind::nuts ? 0.1 : 0.01;
 }

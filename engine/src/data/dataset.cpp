@@ -1,7 +1,5 @@
 #include "flymc/data/dataset.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -10,23 +8,6 @@
 namespace flymc {
 
 void AlignedFree::operator()(double* p) const noexcept { std::free(p); }
-
-void* huge_page_alloc(std::size_t bytes) {
-  // Large buffers are 2 MiB aligned and advised as huge pages: zero-filling hundreds of MB then
-  // takes a fraction of the time the 4 KiB page faults would, and scattered reads into them
-  // rarely miss the TLB.
-  constexpr std::size_t kHuge = std::size_t{2} << 20;
-  bytes = ((bytes + 63) / 64) * 64;
-  if (bytes == 0) bytes = 64;
-  const bool huge = bytes >= 4 * kHuge;
-  if (huge) bytes = (bytes + kHuge - 1) / kHuge * kHuge;
-  void* p = std::aligned_alloc(huge ? kHuge : 64, bytes);
-  if (p == nullptr) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  if (huge) ::madvise(p, bytes, MADV_HUGEPAGE);  // advisory; failure is harmless
-#endif
-  return p;
-}
 
 AlignedBuffer aligned_zeros(std::size_t count) {
   const std::size_t bytes = std::max<std::size_t>(64, ((count * sizeof(double) + 63) / 64) * 64);

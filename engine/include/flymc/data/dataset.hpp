@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "flymc/core/memory.hpp"  // huge_page_alloc
+
 namespace flymc {
 
 /// Index type for data rows (N < 2^32).
@@ -25,10 +27,6 @@ struct AlignedFree {
 using AlignedBuffer = std::unique_ptr<double[], AlignedFree>;
 /// Allocates `count` doubles, 64-byte aligned, zero-filled. Throws std::bad_alloc.
 AlignedBuffer aligned_zeros(std::size_t count);
-
-/// `bytes` uninitialized, 64-byte aligned; blocks of 8 MiB or more are 2 MiB aligned and advised
-/// as huge pages. Free with std::free. Throws std::bad_alloc.
-void* huge_page_alloc(std::size_t bytes);
 
 /// N rows of D features (row-major, 64-byte aligned rows with zero padding up to `stride()`),
 /// and one response per row (the label y_n). Built once by a loader or generator, then used
@@ -54,6 +52,14 @@ class Dataset {
 
   std::span<const double> y() const noexcept { return y_; }
   std::vector<double>& mutable_y() noexcept { return y_; }
+
+  /// Starts loading row i (every 64-byte line) and its label for a read a little later: a
+  /// sampler that knows its next scattered datum ahead of time hides the memory latency this way.
+  void prefetch(std::size_t i) const noexcept {
+    const double* r = row(i);
+    for (std::size_t j = 0; j < stride_; j += 8) __builtin_prefetch(r + j);
+    __builtin_prefetch(y_.data() + i);
+  }
 
  private:
   std::size_t n_ = 0, d_ = 0, stride_ = 0;

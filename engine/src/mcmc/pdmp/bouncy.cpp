@@ -153,9 +153,21 @@ void BouncyChain::observe() {
 
 /// lipSBPS's likelihood part of ĝ: b data i drawn with probability q_i = ‖x_i‖/Λ, each term
 /// ∇U_i/q_i = c_i x_i·Λ/‖x_i‖, whose size is below Λ (|c_i| < 1): the bound of every batch.
+/// The batch is drawn in passes (words, then indices, then the reads), each prefetching what the
+/// next reads: the same draws as one index at a time, with the scattered loads overlapped.
 void BouncyChain::draw_weighted_batch() {
+  const AliasTable& by_norm = sh_.c.by_norm;
+  words_.resize(batch_);
   picked_.resize(batch_);
-  for (Index& i : picked_) i = sh_.c.by_norm.draw(rng_);
+  for (std::uint64_t& u : words_) {
+    u = rng_();
+    by_norm.prefetch(u);
+  }
+  for (std::size_t k = 0; k < batch_; ++k) {
+    picked_[k] = by_norm.index(words_[k]);
+    sh_.model.data().prefetch(picked_[k]);
+    __builtin_prefetch(sh_.c.norm.data() + picked_[k]);
+  }
   grads_.coefficients(picked_.data(), batch_, theta_pad_.get(), coef_.data());
   for (std::size_t k = 0; k < batch_; ++k) coef_[k] *= lik_bound_ / sh_.c.norm[picked_[k]];
   grads_.accumulate(picked_.data(), batch_, coef_.data(), 1.0 / static_cast<double>(batch_),

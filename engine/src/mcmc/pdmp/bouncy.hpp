@@ -50,7 +50,8 @@ class BouncyChain {
   // D × D products.
   std::vector<double> qu_, qw_;
   double w_norm_ = 0.0, wqw_ = 0.0;
-  std::vector<Index> picked_;  // lipSBPS: the batch, drawn with replacement by ‖x_i‖
+  std::vector<std::uint64_t> words_;  // lipSBPS: the batch's random words
+  std::vector<Index> picked_;         // lipSBPS: the batch, drawn with replacement by ‖x_i‖
   PdmpOutput out_;
   DatumGradients grads_;
   BatchDrawer drawer_;

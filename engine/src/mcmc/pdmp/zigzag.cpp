@@ -10,6 +10,9 @@ namespace flymc::detail {
 namespace {
 // Rounding allowance of the check that a rate stayed below its bound.
 constexpr double kBoundRoundoff = 1e-9;
+// Proposals of a coordinate between drawing a datum's random word and reading its row: each of
+// the two dependent loads gets this many proposals' time to arrive.
+constexpr std::size_t kAhead = 4;
 }  // namespace
 
 ZigZagChain::ZigZagChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
@@ -21,6 +24,9 @@ ZigZagChain::ZigZagChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
       next_(p_),
       origin_(p_),
       bound_(p_),
+      word_(p_ * kAhead),
+      datum_(p_ * kAhead),
+      slot_(p_, 0),
       out_(sh, chain_id, sink, nullptr),
       grads_(sh.model.data(), out_.counters()),
       theta_pad_(aligned_zeros(sh.model.stride())) {}
@@ -31,6 +37,7 @@ ChainResult ZigZagChain::run(ChainGauge* gauge) {
   for (double& x : v_) x = rng_.uniform() < 0.5 ? -1.0 : 1.0;
   out_.begin(gauge);
   out_.event(kPathStart, 0, theta_.data());
+  fill_ahead();
   for (std::size_t j = 0; j < p_; ++j) schedule(j);
   while (!out_.done()) step();
   return out_.finish(1.0);
@@ -54,6 +61,40 @@ void ZigZagChain::schedule(std::size_t j) {
   next_[j] = origin_[j] + pdmp::affine_rate_time(bound_[j].a, bound_[j].b, pdmp::exp1(rng_));
 }
 
+/// Every coordinate's ring of data ahead: kAhead data drawn, and kAhead words for the data after
+/// them.
+void ZigZagChain::fill_ahead() {
+  for (std::size_t j = 0; j < p_; ++j) {
+    if (sh_.c.pick[j].size() == 0) continue;  // no datum moves this coordinate's rate
+    for (std::size_t s = j * kAhead; s < (j + 1) * kAhead; ++s) {
+      datum_[s] = sh_.c.pick[j].draw(rng_);
+      word_[s] = rng_();
+    }
+  }
+}
+
+/// The datum of coordinate j's present proposal, drawn kAhead proposals of j ago. Its slot in the
+/// ring then takes the datum of the word drawn kAhead proposals ago, whose alias column was
+/// prefetched then, prefetching that datum's row, and a fresh word, prefetching its column. The
+/// data are independent of the path, so drawing them early leaves the process unchanged; on data
+/// larger than the caches it hides the two dependent memory reads of every proposal behind the
+/// proposals in between, even when one coordinate makes most of them.
+Index ZigZagChain::take_datum(std::size_t j) {
+  const AliasTable& pick = sh_.c.pick[j];
+  const std::size_t s = j * kAhead + slot_[j];
+  slot_[j] = (slot_[j] + 1) % kAhead;
+  const Index now = datum_[s];
+  datum_[s] = pick.index(word_[s]);
+  sh_.model.data().prefetch(datum_[s]);
+  if (cv_) {
+    __builtin_prefetch(sh_.c.norm.data() + datum_[s]);
+    __builtin_prefetch(sh_.c.coef_map.data() + datum_[s]);
+  }
+  word_[s] = rng_();
+  pick.prefetch(word_[s]);
+  return now;
+}
+
 /// An unbiased estimate of ∂_j U(θ) from one datum J drawn with probability w_Jj/W_j
 /// (bounds.hpp): the prior's exact part plus ∂_j U_J(θ)·W_j/w_Jj, or with the control variate
 /// ∂_j U_lik(θ*) + (∂_j U_J(θ) − ∂_j U_J(θ*))·W_j/w_Jj. Weighting by the data's size, rather than
@@ -63,7 +104,7 @@ double ZigZagChain::estimate(std::size_t j) {
   const double prior = c.prior_grad(j, theta_.data()) + (cv_ ? c.grad_lik_map[j] : 0.0);
   if (c.pick[j].size() == 0) return prior;  // x_ij = 0 for every datum
   std::copy(theta_.begin(), theta_.end(), theta_pad_.get());
-  const Index J = c.pick[j].draw(rng_);
+  const Index J = take_datum(j);
   const double coef = grads_.coefficient(J, theta_pad_.get());
   const double sign = sh_.model.data().row(J)[j] > 0.0 ? 1.0 : -1.0;  // w_Jj > 0: x_Jj ≠ 0
   if (!cv_) return prior + coef * sign * c.pick[j].total();

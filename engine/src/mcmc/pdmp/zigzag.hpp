@@ -25,6 +25,8 @@ class ZigZagChain {
  private:
   void step();
   void schedule(std::size_t j);  // coordinate j's next proposal from its bound at the present
+  void fill_ahead();
+  Index take_datum(std::size_t j);  // the datum of coordinate j's present proposal
   double estimate(std::size_t j);
 
   const PdmpShared& sh_;
@@ -35,6 +37,11 @@ class ZigZagChain {
   std::vector<double> next_;    // per coordinate: absolute time of its next proposal
   std::vector<double> origin_;  // per coordinate: when its bound was made
   std::vector<pdmp::AffineBound> bound_;
+  // Per coordinate j, a ring of kAhead slots at [j·kAhead, (j+1)·kAhead): the data of its next
+  // proposals and the random words of the data after them; slot_[j] is the next one to use.
+  std::vector<std::uint64_t> word_;
+  std::vector<Index> datum_;
+  std::vector<std::size_t> slot_;
   PdmpOutput out_;
   DatumGradients grads_;
   AlignedBuffer theta_pad_;

@@ -17,9 +17,13 @@
 #include <vector>
 
 #include "flymc/core/alias_table.hpp"
+#include "flymc/core/memory.hpp"
 #include "flymc/models/logistic.hpp"
 
 namespace flymc::pdmp {
+
+/// Per-datum constants, read at scattered data by the proposals (hence on huge pages).
+using PerDatum = std::vector<double, HugePageAllocator<double>>;
 
 /// The event rate bound [a + b·s]_+ of one segment, s the time since its start.
 struct AffineBound {
@@ -38,10 +42,10 @@ struct LogisticPdmpConstants {
   std::vector<double> slope;         ///< per coordinate j: Σ_k |Q_jk|, the prior rate's growth
   double sum_norm = 0.0;             ///< Σ_i ‖x_i‖
   double max_norm = 0.0;             ///< max_i ‖x_i‖
-  std::vector<double> norm;          ///< per datum: ‖x_i‖
+  PerDatum norm;                     ///< per datum: ‖x_i‖
   std::vector<double> theta_map;     ///< θ* of the control variates
   std::vector<double> grad_lik_map;  ///< ∇ Σ_i U_i(θ*)
-  std::vector<double> coef_map;      ///< c_i(θ*) per datum
+  PerDatum coef_map;                 ///< c_i(θ*) per datum
   /// M = Q + Σ_i x_i x_iᵀ/4 ≥ ∇²U everywhere (BPS with the full gradient; empty unless
   /// fill_curvature() ran).
   Mat curvature;
@@ -66,9 +70,9 @@ struct LogisticPdmpConstants {
   /// Computes `curvature` from the model's data (one GEMM, O(N·p²)).
   void fill_curvature(const LogisticModel& model);
   /// Builds `pick` for Zig-Zag with (control_variates) or without control variates (O(N·p)
-  /// time, 12·N·p bytes).
+  /// time, 16·N·p bytes).
   void fill_zigzag(const LogisticModel& model, bool control_variates);
-  /// Builds `by_norm` for lipSBPS (O(N) time, 12·N bytes).
+  /// Builds `by_norm` for lipSBPS (O(N) time, 16·N bytes).
   void fill_lipsbps();
   /// W_j of pick[j], 0 for an empty table.
   double pick_total(std::size_t j) const noexcept {

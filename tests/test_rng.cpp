@@ -94,20 +94,4 @@ TEST_SUITE("unit") {
     CHECK_THROWS_AS(AliasTable(std::vector<double>{1.0, -1.0}), std::invalid_argument);
     CHECK_THROWS_AS(AliasTable(std::vector<double>{1.0, std::nan("")}), std::invalid_argument);
   }
-
-  TEST_CASE("AliasTable::index of a word drawn ahead gives draw()'s index") {
-    // The samplers that prefetch draw the word first and resolve it later (Zig-Zag, lipSBPS):
-    // the same word must give the same index, whatever was prefetched in between.
-    std::vector<double> w(1000);
-    for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<double>((i * 37) % 11);
-    const AliasTable t(w);
-    Rng a(5, 1), b(5, 1);
-    for (int k = 0; k < 100000; ++k) {
-      const std::uint64_t u = b();
-      t.prefetch(u);
-      const std::uint32_t i = t.index(u);
-      REQUIRE(t.draw(a) == i);
-      REQUIRE(w[i] > 0.0);
-    }
-  }
 }

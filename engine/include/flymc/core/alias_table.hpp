@@ -44,7 +44,7 @@ class AliasTable {
 
  private:
   // Column k keeps k with probability prob and gives alias otherwise. Both in one 16-byte
-  // record, so that a draw reads one cache line; on huge pages, since draws land anywhere.
+  // record, so that a draw reads one cache line; large tables on huge pages (draws land anywhere).
   struct Column {
     double prob;
     std::uint32_t alias;

@@ -11,8 +11,8 @@ namespace flymc {
 /// as huge pages. Free with std::free. Throws std::bad_alloc.
 void* huge_page_alloc(std::size_t bytes);
 
-/// A std::allocator for arrays read at random: through huge_page_alloc, so that large ones sit
-/// on 2 MiB pages and a scattered read costs a cache miss but rarely also a TLB miss.
+/// An allocator (for std::vector) of arrays read at random: through huge_page_alloc, so that
+/// large ones sit on 2 MiB pages and a scattered read costs a cache miss but rarely a TLB miss.
 template <class T>
 struct HugePageAllocator {
   using value_type = T;

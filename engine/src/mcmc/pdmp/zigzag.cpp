@@ -10,8 +10,9 @@ namespace flymc::detail {
 namespace {
 // Rounding allowance of the check that a rate stayed below its bound.
 constexpr double kBoundRoundoff = 1e-9;
-// Proposals of a coordinate between drawing a datum's random word and reading its row: each of
-// the two dependent loads gets this many proposals' time to arrive.
+// A coordinate's datum is drawn as a random word (its alias column prefetched), resolved to an
+// index kAhead proposals of the coordinate later (its row prefetched) and read kAhead proposals
+// after that: each of the two dependent loads gets kAhead proposals' time to arrive.
 constexpr std::size_t kAhead = 4;
 }  // namespace
 
@@ -73,12 +74,14 @@ void ZigZagChain::fill_ahead() {
   }
 }
 
-/// The datum of coordinate j's present proposal, drawn kAhead proposals of j ago. Its slot in the
-/// ring then takes the datum of the word drawn kAhead proposals ago, whose alias column was
-/// prefetched then, prefetching that datum's row, and a fresh word, prefetching its column. The
-/// data are independent of the path, so drawing them early leaves the process unchanged; on data
-/// larger than the caches it hides the two dependent memory reads of every proposal behind the
-/// proposals in between, even when one coordinate makes most of them.
+/// The datum of coordinate j's present proposal, resolved kAhead proposals of j ago from a word
+/// drawn 2·kAhead ago. Its slot in the ring then takes the datum of the word drawn kAhead
+/// proposals ago, whose alias column was prefetched then, prefetching that datum's row, and a
+/// fresh word, prefetching its column. Exact because each datum is an independent draw from a
+/// table fixed for the run and nothing reads it before its own proposal: as if all were drawn
+/// before the run (a table that changed during the run would have to flush the rings). On data
+/// larger than the caches this hides the two dependent memory reads of every proposal behind
+/// the proposals in between, even when one coordinate makes most of them.
 Index ZigZagChain::take_datum(std::size_t j) {
   const AliasTable& pick = sh_.c.pick[j];
   const std::size_t s = j * kAhead + slot_[j];

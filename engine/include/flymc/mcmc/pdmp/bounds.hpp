@@ -22,7 +22,7 @@
 
 namespace flymc::pdmp {
 
-/// Per-datum constants, read at scattered data by the proposals (hence on huge pages).
+/// Per-datum constants, read at scattered data by the proposals (hence huge pages when large).
 using PerDatum = std::vector<double, HugePageAllocator<double>>;
 
 /// The event rate bound [a + b·s]_+ of one segment, s the time since its start.

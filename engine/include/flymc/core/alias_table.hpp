@@ -34,7 +34,7 @@ class AliasTable {
     return f < c.prob ? static_cast<std::uint32_t>(m >> 64) : c.alias;
   }
   /// Starts loading the column index(u) reads.
-  void prefetch(std::uint64_t u) const noexcept {
+  [[gnu::always_inline]] void prefetch(std::uint64_t u) const noexcept {
     __builtin_prefetch(col_.data() +
                        static_cast<std::size_t>((static_cast<uint128_t>(u) * col_.size()) >> 64));
   }

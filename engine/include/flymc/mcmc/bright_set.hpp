@@ -117,7 +117,9 @@ class BrightSet {
   const Index* bright_indices() const noexcept { return idx_.data(); }
   /// Starts loading datum n's membership bit, which is_bright, brighten and darken read: for
   /// batches of data scattered over a set far larger than the caches.
-  void prefetch(Index n) const noexcept { __builtin_prefetch(bits_.data() + (n >> 6)); }
+  [[gnu::always_inline]] void prefetch(Index n) const noexcept {
+    __builtin_prefetch(bits_.data() + (n >> 6));
+  }
   /// Packed bright rows: size() rows, stride() apart, in the order of bright_indices().
   const double* packed_rows() const noexcept { return rows_.get(); }
   std::size_t stride() const noexcept { return stride_; }

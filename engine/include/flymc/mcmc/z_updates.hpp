@@ -47,16 +47,15 @@ inline constexpr std::size_t kPrefetchBlock = 64;
 /// with `bright`, the datum's bright-set slot. The data are scattered over a set far larger than
 /// the caches, so issuing these loads together overlaps their latencies instead of adding them.
 /// With `kFar` the rows go to L2 only (prefetcht1): for data needed only after the θ-steps.
+/// Forced inline, as every prefetch helper (see Dataset::prefetch_row).
 template <bool kFar = false, class Bound>
-void prefetch_data(const Bound& bound, const Dataset& data, const BrightSet* bright,
-                   const Index* idx, std::size_t k) noexcept {
-  const std::size_t stride = data.stride();
+[[gnu::always_inline]] inline void prefetch_data(const Bound& bound, const Dataset& data,
+                                                 const BrightSet* bright, const Index* idx,
+                                                 std::size_t k) noexcept {
   const double* y = data.y().data();
   for (std::size_t i = 0; i < k; ++i) {
     const Index n = idx[i];
-    const double* row = data.row(n);
-    for (std::size_t j = 0; j < stride; j += 8)  // 64-byte lines
-      __builtin_prefetch(row + j, 0, kFar ? 2 : 3);
+    data.prefetch_row<kFar ? 2 : 3>(n);
     if constexpr (requires { bound.prefetch(n); }) {
       bound.prefetch(n);
     } else {

@@ -127,7 +127,9 @@ class LogisticBound {
 
   /// Starts loading what deltas() reads for datum n besides its row (an optional member of a
   /// bound: the z-updates prefetch a batch of scattered data before evaluating it).
-  void prefetch(Index n) const noexcept { __builtin_prefetch(par_.get() + kPar * n); }
+  [[gnu::always_inline]] void prefetch(Index n) const noexcept {
+    __builtin_prefetch(par_.get() + kPar * n);
+  }
 
   double slack() const noexcept { return slack_; }
   const Mat& A() const noexcept { return A_; }

@@ -42,6 +42,14 @@ struct ZScratch {
 /// enough independent loads to cover a DRAM latency.
 inline constexpr std::size_t kPrefetchBlock = 64;
 
+/// The z-updates prefetch only data of at least this size: scattered reads from a set that fits
+/// in the caches gain nothing from it, and the prefetch instructions cost time (flymc_bm's
+/// BM_EngineImplicitZ / BM_EngineExplicitZ at N = 12,000).
+inline constexpr std::size_t kPrefetchMinBytes = std::size_t{8} << 20;
+inline bool worth_prefetching(const Dataset& data) noexcept {
+  return data.n() * data.stride() * sizeof(double) >= kPrefetchMinBytes;
+}
+
 /// Starts loading everything a z-update reads for the data idx[0, k): every cache line of the
 /// row, what the bound reads per datum (its prefetch(n) member if it has one, else the label) and,
 /// with `bright`, the datum's bright-set slot. The data are scattered over a set far larger than
@@ -76,10 +84,11 @@ void gathered_deltas(const Bound& bound, const Dataset& data, const double* thet
                      const BrightSet* bright = nullptr) {
   const std::size_t K = bound.outputs();
   if (coefs && s.coef.size() < k * K) s.coef.resize(k * K);
-  prefetch_data(bound, data, bright, idx, std::min(k, kPrefetchBlock));
+  const bool prefetch = worth_prefetching(data);
+  if (prefetch) prefetch_data(bound, data, bright, idx, std::min(k, kPrefetchBlock));
   for (std::size_t b0 = 0; b0 < k; b0 += kPrefetchBlock) {
     const std::size_t m = std::min(kPrefetchBlock, k - b0);
-    if (b0 + m < k)
+    if (prefetch && b0 + m < k)
       prefetch_data(bound, data, bright, idx + b0 + m, std::min(kPrefetchBlock, k - b0 - m));
     double* pred = s.pred.data() + b0 * K;
     gather_predictors(K, data, idx + b0, m, theta, pred);
@@ -257,8 +266,9 @@ class ImplicitZUpdater {
     ++sweep_;
     if (rates_ == nullptr && !q_one_) {
       draw_candidates(bright.num_data());
-      const std::size_t ahead = std::min(next_.size(), kPrefetchAhead);
-      prefetch_data<true>(bound, data, &bright, next_.data(), ahead);
+      if (worth_prefetching(data))
+        prefetch_data<true>(bound, data, &bright, next_.data(),
+                            std::min(next_.size(), kPrefetchAhead));
     }
   }
   /// Sets the stream of the uniform-rate sweeps' candidates (a chain's own key) and the number

@@ -158,10 +158,11 @@ class FlyTarget {
   std::size_t dim() const noexcept { return lay_.dim(); }
 
   /// Bright rows × K × stride (multiply-adds of one pass over the bright rows) from which the
-  /// evaluation runs in parallel: four chunks of kChunkWork, so that a task's cost stays small
-  /// beside its work. Results do not depend on it; BM_SoftmaxFlyTargetParallel and
-  /// BM_EngineFlyTargetParallel (flymc_bm) time both sides of it, on an idle machine.
-  static constexpr std::size_t kParallelMinWork = std::size_t{1} << 18;
+  /// evaluation runs in parallel: two chunks of kChunkWork. On an idle 2-core machine the
+  /// parallel pass breaks even below this for logistic rows and about here for softmax's (whose
+  /// gradient sums K blocks per slice), docs/bench/notes.md. Results do not depend on it;
+  /// BM_SoftmaxFlyTargetParallel and BM_EngineFlyTargetParallel (flymc_bm) time both sides of it.
+  static constexpr std::size_t kParallelMinWork = std::size_t{1} << 17;
   std::size_t parallel_min_work() const noexcept { return parallel_min_work_; }
   /// For benchmarks and tests: 0 makes every evaluation parallel, SIZE_MAX none.
   void set_parallel_min_work(std::size_t work) noexcept { parallel_min_work_ = work; }

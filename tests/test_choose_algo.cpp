@@ -3,6 +3,7 @@
 // priced at the full data's measured query time).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -48,5 +49,43 @@ TEST_SUITE("unit") {
       CHECK((c.algo == Algo::flymc) == (c.predicted_speedup >= 1.0));
       CHECK(c.pilot_seconds > 0.0);
     }
+  }
+
+  TEST_CASE("choose_algo lengthens a pilot too short to estimate its ESS, within its time limit") {
+    // Replays Table 1's logistic row with RW-MH: pilots of a few hundred iterations made under one
+    // effective draw each, so their ESS/s was one draw over their run times and --algo auto
+    // chose regular MCMC where FlyMC was several times faster.
+    const auto data = test::logistic_data(4000, 3, 11);
+    RunConfig cfg;
+    cfg.kernel = KernelKind::rwmh;
+    cfg.chains = 2;
+    cfg.threads = 1;
+    AutoOptions opt;
+    opt.flymc_warmup = opt.regular_warmup = 100;
+    opt.flymc_iters = 2;  // RW-MH's FlyMC pilot runs 10× more: 20 iterations, as the regular one
+    opt.regular_iters = 20;
+    opt.min_pilot_ess = 10.0;
+    opt.max_pilot_seconds = 0.0;  // no time for a second run: the pilots stay short, and say so
+    const AlgoChoice short_pilots = choose_algo(cfg, data, opt);
+    CHECK(short_pilots.flymc_pilot_iters == 20);
+    CHECK(short_pilots.regular_pilot_iters == 20);
+    CHECK(std::min(short_pilots.flymc_pilot_ess, short_pilots.regular_pilot_ess) < 10.0);
+    CHECK(short_pilots.pilots_short);
+
+    opt.max_pilot_seconds = 1e6;
+    const AlgoChoice c = choose_algo(cfg, data, opt);
+    CHECK(c.flymc_pilot_ess >= 10.0);
+    CHECK(c.regular_pilot_ess >= 10.0);
+    CHECK_FALSE(c.pilots_short);
+    // Each pilot that was short ran again with 4^k times the iterations.
+    for (long iters : {c.flymc_pilot_iters, c.regular_pilot_iters}) {
+      CHECK(iters >= 20);
+      long k = iters / 20;
+      while (k % 4 == 0) k /= 4;
+      CHECK(k == 1);
+      CHECK(iters % 20 == 0);
+    }
+    CHECK(c.flymc_pilot_iters + c.regular_pilot_iters > 40);
+    CHECK((c.algo == Algo::flymc) == (c.predicted_speedup >= 1.0));
   }
 }

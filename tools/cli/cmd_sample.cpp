@@ -378,10 +378,16 @@ AlgoChoice choose_job_algo(const SampleOptions& o, SampleJob& job,
   if (!o.quiet)
     std::fprintf(stderr,
                  "flymc: --algo auto chose %s: predicted min bulk ESS/s FlyMC %.3g, regular "
-                 "%.3g (pilot on %zu rows, scaled to %zu), FlyMC/regular %.3g; pilots took %.1f "
-                 "s\n",
+                 "%.3g (pilot on %zu rows, scaled to %zu), FlyMC/regular %.3g; pilots of %ld "
+                 "and %ld iterations (min bulk ESS %.3g and %.3g) took %.1f s\n",
                  to_string(c.algo), c.flymc_ess_per_second, c.regular_ess_per_second,
-                 c.regular_pilot_rows, data->n(), c.predicted_speedup, c.pilot_seconds);
+                 c.regular_pilot_rows, data->n(), c.predicted_speedup, c.flymc_pilot_iters,
+                 c.regular_pilot_iters, c.flymc_pilot_ess, c.regular_pilot_ess, c.pilot_seconds);
+  if (c.pilots_short)
+    std::fprintf(stderr,
+                 "flymc: warning: --algo auto's pilots stopped at their time limit with few "
+                 "effective draws, so the prediction is rough: compare --algo flymc and --algo "
+                 "full with longer runs\n");
   return c;
 }
 

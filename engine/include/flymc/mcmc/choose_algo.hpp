@@ -27,6 +27,14 @@ struct AutoOptions {
   long regular_warmup = 300, regular_iters = 200;
   std::size_t regular_rows = 20000;  ///< regular MCMC's pilot runs on at most this many rows
   long timing_iters = 5;  ///< with fewer rows than N: MALA iterations on all N timing a query
+  /// A pilot whose min bulk ESS is below this runs again with four times the sampling
+  /// iterations: an ESS of one or two is noise, and a ratio of two such pilots is a ratio of
+  /// their run times (a chain that makes one effective draw per thousands of iterations, as
+  /// RW-MH on 51 correlated coefficients does, looks as good as any other).
+  double min_pilot_ess = 10.0;
+  /// ... as long as the next run is expected to end within this many seconds of the pilot's
+  /// start (each run costs about four times the last).
+  double max_pilot_seconds = 30.0;
 };
 
 /// What `--algo auto` decided and why.
@@ -36,7 +44,13 @@ struct AlgoChoice {
   double regular_ess_per_second = 0.0;  ///< regular pilot's, scaled to all N rows
   double predicted_speedup = 0.0;       ///< flymc_ess_per_second / regular_ess_per_second
   std::size_t regular_pilot_rows = 0;   ///< rows the regular pilot ran on
-  double pilot_seconds = 0.0;           ///< wall time of both pilots (set-up included)
+  double flymc_pilot_ess = 0.0;         ///< FlyMC pilot's min bulk ESS (its last run)
+  double regular_pilot_ess = 0.0;       ///< regular pilot's
+  long flymc_pilot_iters = 0;           ///< sampling iterations of each pilot's last run
+  long regular_pilot_iters = 0;
+  double pilot_seconds = 0.0;  ///< wall time of both pilots (set-up included)
+  /// A pilot stopped at max_pilot_seconds below min_pilot_ess: the prediction is rough.
+  bool pilots_short = false;
 };
 
 /// Runs the two pilots of `cfg` (its model, kernel, metric, chains and threads; cfg.algo is

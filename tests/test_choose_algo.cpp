@@ -12,6 +12,22 @@
 
 using namespace flymc;
 
+namespace {
+/// Two chains of `kernel` on one thread, and pilots with 100 warm-up iterations each.
+RunConfig pilot_test_config(KernelKind kernel) {
+  RunConfig cfg;
+  cfg.kernel = kernel;
+  cfg.chains = 2;
+  cfg.threads = 1;
+  return cfg;
+}
+AutoOptions short_warmups() {
+  AutoOptions opt;
+  opt.flymc_warmup = opt.regular_warmup = 100;
+  return opt;
+}
+}  // namespace
+
 TEST_SUITE("unit") {
   TEST_CASE("subset_rows copies the chosen rows, their padding and their labels") {
     const auto data = test::logistic_data(50, 3, 2);
@@ -28,12 +44,8 @@ TEST_SUITE("unit") {
 
   TEST_CASE("choose_algo picks the algorithm its pilots predict faster, on all rows or a subset") {
     const auto data = test::logistic_data(4000, 3, 11);
-    RunConfig cfg;
-    cfg.kernel = KernelKind::mala;
-    cfg.chains = 2;
-    cfg.threads = 1;
-    AutoOptions opt;
-    opt.flymc_warmup = opt.regular_warmup = 100;
+    const RunConfig cfg = pilot_test_config(KernelKind::mala);
+    AutoOptions opt = short_warmups();
     opt.flymc_iters = opt.regular_iters = 150;
     for (std::size_t rows : {std::size_t{100000}, std::size_t{1000}}) {
       CAPTURE(rows);
@@ -56,12 +68,8 @@ TEST_SUITE("unit") {
     // effective draw each, so their ESS/s was one draw over their run times and --algo auto
     // chose regular MCMC where FlyMC was several times faster.
     const auto data = test::logistic_data(4000, 3, 11);
-    RunConfig cfg;
-    cfg.kernel = KernelKind::rwmh;
-    cfg.chains = 2;
-    cfg.threads = 1;
-    AutoOptions opt;
-    opt.flymc_warmup = opt.regular_warmup = 100;
+    const RunConfig cfg = pilot_test_config(KernelKind::rwmh);
+    AutoOptions opt = short_warmups();
     opt.flymc_iters = 2;  // RW-MH's FlyMC pilot runs 10× more: 20 iterations, as the regular one
     opt.regular_iters = 20;
     opt.min_pilot_ess = 10.0;

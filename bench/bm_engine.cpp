@@ -22,6 +22,7 @@
 #include "bm_common.hpp"
 #include "flymc/datagen/datagen.hpp"
 #include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/targets.hpp"
 #include "flymc/mcmc/theta_kernels.hpp"
 #include "flymc/mcmc/z_updates.hpp"
 #include "flymc/models/logistic.hpp"

@@ -24,6 +24,7 @@
 
 #include "flymc/data/loaders.hpp"
 #include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/targets.hpp"
 #include "flymc/mcmc/z_updates.hpp"
 #include "flymc/models/softmax.hpp"
 

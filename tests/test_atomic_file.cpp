@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "flymc/core/atomic_file.hpp"
 #include "flymc/core/errors.hpp"
-#include "flymc/io/atomic_file.hpp"
 
 using namespace flymc;
 namespace fs = std::filesystem;

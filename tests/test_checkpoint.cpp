@@ -21,7 +21,6 @@
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/bright_set.hpp"
 #include "flymc/mcmc/sampler.hpp"
-#include "flymc/mcmc/testing.hpp"
 #include "flymc/models/logistic.hpp"
 #include "test_util.hpp"
 
@@ -129,9 +128,9 @@ std::shared_ptr<Dataset> copy_of(const Dataset& a) {
 
 /// A run with Stan CSV sinks in `dir` and optional checkpointing.
 RunResult run_in(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const fs::path& dir,
-                 const CheckpointOptions* ck = nullptr, const testing::RunHooks& hooks = {}) {
-  return testing::run_with_hooks(
-      cfg, data, stan_csv_sinks(dir.string(), cfg, {{"data", "synthetic"}}), nullptr, ck, hooks);
+                 const CheckpointOptions* ck = nullptr, const FaultInjection& hooks = {}) {
+  return run(cfg, data, stan_csv_sinks(dir.string(), cfg, {{"data", "synthetic"}}), nullptr, ck,
+             hooks);
 }
 
 }  // namespace
@@ -375,7 +374,7 @@ TEST_SUITE("unit") {
     cfg.threads = 2;
     for (double excess : {0.0, 1e-3}) {
       CAPTURE(excess);
-      testing::RunHooks hooks;
+      FaultInjection hooks;
       hooks.bound_excess = excess;
       const RunResult r = run_in(cfg, ds, dir, nullptr, hooks);
       if (excess == 0.0) {
@@ -432,8 +431,8 @@ TEST_SUITE("unit") {
       const RunResult ref = run_in(cfg, ds, ref_dir);  // no checkpointing at all
 
       CheckpointOptions ck;
-      testing::RunHooks hooks;
-      ck.dir = (dir / "checkpoint").string();
+      FaultInjection hooks;
+      ck.store = checkpoint_directory((dir / "checkpoint").string());
       ck.every = 50;
       // Session 1 stops in warm-up (saving), on 1 thread.
       cfg.threads = 1;
@@ -537,8 +536,8 @@ TEST_SUITE("unit") {
       const RunResult ref = run_in(cfg, ds, ref_dir);
 
       CheckpointOptions ck;
-      testing::RunHooks hooks;
-      ck.dir = (dir / "checkpoint").string();
+      FaultInjection hooks;
+      ck.store = checkpoint_directory((dir / "checkpoint").string());
       ck.every = 50;
       // Session 1 stops mid-window (iteration 130 of [100, 150)), on 1 thread.
       cfg.threads = 1;
@@ -590,8 +589,8 @@ TEST_SUITE("unit") {
     cfg.iters = 400;
     cfg.seed = 2;
     CheckpointOptions ck;
-    testing::RunHooks hooks;
-    ck.dir = (dir / "checkpoint").string();
+    FaultInjection hooks;
+    ck.store = checkpoint_directory((dir / "checkpoint").string());
     ck.every = 100;
     hooks.stop_at = 250;
     REQUIRE(run_in(cfg, ds, dir, &ck, hooks).stopped);
@@ -608,23 +607,23 @@ TEST_SUITE("unit") {
                          ConfigError);
     // A chain state with a valid checksum whose contents do not fit the run.
     {
-      const ChainState saved = *load_chain_checkpoint(ck.dir, 1);
+      const ChainState saved = *ck.store->load_chain(1);
       ChainState bad = saved;
       REQUIRE(saved.bright.size() >= 2);
       bad.bright[0] = bad.bright[1];
-      save_chain_checkpoint(ck.dir, bad);
+      ck.store->save_chain(bad);
       CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck, hooks), doctest::Contains("listed twice"),
                            ConfigError);
       bad.bright[0] = static_cast<Index>(ds->n());
-      save_chain_checkpoint(ck.dir, bad);
+      ck.store->save_chain(bad);
       CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck, hooks), doctest::Contains("out of range"),
                            ConfigError);
       bad = saved;
       bad.kept += 1;
-      save_chain_checkpoint(ck.dir, bad);
+      ck.store->save_chain(bad);
       CHECK_THROWS_WITH_AS(run_in(cfg, ds, dir, &ck, hooks), doctest::Contains("kept-draw count"),
                            ConfigError);
-      save_chain_checkpoint(ck.dir, saved);
+      ck.store->save_chain(saved);
     }
     // A draw file shorter than its checkpoint says.
     const fs::path csv = dir / "chain-2.csv";

@@ -8,6 +8,7 @@
 
 #include "flymc/mcmc/bright_set.hpp"
 #include "flymc/mcmc/sampler.hpp"
+#include "flymc/mcmc/targets.hpp"
 #include "flymc/mcmc/z_updates.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/softmax.hpp"

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/targets.hpp"
 #include "flymc/mcmc/z_updates.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/model.hpp"

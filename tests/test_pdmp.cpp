@@ -15,6 +15,7 @@
 
 #include "flymc/core/blas.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/io/checkpoint.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/pdmp/band.hpp"
 #include "flymc/mcmc/pdmp/bounds.hpp"
@@ -431,7 +432,7 @@ TEST_SUITE("unit") {
     CHECK_THROWS_AS(run(cfg, ds), ConfigError);
     cfg.refresh_rate.reset();
     CheckpointOptions ck;
-    ck.dir = "unused";
+    ck.store = checkpoint_directory("unused");
     CHECK_THROWS_AS(run(cfg, ds, {}, nullptr, &ck), ConfigError);
   }
 }

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/io/checkpoint.hpp"
 #include "flymc/io/output.hpp"
 #include "flymc/mcmc/sampler.hpp"
-#include "flymc/mcmc/testing.hpp"
 #include "flymc/mcmc/z_updates.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/softmax.hpp"
@@ -230,9 +230,9 @@ TEST_SUITE("unit") {
     cfg.chains = 1;
     cfg.warmup = 50;
     cfg.iters = 100;
-    testing::RunHooks hooks;
+    FaultInjection hooks;
     hooks.bound_excess = 0.5;
-    const RunResult r = testing::run_with_hooks(cfg, ds, {}, nullptr, nullptr, hooks);
+    const RunResult r = run(cfg, ds, {}, nullptr, nullptr, hooks);
     CHECK(r.bound_violations() > 0);
   }
 
@@ -616,13 +616,11 @@ TEST_SUITE("unit") {
       fs::create_directories(dir);
       const RunResult ref = run(cfg, ds, stan_csv_sinks(ref_dir.string(), cfg, {}));
       CheckpointOptions ck;
-      ck.dir = (dir / "checkpoint").string();
+      ck.store = checkpoint_directory((dir / "checkpoint").string());
       ck.every = 40;
-      testing::RunHooks hooks;
+      FaultInjection hooks;
       hooks.stop_at = 137;
-      CHECK(testing::run_with_hooks(cfg, ds, stan_csv_sinks(dir.string(), cfg, {}), nullptr, &ck,
-                                    hooks)
-                .stopped);
+      CHECK(run(cfg, ds, stan_csv_sinks(dir.string(), cfg, {}), nullptr, &ck, hooks).stopped);
       ck.resume = true;
       const RunResult r = run(cfg, ds, stan_csv_sinks(dir.string(), cfg, {}), nullptr, &ck);
       CHECK(!r.stopped);

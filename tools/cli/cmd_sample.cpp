@@ -21,17 +21,16 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "flymc/core/atomic_file.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/hdf5/hdf5.hpp"
-#include "flymc/io/atomic_file.hpp"
 #include "flymc/io/checkpoint.hpp"
 #include "flymc/io/output.hpp"
 #include "flymc/io/run_dir.hpp"
 #include "flymc/mcmc/choose_algo.hpp"
 #include "flymc/mcmc/sampler.hpp"
-#include "flymc/mcmc/testing.hpp"
 #include "job_group.hpp"
 #include "progress_line.hpp"
 #include "table.hpp"
@@ -46,7 +45,7 @@ struct SampleOptions {
   bool quiet = false;
   bool auto_algo = false;  // --algo auto: choose_algo() sets cfg.algo after the data are read
   CLI::App* app = nullptr;
-  testing::RunHooks hooks;  // --test-bound-excess (hidden)
+  FaultInjection faults;  // --test-bound-excess (hidden)
 };
 
 /// Exit status when SIGINT or SIGTERM stopped the run after its chains saved their states:
@@ -249,7 +248,7 @@ SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock, b
 std::optional<CheckpointOptions> checkpoint_options(const SampleJob& job) {
   if (!job.resume && job.every <= 0) return std::nullopt;
   CheckpointOptions ck;
-  ck.dir = job.out + "/checkpoint";
+  ck.store = checkpoint_directory(job.out + "/checkpoint");
   ck.every = job.every;
   ck.resume = job.resume;
   ck.stop = &g_stop;
@@ -280,7 +279,7 @@ RunResult run_job(const SampleOptions& o, const JobGroup& group, const SampleJob
   }
   std::optional<StopSignals> signals;
   if (ck != nullptr) signals.emplace();
-  return group.run(cfg, std::move(data), sinks, &progress, ck, o.hooks);
+  return group.run(cfg, std::move(data), sinks, &progress, ck, o.faults);
 }
 
 /// The summary table and the run's figures on stdout.
@@ -421,8 +420,8 @@ void sample_job(const SampleOptions& o, const JobGroup& group) {
     choice = choose_group_algo(o, group, job, data, speedup);
     extra.emplace_back("algo_auto_predicted_speedup", speedup);
   }
-  if (o.hooks.bound_excess > 0.0)
-    extra.emplace_back("test_bound_excess", number_text(o.hooks.bound_excess));
+  if (o.faults.bound_excess > 0.0)
+    extra.emplace_back("test_bound_excess", number_text(o.faults.bound_excess));
   const SinkFactory sinks = stan_csv_sinks(job.out, job.cfg, extra);
   const std::optional<CheckpointOptions> ck = checkpoint_options(job);
   const RunConfig& cfg = job.cfg;
@@ -657,7 +656,7 @@ void add_sample_command(CLI::App& app) {
       "stopped by SIGINT/SIGTERM after a checkpoint (resume it), 78 configuration or "
       "checkpoint.");
   // Test hook, hidden from --help: an invalid bound, to test violation reporting end to end.
-  s->add_option("--test-bound-excess", o->hooks.bound_excess)->group("");
+  s->add_option("--test-bound-excess", o->faults.bound_excess)->group("");
   s->callback([o] { run_sample(*o); });
 }
 

@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "flymc/core/atomic_file.hpp"
 #include "flymc/core/errors.hpp"
-#include "flymc/io/atomic_file.hpp"
 #include "flymc/validate/validate.hpp"
 
 namespace flymc::cli {

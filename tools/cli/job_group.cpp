@@ -71,10 +71,9 @@ std::string JobGroup::from_leader(const std::string& s) const {
 
 RunResult JobGroup::run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                         const SinkFactory& sinks, Progress* progress, const CheckpointOptions* ck,
-                        const testing::RunHooks& hooks) const {
-  if (!mpi_) return testing::run_with_hooks(cfg, std::move(data), sinks, progress, ck, hooks);
-  return mpi::testing::run_with_hooks(MPI_COMM_WORLD, cfg, std::move(data), sinks, progress, ck,
-                                      hooks);
+                        const FaultInjection& faults) const {
+  if (!mpi_) return flymc::run(cfg, std::move(data), sinks, progress, ck, faults);
+  return mpi::run(MPI_COMM_WORLD, cfg, std::move(data), sinks, progress, ck, faults);
 }
 
 void JobGroup::fail(std::exception_ptr e) const {
@@ -112,8 +111,8 @@ int JobGroup::from_leader(int v) const { return v; }
 std::string JobGroup::from_leader(const std::string& s) const { return s; }
 RunResult JobGroup::run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                         const SinkFactory& sinks, Progress* progress, const CheckpointOptions* ck,
-                        const testing::RunHooks& hooks) const {
-  return testing::run_with_hooks(cfg, std::move(data), sinks, progress, ck, hooks);
+                        const FaultInjection& faults) const {
+  return flymc::run(cfg, std::move(data), sinks, progress, ck, faults);
 }
 void JobGroup::fail(std::exception_ptr e) const { std::rethrow_exception(e); }
 

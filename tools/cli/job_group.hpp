@@ -9,7 +9,6 @@
 #include <string>
 
 #include "flymc/mcmc/sampler.hpp"
-#include "flymc/mcmc/testing.hpp"
 
 namespace flymc::cli {
 
@@ -37,7 +36,7 @@ class JobGroup {
   /// the whole run (flymc::mpi::run).
   RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const SinkFactory& sinks,
                 Progress* progress, const CheckpointOptions* ck,
-                const testing::RunHooks& hooks) const;
+                const FaultInjection& faults) const;
 
   /// Ends the job after `e`. Alone, rethrows it. In a group, an error every process has (agreed)
   /// is reported by the leader, and every process ends with its exit code; any other error is

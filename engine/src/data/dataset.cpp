@@ -5,6 +5,9 @@
 #include <cstring>
 #include <new>
 
+#include "flymc/core/hash.hpp"
+#include "flymc/core/parallel.hpp"
+
 namespace flymc {
 
 void AlignedFree::operator()(double* p) const noexcept { std::free(p); }
@@ -23,5 +26,17 @@ Dataset::Dataset(std::size_t n, std::size_t d, std::string source)
       source_(std::move(source)),
       x_(aligned_zeros(n * padded_stride(d))),
       y_(n, 0.0) {}
+
+std::uint64_t data_fingerprint(const Dataset& data) {
+  const std::size_t n = data.n(), stride = data.stride();
+  const auto y = data.y();
+  return deterministic_reduce(
+      n, kReduceGrain, hash_pair(n, data.d()),
+      [&](std::size_t lo, std::size_t hi) {
+        const std::uint64_t hx = hash_bytes(data.row(lo), (hi - lo) * stride * sizeof(double), lo);
+        return hash_bytes(y.data() + lo, (hi - lo) * sizeof(double), hx);
+      },
+      hash_combine);
+}
 
 }  // namespace flymc

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "flymc/core/atomic_file.hpp"
 #include "flymc/data/loaders.hpp"
-#include "flymc/io/atomic_file.hpp"
 
 namespace flymc {
 

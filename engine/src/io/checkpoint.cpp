@@ -11,9 +11,9 @@
 #include <limits>
 #include <type_traits>
 
+#include "flymc/core/atomic_file.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"
-#include "flymc/io/atomic_file.hpp"
 
 namespace flymc {
 
@@ -25,25 +25,6 @@ namespace {
 constexpr char kMagic[8] = {'F', 'L', 'Y', 'M', 'C', 'C', 'K', 'P'};
 constexpr std::uint32_t kKindRun = 1, kKindChain = 2;
 constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8, kTrailerBytes = 8;
-
-constexpr std::uint64_t kK1 = 0x9e3779b97f4a7c15ULL, kK2 = 0xc2b2ae3d27d4eb4fULL,
-                        kK3 = 0x165667b19e3779f9ULL;
-
-inline std::uint64_t rotl(std::uint64_t x, int k) noexcept { return (x << k) | (x >> (64 - k)); }
-inline std::uint64_t lane_step(std::uint64_t h, std::uint64_t w) noexcept {
-  return rotl(h ^ (w * kK1), 27) * kK2 + kK3;
-}
-/// A bijective 64-bit finalizer (the SplitMix64 output function).
-inline std::uint64_t fmix(std::uint64_t z) noexcept {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-inline std::uint64_t load_word(const unsigned char* p) noexcept {
-  std::uint64_t w;
-  std::memcpy(&w, p, 8);
-  return w;
-}
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -305,39 +286,6 @@ std::vector<unsigned char> read_file(const std::string& path, bool& missing) {
 
 // ---------------------------------------------------------------------------------------------
 
-std::uint64_t hash_bytes(const void* data, std::size_t size, std::uint64_t seed) noexcept {
-  const auto* p = static_cast<const unsigned char*>(data);
-  std::uint64_t h[4] = {seed ^ kK1, seed ^ kK2, seed ^ kK3, seed ^ (kK1 + kK2)};
-  std::size_t i = 0;
-  for (; i + 32 <= size; i += 32)
-    for (int l = 0; l < 4; ++l) h[l] = lane_step(h[l], load_word(p + i + 8 * l));
-  for (int l = 0; i + 8 <= size; i += 8, ++l) h[l] = lane_step(h[l], load_word(p + i));
-  if (i < size) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, p + i, size - i);
-    h[3] = lane_step(h[3], w);
-  }
-  std::uint64_t r = fmix(seed ^ (static_cast<std::uint64_t>(size) * kK2));
-  for (std::uint64_t x : h) r = fmix(r ^ x) + kK3;
-  return r;
-}
-
-std::uint64_t data_fingerprint(const Dataset& data) {
-  const std::size_t n = data.n(), stride = data.stride();
-  const std::uint64_t init =
-      fmix(fmix(static_cast<std::uint64_t>(n) * kK1) ^ static_cast<std::uint64_t>(data.d()));
-  const auto y = data.y();
-  return deterministic_reduce(
-      n, kReduceGrain, init,
-      [&](std::size_t lo, std::size_t hi) {
-        const std::uint64_t hx = hash_bytes(data.row(lo), (hi - lo) * stride * sizeof(double), lo);
-        return hash_bytes(y.data() + lo, (hi - lo) * sizeof(double), hx);
-      },
-      [](std::uint64_t acc, std::uint64_t part) { return fmix(acc * kK2 ^ part) + kK1; });
-}
-
-// ---------------------------------------------------------------------------------------------
-
 std::vector<unsigned char> encode_checkpoint(const RunManifest& m) {
   ByteWriter w;
   put_config(w, m.config);
@@ -530,6 +478,33 @@ void remove_checkpoints(const std::string& dir) {
     if (ours && !fs::remove(e.path(), ec) && ec)
       throw Error(e.path().string() + ": cannot remove stale checkpoint: " + ec.message(), 73);
   }
+}
+
+namespace {
+
+class CheckpointDirectory final : public StateStore {
+ public:
+  explicit CheckpointDirectory(std::string dir) : dir_(std::move(dir)) {}
+  void clear() override { remove_checkpoints(dir_); }
+  void save_manifest(const RunManifest& m) override { save_run_manifest(dir_, m); }
+  RunManifest load_manifest() const override { return load_run_manifest(dir_); }
+  void save_chain(const ChainState& c) override { save_chain_checkpoint(dir_, c); }
+  std::optional<ChainState> load_chain(int chain_id) const override {
+    return load_chain_checkpoint(dir_, chain_id);
+  }
+  std::string manifest_name() const override { return run_manifest_path(dir_); }
+  std::string chain_name(int chain_id) const override {
+    return chain_checkpoint_path(dir_, chain_id);
+  }
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace
+
+std::shared_ptr<StateStore> checkpoint_directory(std::string dir) {
+  return std::make_shared<CheckpointDirectory>(std::move(dir));
 }
 
 }  // namespace flymc

@@ -10,8 +10,8 @@
 #include <string>
 #include <system_error>
 
+#include "flymc/core/atomic_file.hpp"
 #include "flymc/core/errors.hpp"
-#include "flymc/io/atomic_file.hpp"
 #include "flymc/io/checkpoint.hpp"
 
 namespace flymc {

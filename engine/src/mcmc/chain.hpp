@@ -15,31 +15,17 @@
 #include <vector>
 
 #include "flymc/core/clock.hpp"
-#include "flymc/io/checkpoint.hpp"
 #include "flymc/mcmc/chain_state.hpp"
 #include "flymc/mcmc/columns.hpp"
 #include "flymc/mcmc/sampler.hpp"
+#include "flymc/mcmc/state_store.hpp"
 #include "flymc/mcmc/targets.hpp"
-#include "flymc/mcmc/testing.hpp"
 #include "flymc/mcmc/theta_kernels.hpp"
 #include "flymc/mcmc/z_updates.hpp"
+#include "run_chains.hpp"
+#include "run_start.hpp"
 
 namespace flymc::detail {
-
-/// Kept draws after `it` iterations: sampling iterations si = it' − warmup with si % thin == 0.
-inline std::uint64_t kept_after(const RunConfig& cfg, long it) {
-  if (it <= cfg.warmup) return 0;
-  return static_cast<std::uint64_t>((it - cfg.warmup + cfg.thin - 1) / cfg.thin);
-}
-
-/// Per chain, per session: checkpointing and resume inputs, and the session's timer seconds.
-struct ChainSession {
-  const CheckpointOptions* ck = nullptr;              // null: checkpointing off
-  const ChainState* state = nullptr;                  // resume from this state
-  std::vector<std::vector<double>> rows;              // rows already in the draw file (resume)
-  double concurrency = 1.0;                           // min(chains, threads) of this session
-  double z_init = 0.0, warmup = 0.0, sampling = 0.0;  // this session's timer seconds (out)
-};
 
 /// Everything shared read-only by the chains of one run.
 template <class M>
@@ -51,7 +37,7 @@ struct Shared {
   const InverseMetric& metric;  // the initial metric (each chain adapts its own copy)
   double eps0;
   std::vector<std::string> columns;
-  const testing::RunHooks& hooks;
+  const FaultInjection& faults;
 };
 
 /// Fills the draws and lp of a chain from the rows of its draw file (written with `kernel`'s
@@ -122,21 +108,7 @@ class Chain {
   long every() const noexcept { return ck_ != nullptr ? ck_->every : 0; }
   bool stop_requested(long it) const {
     return ck_ != nullptr &&
-           (it == sh_.hooks.stop_at || (ck_->stop && ck_->stop->load(std::memory_order_relaxed)));
-  }
-
-  /// Initial θ (dense): θ_MAP plus chain-specific jitter in Laplace standard deviations, or a
-  /// prior draw (a Gaussian with the prior's sd).
-  void initial_theta() {
-    for (std::size_t j = 0; j < p_; ++j) {
-      const auto jj = static_cast<Eigen::Index>(j);
-      if (cfg_.init == Init::map) {
-        s_.theta[j] = sh_.map.theta[jj] +
-                      cfg_.init_jitter * std::sqrt(sh_.map.covariance(jj, jj)) * rng_.normal();
-      } else {
-        s_.theta[j] = sh_.model.prior().sd * rng_.normal();
-      }
-    }
+           (it == sh_.faults.stop_at || (ck_->stop && ck_->stop->load(std::memory_order_relaxed)));
   }
 
   /// The chain's objects before θ is known: θ-state, bright set, target, output buffers.
@@ -180,7 +152,7 @@ class Chain {
     const Stopwatch clock;
     construct();
     seek_z_updater(0);
-    initial_theta();
+    detail::initial_theta(cfg_, sh_.map, sh_.model.prior().sd, rng_, s_.theta.data());
     if constexpr (kFly) {
       target_->set_current(s_.theta.data());
       ZScratch zs;
@@ -283,7 +255,7 @@ class Chain {
       next_save_ += every();
     }
     if (!stop_requested(it)) return false;
-    if (!sh_.hooks.stop_without_saving && saved_at_ != it) save(it, false);
+    if (!sh_.faults.stop_without_saving && saved_at_ != it) save(it, false);
     res_.stopped = true;
     return true;
   }
@@ -404,7 +376,7 @@ class Chain {
         c.coefs.assign(bright_.coefs(), bright_.coefs() + bright_.size() * bright_.coef_width());
       }
     }
-    save_chain_checkpoint(ck_->dir, c);
+    ck_->store->save_chain(c);
   }
 
   void fill_sampling_results() {

@@ -21,7 +21,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/rng.hpp"
 #include "flymc/mcmc/sampler.hpp"
-#include "flymc/models/logistic.hpp"
+#include "flymc/models/model.hpp"
 
 namespace flymc::detail {
 
@@ -81,13 +81,14 @@ void run_independent_chains(const RunConfig& cfg, const SinkFactory& sinks, Prog
   out.sampling_seconds = par * s / tot;
 }
 
-/// The start of a run of a sampler that makes its own moves on logistic regression (minibatch,
-/// pdmp): refuses checkpointing, which these samplers lack, and returns the RunResult with the
-/// model's part and θ_MAP filled in.
+/// The start of a run of a sampler that makes its own moves (minibatch, pdmp): refuses
+/// checkpointing, which these samplers lack, and returns the RunResult with the model's part and
+/// θ_MAP filled in.
 /// @throw ConfigError when `checkpoint` asks for checkpoints.
-inline RunResult start_logistic_run(const RunConfig& cfg, const LogisticModel& model,
-                                    const CheckpointOptions* checkpoint) {
-  if (checkpoint != nullptr && !checkpoint->dir.empty())
+template <FireflyModel M>
+RunResult start_uncheckpointed_run(const RunConfig& cfg, const M& model,
+                                   const CheckpointOptions* checkpoint) {
+  if (checkpoint != nullptr && checkpoint->store)
     throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
                       " cannot checkpoint or resume yet (--checkpoint-every, --resume)");
   RunResult out;
@@ -99,8 +100,9 @@ inline RunResult start_logistic_run(const RunConfig& cfg, const LogisticModel& m
   return out;
 }
 
-/// A chain's starting point as Chain (chain.hpp) makes it: θ_MAP plus chain-specific jitter of
-/// cfg.init_jitter Laplace standard deviations, or a draw from the prior.
+/// A chain's starting point (dense θ), the same for every sampler family: θ_MAP plus
+/// chain-specific jitter of cfg.init_jitter Laplace standard deviations, or a draw from the prior
+/// (a Gaussian with the prior's sd).
 inline void initial_theta(const RunConfig& cfg, const MapResult& map, double prior_sd, Rng& rng,
                           double* theta) {
   const auto p = map.theta.size();

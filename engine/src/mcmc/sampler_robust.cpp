@@ -6,9 +6,9 @@ namespace flymc {
 
 RunResult run_robust_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                            const SinkFactory& sinks, Progress* progress,
-                           const CheckpointOptions* checkpoint, const testing::RunHooks& hooks,
+                           const CheckpointOptions* checkpoint, const FaultInjection& faults,
                            const RunPart* part) {
-  return detail::run_model<RobustModel>(cfg, std::move(data), sinks, progress, checkpoint, hooks,
+  return detail::run_model<RobustModel>(cfg, std::move(data), sinks, progress, checkpoint, faults,
                                         part);
 }
 

@@ -12,6 +12,7 @@
 #include "flymc/core/format.hpp"
 #include "flymc/core/parallel.hpp"
 #include "flymc/kernels/kernels.hpp"
+#include "lik_grad.hpp"
 #include "model_checks.hpp"
 #include "newton.hpp"
 
@@ -131,21 +132,16 @@ namespace {
 /// Rows per inner block of the fused log-likelihood + gradient pass: the block's rows are read
 /// from memory by the dot products and again, from L2, by the weighted row sum.
 constexpr std::size_t kGradBlock = 256;
-
-struct LikGrad {
-  double f = 0.0;
-  std::vector<double> g;  // stride entries
-};
 }  // namespace
 
 double LogisticModel::log_lik_grad(const double* theta, double* grad) const {
   const Dataset& ds = *data_;
   const std::size_t stride = ds.stride();
   const auto y = ds.y();
-  LikGrad total = deterministic_reduce(
-      ds.n(), kReduceGrain, LikGrad{},
+  return detail::reduce_lik_grad(
+      ds.n(),
       [&](std::size_t lo, std::size_t hi) {
-        LikGrad p;
+        detail::LikGrad p;
         p.g.assign(stride, 0.0);
         alignas(64) double a[kGradBlock], ls[kGradBlock], c[kGradBlock];
         for (std::size_t b0 = lo; b0 < hi; b0 += kGradBlock) {
@@ -164,14 +160,7 @@ double LogisticModel::log_lik_grad(const double* theta, double* grad) const {
         }
         return p;
       },
-      [](LikGrad acc, LikGrad p) {
-        if (acc.g.empty()) return p;
-        acc.f += p.f;
-        for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += p.g[j];
-        return acc;
-      });
-  std::copy(total.g.begin(), total.g.end(), grad);
-  return total.f;
+      grad);
 }
 
 Vec LogisticModel::grad_log_post(const Vec& theta) const {

@@ -138,11 +138,6 @@ inline Mat assemble_neg_hessian(const std::vector<double>& pairs, std::size_t K,
   return h;
 }
 
-struct LikGrad {
-  double f = 0.0;
-  std::vector<double> g;  // K·stride
-};
-
 /// The K class blocks of g (K·stride entries) minus their mean over the classes, per feature:
 /// both bound kinds' collapsed gradient G0, whose class sum is zero up to rounding.
 inline AlignedBuffer centered_over_classes(const std::vector<double>& g, std::size_t K,

@@ -14,6 +14,7 @@
 #include "flymc/core/parallel.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/models/softmax.hpp"
+#include "lik_grad.hpp"
 #include "model_checks.hpp"
 #include "newton.hpp"
 #include "softmax_detail.hpp"
@@ -88,10 +89,10 @@ double SoftmaxModel::log_lik_grad(const double* theta, double* grad) const {
   const Dataset& ds = *data_;
   const std::size_t K = k_, stride = ds.stride(), mb = block_data(K);
   const auto& y = *labels_;
-  LikGrad total = deterministic_reduce(
-      ds.n(), kReduceGrain, LikGrad{},
+  return detail::reduce_lik_grad(
+      ds.n(),
       [&](std::size_t lo, std::size_t hi) {
-        LikGrad part;
+        detail::LikGrad part;
         part.g.assign(K * stride, 0.0);
         SoftmaxBlock sb;
         alignas(64) double psi[kBlockVals];
@@ -115,14 +116,7 @@ double SoftmaxModel::log_lik_grad(const double* theta, double* grad) const {
         }
         return part;
       },
-      [](LikGrad acc, LikGrad p) {
-        if (acc.g.empty()) return p;
-        acc.f += p.f;
-        for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += p.g[j];
-        return acc;
-      });
-  std::copy(total.g.begin(), total.g.end(), grad);
-  return total.f;
+      grad);
 }
 
 MapResult SoftmaxModel::find_map(double tol, int max_iter) const {

@@ -10,6 +10,8 @@
 #include <new>
 #include <vector>
 
+#include "flymc/io/checkpoint.hpp"
+
 namespace flymc::mpi {
 namespace {
 
@@ -160,11 +162,14 @@ RunPart make_part(MPI_Comm comm, ChainBlock block) {
       if (e) std::rethrow_exception(e);
     });
   };
-  part.share = [comm](std::vector<unsigned char>& bytes) {
+  part.share = [comm, leader = part.leader](RunManifest& m) {
+    std::vector<unsigned char> bytes;
+    if (leader) bytes = encode_checkpoint(m);
     std::uint64_t n = bytes.size();
     MPI_Bcast(&n, 1, MPI_UINT64_T, 0, comm);
     bytes.resize(n);
     bcast_bytes(comm, 0, bytes.data(), n);
+    if (!leader) m = decode_run_manifest(bytes, "the leader's set-up");
   };
   return part;
 }
@@ -203,12 +208,9 @@ int broadcast(MPI_Comm comm, int value) {
   return value;
 }
 
-namespace testing {
-
-RunResult run_with_hooks(MPI_Comm comm, const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-                         const SinkFactory& sinks, Progress* progress,
-                         const CheckpointOptions* checkpoint,
-                         const flymc::testing::RunHooks& hooks) {
+RunResult run(MPI_Comm comm, const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+              const SinkFactory& sinks, Progress* progress, const CheckpointOptions* checkpoint,
+              const FaultInjection& faults) {
   ChainBlock block;
   agree(comm, [&] {
     block = deal_chains(cfg.chains, size_of(comm), rank_of(comm));
@@ -217,19 +219,10 @@ RunResult run_with_hooks(MPI_Comm comm, const RunConfig& cfg, std::shared_ptr<co
   });
   const RunPart part = make_part(comm, block);
   RunResult r;
-  agree(comm, [&] {
-    r = flymc::testing::run_with_hooks(cfg, std::move(data), sinks, progress, checkpoint, hooks,
-                                       &part);
-  });
+  agree(comm,
+        [&] { r = run_part(cfg, std::move(data), sinks, progress, checkpoint, part, faults); });
   pool(comm, r);
   return r;
-}
-
-}  // namespace testing
-
-RunResult run(MPI_Comm comm, const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-              const SinkFactory& sinks, Progress* progress, const CheckpointOptions* checkpoint) {
-  return testing::run_with_hooks(comm, cfg, std::move(data), sinks, progress, checkpoint, {});
 }
 
 }  // namespace flymc::mpi

@@ -1,8 +1,8 @@
 // The page: head, inline style sheet, the run and bench sections, and writing it out.
 #include <string>
 
+#include "flymc/core/atomic_file.hpp"
 #include "flymc/core/errors.hpp"
-#include "flymc/io/atomic_file.hpp"
 #include "flymc/report/report.hpp"
 #include "flymc/report/svg.hpp"
 #include "report_detail.hpp"

@@ -16,6 +16,7 @@
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/bright_set.hpp"
 #include "flymc/mcmc/sampler.hpp"
+#include "flymc/mcmc/targets.hpp"
 #include "flymc/mcmc/theta_kernels.hpp"
 #include "flymc/mcmc/z_updates.hpp"
 #include "flymc/models/logistic.hpp"

@@ -234,6 +234,9 @@ struct RunConfig {
   int resolved_theta_steps() const noexcept;
   /// The adaptation target after resolving an unset value for the kernel.
   double resolved_target_accept() const noexcept;
+
+  /// Every field equal (doubles by value).
+  friend bool operator==(const RunConfig&, const RunConfig&) = default;
 };
 
 const char* to_string(Algo a) noexcept;

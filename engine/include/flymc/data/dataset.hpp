@@ -76,6 +76,11 @@ class Dataset {
   std::vector<double> y_;
 };
 
+/// Identity of a data set's values: N, D, every feature (with its zero padding) and every label,
+/// bitwise and in order. Computed in fixed chunks combined in order: the same on any number of
+/// threads. A checkpoint records it, and the processes of an MPI run compare theirs.
+std::uint64_t data_fingerprint(const Dataset& data);
+
 /// What values the label column may hold.
 enum class LabelDomain {
   /// Any finite value (regression).

@@ -27,15 +27,18 @@
 /// reason; so is a payload whose fields are out of range.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "flymc/core/config.hpp"
+#include "flymc/core/hash.hpp"
 #include "flymc/core/rng.hpp"
 #include "flymc/data/dataset.hpp"
 #include "flymc/mcmc/chain_state.hpp"
+#include "flymc/mcmc/state_store.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {
@@ -48,28 +51,6 @@ namespace flymc {
 /// the stored configuration; 2: models, θ-kernels and their adaptation state (metric, windows); 1
 /// held RW-MH only.
 inline constexpr std::uint32_t kCheckpointFormat = 7;
-
-/// 64-bit hash of a byte string (not cryptographic): four independent lanes of 8-byte words,
-/// each step w ↦ rotl(h ^ w·K1, 27)·K2 + K3 a bijection of h and of w, so a change confined to
-/// one word always changes the result; other corruptions collide with probability ~2^-64.
-std::uint64_t hash_bytes(const void* data, std::size_t size, std::uint64_t seed = 0) noexcept;
-
-/// Identity of a data set's values: N, D, every feature (with its zero padding) and every label,
-/// bitwise and in order. Computed in fixed chunks combined in order: the same on any number of
-/// threads.
-std::uint64_t data_fingerprint(const Dataset& data);
-
-/// What a resumed run needs besides the chain states.
-struct RunManifest {
-  RunConfig config;           ///< `threads` and `profile` are not stored (free on resume)
-  long checkpoint_every = 0;  ///< K: chains save their state every K iterations (0: only on stop)
-  std::string data_arg;       ///< the data file as given (written into the draw files' config)
-  std::string data_path;      ///< its absolute path, loaded on resume
-  std::uint64_t n = 0, d = 0, data_hash = 0;  ///< data_fingerprint() of the data
-  MapResult map;               ///< the MAP fit (bounds and proposal scale are rebuilt from it)
-  double setup_seconds = 0.0;  ///< serial set-up time of the first session
-  std::string simd;            ///< kernels::simd_name() of the build that started the run
-};
 
 std::vector<unsigned char> encode_checkpoint(const RunManifest& m);
 std::vector<unsigned char> encode_checkpoint(const ChainState& c);
@@ -91,5 +72,9 @@ void save_chain_checkpoint(const std::string& dir, const ChainState& c);
 std::optional<ChainState> load_chain_checkpoint(const std::string& dir, int chain_id);
 /// Removes every checkpoint file (and leftover temporary file) in `dir`, if any.
 void remove_checkpoints(const std::string& dir);
+
+/// The StateStore of the files above in `dir` (created when the manifest is first saved): what
+/// CheckpointOptions::store takes for a run checkpointed to a directory.
+std::shared_ptr<StateStore> checkpoint_directory(std::string dir);
 
 }  // namespace flymc

@@ -40,8 +40,10 @@ struct RunPart {
   /// error (null if none). It must throw on every process if any process passed an error, and
   /// return on every process otherwise.
   std::function<void(std::exception_ptr)> agree;
-  /// Collective: replaces every process's bytes with the leader's.
-  std::function<void(std::vector<unsigned char>&)> share;
+  /// Collective: replaces every process's manifest with the leader's, bit for bit (the MAP fit
+  /// that every process builds its bounds from). flymc::mpi sends it in the checkpoint encoding
+  /// (io/checkpoint.hpp), which carries a checksum.
+  std::function<void(RunManifest&)> share;
 };
 
 /// run() for the chains of `part` only: RunResult::chains holds them in id order. Every process
@@ -53,6 +55,7 @@ struct RunPart {
 /// @throw ConfigError for approximate algorithms (they run in one process), and as run().
 RunResult run_part(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const SinkFactory& sinks, Progress* progress,
-                   const CheckpointOptions* checkpoint, const RunPart& part);
+                   const CheckpointOptions* checkpoint, const RunPart& part,
+                   const FaultInjection& faults = {});
 
 }  // namespace flymc

@@ -17,6 +17,7 @@
 #include "flymc/core/profile.hpp"
 #include "flymc/data/dataset.hpp"
 #include "flymc/mcmc/counters.hpp"
+#include "flymc/mcmc/state_store.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {
@@ -63,18 +64,19 @@ enum PathEvent : int {
 /// Makes the sink of chain `chain_id` (1-based), or returns nullptr for none.
 using SinkFactory = std::function<std::unique_ptr<DrawSink>(int chain_id)>;
 
-/// Checkpointing of a run (file formats in checkpoint.hpp). Each chain saves its complete state
-/// every `every` iterations (warm-up included) and when it stops, after making its draw sink
-/// durable; a resumed run continues every chain from its latest state and gives bit-identical
-/// draws to an uninterrupted run (at any thread count). Saving does not touch the random
-/// streams, so the draws do not depend on `every` either. Off when `dir` is empty; with it off,
-/// a run costs one predictable branch per iteration more.
+/// Checkpointing of a run into a StateStore (state_store.hpp; io/checkpoint.hpp's
+/// checkpoint_directory() keeps one file per state in a directory). Each chain saves its complete
+/// state every `every` iterations (warm-up included) and when it stops, after making its draw
+/// sink durable; a resumed run continues every chain from its latest state and gives
+/// bit-identical draws to an uninterrupted run (at any thread count). Saving does not touch the
+/// random streams, so the draws do not depend on `every` either. Off when `store` is null; with
+/// it off, a run costs one predictable branch per iteration more.
 ///
 /// Thread safety: read by every chain's task; only `*stop` may change during a run.
 struct CheckpointOptions {
-  std::string dir;        ///< directory of the checkpoint files (created if missing)
+  std::shared_ptr<StateStore> store;  ///< where the states are kept (null: checkpointing off)
   long every = 0;         ///< K >= 1: each chain saves after every K-th iteration; 0: on stop only
-  bool resume = false;    ///< continue from the states in `dir`; its manifest must match
+  bool resume = false;    ///< continue from the states in `store`; its manifest must match
   std::string data_arg;   ///< the data file as given, recorded in the manifest (fresh runs)
   std::string data_path;  ///< its absolute path, recorded in the manifest (fresh runs)
   /// Polled by every chain at each iteration boundary; when it becomes true, each chain saves
@@ -170,16 +172,33 @@ struct Progress {
   explicit Progress(int nchains) : chains(static_cast<std::size_t>(nchains)) {}
 };
 
+/// Faults a run injects on request, so that its callers can test how they handle them: a stop
+/// at a given iteration, with or without saving (a clean stop, or a kill), and an invalid bound
+/// whose violations the run must detect and report. The command line's hidden
+/// `--test-bound-excess` sets bound_excess; a default FaultInjection injects nothing.
+struct FaultInjection {
+  /// Every chain stops when it reaches this iteration (-1: never), as if CheckpointOptions::stop
+  /// were raised there. Needs checkpointing (the stop is a checkpoint's business).
+  long stop_at = -1;
+  /// With stop_at: the chains save nothing when they stop, as if the process had been killed.
+  bool stop_without_saving = false;
+  /// Raises every log B_n by this much (> 0): an invalid bound, so that the detection and
+  /// reporting of bound violations can be tested.
+  double bound_excess = 0.0;
+};
+
 /// Runs `cfg` (its model, algorithm and θ-kernel) over `data`. Throws ConfigError for an invalid
 /// config, DataError for data the model cannot take (labels, non-finite features).
 /// @param sinks optional per-chain draw sinks (files); @param progress optional counters.
 /// @param checkpoint optional checkpointing (needs `sinks`: the draws before a checkpoint are
 /// read back from them on resume).
+/// @param faults faults to inject (FaultInjection; none by default).
 /// @throw ConfigError for a missing, corrupt or mismatching checkpoint on resume, DataError if
-/// the data differ from the checkpointed run's.
+/// the data differ from the checkpointed run's, ConfigError for a negative or non-finite
+/// faults.bound_excess.
 RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
               const SinkFactory& sinks = {}, Progress* progress = nullptr,
-              const CheckpointOptions* checkpoint = nullptr);
+              const CheckpointOptions* checkpoint = nullptr, const FaultInjection& faults = {});
 
 /// run() with the model cfg.model, kept for callers of the first releases (logistic regression
 /// was the only model then).

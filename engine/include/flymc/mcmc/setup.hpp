@@ -183,7 +183,8 @@ void add_scaled_slack(Bound& bound, double alpha, std::vector<double>& dark) {
 /// Builds the bound and resolves the automatic ε and q (docs/math.md §1.2, §1.5). The expected
 /// bright probabilities are estimated only when something needs them (automatic ε, automatic q
 /// below its cap, or per-datum rates). `bound_excess` > 0 raises every log B_n by that much: an
-/// invalid bound, a seam for the tests of violation detection (flymc/mcmc/testing.hpp).
+/// invalid bound, a fault injected for the tests of violation detection (FaultInjection,
+/// sampler.hpp).
 template <FireflyModel M>
 RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& map,
                         double bound_excess = 0.0) {

@@ -17,65 +17,10 @@
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/bright_set.hpp"
 #include "flymc/mcmc/counters.hpp"
+#include "flymc/mcmc/predictors.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {
-
-/// The K linear predictors of gathered rows base[idx[i]] at padded θ (K blocks of `stride`).
-inline void gather_predictors(std::size_t K, const Dataset& data, const Index* idx, std::size_t k,
-                              const double* theta_pad, double* out) noexcept {
-  if (K == 1) {
-    kernels::dots_gather(data.data(), data.stride(), idx, k, theta_pad, out);
-  } else {
-    kernels::dots_gather_multi(data.data(), data.stride(), idx, k, theta_pad, K, data.stride(),
-                               out);
-  }
-}
-/// The same for contiguous rows.
-inline void packed_predictors(std::size_t K, const double* rows, std::size_t nrows,
-                              std::size_t stride, const double* theta_pad, double* out) noexcept {
-  if (K == 1) {
-    kernels::dots_packed(rows, nrows, stride, theta_pad, out);
-  } else {
-    kernels::dots_packed_multi(rows, nrows, stride, theta_pad, K, stride, out);
-  }
-}
-
-/// The data a z-update flipped, with their coefficients ∂ log L̃_n/∂ψ_n at θ (K each), when the
-/// bright set caches coefficients (gradient kernels): enough to update ∇ log p(θ | z) without
-/// touching the data that kept their state (FlyTarget::apply_flips).
-struct FlipLog {
-  std::vector<Index> on, off;             ///< brightened, darkened (in the order applied)
-  std::vector<double> on_coef, off_coef;  ///< K per entry
-  void clear() noexcept {
-    on.clear();
-    off.clear();
-    on_coef.clear();
-    off_coef.clear();
-  }
-};
-
-/// Records the darkening of bright datum n (with its cached coefficients), if coefficients are
-/// cached, and darkens it.
-inline void darken_logged(BrightSet& bright, Index n, FlipLog& log) {
-  const std::size_t K = bright.coef_width();
-  if (K > 0) {
-    const double* co = bright.coefs() + bright.position(n) * K;
-    log.off.push_back(n);
-    log.off_coef.insert(log.off_coef.end(), co, co + K);
-  }
-  bright.darken(n);
-}
-/// Brightens dark datum n with its log L̃ and (if cached) coefficients, recording it.
-inline void brighten_logged(BrightSet& bright, Index n, double llt, const double* coef,
-                            FlipLog& log) {
-  const std::size_t K = bright.coef_width();
-  if (K > 0) {
-    log.on.push_back(n);
-    log.on_coef.insert(log.on_coef.end(), coef, coef + K);
-  }
-  bright.brighten(n, llt, coef);
-}
 
 /// log p(θ | data) for regular MCMC: every datum is queried at every evaluation. θ is dense
 /// (model.hpp); the target pads it for the row kernels.

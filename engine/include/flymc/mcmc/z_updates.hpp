@@ -16,7 +16,7 @@
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/bright_set.hpp"
 #include "flymc/mcmc/counters.hpp"
-#include "flymc/mcmc/targets.hpp"
+#include "flymc/mcmc/predictors.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {

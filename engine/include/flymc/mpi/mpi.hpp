@@ -19,7 +19,6 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/mcmc/run_part.hpp"
 #include "flymc/mcmc/sampler.hpp"
-#include "flymc/mcmc/testing.hpp"
 
 namespace flymc::mpi {
 
@@ -55,16 +54,9 @@ int broadcast(MPI_Comm comm, int value);
 /// @throw RankError on every process if any process failed (configuration, data, checkpoint,
 ///   or a chain's error after the process's chains ended); ConfigError as RankError if
 ///   `cfg.chains` is smaller than the number of processes or the algorithm is approximate.
+/// `faults`: as flymc::run()'s, on every process.
 RunResult run(MPI_Comm comm, const RunConfig& cfg, std::shared_ptr<const Dataset> data,
               const SinkFactory& sinks = {}, Progress* progress = nullptr,
-              const CheckpointOptions* checkpoint = nullptr);
-
-namespace testing {
-/// run() with the engine's test hooks (flymc/mcmc/testing.hpp).
-RunResult run_with_hooks(MPI_Comm comm, const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-                         const SinkFactory& sinks, Progress* progress,
-                         const CheckpointOptions* checkpoint,
-                         const flymc::testing::RunHooks& hooks);
-}  // namespace testing
+              const CheckpointOptions* checkpoint = nullptr, const FaultInjection& faults = {});
 
 }  // namespace flymc::mpi

@@ -266,7 +266,7 @@ RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> d
                       " runs logistic regression only so far");
   const Stopwatch setup_clock;
   const LogisticModel model(data, cfg);
-  RunResult out = detail::start_logistic_run(cfg, model, checkpoint);
+  RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint);
   RunConfig rw = cfg;
   rw.kernel = KernelKind::rwmh;  // minibatch MH's walk starts at the RW optimal scaling
   detail::ApproxShared sh{cfg,

@@ -96,7 +96,7 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   cfg.validate();  // the model and prior checks (run() validated already; callers may not)
   const Stopwatch setup_clock;
   const LogisticModel model(data, cfg);
-  RunResult out = detail::start_logistic_run(cfg, model, checkpoint);
+  RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint);
   const Mat transform = chain_transform(cfg, out.map);
   std::optional<LogisticModel> moved;
   if (transform.size() != 0) moved.emplace(transformed_data(*data, transform), cfg);

@@ -1,4 +1,4 @@
-#include "flymc/io/atomic_file.hpp"
+#include "flymc/core/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

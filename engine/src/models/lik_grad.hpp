@@ -1,0 +1,34 @@
+#pragma once
+// Private: the full-data log-likelihood and its gradient as one deterministic reduction over
+// chunks of rows (core/parallel.hpp): every model's log_lik_grad() supplies only the per-chunk
+// pass, so the sums come out in chunk order, bit-identical at any thread count.
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "flymc/core/parallel.hpp"
+
+namespace flymc::detail {
+
+/// A chunk's log-likelihood and gradient (in the model's padded layout).
+struct LikGrad {
+  double f = 0.0;
+  std::vector<double> g;
+};
+
+/// Σ over rows [0, n ≥ 1) of the log-likelihood, returned, and of its gradient, written to grad.
+/// `chunk(lo, hi)` returns rows [lo, hi)'s LikGrad, g sized as the gradient.
+template <class Chunk>
+double reduce_lik_grad(std::size_t n, Chunk&& chunk, double* grad) {
+  LikGrad total =
+      deterministic_reduce(n, kReduceGrain, LikGrad{}, chunk, [](LikGrad acc, LikGrad p) {
+        if (acc.g.empty()) return p;
+        acc.f += p.f;
+        for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += p.g[j];
+        return acc;
+      });
+  std::copy(total.g.begin(), total.g.end(), grad);
+  return total.f;
+}
+
+}  // namespace flymc::detail

@@ -1,7 +1,8 @@
 # Registers every doctest test case of a test executable as a CTest test labelled with its
 # TEST_SUITE. Run after each build of the executable (see tests/CMakeLists.txt):
 #   cmake -D EXE=<test binary> -D OUT=<tests file> -D WORKDIR=<dir> -D SUITES=a,b
-#         [-D ENV=VAR=value,VAR2=value2] -P this-file
+#         [-D ENV=VAR=value,VAR2=value2] [-D SERIAL=ON] -P this-file
+# SERIAL=ON: each test runs alone (RUN_SERIAL), for tests that occupy every core themselves.
 # doctest_discover_tests(ADD_LABELS 1) asks doctest for each test's suite with the name as an
 # unescaped --test-case filter, where a comma separates filters: tests with a comma in the name
 # got no label and were left out of `ctest -L unit`. Here each suite is listed with
@@ -14,6 +15,9 @@ set(env_property "")
 if(ENV)
   string(REPLACE "," ";" env "${ENV}")
   set(env_property " ENVIRONMENT [==[${env}]==]")
+endif()
+if(SERIAL)
+  string(APPEND env_property " RUN_SERIAL ON")
 endif()
 execute_process(COMMAND "${EXE}" --count OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0 OR NOT out MATCHES "test cases passing the current filters: ([0-9]+)")

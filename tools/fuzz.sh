@@ -18,6 +18,7 @@ if ! command -v clang++ >/dev/null; then
   FLYMC_DEPS_EXTRA=1 ./tools/install-deps.sh
 fi
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only" \
   -DFLYMC_FUZZ=ON -DFLYMC_BUILD_TESTS=OFF -DFLYMC_BUILD_BENCH=OFF -DFLYMC_BUILD_TOOLS=OFF \
   -DFLYMC_WERROR="${FLYMC_WERROR:-OFF}" >/dev/null
 targets=()

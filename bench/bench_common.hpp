@@ -19,6 +19,7 @@
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "progress_line.hpp"
+#include "run_options.hpp"
 
 extern const char* const flymc_bench_git_sha;  // git_sha.cpp, written at build time
 #ifndef FLYMC_BUILD_TYPE
@@ -69,13 +70,9 @@ inline std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-/// The θ-kernels by their command-line names.
+/// The θ-kernels by their command-line names (the run options' table's).
 inline const std::map<std::string, KernelKind>& kernel_names() {
-  static const std::map<std::string, KernelKind> names{{"rwmh", KernelKind::rwmh},
-                                                       {"mala", KernelKind::mala},
-                                                       {"hmc", KernelKind::hmc},
-                                                       {"nuts", KernelKind::nuts},
-                                                       {"slice", KernelKind::slice}};
+  static const std::map<std::string, KernelKind> names = cli::enum_map<KernelKind>();
   return names;
 }
 

@@ -21,6 +21,7 @@
 #include "bench_common.hpp"
 #include "compare.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/core/options.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
 #include "flymc/diagnostics/diagnostics.hpp"
@@ -589,10 +590,9 @@ void add_table1_command(CLI::App& app, Table1Options& t) {
   t1->add_option("--robust-kernel", t.robust_kernel, "Robust row: theta-kernel")
       ->transform(CLI::CheckedTransformer(kernels))
       ->default_str("slice");
-  const std::map<std::string, Metric> metrics{{"auto", Metric::automatic},
-                                              {"identity", Metric::identity},
-                                              {"diag", Metric::diag},
-                                              {"dense", Metric::dense}};
+  // The table's metrics but fly, which only FlyMC's rows could take.
+  std::map<std::string, Metric> metrics = cli::enum_map<Metric>();
+  metrics.erase(enum_name(Metric::fly));
   t1->add_option("--metric", t.metric, "Logistic row: kernel metric, the same for every algorithm")
       ->transform(CLI::CheckedTransformer(metrics))
       ->default_str("identity");

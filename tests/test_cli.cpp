@@ -96,7 +96,8 @@ TEST_SUITE("unit") {
     for (auto& [k, v] : j.items()) top.insert(k);
     for (auto& [k, v] : j["run"].items()) run.insert(k);
     for (auto& [k, v] : j["params"][0].items()) param.insert(k);
-    CHECK(top == std::set<std::string>{"params", "run"});
+    // config: every run option (tests/test_options.cpp checks its keys against the table).
+    CHECK(top == std::set<std::string>{"config", "params", "run"});
     CHECK(run == std::set<std::string>{"chains",
                                        "warmup",
                                        "iters",

@@ -18,12 +18,15 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "commands.hpp"
 #include "flymc/core/atomic_file.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
+#include "flymc/core/options.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/hdf5/hdf5.hpp"
 #include "flymc/io/checkpoint.hpp"
@@ -33,6 +36,7 @@
 #include "flymc/mcmc/sampler.hpp"
 #include "job_group.hpp"
 #include "progress_line.hpp"
+#include "run_options.hpp"
 #include "table.hpp"
 
 namespace flymc::cli {
@@ -99,6 +103,22 @@ class StopSignals {
   struct sigaction old_term_ {};
 };
 
+/// Every run option as given (automatic ones unset: null), under RunConfig's field names.
+nlohmann::json config_json(const RunConfig& cfg) {
+  nlohmann::json j = nlohmann::json::object();
+  for_each_option([&](const OptionInfo& o) {
+    std::visit(
+        [&](const auto& v) {
+          if constexpr (std::is_same_v<std::remove_cvref_t<decltype(v)>, std::monostate>)
+            j[o.key] = nullptr;
+          else
+            j[o.key] = v;
+        },
+        get_value(cfg, o));
+  });
+  return j;
+}
+
 void write_summary_json(const std::string& path, const RunResult& r,
                         const std::vector<NamedSummary>& params,
                         const std::optional<AlgoChoice>& choice) {
@@ -136,6 +156,7 @@ void write_summary_json(const std::string& path, const RunResult& r,
               {"min_ess_bulk", num(min_ess)},
               {"min_ess_bulk_per_second", num(min_ess / r.sampling_seconds)}};
   j["run"]["bound_violations"] = r.bound_violations();
+  j["config"] = config_json(r.config);
   // The piecewise-deterministic samplers: the path's time averages, integrated exactly along its
   // segments, and the resolved spacing and refresh rate (null for the other algorithms).
   const std::vector<double> pm = r.path_mean();
@@ -468,104 +489,8 @@ void run_sample(const SampleOptions& o) {
 
 }  // namespace
 
-void add_kernel_options(CLI::App* s, RunConfig& c) {
-  const std::map<std::string, KernelKind> kernels{{"rwmh", KernelKind::rwmh},
-                                                  {"mala", KernelKind::mala},
-                                                  {"hmc", KernelKind::hmc},
-                                                  {"nuts", KernelKind::nuts},
-                                                  {"slice", KernelKind::slice}};
-  add_enum_option(s, "--kernel", c.kernel, kernels,
-                  "theta-kernel: random-walk MH, MALA, HMC (leapfrog), NUTS (No-U-Turn, "
-                  "multinomial as in Stan) or slice sampling",
-                  "rwmh");
-  const std::map<std::string, Metric> metrics{{"auto", Metric::automatic},
-                                              {"identity", Metric::identity},
-                                              {"diag", Metric::diag},
-                                              {"dense", Metric::dense},
-                                              {"fly", Metric::fly}};
-  add_enum_option(
-      s, "--metric", c.metric, metrics,
-      "Kernel metric (RW proposal covariance, MALA preconditioner, HMC and NUTS "
-      "inverse mass matrix, slice scale): identity, or diag/dense starting from the Laplace "
-      "covariance; fly (FlyMC): dense, fitted to p(theta | z) from the prior and the collapsed "
-      "bound's curvature; auto: identity for rwmh, diag otherwise",
-      "auto");
-  s->add_option("--fly-metric-blend", c.fly_metric_blend,
-                "--metric fly: weight in [0, 1] of the posterior's Laplace precision blended into "
-                "the metric's precision")
-      ->capture_default_str();
-  s->add_flag("--adapt-metric,!--no-adapt-metric", c.adapt_metric,
-              "Re-estimate a diag/dense metric from warm-up draws in Stan's windows (default on)");
-  s->add_option("--hmc-steps", c.hmc_steps, "Leapfrog steps per HMC trajectory")
-      ->capture_default_str();
-  s->add_option("--max-treedepth", c.max_treedepth,
-                "NUTS: most doublings of a trajectory (at most 2^D - 1 leapfrog steps)")
-      ->capture_default_str();
-  const std::map<std::string, SliceMode> modes{{"direction", SliceMode::direction},
-                                               {"coordinate", SliceMode::coordinate}};
-  add_enum_option(s, "--slice-mode", c.slice_mode, modes,
-                  "Slice sampling along a random direction or every coordinate in turn",
-                  "direction");
-  add_auto_option(
-      s, "--target-accept", c.target_accept, [](double x) { return x > 0.0 && x < 1.0; },
-      "in (0, 1)",
-      "Step-size adaptation target; auto: 0.234 rwmh, 0.574 mala, 0.8 hmc and nuts, 0.5 "
-      "slice");
-  add_auto_option(
-      s, "--step-size", c.step_size, [](double x) { return x > 0.0; }, "> 0",
-      "Initial step size (slice: interval width); auto: from the Laplace fit");
-  const std::map<std::string, PriorKind> priors{{"gaussian", PriorKind::gaussian},
-                                                {"laplace", PriorKind::laplace}};
-  add_enum_option(s, "--prior", c.prior, priors,
-                  "Prior on every coefficient: gaussian or laplace (sd --prior-sd)", "gaussian");
-  s->add_option("--nu", c.student_nu, "Robust regression: Student-t degrees of freedom")
-      ->capture_default_str();
-  s->add_option("--noise-scale", c.noise_scale, "Robust regression: Student-t scale")
-      ->capture_default_str();
-}
-
-void add_subsampler_options(CLI::App* s, RunConfig& c) {
-  s->add_option("--batch-size", c.batch_size,
-                "Approximate samplers: data per batch (minibatch-mh: the first batch of every "
-                "acceptance test, doubled while its variance is too large; sgld: every gradient's "
-                "batch, scaled by N/batch-size)")
-      ->capture_default_str();
-  add_auto_option(
-      s, "--pdmp-spacing", c.pdmp_spacing, [](double x) { return x > 0.0 && x <= 1e100; }, "> 0",
-      "Piecewise-deterministic samplers: path time between draws (one draw per iteration; "
-      "--warmup iterations of path time are discarded); auto: the mean Laplace sd in the "
-      "particle's coordinates (1 with --pdmp-precondition laplace), times sqrt(D) for the BPS "
-      "family");
-  add_auto_option(
-      s, "--refresh-rate", c.refresh_rate, [](double x) { return x >= 0.0 && x <= 1e100; }, ">= 0",
-      "BPS family: velocity refreshments per unit path time (0: none); auto: one per "
-      "automatic --pdmp-spacing");
-  const std::map<std::string, PdmpPrecondition> preconds{
-      {"laplace", PdmpPrecondition::laplace},
-      {"laplace-diag", PdmpPrecondition::laplace_diag},
-      {"none", PdmpPrecondition::none}};
-  add_enum_option(s, "--pdmp-precondition", c.pdmp_precondition, preconds,
-                  "Piecewise-deterministic samplers: laplace moves the particle in u with "
-                  "theta = L u, L the Cholesky factor of the Laplace covariance at the MAP; "
-                  "laplace-diag scales theta by the Laplace sds only; none moves in theta itself "
-                  "(all exact; the draws are theta)",
-                  "laplace");
-  s->add_option("--barker-temper", c.barker_temper,
-                "minibatch-mh: K >= 1; K > 1 tests Delta/K, which samples the TEMPERED posterior "
-                "p(theta | data)^(1/K) with smaller batches (the seed slides' g(s) = K sigma(s))")
-      ->capture_default_str();
-  add_auto_option(
-      s, "--sgld-step", c.sgld_step, [](double x) { return x > 0.0 && x <= 1.0; }, "in (0, 1]",
-      "sgld: fixed step h in units of the metric (the Laplace covariance with the default diag "
-      "metric); auto: min(0.05, 0.1 x batch-size / N)");
-}
-
 const std::map<std::string, Algo>& algo_names() {
-  static const std::map<std::string, Algo> names{
-      {"flymc", Algo::flymc},        {"full", Algo::full},   {"minibatch-mh", Algo::minibatch_mh},
-      {"sgld", Algo::sgld},          {"bps", Algo::bps},     {"lipsbps", Algo::lipsbps},
-      {"sbps", Algo::sbps},          {"psbps", Algo::psbps}, {"zigzag-ss", Algo::zigzag_ss},
-      {"zigzag-cv", Algo::zigzag_cv}};
+  static const std::map<std::string, Algo> names = enum_map<Algo>();
   return names;
 }
 
@@ -576,67 +501,25 @@ void add_sample_command(CLI::App& app) {
   o->app = s;
   s->add_option("--data", o->data,
                 "Data file (.csv or .npy; label first); required unless --resume");
-  const std::map<std::string, ModelKind> models{{"logistic", ModelKind::logistic},
-                                                {"softmax", ModelKind::softmax},
-                                                {"robust", ModelKind::robust}};
-  add_enum_option(s, "--model", c.model, models,
-                  "logistic (labels +-1 or 0/1), softmax (labels 0..K-1) or robust (Student-t "
-                  "linear regression, real responses)",
-                  "logistic");
-  s->add_option_function<std::string>(
-       "--algo",
-       [o](const std::string& v) {
-         o->auto_algo = v == "auto";
-         if (v != "auto") o->cfg.algo = algo_names().at(v);
-       },
-       "flymc, full (regular MCMC), auto: short pilots of both with the chosen kernel "
-       "predict their min bulk ESS per second, and the faster runs; the approximate "
-       "subsampling samplers (logistic regression): minibatch-mh (minibatch Metropolis-Hastings "
-       "with the Barker test) or sgld (stochastic gradient Langevin dynamics); or the "
-       "piecewise-deterministic samplers (logistic regression, Gaussian prior): bps (bouncy "
-       "particle sampler, full gradient), lipsbps (BPS on batch gradients, Lipschitz bound), "
-       "zigzag-ss (Zig-Zag with subsampling), zigzag-cv (Zig-Zag with control variates at the "
-       "MAP), all exact, and the APPROXIMATE sbps (stochastic BPS, adaptive bound) and psbps "
-       "(SBPS with a diagonal preconditioner frozen after warm-up)")
-      ->check(CLI::IsMember({"auto", "flymc", "full", "minibatch-mh", "sgld", "bps", "lipsbps",
-                             "sbps", "psbps", "zigzag-ss", "zigzag-cv"}))
-      ->default_str("flymc");
-  add_subsampler_options(s, c);
-  s->add_flag("--save-events", c.save_events,
-              "Piecewise-deterministic samplers: also write events-<k>.csv beside chain-<k>.csv, "
-              "the path's start, every bounce, refreshment or flip, and its end (path time, kind, "
-              "position); the path is linear between them");
-  const std::map<std::string, BoundTuning> bounds{{"map", BoundTuning::map},
-                                                  {"untuned", BoundTuning::untuned}};
-  add_enum_option(s, "--bound", c.bound, bounds, "map (MAP-tuned) or untuned", "map");
-  const std::map<std::string, SoftmaxBoundKind> softmax_bounds{
-      {"bohning", SoftmaxBoundKind::bohning}, {"tight", SoftmaxBoundKind::tight}};
-  add_enum_option(s, "--softmax-bound", c.softmax_bound, softmax_bounds,
-                  "softmax: bohning (fixed curvature) or tight (per datum the tighter of "
-                  "Bohning's and the Jebara-Choromanska bounds)",
-                  "tight");
-  const std::map<std::string, ZUpdate> zs{{"implicit", ZUpdate::implicit},
-                                          {"explicit", ZUpdate::explicit_}};
-  add_enum_option(s, "--z", c.z, zs, "z-update: implicit or explicit", "implicit");
-  add_kernel_options(s, c);
-  const std::map<std::string, Init> inits{{"map", Init::map}, {"prior", Init::prior}};
-  add_enum_option(s, "--init", c.init, inits, "map (MAP + jitter) or prior draw", "map");
-  s->add_option("--chains", c.chains, "Number of chains")->capture_default_str();
-  s->add_option("--warmup", c.warmup, "Warm-up iterations")->capture_default_str();
-  s->add_option("--iters", c.iters, "Sampling iterations")->capture_default_str();
-  s->add_option("--thin", c.thin, "Keep every K-th draw")->capture_default_str();
-  // (CLI11 would wrap a negative seed around to 2^64 - 1: refused instead.)
-  s->add_option("--seed", c.seed, "Random seed (an integer >= 0)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  s->add_option("--threads", c.threads, "Worker threads (0: all cores)")->capture_default_str();
-  add_model_z_options(s, c);
-  s->add_flag("--q-per-datum", c.q_per_datum,
-              "Implicit z-update: per-datum rates q_n proportional to the expected bright "
-              "probability (Laplace draws at set-up), at the uniform rate's mean cost");
-  add_auto_option(
-      s, "--theta-steps", c.theta_steps, [](double x) { return x >= 1.0; }, ">= 1",
-      "theta-steps per z-sweep; auto: 10 for rwmh, 1 for the other kernels");
+  // Every run option from the table (flymc/core/options.hpp); --algo also takes auto.
+  for_each_option([&](const OptionInfo& opt) {
+    if (!opt.in_cli) return;
+    if (std::string_view(opt.key) != "algo") {
+      add_run_option(s, c, opt);
+      return;
+    }
+    std::vector<std::string> algos = enum_name_list<Algo>();
+    algos.insert(algos.begin(), "auto");
+    s->add_option_function<std::string>(
+         "--algo",
+         [o](const std::string& v) {
+           o->auto_algo = v == "auto";
+           if (v != "auto") o->cfg.algo = algo_names().at(v);
+         },
+         opt.help)
+        ->check(CLI::IsMember(algos))
+        ->default_str(to_string(c.algo));
+  });
   s->add_option("--out", o->out, "Output directory")->capture_default_str();
   s->add_flag("--quiet", o->quiet, "No progress line or table");
   s->add_option("--checkpoint-every", o->checkpoint_every,

@@ -63,18 +63,12 @@ void with_progress(bool show, const Counter& counter, double total, const char* 
   if (monitor.joinable()) monitor.join();
 }
 
+// Geweke's test runs FlyMC and regular MCMC only; the names are the run options' table's.
 const std::map<std::string, Algo> kAlgos{{"flymc", Algo::flymc}, {"full", Algo::full}};
-const std::map<std::string, BoundTuning> kBounds{{"map", BoundTuning::map},
-                                                 {"untuned", BoundTuning::untuned}};
-const std::map<std::string, ZUpdate> kZs{{"implicit", ZUpdate::implicit},
-                                         {"explicit", ZUpdate::explicit_}};
-const std::map<std::string, KernelKind> kKernels{{"rwmh", KernelKind::rwmh},
-                                                 {"mala", KernelKind::mala},
-                                                 {"hmc", KernelKind::hmc},
-                                                 {"nuts", KernelKind::nuts},
-                                                 {"slice", KernelKind::slice}};
-const std::map<std::string, SliceMode> kSliceModes{{"direction", SliceMode::direction},
-                                                   {"coordinate", SliceMode::coordinate}};
+const std::map<std::string, BoundTuning> kBounds = enum_map<BoundTuning>();
+const std::map<std::string, ZUpdate> kZs = enum_map<ZUpdate>();
+const std::map<std::string, KernelKind> kKernels = enum_map<KernelKind>();
+const std::map<std::string, SliceMode> kSliceModes = enum_map<SliceMode>();
 
 // ---------------------------------------------------------------------------------------------
 struct SbcCli {
@@ -262,23 +256,44 @@ void add_validate_command(CLI::App& app) {
                         "the approximate minibatch-mh, sgld, sbps, psbps, which SBC is expected "
                         "to reject",
                         r.algo, r.bound, r.z);
-    add_kernel_options(s, r);
-    add_subsampler_options(s, r);
+    // The sampler's options from the run options' table (the replicates set the rest).
+    add_run_options(s, r,
+                    {"kernel",
+                     "metric",
+                     "fly-metric-blend",
+                     "adapt-metric",
+                     "hmc-steps",
+                     "max-treedepth",
+                     "slice-mode",
+                     "target-accept",
+                     "step-size",
+                     "prior",
+                     "nu",
+                     "noise-scale",
+                     "batch-size",
+                     "pdmp-spacing",
+                     "refresh-rate",
+                     "pdmp-precondition",
+                     "barker-temper",
+                     "sgld-step",
+                     "prior-sd",
+                     "resample-fraction",
+                     "untuned-xi",
+                     "q-dark-to-bright",
+                     "bound-slack",
+                     "slack-scale"});
     s->add_option("--reps", o.reps, "Replicates (simulated data sets)")->capture_default_str();
     s->add_option("--n", o.n, "Rows per simulated data set")->capture_default_str();
     s->add_option("--d", o.d, "Coefficients, the bias column included")->capture_default_str();
     s->add_option("--draws", o.draws, "Kept posterior draws L per replicate")
         ->capture_default_str();
     s->add_option("--thin", o.thin, "Sampling iterations per kept draw")->capture_default_str();
-    s->add_option("--warmup", r.warmup, "Warm-up iterations per replicate")->capture_default_str();
+    add_run_option(s, r, option("warmup"), "Warm-up iterations per replicate");
     s->add_option("--bins", o.bins, "Rank histogram bins")->capture_default_str();
     s->add_option("--seed", o.seed, "Random seed")->capture_default_str();
     s->add_option("--threads", o.threads, "Worker threads over replicates (0: all cores)")
         ->capture_default_str();
-    add_model_z_options(s, r);
-    add_auto_option(
-        s, "--theta-steps", r.theta_steps, [](double x) { return x >= 1.0; }, ">= 1",
-        "theta-steps per z-sweep");
+    add_run_option(s, r, option("theta-steps"), "theta-steps per z-sweep");
     s->add_option("--alpha", o.alpha, "Family-wise significance level (Bonferroni)")
         ->capture_default_str();
     s->add_option("--json", c->json, "Write the results to this JSON file");
@@ -300,8 +315,7 @@ void add_validate_command(CLI::App& app) {
     s->add_option("--kernel", o.kernel, "theta-kernel (fixed step size, identity metric)")
         ->transform(CLI::CheckedTransformer(kKernels))
         ->default_str(to_string(o.kernel));
-    s->add_option("--hmc-steps", o.hmc_steps, "Leapfrog steps per HMC trajectory")
-        ->capture_default_str();
+    s->add_option("--hmc-steps", o.hmc_steps, option("hmc-steps").help)->capture_default_str();
     s->add_option("--slice-mode", o.slice_mode, "Slice sampling: direction or coordinate")
         ->transform(CLI::CheckedTransformer(kSliceModes))
         ->default_str(to_string(o.slice_mode));

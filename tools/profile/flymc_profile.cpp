@@ -9,17 +9,18 @@
 #include <cstdio>
 #include <memory>
 
-#include "auto_option.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
 #include "flymc/hdf5/hdf5.hpp"
 #include "flymc/mcmc/sampler.hpp"
+#include "run_options.hpp"
 
 int main(int argc, char** argv) {
   using namespace flymc;
+  using cli::add_run_option, cli::add_run_options;
   CLI::App app{"flymc-profile: time per phase of a fixed FlyMC workload"};
-  std::string data_path, algo = "flymc", kernel = "rwmh", metric = "auto";
+  std::string data_path;
   RunConfig cfg;
   cfg.chains = 1;
   cfg.threads = 1;
@@ -32,44 +33,15 @@ int main(int argc, char** argv) {
   app.add_option("--data", data_path, "Logistic data (default: synthetic 12,000 x 51)");
   app.add_option("--synth-n", synth_n, "Rows of the synthetic data (without --data)")
       ->capture_default_str();
-  app.add_option("--algo", algo, "flymc or full")->check(CLI::IsMember({"flymc", "full"}));
-  app.add_option("--kernel", kernel, "theta-kernel")
-      ->check(CLI::IsMember({"rwmh", "mala", "hmc", "nuts", "slice"}))
-      ->capture_default_str();
-  app.add_option("--metric", metric, "Kernel metric (docs/usage.md)")
-      ->check(CLI::IsMember({"auto", "identity", "diag", "dense", "fly"}))
-      ->capture_default_str();
-  app.add_option("--fly-metric-blend", cfg.fly_metric_blend)->capture_default_str();
-  app.add_option("--hmc-steps", cfg.hmc_steps)->capture_default_str();
-  app.add_option("--max-treedepth", cfg.max_treedepth, "NUTS: most doublings of a trajectory")
-      ->capture_default_str();
-  app.add_flag("--q-per-datum", cfg.q_per_datum, "Per-datum implicit z-update rates");
-  app.add_option("--slack-scale", cfg.slack_scale, "Per-datum slack alpha x expected bright")
-      ->capture_default_str();
-  app.add_option("--iters", cfg.iters, "Sampling iterations")->capture_default_str();
-  app.add_option("--warmup", cfg.warmup, "Warm-up iterations")->capture_default_str();
-  cli::add_auto_option(
-      &app, "--theta-steps", cfg.theta_steps, [](double x) { return x >= 1.0; }, ">= 1",
-      "theta-steps per z-sweep");
-  cli::add_auto_option(
-      &app, "--bound-slack", cfg.bound_slack, [](double x) { return x >= 0.0; }, ">= 0",
-      "Slack subtracted from every log B_n");
-  cli::add_auto_option(
-      &app, "--q-dark-to-bright", cfg.q_dark_to_bright,
-      [](double x) { return x > 0.0 && x <= 1.0; }, "in (0, 1]", "Implicit z-update rate q");
+  // The run options it takes, from the run options' table (names, choices, help).
+  add_run_option(&app, cfg, option("algo"), "flymc or full")
+      ->check(CLI::IsMember({"flymc", "full"}));
+  add_run_options(
+      &app, cfg,
+      {"kernel", "metric", "fly-metric-blend", "hmc-steps", "max-treedepth", "q-per-datum",
+       "slack-scale", "iters", "warmup", "theta-steps", "bound-slack", "q-dark-to-bright"});
   app.add_flag("--no-timers", no_timers, "Run without the phase timers (for perf/callgrind)");
   CLI11_PARSE(app, argc, argv);
-  cfg.algo = algo == "full" ? Algo::full : Algo::flymc;
-  cfg.kernel = kernel == "mala"    ? KernelKind::mala
-               : kernel == "hmc"   ? KernelKind::hmc
-               : kernel == "nuts"  ? KernelKind::nuts
-               : kernel == "slice" ? KernelKind::slice
-                                   : KernelKind::rwmh;
-  cfg.metric = metric == "identity" ? Metric::identity
-               : metric == "diag"   ? Metric::diag
-               : metric == "dense"  ? Metric::dense
-               : metric == "fly"    ? Metric::fly
-                                    : Metric::automatic;
   cfg.profile = !no_timers;
   try {
     auto data = data_path.empty()

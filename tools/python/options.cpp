@@ -1,27 +1,19 @@
-// One table maps the option names to RunConfig's fields, so setting an option and reporting it
-// (defaults(), Result.config) cannot drift apart, and a field added to RunConfig needs one line.
+// The keyword options of flymc.sample(), defaults() and Result.config: the run options' table
+// (flymc/core/options.hpp) under RunConfig's field names, with Python's type checks.
 #include "options.hpp"
 
 #include <cstdint>
-#include <functional>
-#include <initializer_list>
 #include <limits>
-#include <map>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/core/options.hpp"
 
 namespace flymc::python {
 namespace {
-
-/// How one option is set from a Python value and read back.
-struct Option {
-  std::function<void(RunConfig&, const std::string&, py::handle)> set;
-  std::function<py::object(const RunConfig&)> get;
-};
 
 /// The integer a Python value stands for: an int, or anything with __index__ such as
 /// numpy.int64, but not a float (truncated silently) or a bool.
@@ -62,139 +54,70 @@ double to_real(const std::string& name, py::handle v) {
   return py::cast<double>(py::float_(py::reinterpret_borrow<py::object>(v)));
 }
 
-/// A number field (bool, integer or real) of RunConfig.
-template <class T>
-Option number(T RunConfig::*field) {
-  Option o;
-  o.set = [field](RunConfig& c, const std::string& name, py::handle v) {
-    if constexpr (std::is_same_v<T, bool>) {
+/// The option's value from a Python object, with Python's type errors: an int (or __index__)
+/// for an integer, never a bool or a float; True or False for a flag; None or "auto" for an
+/// automatic option left unset; a str for a choice.
+OptionValue from_python(const OptionInfo& o, py::handle v) {
+  const std::string name = o.key;
+  switch (o.kind()) {
+    case OptionKind::flag:
       if (!PyBool_Check(v.ptr()))
         throw py::type_error(name + " must be True or False, got " + std::string(py::repr(v)));
-      c.*field = v.ptr() == Py_True;
-    } else if constexpr (std::is_same_v<T, std::uint64_t>) {
-      c.*field = to_unsigned(name, v);
-    } else if constexpr (std::is_integral_v<T>) {
-      // The C++ type's own range; RunConfig::validate() checks the meaningful one.
-      c.*field = static_cast<T>(
-          to_integer(name, v, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
-    } else {
-      c.*field = to_real(name, v);
-    }
-  };
-  o.get = [field](const RunConfig& c) { return py::cast(c.*field); };
-  return o;
+      return v.ptr() == Py_True;
+    case OptionKind::unsigned_integer:
+      return to_unsigned(name, v);
+    case OptionKind::auto_integer:
+    case OptionKind::auto_real:
+      if (v.is_none() || (py::isinstance<py::str>(v) && py::cast<std::string>(v) == "auto"))
+        return std::monostate{};
+      if (o.kind() == OptionKind::auto_real) return to_real(name, v);
+      [[fallthrough]];
+    case OptionKind::integer:
+    case OptionKind::long_integer:
+      // Here long long's range; set_value() checks the field's, RunConfig::validate() the
+      // meaningful one.
+      return to_integer(name, v, std::numeric_limits<long long>::min(),
+                        std::numeric_limits<long long>::max());
+    case OptionKind::real:
+      return to_real(name, v);
+    case OptionKind::choice:
+      if (!py::isinstance<py::str>(v))
+        throw py::type_error(name + " must be a str, got " + std::string(py::repr(v)));
+      return py::cast<std::string>(v);
+  }
+  return std::monostate{};
 }
 
-/// A field whose unset value means "chosen at set-up": None or "auto" leaves it unset.
-template <class T>
-Option automatic(std::optional<T> RunConfig::*field) {
-  Option o;
-  o.set = [field](RunConfig& c, const std::string& name, py::handle v) {
-    if (v.is_none() || (py::isinstance<py::str>(v) && py::cast<std::string>(v) == "auto")) {
-      (c.*field).reset();
-    } else if constexpr (std::is_integral_v<T>) {
-      c.*field = static_cast<T>(
-          to_integer(name, v, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
-    } else {
-      c.*field = to_real(name, v);
-    }
-  };
-  o.get = [field](const RunConfig& c) {
-    return (c.*field).has_value() ? py::cast(*(c.*field)) : py::none();
-  };
-  return o;
-}
-
-/// An enum field, named by the library's to_string() of each of `choices`.
-template <class E>
-Option choice(E RunConfig::*field, std::initializer_list<E> choices) {
-  Option o;
-  o.set = [field, all = std::vector<E>(choices)](RunConfig& c, const std::string& name,
-                                                 py::handle v) {
-    if (!py::isinstance<py::str>(v))
-      throw py::type_error(name + " must be a str, got " + std::string(py::repr(v)));
-    const auto s = py::cast<std::string>(v);
-    std::string names;
-    for (E e : all) {
-      if (s == to_string(e)) {
-        c.*field = e;
-        return;
-      }
-      names += (names.empty() ? "" : ", ") + std::string(to_string(e));
-    }
-    throw ConfigError(name + "='" + s + "' is not one of: " + names);
-  };
-  o.get = [field](const RunConfig& c) { return py::str(to_string(c.*field)); };
-  return o;
-}
-
-const std::map<std::string, Option>& options() {
-  using C = RunConfig;
-  static const std::map<std::string, Option> table = {
-      {"model", choice(&C::model, {ModelKind::logistic, ModelKind::softmax, ModelKind::robust})},
-      {"prior", choice(&C::prior, {PriorKind::gaussian, PriorKind::laplace})},
-      {"algo", choice(&C::algo,
-                      {Algo::flymc, Algo::full, Algo::minibatch_mh, Algo::sgld, Algo::bps,
-                       Algo::lipsbps, Algo::sbps, Algo::psbps, Algo::zigzag_ss, Algo::zigzag_cv})},
-      {"bound", choice(&C::bound, {BoundTuning::map, BoundTuning::untuned})},
-      {"z", choice(&C::z, {ZUpdate::implicit, ZUpdate::explicit_})},
-      {"kernel", choice(&C::kernel, {KernelKind::rwmh, KernelKind::mala, KernelKind::hmc,
-                                     KernelKind::slice, KernelKind::nuts})},
-      {"init", choice(&C::init, {Init::map, Init::prior})},
-      {"metric", choice(&C::metric, {Metric::automatic, Metric::identity, Metric::diag,
-                                     Metric::dense, Metric::fly})},
-      {"adapt_metric", number(&C::adapt_metric)},
-      {"fly_metric_blend", number(&C::fly_metric_blend)},
-      {"slice_mode", choice(&C::slice_mode, {SliceMode::direction, SliceMode::coordinate})},
-      {"hmc_steps", number(&C::hmc_steps)},
-      {"max_treedepth", number(&C::max_treedepth)},
-      {"chains", number(&C::chains)},
-      {"warmup", number(&C::warmup)},
-      {"iters", number(&C::iters)},
-      {"thin", number(&C::thin)},
-      {"seed", number(&C::seed)},
-      {"threads", number(&C::threads)},
-      {"prior_sd", number(&C::prior_sd)},
-      {"student_nu", number(&C::student_nu)},
-      {"noise_scale", number(&C::noise_scale)},
-      {"q_dark_to_bright", automatic(&C::q_dark_to_bright)},
-      {"q_per_datum", number(&C::q_per_datum)},
-      {"resample_fraction", number(&C::resample_fraction)},
-      {"untuned_xi", number(&C::untuned_xi)},
-      {"bound_slack", automatic(&C::bound_slack)},
-      {"slack_scale", number(&C::slack_scale)},
-      {"softmax_bound",
-       choice(&C::softmax_bound, {SoftmaxBoundKind::tight, SoftmaxBoundKind::bohning})},
-      {"theta_steps", automatic(&C::theta_steps)},
-      {"target_accept", automatic(&C::target_accept)},
-      {"step_size", automatic(&C::step_size)},
-      {"init_jitter", number(&C::init_jitter)},
-      {"batch_size", number(&C::batch_size)},
-      {"sgld_step", automatic(&C::sgld_step)},
-      {"barker_temper", number(&C::barker_temper)},
-      {"pdmp_spacing", automatic(&C::pdmp_spacing)},
-      {"refresh_rate", automatic(&C::refresh_rate)},
-  };
-  return table;
+py::object to_python(const OptionValue& v) {
+  return std::visit(
+      [](const auto& x) -> py::object {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(x)>, std::monostate>)
+          return py::none();
+        else
+          return py::cast(x);
+      },
+      v);
 }
 
 }  // namespace
 
 void apply_options(RunConfig& cfg, const py::dict& given) {
-  const auto& table = options();
   for (const auto& [key, value] : given) {
     const auto name = py::cast<std::string>(key);
-    const auto it = table.find(name);
-    if (it == table.end())
+    const OptionInfo* o = find_option(name);
+    // The keywords are the fields' names (a command-line spelling such as "prior-sd" is not).
+    if (o == nullptr || name != o->key || !o->in_python)
       throw py::type_error("sample() got an unexpected keyword argument '" + name +
                            "' (flymc.defaults() lists the options)");
-    it->second.set(cfg, name, value);
+    set_value(cfg, *o, from_python(*o, value));
   }
 }
 
 py::dict options_dict(const RunConfig& cfg) {
   py::dict d;
-  for (const auto& [name, option] : options()) d[py::str(name)] = option.get(cfg);
+  for_each_option([&](const OptionInfo& o) {
+    if (o.in_python) d[py::str(o.key)] = to_python(get_value(cfg, o));
+  });
   return d;
 }
 

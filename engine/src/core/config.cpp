@@ -5,6 +5,7 @@
 
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
+#include "flymc/core/options.hpp"
 
 namespace flymc {
 namespace {
@@ -80,88 +81,18 @@ void RunConfig::validate() const {
     throw ConfigError("--init-jitter must be finite and >= 0, got " + number_text(init_jitter));
 }
 
-const char* to_string(Algo a) noexcept {
-  switch (a) {
-    case Algo::flymc:
-      return "flymc";
-    case Algo::full:
-      return "full";
-    case Algo::minibatch_mh:
-      return "minibatch-mh";
-    case Algo::sgld:
-      return "sgld";
-    case Algo::bps:
-      return "bps";
-    case Algo::lipsbps:
-      return "lipsbps";
-    case Algo::sbps:
-      return "sbps";
-    case Algo::psbps:
-      return "psbps";
-    case Algo::zigzag_ss:
-      return "zigzag-ss";
-    case Algo::zigzag_cv:
-      return "zigzag-cv";
-  }
-  return "?";
-}
-const char* to_string(BoundTuning b) noexcept { return b == BoundTuning::map ? "map" : "untuned"; }
-const char* to_string(ZUpdate z) noexcept {
-  return z == ZUpdate::implicit ? "implicit" : "explicit";
-}
-const char* to_string(KernelKind k) noexcept {
-  switch (k) {
-    case KernelKind::rwmh:
-      return "rwmh";
-    case KernelKind::mala:
-      return "mala";
-    case KernelKind::hmc:
-      return "hmc";
-    case KernelKind::slice:
-      return "slice";
-    case KernelKind::nuts:
-      return "nuts";
-  }
-  return "?";
-}
-const char* to_string(Metric m) noexcept {
-  switch (m) {
-    case Metric::automatic:
-      return "auto";
-    case Metric::identity:
-      return "identity";
-    case Metric::diag:
-      return "diag";
-    case Metric::dense:
-      return "dense";
-    case Metric::fly:
-      return "fly";
-  }
-  return "?";
-}
-const char* to_string(ModelKind m) noexcept {
-  return m == ModelKind::logistic ? "logistic" : m == ModelKind::softmax ? "softmax" : "robust";
-}
-const char* to_string(PriorKind p) noexcept {
-  return p == PriorKind::gaussian ? "gaussian" : "laplace";
-}
-const char* to_string(SliceMode s) noexcept {
-  return s == SliceMode::coordinate ? "coordinate" : "direction";
-}
-const char* to_string(SoftmaxBoundKind b) noexcept {
-  return b == SoftmaxBoundKind::bohning ? "bohning" : "tight";
-}
-const char* to_string(PdmpPrecondition p) noexcept {
-  switch (p) {
-    case PdmpPrecondition::laplace:
-      return "laplace";
-    case PdmpPrecondition::laplace_diag:
-      return "laplace-diag";
-    case PdmpPrecondition::none:
-      return "none";
-  }
-  return "?";
-}
+// Every enum's names live in one table (options.hpp), which parsing reads too.
+const char* to_string(Algo a) noexcept { return enum_name(a); }
+const char* to_string(BoundTuning b) noexcept { return enum_name(b); }
+const char* to_string(ZUpdate z) noexcept { return enum_name(z); }
+const char* to_string(KernelKind k) noexcept { return enum_name(k); }
+const char* to_string(Init i) noexcept { return enum_name(i); }
+const char* to_string(Metric m) noexcept { return enum_name(m); }
+const char* to_string(ModelKind m) noexcept { return enum_name(m); }
+const char* to_string(PriorKind p) noexcept { return enum_name(p); }
+const char* to_string(SliceMode s) noexcept { return enum_name(s); }
+const char* to_string(SoftmaxBoundKind b) noexcept { return enum_name(b); }
+const char* to_string(PdmpPrecondition p) noexcept { return enum_name(p); }
 
 void RunConfig::validate_approximate() const {
   if (batch_size < 2 || batch_size > kMaxIterations)
@@ -234,6 +165,4 @@ double RunConfig::resolved_target_accept() const noexcept {
   }
   return 0.234;
 }
-const char* to_string(Init i) noexcept { return i == Init::map ? "map" : "prior"; }
-
 }  // namespace flymc

@@ -13,6 +13,7 @@
 
 #include "flymc/core/atomic_file.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/core/options.hpp"
 #include "flymc/core/parallel.hpp"
 
 namespace flymc {
@@ -153,100 +154,64 @@ std::span<const unsigned char> unframe(std::span<const unsigned char> bytes, std
   return bytes.subspan(kHeaderBytes, length);
 }
 
-/// An optional value: a presence byte, then the value if present.
-void put_optional(ByteWriter& w, const std::optional<double>& v) {
-  w.put<std::uint8_t>(v ? 1 : 0);
-  if (v) w.put(*v);
-}
-
-std::optional<double> get_optional(ByteReader& r) {
-  if (!r.get_bool()) return std::nullopt;
-  return r.get<double>();
-}
-
+/// The run configuration: every option that affects the draws (options.hpp), in the table's
+/// order, each as its key then its value (a presence byte first for an automatic option; a
+/// choice by its name), so that a stored option can never go missing or be read as another.
 void put_config(ByteWriter& w, const RunConfig& c) {
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.model));
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.prior));
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.slice_mode));
-  w.put<std::uint8_t>(c.adapt_metric ? 1 : 0);
-  w.put<std::uint8_t>(c.q_per_datum ? 1 : 0);
-  w.put<std::int64_t>(c.hmc_steps);
-  w.put(c.student_nu);
-  w.put(c.noise_scale);
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.algo));
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.bound));
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.z));
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.kernel));
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.init));
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.metric));
-  w.put<std::int64_t>(c.chains);
-  w.put<std::int64_t>(c.warmup);
-  w.put<std::int64_t>(c.iters);
-  w.put<std::int64_t>(c.thin);
-  w.put<std::uint64_t>(c.seed);
-  w.put(c.prior_sd);
-  put_optional(w, c.q_dark_to_bright);
-  w.put(c.resample_fraction);
-  w.put(c.untuned_xi);
-  put_optional(w, c.bound_slack);
-  w.put(c.slack_scale);
-  put_optional(w, c.theta_steps ? std::optional<double>(*c.theta_steps) : std::nullopt);
-  put_optional(w, c.target_accept);
-  put_optional(w, c.step_size);
-  w.put(c.init_jitter);
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.softmax_bound));
-  w.put(c.fly_metric_blend);
-  w.put<std::int64_t>(c.max_treedepth);
+  for_each_option([&](const OptionInfo& o) {
+    if (!o.affects_draws) return;
+    w.put_string(o.key);
+    const OptionValue v = get_value(c, o);
+    const bool automatic =
+        o.kind() == OptionKind::auto_integer || o.kind() == OptionKind::auto_real;
+    if (automatic) w.put<std::uint8_t>(std::holds_alternative<std::monostate>(v) ? 0 : 1);
+    if (const auto* b = std::get_if<bool>(&v)) w.put<std::uint8_t>(*b ? 1 : 0);
+    if (const auto* i = std::get_if<long long>(&v)) w.put<std::int64_t>(*i);
+    if (const auto* u = std::get_if<std::uint64_t>(&v)) w.put(*u);
+    if (const auto* d = std::get_if<double>(&v)) w.put(*d);
+    if (const auto* s = std::get_if<std::string>(&v)) w.put_string(*s);
+  });
+}
+
+/// One stored option's value, as put_config() wrote it.
+OptionValue get_option_value(ByteReader& r, const OptionInfo& o) {
+  switch (o.kind()) {
+    case OptionKind::flag:
+      return r.get_bool();
+    case OptionKind::integer:
+    case OptionKind::long_integer:
+      return static_cast<long long>(r.get<std::int64_t>());
+    case OptionKind::unsigned_integer:
+      return r.get<std::uint64_t>();
+    case OptionKind::real:
+      return r.get<double>();
+    case OptionKind::auto_integer:
+      if (!r.get_bool()) return std::monostate{};
+      return static_cast<long long>(r.get<std::int64_t>());
+    case OptionKind::auto_real:
+      if (!r.get_bool()) return std::monostate{};
+      return r.get<double>();
+    case OptionKind::choice:
+      return r.get_string();
+  }
+  r.fail("unknown option kind");
 }
 
 RunConfig get_config(ByteReader& r) {
   RunConfig c;
-  auto e = [&](std::uint32_t max) {
-    const auto v = r.get<std::uint32_t>();
-    if (v > max) r.fail("invalid option value in the stored configuration");
-    return v;
-  };
-  c.model = static_cast<ModelKind>(e(2));
-  c.prior = static_cast<PriorKind>(e(1));
-  c.slice_mode = static_cast<SliceMode>(e(1));
-  c.adapt_metric = r.get_bool();
-  c.q_per_datum = r.get_bool();
-  const auto hs = r.get<std::int64_t>();
-  if (hs < 1 || hs > std::numeric_limits<int>::max()) r.fail("invalid hmc_steps");
-  c.hmc_steps = static_cast<int>(hs);
-  c.student_nu = r.get<double>();
-  c.noise_scale = r.get<double>();
-  c.algo = static_cast<Algo>(e(1));
-  c.bound = static_cast<BoundTuning>(e(1));
-  c.z = static_cast<ZUpdate>(e(1));
-  c.kernel = static_cast<KernelKind>(e(4));
-  c.init = static_cast<Init>(e(1));
-  c.metric = static_cast<Metric>(e(4));
-  const auto chains = r.get<std::int64_t>();
-  if (chains < 1 || chains > std::numeric_limits<int>::max()) r.fail("invalid chain count");
-  c.chains = static_cast<int>(chains);
-  c.warmup = r.get<std::int64_t>();
-  c.iters = r.get<std::int64_t>();
-  c.thin = r.get<std::int64_t>();
-  c.seed = r.get<std::uint64_t>();
-  c.prior_sd = r.get<double>();
-  c.q_dark_to_bright = get_optional(r);
-  c.resample_fraction = r.get<double>();
-  c.untuned_xi = r.get<double>();
-  c.bound_slack = get_optional(r);
-  c.slack_scale = r.get<double>();
-  if (const std::optional<double> ts = get_optional(r)) {
-    if (!(*ts >= 1.0 && *ts <= std::numeric_limits<int>::max())) r.fail("invalid theta_steps");
-    c.theta_steps = static_cast<int>(*ts);
-  }
-  c.target_accept = get_optional(r);
-  c.step_size = get_optional(r);
-  c.init_jitter = r.get<double>();
-  c.softmax_bound = static_cast<SoftmaxBoundKind>(e(1));
-  c.fly_metric_blend = r.get<double>();
-  const auto depth = r.get<std::int64_t>();
-  if (depth < 1 || depth > std::numeric_limits<int>::max()) r.fail("invalid max_treedepth");
-  c.max_treedepth = static_cast<int>(depth);  // validate() checks its range
+  for_each_option([&](const OptionInfo& o) {
+    if (!o.affects_draws) return;
+    const std::string key = r.get_string();
+    if (key != o.key)
+      r.fail("the stored configuration holds option '" + key + "' where this build expects '" +
+             o.key + "'");
+    const OptionValue v = get_option_value(r, o);
+    try {
+      set_value(c, o, v);
+    } catch (const ConfigError& err) {
+      r.fail(std::string("invalid option value in the stored configuration: ") + err.what());
+    }
+  });
   try {
     c.validate();
   } catch (const ConfigError& err) {

@@ -11,6 +11,7 @@
 
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
+#include "flymc/core/options.hpp"
 #include "flymc/io/stan_csv.hpp"
 
 namespace flymc {
@@ -142,64 +143,16 @@ SinkFactory stan_csv_sinks(const std::string& dir, const RunConfig& cfg,
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(dir + ": cannot create output directory: " + ec.message(), 73);
   return [dir, cfg, extra_config](int chain_id) -> std::unique_ptr<DrawSink> {
-    // rstan::read_stan_csv reads iter (total, warm-up included), warmup, save_warmup, thin,
-    // seed and chain_id from these comments.
-    std::vector<std::pair<std::string, std::string>> c = {
-        {"flymc_version", "0.1.0"},
-        {"model", to_string(cfg.model)},
-        {"prior", to_string(cfg.prior)},
-        {"algorithm", to_string(cfg.algo)},
-        {"bound", to_string(cfg.bound)},
-        {"z_update", to_string(cfg.z)},
-        {"kernel", to_string(cfg.kernel)},
-        {"sampler_t", sampler_name(cfg)},
-        {"exact", is_exact(cfg.algo) ? "true" : "false"},
-        {"seed", std::to_string(cfg.seed)},
-        {"chain_id", std::to_string(chain_id)},
-        {"iter", std::to_string(cfg.warmup + cfg.iters)},
-        {"warmup", std::to_string(cfg.warmup)},
-        {"save_warmup", "0"},
-        {"thin", std::to_string(cfg.thin)},
-        {"prior_sd", number_text(cfg.prior_sd)},
-        {"q_dark_to_bright",
-         cfg.q_dark_to_bright ? number_text(*cfg.q_dark_to_bright) : std::string("auto")},
-        {"q_per_datum", cfg.q_per_datum ? "1" : "0"},
-        {"resample_fraction", number_text(cfg.resample_fraction)},
-        {"untuned_xi", number_text(cfg.untuned_xi)},
-        {"bound_slack", cfg.bound_slack ? number_text(*cfg.bound_slack) : std::string("auto")},
-        {"slack_scale", number_text(cfg.slack_scale)},
-        {"theta_steps", std::to_string(cfg.resolved_theta_steps())},
-        {"init", to_string(cfg.init)},
-        {"metric", to_string(cfg.resolved_metric())},
-        {"adapt_metric", cfg.adapt_metric ? "1" : "0"},
-        {"adapt_delta", number_text(cfg.resolved_target_accept())},
-    };
-    if (uses_batches(cfg.algo)) c.emplace_back("batch_size", std::to_string(cfg.batch_size));
-    if (is_pdmp(cfg.algo)) {
-      // As given; summary.json has the values resolved at set-up.
-      c.emplace_back("pdmp_spacing",
-                     cfg.pdmp_spacing ? number_text(*cfg.pdmp_spacing) : std::string("auto"));
-      if (cfg.algo != Algo::zigzag_ss && cfg.algo != Algo::zigzag_cv)
-        c.emplace_back("refresh_rate",
-                       cfg.refresh_rate ? number_text(*cfg.refresh_rate) : std::string("auto"));
-      c.emplace_back("pdmp_precondition", to_string(cfg.pdmp_precondition));
-      c.emplace_back("save_events", cfg.save_events ? "1" : "0");
-    }
-    if (cfg.algo == Algo::minibatch_mh)
-      c.emplace_back("barker_temper", number_text(cfg.barker_temper));
-    if (cfg.algo == Algo::sgld)
-      c.emplace_back("sgld_step",
-                     cfg.sgld_step ? number_text(*cfg.sgld_step) : std::string("auto"));
-    if (cfg.kernel == KernelKind::hmc) c.emplace_back("hmc_steps", std::to_string(cfg.hmc_steps));
-    if (cfg.kernel == KernelKind::slice) c.emplace_back("slice_mode", to_string(cfg.slice_mode));
-    if (cfg.kernel == KernelKind::nuts)
-      c.emplace_back("max_treedepth", std::to_string(cfg.max_treedepth));
-    if (cfg.model == ModelKind::softmax)
-      c.emplace_back("softmax_bound", to_string(cfg.softmax_bound));
-    if (cfg.model == ModelKind::robust) {
-      c.emplace_back("student_nu", number_text(cfg.student_nu));
-      c.emplace_back("noise_scale", number_text(cfg.noise_scale));
-    }
+    // Every option that affects the draws (options.hpp's table, under the keys CmdStan and
+    // earlier files used where they differ), then what is not an option. rstan::read_stan_csv
+    // reads iter (total, warm-up included), warmup, save_warmup, thin, seed and chain_id.
+    std::vector<std::pair<std::string, std::string>> c = {{"flymc_version", "0.1.0"}};
+    for (auto& kv : header_config(cfg)) c.push_back(std::move(kv));
+    c.emplace_back("sampler_t", sampler_name(cfg));
+    c.emplace_back("exact", is_exact(cfg.algo) ? "true" : "false");
+    c.emplace_back("chain_id", std::to_string(chain_id));
+    c.emplace_back("iter", std::to_string(cfg.warmup + cfg.iters));
+    c.emplace_back("save_warmup", "0");
     for (const auto& kv : extra_config) c.push_back(kv);
     const std::string id = std::to_string(chain_id);
     const std::string events =

@@ -1,0 +1,416 @@
+#include "flymc/core/options.hpp"
+
+#include <charconv>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
+
+#include "flymc/core/errors.hpp"
+#include "flymc/core/format.hpp"
+
+namespace flymc {
+namespace {
+
+using C = RunConfig;
+
+template <auto Member>
+ChoiceField choice() {
+  using E = std::remove_cvref_t<decltype(std::declval<RunConfig&>().*Member)>;
+  return {[](const RunConfig& c) { return enum_name(c.*Member); },
+          [](RunConfig& c, std::string_view s) {
+            const std::optional<E> e = parse_enum<E>(s);
+            if (e) c.*Member = *e;
+            return e.has_value();
+          },
+          &enum_name_list<E>};
+}
+
+constexpr AutoRange open_closed(double lo, double hi) { return {lo, hi, true, false}; }
+constexpr AutoRange at_least(double lo) { return {lo, std::numeric_limits<double>::infinity()}; }
+constexpr AutoRange above(double lo) {
+  return {lo, std::numeric_limits<double>::infinity(), true, true};
+}
+
+std::string resolved_metric(const RunConfig& c) { return enum_name(c.resolved_metric()); }
+std::string resolved_theta_steps(const RunConfig& c) {
+  return std::to_string(c.resolved_theta_steps());
+}
+std::string resolved_target_accept(const RunConfig& c) {
+  return number_text(c.resolved_target_accept());
+}
+
+constexpr AlgoMask kFlymc = algo_bit(Algo::flymc);
+constexpr AlgoMask kBatchAlgos = algo_bit(Algo::minibatch_mh) | algo_bit(Algo::sgld) |
+                                 algo_bit(Algo::lipsbps) | algo_bit(Algo::sbps) |
+                                 algo_bit(Algo::psbps);
+// The kernels' metric and adaptation target are read by every sampler that adapts a step or
+// scales its moves by the metric.
+constexpr AlgoMask kStepAlgos =
+    kThetaKernelAlgos | algo_bit(Algo::minibatch_mh) | algo_bit(Algo::sgld);
+
+// The help texts are `flymc sample --help`'s (ASCII).
+// Two halves, in RunConfig's field order: the model, sampler and θ-kernel choices; then the run's
+// size, the models' constants, FlyMC's z-updates and the other samplers' options.
+std::vector<OptionInfo> model_and_kernel_options() {
+  return {
+      {"model", "model", choice<&C::model>(),
+       "logistic (labels +-1 or 0/1), softmax (labels 0..K-1) or robust (Student-t linear "
+       "regression, real responses)"},
+      {"prior", "prior", choice<&C::prior>(),
+       "Prior on every coefficient: gaussian or laplace (sd --prior-sd)"},
+      {"algo",
+       "algo",
+       choice<&C::algo>(),
+       "flymc, full (regular MCMC), auto: short pilots of both with the chosen kernel predict "
+       "their min bulk ESS per second, and the faster runs; the approximate subsampling samplers "
+       "(logistic regression): minibatch-mh (minibatch Metropolis-Hastings with the Barker test) "
+       "or sgld (stochastic gradient Langevin dynamics); or the piecewise-deterministic samplers "
+       "(logistic regression, Gaussian prior): bps (bouncy particle sampler, full gradient), "
+       "lipsbps (BPS on batch gradients, Lipschitz bound), zigzag-ss (Zig-Zag with subsampling), "
+       "zigzag-cv (Zig-Zag with control variates at the MAP), all exact, and the APPROXIMATE sbps "
+       "(stochastic BPS, adaptive bound) and psbps (SBPS with a diagonal preconditioner frozen "
+       "after warm-up)",
+       kAllAlgos,
+       true,
+       true,
+       {},
+       "algorithm"},
+      {"bound", "bound", choice<&C::bound>(), "map (MAP-tuned) or untuned", kFlymc},
+      {"z",
+       "z",
+       choice<&C::z>(),
+       "z-update: implicit or explicit",
+       kFlymc,
+       true,
+       true,
+       {},
+       "z_update"},
+      {"kernel", "kernel", choice<&C::kernel>(),
+       "theta-kernel: random-walk MH, MALA, HMC (leapfrog), NUTS (No-U-Turn, multinomial as in "
+       "Stan) or slice sampling",
+       kThetaKernelAlgos},
+      {"init", "init", choice<&C::init>(), "map (MAP + jitter) or prior draw"},
+      {"metric",
+       "metric",
+       choice<&C::metric>(),
+       "Kernel metric (RW proposal covariance, MALA preconditioner, HMC and NUTS inverse mass "
+       "matrix, slice scale): identity, or diag/dense starting from the Laplace covariance; fly "
+       "(FlyMC): dense, fitted to p(theta | z) from the prior and the collapsed bound's "
+       "curvature; auto: identity for rwmh, diag otherwise",
+       kStepAlgos,
+       true,
+       true,
+       {},
+       nullptr,
+       &resolved_metric},
+      {"adapt-metric", "adapt_metric", &C::adapt_metric,
+       "Re-estimate a diag/dense metric from warm-up draws in Stan's windows (default on)",
+       kThetaKernelAlgos},
+      {"fly-metric-blend", "fly_metric_blend", &C::fly_metric_blend,
+       "--metric fly: weight in [0, 1] of the posterior's Laplace precision blended into the "
+       "metric's precision",
+       kFlymc},
+      {"slice-mode", "slice_mode", choice<&C::slice_mode>(),
+       "Slice sampling along a random direction or every coordinate in turn", kThetaKernelAlgos},
+      {"hmc-steps", "hmc_steps", &C::hmc_steps, "Leapfrog steps per HMC trajectory",
+       kThetaKernelAlgos},
+      {"max-treedepth", "max_treedepth", &C::max_treedepth,
+       "NUTS: most doublings of a trajectory (at most 2^D - 1 leapfrog steps)", kThetaKernelAlgos},
+  };
+}
+
+std::vector<OptionInfo> run_and_sampler_options() {
+  return {
+      {"chains", "chains", &C::chains, "Number of chains"},
+      {"warmup", "warmup", &C::warmup, "Warm-up iterations"},
+      {"iters", "iters", &C::iters, "Sampling iterations"},
+      {"thin", "thin", &C::thin, "Keep every K-th draw"},
+      {"seed", "seed", &C::seed, "Random seed (an integer >= 0)"},
+      {"threads", "threads", &C::threads, "Worker threads (0: all cores)", kAllAlgos, false},
+      {"prior-sd", "prior_sd", &C::prior_sd,
+       "Prior standard deviation of every coefficient (Gaussian or Laplace)"},
+      {"nu", "student_nu", &C::student_nu, "Robust regression: Student-t degrees of freedom",
+       kThetaKernelAlgos},
+      {"noise-scale", "noise_scale", &C::noise_scale, "Robust regression: Student-t scale",
+       kThetaKernelAlgos},
+      {"q-dark-to-bright", "q_dark_to_bright", &C::q_dark_to_bright,
+       "Implicit z-update proposal rate q (with --q-per-datum: the mean rate); auto: min(cap, "
+       "max(32, 4 x expected bright count)/N), cap 0.1 for hmc and nuts, 0.01 otherwise",
+       kFlymc, true, true, open_closed(0.0, 1.0)},
+      {"q-per-datum", "q_per_datum", &C::q_per_datum,
+       "Implicit z-update: per-datum rates q_n proportional to the expected bright probability "
+       "(Laplace draws at set-up), at the uniform rate's mean cost",
+       kFlymc},
+      {"resample-fraction", "resample_fraction", &C::resample_fraction,
+       "Explicit z-update fraction", kFlymc},
+      {"untuned-xi", "untuned_xi", &C::untuned_xi, "xi of the untuned bound", kFlymc},
+      {"bound-slack", "bound_slack", &C::bound_slack,
+       "Slack subtracted from every log B_n; auto: a quarter of the expected bright fraction "
+       "(Laplace draws at set-up)",
+       kFlymc, true, true, at_least(0.0)},
+      {"slack-scale", "slack_scale", &C::slack_scale,
+       "Logistic FlyMC: also subtract alpha x the datum's expected bright probability (Laplace "
+       "draws) from each log B_n; helps HMC and NUTS on tall data",
+       kFlymc},
+      {"softmax-bound", "softmax_bound", choice<&C::softmax_bound>(),
+       "softmax: bohning (fixed curvature) or tight (per datum the tighter of Bohning's and the "
+       "Jebara-Choromanska bounds)",
+       kFlymc},
+      {"theta-steps", "theta_steps", &C::theta_steps,
+       "theta-steps per z-sweep; auto: 10 for rwmh, 1 for the other kernels", kFlymc, true, true,
+       at_least(1.0), nullptr, &resolved_theta_steps},
+      {"target-accept",
+       "target_accept",
+       &C::target_accept,
+       "Step-size adaptation target; auto: 0.234 rwmh, 0.574 mala, 0.8 hmc and nuts, 0.5 slice",
+       kThetaKernelAlgos | algo_bit(Algo::minibatch_mh),
+       true,
+       true,
+       {0.0, 1.0, true, true},
+       "adapt_delta",
+       &resolved_target_accept},
+      {"step-size", "step_size", &C::step_size,
+       "Initial step size (slice: interval width); auto: from the Laplace fit",
+       kThetaKernelAlgos | algo_bit(Algo::minibatch_mh), true, true, above(0.0)},
+      {"init-jitter", "init_jitter", &C::init_jitter,
+       "--init map: jitter of the starting points in Laplace standard deviations"},
+      {"batch-size", "batch_size", &C::batch_size,
+       "Approximate samplers: data per batch (minibatch-mh: the first batch of every acceptance "
+       "test, doubled while its variance is too large; sgld: every gradient's batch, scaled by "
+       "N/batch-size)",
+       kBatchAlgos},
+      {"sgld-step", "sgld_step", &C::sgld_step,
+       "sgld: fixed step h in units of the metric (the Laplace covariance with the default diag "
+       "metric); auto: min(0.05, 0.1 x batch-size / N)",
+       algo_bit(Algo::sgld), true, true, open_closed(0.0, 1.0)},
+      {"barker-temper", "barker_temper", &C::barker_temper,
+       "minibatch-mh: K >= 1; K > 1 tests Delta/K, which samples the TEMPERED posterior "
+       "p(theta | data)^(1/K) with smaller batches (the seed slides' g(s) = K sigma(s))",
+       algo_bit(Algo::minibatch_mh)},
+      {"pdmp-spacing", "pdmp_spacing", &C::pdmp_spacing,
+       "Piecewise-deterministic samplers: path time between draws (one draw per iteration; "
+       "--warmup iterations of path time are discarded); auto: the mean Laplace sd in the "
+       "particle's coordinates (1 with --pdmp-precondition laplace), times sqrt(D) for the BPS "
+       "family",
+       kPdmpAlgos, true, true, open_closed(0.0, 1e100)},
+      {"refresh-rate",
+       "refresh_rate",
+       &C::refresh_rate,
+       "BPS family: velocity refreshments per unit path time (0: none); auto: one per automatic "
+       "--pdmp-spacing",
+       kBpsAlgos,
+       true,
+       true,
+       {0.0, 1e100}},
+      {"pdmp-precondition", "pdmp_precondition", choice<&C::pdmp_precondition>(),
+       "Piecewise-deterministic samplers: laplace moves the particle in u with theta = L u, L "
+       "the Cholesky factor of the Laplace covariance at the MAP; laplace-diag scales theta by "
+       "the Laplace sds only; none moves in theta itself (all exact; the draws are theta)",
+       kPdmpAlgos},
+      {"save-events", "save_events", &C::save_events,
+       "Piecewise-deterministic samplers: also write events-<k>.csv beside chain-<k>.csv, the "
+       "path's start, every bounce, refreshment or flip, and its end (path time, kind, "
+       "position); the path is linear between them",
+       kPdmpAlgos, true, false},
+      {"profile",
+       "profile",
+       &C::profile,
+       "Time the phases of every iteration (flymc-profile's timers)",
+       kThetaKernelAlgos,
+       false,
+       false,
+       {},
+       nullptr,
+       nullptr,
+       false},
+  };
+}
+
+const std::vector<OptionInfo>& table() {
+  static const std::vector<OptionInfo> t = [] {
+    std::vector<OptionInfo> all = model_and_kernel_options();
+    for (OptionInfo& o : run_and_sampler_options()) all.push_back(o);
+    return all;
+  }();
+  return t;
+}
+
+[[noreturn]] void wrong_type(const OptionInfo& o, const char* want) {
+  throw ConfigError(std::string(o.key) + " must be " + want);
+}
+
+/// An integer value for a field of type T, checked against T's range.
+template <class T>
+T fit(const OptionInfo& o, long long x) {
+  if (x < static_cast<long long>(std::numeric_limits<T>::min()) ||
+      x > static_cast<long long>(std::numeric_limits<T>::max()))
+    throw ConfigError(
+        std::string(o.key) + " must be in [" + std::to_string(std::numeric_limits<T>::min()) +
+        ", " + std::to_string(std::numeric_limits<T>::max()) + "], got " + std::to_string(x));
+  return static_cast<T>(x);
+}
+
+template <class T>
+T integer_of(const OptionInfo& o, const OptionValue& v) {
+  if (const auto* x = std::get_if<long long>(&v)) return fit<T>(o, *x);
+  if (const auto* u = std::get_if<std::uint64_t>(&v);
+      u != nullptr && *u <= static_cast<std::uint64_t>(std::numeric_limits<long long>::max()))
+    return fit<T>(o, static_cast<long long>(*u));
+  wrong_type(o, "an integer");
+}
+
+double real_of(const OptionInfo& o, const OptionValue& v) {
+  if (const auto* x = std::get_if<double>(&v)) return *x;
+  if (const auto* i = std::get_if<long long>(&v)) return static_cast<double>(*i);
+  if (const auto* u = std::get_if<std::uint64_t>(&v)) return static_cast<double>(*u);
+  wrong_type(o, "a number");
+}
+
+}  // namespace
+
+std::string AutoRange::text() const {
+  if (hi == std::numeric_limits<double>::infinity())
+    return (lo_open ? "> " : ">= ") + number_text(lo);
+  return std::string("in ") + (lo_open ? "(" : "[") + number_text(lo) + ", " + number_text(hi) +
+         (hi_open ? ")" : "]");
+}
+
+std::span<const OptionInfo> run_options() noexcept { return table(); }
+
+const OptionInfo* find_option(std::string_view name_or_key) noexcept {
+  for (const OptionInfo& o : table())
+    if (name_or_key == o.name || name_or_key == o.key) return &o;
+  return nullptr;
+}
+
+const OptionInfo& option(std::string_view name_or_key) {
+  const OptionInfo* o = find_option(name_or_key);
+  if (o == nullptr) throw std::logic_error("no run option named " + std::string(name_or_key));
+  return *o;
+}
+
+OptionValue get_value(const RunConfig& cfg, const OptionInfo& o) {
+  return std::visit(
+      [&cfg](const auto& f) -> OptionValue {
+        using F = std::remove_cvref_t<decltype(f)>;
+        if constexpr (std::is_same_v<F, ChoiceField>) {
+          return std::string(f.get(cfg));
+        } else {
+          const auto& v = cfg.*f;
+          using T = std::remove_cvref_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, double> ||
+                        std::is_same_v<T, std::uint64_t>)
+            return v;
+          else if constexpr (std::is_same_v<T, std::optional<double>>)
+            return v ? OptionValue(*v) : OptionValue();
+          else if constexpr (std::is_same_v<T, std::optional<int>>)
+            return v ? OptionValue(static_cast<long long>(*v)) : OptionValue();
+          else
+            return static_cast<long long>(v);
+        }
+      },
+      o.field);
+}
+
+void set_value(RunConfig& cfg, const OptionInfo& o, const OptionValue& v) {
+  std::visit(
+      [&](const auto& f) {
+        using F = std::remove_cvref_t<decltype(f)>;
+        if constexpr (std::is_same_v<F, ChoiceField>) {
+          const auto* s = std::get_if<std::string>(&v);
+          if (s == nullptr) wrong_type(o, "a str");
+          if (f.set(cfg, *s)) return;
+          std::string names;
+          for (const std::string& n : f.names()) names += (names.empty() ? "" : ", ") + n;
+          throw ConfigError(std::string(o.key) + "='" + *s + "' is not one of: " + names);
+        } else {
+          auto& x = cfg.*f;
+          using T = std::remove_cvref_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, bool>) {
+            const auto* b = std::get_if<bool>(&v);
+            if (b == nullptr) wrong_type(o, "True or False");
+            x = *b;
+          } else if constexpr (std::is_same_v<T, std::optional<double>>) {
+            x = std::holds_alternative<std::monostate>(v) ? std::nullopt
+                                                          : std::optional<double>(real_of(o, v));
+          } else if constexpr (std::is_same_v<T, std::optional<int>>) {
+            x = std::holds_alternative<std::monostate>(v)
+                    ? std::nullopt
+                    : std::optional<int>(integer_of<int>(o, v));
+          } else if constexpr (std::is_same_v<T, double>) {
+            x = real_of(o, v);
+          } else if constexpr (std::is_same_v<T, std::uint64_t>) {
+            if (const auto* u = std::get_if<std::uint64_t>(&v)) {
+              x = *u;
+            } else {
+              const auto* i = std::get_if<long long>(&v);
+              if (i == nullptr || *i < 0) wrong_type(o, "an integer in [0, 2**64 - 1]");
+              x = static_cast<std::uint64_t>(*i);
+            }
+          } else {
+            x = integer_of<T>(o, v);
+          }
+        }
+      },
+      o.field);
+}
+
+std::string format_value(const RunConfig& cfg, const OptionInfo& o) {
+  const OptionValue v = get_value(cfg, o);
+  if (std::holds_alternative<std::monostate>(v)) return "auto";
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? "1" : "0";
+  if (const auto* i = std::get_if<long long>(&v)) return std::to_string(*i);
+  if (const auto* u = std::get_if<std::uint64_t>(&v)) return std::to_string(*u);
+  if (const auto* d = std::get_if<double>(&v)) return number_text(*d);
+  return std::get<std::string>(v);
+}
+
+namespace {
+/// The whole of `text` as a number of type T, or nullopt.
+template <class T>
+std::optional<T> number_from(std::string_view text) {
+  T x{};
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, x);
+  if (r.ec != std::errc() || r.ptr != end) return std::nullopt;
+  return x;
+}
+
+[[noreturn]] void bad_text(const OptionInfo& o, std::string_view text, const char* want) {
+  throw ConfigError(std::string(o.key) + " must be " + want + ", got '" + std::string(text) + "'");
+}
+}  // namespace
+
+void parse_value(RunConfig& cfg, const OptionInfo& o, std::string_view text) {
+  const OptionKind k = o.kind();
+  if (k == OptionKind::choice) return set_value(cfg, o, std::string(text));
+  if ((k == OptionKind::auto_integer || k == OptionKind::auto_real) && text == "auto")
+    return set_value(cfg, o, std::monostate{});
+  if (k == OptionKind::flag) {
+    if (text == "1" || text == "true") return set_value(cfg, o, true);
+    if (text == "0" || text == "false") return set_value(cfg, o, false);
+    bad_text(o, text, "1, 0, true or false");
+  }
+  if (k == OptionKind::unsigned_integer) {
+    if (const auto u = number_from<std::uint64_t>(text)) return set_value(cfg, o, *u);
+    bad_text(o, text, "an integer >= 0");
+  }
+  if (k == OptionKind::real || k == OptionKind::auto_real) {
+    if (const auto d = number_from<double>(text)) return set_value(cfg, o, *d);
+    bad_text(o, text, "a number");
+  }
+  if (const auto i = number_from<long long>(text)) return set_value(cfg, o, *i);
+  bad_text(o, text, "an integer");
+}
+
+std::vector<std::pair<std::string, std::string>> header_config(const RunConfig& cfg) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for_each_option([&](const OptionInfo& o) {
+    if (!o.affects_draws) return;
+    out.emplace_back(o.header_name(),
+                     o.resolved != nullptr ? o.resolved(cfg) : format_value(cfg, o));
+  });
+  return out;
+}
+
+}  // namespace flymc

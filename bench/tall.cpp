@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "flymc/core/options.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/mcmc/choose_algo.hpp"
 
@@ -28,10 +29,8 @@ struct TallRow {
 };
 
 ModelKind model_kind(const std::string& m) {
-  if (m == "logistic") return ModelKind::logistic;
-  if (m == "softmax") return ModelKind::softmax;
-  if (m == "robust") return ModelKind::robust;
-  throw UsageError("tall: --model: logistic, softmax or robust, got '" + m + "'");
+  if (const auto k = parse_enum<ModelKind>(m)) return *k;
+  throw UsageError("tall: --model: one of the models of flymc sample --model, got '" + m + "'");
 }
 
 RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool fly_metric,

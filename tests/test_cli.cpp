@@ -114,6 +114,7 @@ TEST_SUITE("unit") {
                                        "algo",
                                        "algo_chosen",
                                        "predicted_speedup",
+                                       "prediction_rough",
                                        "exact",
                                        "batch_mean",
                                        "bound_violations",
@@ -133,6 +134,7 @@ TEST_SUITE("unit") {
     CHECK(j["run"]["batch_mean"].is_null());   // only the approximate samplers batch
     CHECK(j["run"]["algo_chosen"].is_null());  // only --algo auto chooses
     CHECK(j["run"]["predicted_speedup"].is_null());
+    CHECK(j["run"]["prediction_rough"].is_null());
 
     const Result s = run_cli("summary " + out, dir);
     CHECK(s.code == 0);
@@ -157,6 +159,9 @@ TEST_SUITE("unit") {
     CHECK(std::isfinite(speedup));
     CHECK(speedup > 0.0);
     CHECK((speedup >= 1.0) == (chosen == "flymc"));
+    // The rough flag is the warning's: both or neither.
+    CHECK(j["run"]["prediction_rough"].get<bool>() ==
+          (a.err.find("the prediction is rough") != std::string::npos));
     // The pilots draw from streams of their own: the run is the one --algo <chosen> makes.
     const Result b = run_cli(args + (dir / "fixed").string() + " --algo " + chosen, dir);
     REQUIRE_MESSAGE(b.code == 0, b.err);

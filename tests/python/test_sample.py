@@ -118,6 +118,8 @@ class Options(unittest.TestCase):
         r = flymc.sample(x, y, algo="auto", kernel="mala", **SMALL)
         self.assertIn(r.run["algo_chosen"], ("flymc", "full"))
         self.assertEqual(r.config["algo"], r.run["algo_chosen"])
+        self.assertIsInstance(r.run["prediction_rough"], bool)
+        self.assertIsNone(flymc.sample(x, y, **SMALL).run["prediction_rough"])
 
 
 class Load(unittest.TestCase):

@@ -139,22 +139,24 @@ void write_summary_json(const std::string& path, const RunResult& r,
                            {"rhat", num(s.rhat)}});
     min_ess = std::min(min_ess, std::isnan(s.ess_bulk) ? 0.0 : s.ess_bulk);
   }
-  j["run"] = {{"algo", to_string(r.config.algo)},
-              {"exact", is_exact(r.config.algo)},
-              {"batch_mean", num(r.batch_mean())},
-              {"algo_chosen", choice ? nlohmann::json(to_string(choice->algo)) : nlohmann::json()},
-              {"predicted_speedup", choice ? num(choice->predicted_speedup) : nlohmann::json()},
-              {"chains", r.config.chains},
-              {"warmup", r.config.warmup},
-              {"iters", r.config.iters},
-              {"setup_seconds", r.setup_seconds},
-              {"warmup_seconds", r.warmup_seconds},
-              {"sampling_seconds", r.sampling_seconds},
-              {"queries_per_iter", r.queries_per_iter()},
-              {"bright_mean", num(r.bright_mean())},
-              {"accept_rate", r.accept_rate()},
-              {"min_ess_bulk", num(min_ess)},
-              {"min_ess_bulk_per_second", num(min_ess / r.sampling_seconds)}};
+  j["run"] = {
+      {"algo", to_string(r.config.algo)},
+      {"exact", is_exact(r.config.algo)},
+      {"batch_mean", num(r.batch_mean())},
+      {"algo_chosen", choice ? nlohmann::json(to_string(choice->algo)) : nlohmann::json()},
+      {"predicted_speedup", choice ? num(choice->predicted_speedup) : nlohmann::json()},
+      {"prediction_rough", choice ? nlohmann::json(choice->pilots_short) : nlohmann::json()},
+      {"chains", r.config.chains},
+      {"warmup", r.config.warmup},
+      {"iters", r.config.iters},
+      {"setup_seconds", r.setup_seconds},
+      {"warmup_seconds", r.warmup_seconds},
+      {"sampling_seconds", r.sampling_seconds},
+      {"queries_per_iter", r.queries_per_iter()},
+      {"bright_mean", num(r.bright_mean())},
+      {"accept_rate", r.accept_rate()},
+      {"min_ess_bulk", num(min_ess)},
+      {"min_ess_bulk_per_second", num(min_ess / r.sampling_seconds)}};
   j["run"]["bound_violations"] = r.bound_violations();
   j["config"] = config_json(r.config);
   // The piecewise-deterministic samplers: the path's time averages, integrated exactly along its

@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "flymc/core/atomic_file.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/core/options.hpp"
 #include "flymc/validate/validate.hpp"
 
 namespace flymc::cli {
@@ -137,9 +138,7 @@ nlohmann::json sbc_json(const SbcResult& r) {
 }
 
 void run_sbc_command(SbcCli& c) {
-  c.opt.run.model = c.model == "softmax"  ? ModelKind::softmax
-                    : c.model == "robust" ? ModelKind::robust
-                                          : ModelKind::logistic;
+  c.opt.run.model = parse_enum<ModelKind>(c.model).value();  // --model checked the name
   c.opt.validate();
   std::atomic<int> done{0};
   SbcResult r;
@@ -250,7 +249,7 @@ void add_validate_command(CLI::App& app) {
         "sbc",
         "Simulation-based calibration (Talts et al. 2018): ranks of the true parameters "
         "among posterior draws, tested for uniformity");
-    add_sampler_options(s, {"logistic", "softmax", "robust"}, c->model, algo_names(),
+    add_sampler_options(s, enum_name_list<ModelKind>(), c->model, algo_names(),
                         "flymc, full (regular MCMC), or any other sampler of flymc sample "
                         "(logistic regression): the exact bps, lipsbps, zigzag-ss, zigzag-cv, and "
                         "the approximate minibatch-mh, sgld, sbps, psbps, which SBC is expected "

@@ -118,6 +118,7 @@ py::dict run_dict(const RunResult& r, const std::vector<NamedSummary>& params,
   d["exact"] = is_exact(c.algo);
   d["algo_chosen"] = choice ? py::object(py::str(to_string(choice->algo))) : py::none();
   d["predicted_speedup"] = choice ? finite_or_none(choice->predicted_speedup) : py::none();
+  d["prediction_rough"] = choice ? py::object(py::bool_(choice->pilots_short)) : py::none();
   d["n"] = r.n;
   d["dim"] = r.dim;
   d["chains"] = c.chains;

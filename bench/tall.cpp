@@ -125,6 +125,17 @@ std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const D
       rows.push_back(measure(o, name, algo_config(o, Algo::full, kernel(k), false, adapted), data));
     }
   }
+  if (model_kind(o.model) == ModelKind::logistic)
+    for (const std::string& p : split_list(o.smh)) {
+      const auto proposal = parse_enum<SmhProposal>(p);
+      if (!proposal) throw UsageError("tall: --smh: pcn, rw");
+      RunConfig c = algo_config(o, Algo::smh, KernelKind::rwmh, false);
+      c.metric = Metric::automatic;  // SMH scales its proposals by the Laplace fit itself
+      c.proposal = *proposal;
+      c.warmup = o.warmup_smh;
+      c.iters = o.pilot_smh;
+      rows.push_back(measure(o, "smh-" + p, c, data));
+    }
   for (const std::string& m : split_list(o.flymc_metric)) {
     if (m != "dense" && m != "fly") throw UsageError("tall: --flymc-metric: dense or fly");
     const bool fly = m == "fly";
@@ -299,6 +310,13 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
       ->capture_default_str();
   t->add_option("--warmup-flymc", o.warmup_flymc)->capture_default_str();
   t->add_option("--pilot-flymc", o.pilot_flymc, "FlyMC's pilot iterations (x10 for rwmh)")
+      ->capture_default_str();
+  t->add_option("--smh", o.smh,
+                "scalable MH's proposals, comma-separated: pcn, rw (logistic regression; empty: "
+                "none)")
+      ->capture_default_str();
+  t->add_option("--warmup-smh", o.warmup_smh)->capture_default_str();
+  t->add_option("--pilot-smh", o.pilot_smh, "scalable MH's pilot iterations")
       ->capture_default_str();
   t->add_option("--hmc-steps-regular", o.hmc_steps_regular)->capture_default_str();
   t->add_option("--hmc-steps-flymc", o.hmc_steps_flymc)->capture_default_str();

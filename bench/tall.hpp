@@ -38,6 +38,10 @@ struct TallOptions {
   double flymc_slack_scale = 1.0;
   long warmup_regular = 300, pilot_regular = 150;
   long warmup_flymc = 3000, pilot_flymc = 20000;
+  /// Scalable MH's proposals, comma-separated (pcn, rw; rows smh-<proposal>; logistic regression
+  /// only, so other models skip them), with their warm-up and pilot iterations.
+  std::string smh = "pcn,rw";
+  long warmup_smh = 2000, pilot_smh = 20000;
   int hmc_steps_regular = 16, hmc_steps_flymc = 8;
   double prior_sd = 1.0;
 };

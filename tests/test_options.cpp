@@ -105,7 +105,8 @@ TEST_SUITE("unit") {
     CHECK(!parse_enum<Metric>("automatic").has_value());
     RunConfig c;
     CHECK_THROWS_WITH_AS(parse_value(c, option("kernel"), "gibbs"),
-                         "kernel='gibbs' is not one of: rwmh, mala, hmc, slice, nuts", ConfigError);
+                         "kernel='gibbs' is not one of: rwmh, mala, hmc, slice, nuts, pcn, imh",
+                         ConfigError);
     CHECK_THROWS_AS(parse_value(c, option("chains"), "3.5"), ConfigError);
     CHECK_THROWS_AS(parse_value(c, option("chains"), "99999999999"), ConfigError);
     parse_value(c, option("q-dark-to-bright"), "0.25");

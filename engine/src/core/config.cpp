@@ -93,6 +93,7 @@ const char* to_string(PriorKind p) noexcept { return enum_name(p); }
 const char* to_string(SliceMode s) noexcept { return enum_name(s); }
 const char* to_string(SoftmaxBoundKind b) noexcept { return enum_name(b); }
 const char* to_string(PdmpPrecondition p) noexcept { return enum_name(p); }
+const char* to_string(SmhProposal p) noexcept { return enum_name(p); }
 
 void RunConfig::validate_approximate() const {
   if (batch_size < 2 || batch_size > kMaxIterations)
@@ -110,10 +111,12 @@ void RunConfig::validate_approximate() const {
         "--target-accept must be below 0.5 with --algo minibatch-mh (Barker's acceptance "
         "approaches 1/2 only as the step vanishes), got " +
         number_text(*target_accept));
+  if (pcn_rho && !(*pcn_rho >= 0.0 && *pcn_rho < 1.0))
+    throw ConfigError("--pcn-rho must be in [0, 1) (or auto), got " + number_text(*pcn_rho));
   if (!uses_theta_kernel(algo) && kernel != KernelKind::rwmh)
     throw ConfigError(std::string("--algo ") + to_string(algo) +
-                      " makes its own moves (a random walk, a Langevin step or a "
-                      "piecewise-linear path): leave --kernel at rwmh, not " +
+                      " makes its own moves (a random walk, a Langevin step, a "
+                      "piecewise-linear path or an SMH proposal): leave --kernel at rwmh, not " +
                       to_string(kernel));
   if (!uses_theta_kernel(algo) && model != ModelKind::logistic)
     throw ConfigError(std::string("--algo ") + to_string(algo) +
@@ -144,16 +147,21 @@ Metric RunConfig::resolved_metric() const noexcept {
   // The approximate samplers' random walks and Langevin steps are scaled by the Laplace fit:
   // an isotropic step would be as small as the posterior's narrowest direction.
   if (!uses_theta_kernel(algo)) return Metric::diag;
+  if (kernel == KernelKind::pcn || kernel == KernelKind::imh) return Metric::dense;
   return kernel == KernelKind::rwmh ? Metric::identity : Metric::diag;
 }
 int RunConfig::resolved_theta_steps() const noexcept {
   if (theta_steps) return *theta_steps;
-  return kernel == KernelKind::rwmh ? 10 : 1;
+  const bool one_eval =
+      kernel == KernelKind::rwmh || kernel == KernelKind::pcn || kernel == KernelKind::imh;
+  return one_eval ? 10 : 1;
 }
 double RunConfig::resolved_target_accept() const noexcept {
   if (target_accept) return *target_accept;
   switch (kernel) {
     case KernelKind::rwmh:
+    case KernelKind::pcn:
+    case KernelKind::imh:
       return 0.234;
     case KernelKind::mala:
       return 0.574;

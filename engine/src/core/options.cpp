@@ -69,7 +69,8 @@ std::vector<OptionInfo> model_and_kernel_options() {
        "lipsbps (BPS on batch gradients, Lipschitz bound), zigzag-ss (Zig-Zag with subsampling), "
        "zigzag-cv (Zig-Zag with control variates at the MAP), all exact, and the APPROXIMATE sbps "
        "(stochastic BPS, adaptive bound) and psbps (SBPS with a diagonal preconditioner frozen "
-       "after warm-up)",
+       "after warm-up); or smh (scalable Metropolis-Hastings, exact: second-order control "
+       "variates at the MAP, a few data per proposal by Poisson thinning; logistic regression)",
        kAllAlgos,
        true,
        true,
@@ -87,7 +88,8 @@ std::vector<OptionInfo> model_and_kernel_options() {
        "z_update"},
       {"kernel", "kernel", choice<&C::kernel>(),
        "theta-kernel: random-walk MH, MALA, HMC (leapfrog), NUTS (No-U-Turn, multinomial as in "
-       "Stan) or slice sampling",
+       "Stan), slice sampling, pcn (preconditioned Crank-Nicolson around the MAP in the metric, "
+       "rho from --pcn-rho or the adapted step) or imh (independence sampler: pcn with rho 0)",
        kThetaKernelAlgos},
       {"init", "init", choice<&C::init>(), "map (MAP + jitter) or prior draw"},
       {"metric",
@@ -96,7 +98,7 @@ std::vector<OptionInfo> model_and_kernel_options() {
        "Kernel metric (RW proposal covariance, MALA preconditioner, HMC and NUTS inverse mass "
        "matrix, slice scale): identity, or diag/dense starting from the Laplace covariance; fly "
        "(FlyMC): dense, fitted to p(theta | z) from the prior and the collapsed bound's "
-       "curvature; auto: identity for rwmh, diag otherwise",
+       "curvature; auto: identity for rwmh, dense for pcn and imh, diag otherwise",
        kStepAlgos,
        true,
        true,
@@ -162,8 +164,9 @@ std::vector<OptionInfo> run_and_sampler_options() {
       {"target-accept",
        "target_accept",
        &C::target_accept,
-       "Step-size adaptation target; auto: 0.234 rwmh, 0.574 mala, 0.8 hmc and nuts, 0.5 slice",
-       kThetaKernelAlgos | algo_bit(Algo::minibatch_mh),
+       "Step-size adaptation target; auto: 0.234 rwmh (and smh --proposal rw), 0.574 mala, 0.8 "
+       "hmc and nuts, 0.5 slice",
+       kThetaKernelAlgos | algo_bit(Algo::minibatch_mh) | algo_bit(Algo::smh),
        true,
        true,
        {0.0, 1.0, true, true},
@@ -187,6 +190,20 @@ std::vector<OptionInfo> run_and_sampler_options() {
        "minibatch-mh: K >= 1; K > 1 tests Delta/K, which samples the TEMPERED posterior "
        "p(theta | data)^(1/K) with smaller batches (the seed slides' g(s) = K sigma(s))",
        algo_bit(Algo::minibatch_mh)},
+      {"proposal", "proposal", choice<&C::proposal>(),
+       "smh: pcn (preconditioned Crank-Nicolson around the MAP, invariant for the Laplace "
+       "Gaussian) or rw (random walk in the Laplace-whitened coordinates)",
+       algo_bit(Algo::smh)},
+      {"pcn-rho",
+       "pcn_rho",
+       &C::pcn_rho,
+       "smh --proposal pcn and --kernel pcn: rho in [0, 1) (0: independent proposals from the "
+       "Laplace Gaussian); auto: tuned in warm-up (smh: the grid value with the most squared "
+       "jump per multiply-add; --kernel pcn: sqrt(1 - rho^2) = min(1, adapted step))",
+       algo_bit(Algo::smh) | kThetaKernelAlgos,
+       true,
+       true,
+       {0.0, 1.0, false, true}},
       {"pdmp-spacing", "pdmp_spacing", &C::pdmp_spacing,
        "Piecewise-deterministic samplers: path time between draws (one draw per iteration; "
        "--warmup iterations of path time are discarded); auto: the mean Laplace sd in the "

@@ -132,6 +132,8 @@ std::string sampler_name(const RunConfig& cfg) {
       return "ZigZag(subsampling)";
     case Algo::zigzag_cv:
       return "ZigZag(control variates)";
+    case Algo::smh:
+      return std::string("SMH(") + to_string(cfg.proposal) + ")";
   }
   return "?";
 }

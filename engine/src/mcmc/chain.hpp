@@ -74,7 +74,8 @@ class Chain {
         total_(cfg_.warmup + cfg_.iters),
         theta_steps_(cfg_.resolved_theta_steps()),
         rng_(cfg_.seed, static_cast<std::uint64_t>(chain_id)),
-        kernel_(cfg_, p_, sh.metric, sh.eps0) {
+        kernel_(cfg_, p_, sh.metric, sh.eps0,
+                std::span<const double>(sh.map.theta.data(), sh.map.theta.size())) {
     res_.chain_id = chain_id;
     res_.kept = static_cast<std::size_t>((cfg_.iters + cfg_.thin - 1) / cfg_.thin);
   }

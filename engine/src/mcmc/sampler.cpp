@@ -9,6 +9,7 @@
 #include "flymc/mcmc/minibatch/approximate.hpp"
 #include "flymc/mcmc/pdmp/pdmp.hpp"
 #include "flymc/mcmc/run_part.hpp"
+#include "flymc/mcmc/smh/smh.hpp"
 #include "run_start.hpp"
 
 namespace flymc {
@@ -131,6 +132,7 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     if (part != nullptr) detail::check_block(part->block, cfg.chains);
   });
   if (is_pdmp(cfg.algo)) return run_pdmp(cfg, std::move(data), sinks, progress, checkpoint);
+  if (cfg.algo == Algo::smh) return run_smh(cfg, std::move(data), sinks, progress, checkpoint);
   if (!uses_theta_kernel(cfg.algo))
     return run_approximate(cfg, std::move(data), sinks, progress, checkpoint);
   switch (cfg.model) {

@@ -67,6 +67,9 @@ double initial_step_size(const RunConfig& cfg, const MapResult& map, std::size_t
       return scale * std::pow(dp, -0.25);
     case KernelKind::slice:
       return scale * 2.0;
+    case KernelKind::pcn:  // √(1 − ρ²) = min(1, ε): start as the independence sampler
+    case KernelKind::imh:
+      return 1.0;
   }
   return scale;
 }

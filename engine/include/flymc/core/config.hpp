@@ -15,7 +15,9 @@ namespace flymc {
 /// sampler with the full gradient (Bouchard-Côté, Vollmer & Doucet 2018) or with subsampled
 /// gradients and a Lipschitz bound (lipSBPS), the stochastic BPS with its adaptive bound (SBPS)
 /// and its preconditioned variant (pSBPS; Pakman, Gilboa, Carlson & Paninski 2017), Zig-Zag
-/// with subsampling and Zig-Zag with control variates (Bierkens, Fearnhead & Roberts 2019).
+/// with subsampling and Zig-Zag with control variates (Bierkens, Fearnhead & Roberts 2019); or
+/// scalable Metropolis–Hastings (Cornish, Vanetti, Bouchard-Côté, Deligiannidis & Doucet 2019),
+/// exact with a factorised acceptance on a few data per proposal (docs/math.md §8).
 enum class Algo {
   flymc,
   full,
@@ -26,14 +28,15 @@ enum class Algo {
   sbps,
   psbps,
   zigzag_ss,
-  zigzag_cv
+  zigzag_cv,
+  smh
 };
 /// Whether the algorithm's draws target the posterior exactly (FlyMC, regular MCMC, BPS,
-/// lipSBPS and both Zig-Zags) rather than an approximation of it (minibatch MH, SGLD, SBPS,
+/// lipSBPS, both Zig-Zags and SMH) rather than an approximation of it (minibatch MH, SGLD, SBPS,
 /// pSBPS); reported as `exact` in every output.
 inline bool is_exact(Algo a) noexcept {
   return a == Algo::flymc || a == Algo::full || a == Algo::bps || a == Algo::lipsbps ||
-         a == Algo::zigzag_ss || a == Algo::zigzag_cv;
+         a == Algo::zigzag_ss || a == Algo::zigzag_cv || a == Algo::smh;
 }
 /// Whether the algorithm is a piecewise-deterministic (continuous-time) sampler (docs/math.md §7).
 inline bool is_pdmp(Algo a) noexcept {
@@ -51,8 +54,9 @@ inline bool uses_batches(Algo a) noexcept {
 enum class BoundTuning { map, untuned };     ///< docs/math.md §1.4
 enum class ZUpdate { implicit, explicit_ };  ///< docs/math.md §1.2 / 1.1
 /// θ-kernels (docs/math.md §3): random-walk MH, MALA, HMC (leapfrog), slice sampling (Neal 2003),
-/// the No-U-Turn sampler (Hoffman & Gelman 2014, multinomial as Stan runs it).
-enum class KernelKind { rwmh, mala, hmc, slice, nuts };
+/// the No-U-Turn sampler (Hoffman & Gelman 2014, multinomial as Stan runs it), preconditioned
+/// Crank–Nicolson around θ_MAP and its ρ = 0 case, the independence sampler (docs/math.md §8).
+enum class KernelKind { rwmh, mala, hmc, slice, nuts, pcn, imh };
 /// Whether the kernel steps along ∇ log π (MALA, HMC, NUTS): the chain then caches the gradient
 /// at θ, and FlyMC's bright set the per-datum coefficients of its bright part.
 inline bool uses_gradient(KernelKind k) noexcept {
@@ -64,7 +68,8 @@ enum class Init { map, prior };  ///< chain starting points
 /// diagonal or dense covariance, which starts from the Laplace covariance at θ_MAP and, with
 /// RunConfig::adapt_metric, is re-estimated from the warm-up draws in Stan's windows.
 /// `automatic` is the measured default per kernel: identity for RW-MH (Table 1's comparison),
-/// diag for MALA, HMC, NUTS and slice sampling.
+/// diag for MALA, HMC, NUTS and slice sampling; dense (the Laplace covariance) for pCN and the
+/// independence sampler, whose Gaussian it is.
 /// `fly` (FlyMC only) is a dense metric fitted to what FlyMC's θ-kernels actually target,
 /// p(θ | z), rather than to the posterior: its precision is the prior's plus the curvature of the
 /// collapsed bound, −∇² Σ_n log B_n, which the sufficient statistics hold (docs/math.md §3.2),
@@ -85,6 +90,10 @@ enum class SoftmaxBoundKind { bohning, tight };
 /// Slice sampling: one univariate slice update per coordinate in turn, or one along a random
 /// direction drawn from N(0, metric).
 enum class SliceMode { coordinate, direction };
+/// Scalable MH's proposal (docs/math.md §8), in the whitened coordinates u = Lᵀ(θ − θ̂), H = LLᵀ
+/// the Laplace precision at θ̂: preconditioned Crank–Nicolson u' = ρu + √(1 − ρ²)ξ, which leaves
+/// the Laplace Gaussian invariant (ρ = 0: the independence sampler), or a random walk u' = u + hξ.
+enum class SmhProposal { pcn, rw };
 /// The piecewise-deterministic samplers' coordinates (docs/math.md §7.6): `laplace` moves in
 /// u = T⁻¹θ, T the Cholesky factor of the Laplace covariance at θ_MAP, so that the posterior is
 /// near the standard normal in u; `laplace_diag` takes T = diag(Laplace sds), which rescales but
@@ -207,6 +216,12 @@ struct RunConfig {
   /// minibatch-mh: K ≥ 1 of the tempered test on Δ/K (g(s) = K·σ(s) in the seed slides). K > 1
   /// samples p(θ | data)^{1/K}, a different distribution from the posterior (docs/math.md §5).
   double barker_temper = 1.0;
+  /// smh: the proposal (pcn or rw).
+  SmhProposal proposal = SmhProposal::pcn;
+  /// smh with pcn, and the θ-kernel pcn: ρ ∈ [0, 1). Unset: tuned in warm-up (smh: the value of
+  /// a small grid with the most squared jump distance per unit of cost; the θ-kernel:
+  /// √(1 − ρ²) = min(1, the adapted step)).
+  std::optional<double> pcn_rho;
   /// Piecewise-deterministic samplers: path time between successive discrete draws (an
   /// iteration is one such interval, so --warmup and --iters count them). Unset: the automatic
   /// time scale of docs/math.md §7.5, from the Laplace fit.
@@ -250,5 +265,6 @@ const char* to_string(PriorKind p) noexcept;
 const char* to_string(SliceMode s) noexcept;
 const char* to_string(SoftmaxBoundKind b) noexcept;
 const char* to_string(PdmpPrecondition p) noexcept;
+const char* to_string(SmhProposal p) noexcept;
 
 }  // namespace flymc

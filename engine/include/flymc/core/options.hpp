@@ -28,19 +28,18 @@ struct EnumName {
 
 // One name table per enum: parsing and to_string() both read it.
 inline constexpr EnumName<Algo> kAlgoNames[] = {
-    {Algo::flymc, "flymc"},        {Algo::full, "full"},   {Algo::minibatch_mh, "minibatch-mh"},
-    {Algo::sgld, "sgld"},          {Algo::bps, "bps"},     {Algo::lipsbps, "lipsbps"},
-    {Algo::sbps, "sbps"},          {Algo::psbps, "psbps"}, {Algo::zigzag_ss, "zigzag-ss"},
-    {Algo::zigzag_cv, "zigzag-cv"}};
+    {Algo::flymc, "flymc"},         {Algo::full, "full"},   {Algo::minibatch_mh, "minibatch-mh"},
+    {Algo::sgld, "sgld"},           {Algo::bps, "bps"},     {Algo::lipsbps, "lipsbps"},
+    {Algo::sbps, "sbps"},           {Algo::psbps, "psbps"}, {Algo::zigzag_ss, "zigzag-ss"},
+    {Algo::zigzag_cv, "zigzag-cv"}, {Algo::smh, "smh"}};
 inline constexpr EnumName<BoundTuning> kBoundTuningNames[] = {{BoundTuning::map, "map"},
                                                               {BoundTuning::untuned, "untuned"}};
 inline constexpr EnumName<ZUpdate> kZUpdateNames[] = {{ZUpdate::implicit, "implicit"},
                                                       {ZUpdate::explicit_, "explicit"}};
-inline constexpr EnumName<KernelKind> kKernelNames[] = {{KernelKind::rwmh, "rwmh"},
-                                                        {KernelKind::mala, "mala"},
-                                                        {KernelKind::hmc, "hmc"},
-                                                        {KernelKind::slice, "slice"},
-                                                        {KernelKind::nuts, "nuts"}};
+inline constexpr EnumName<KernelKind> kKernelNames[] = {
+    {KernelKind::rwmh, "rwmh"},   {KernelKind::mala, "mala"}, {KernelKind::hmc, "hmc"},
+    {KernelKind::slice, "slice"}, {KernelKind::nuts, "nuts"}, {KernelKind::pcn, "pcn"},
+    {KernelKind::imh, "imh"}};
 inline constexpr EnumName<Init> kInitNames[] = {{Init::map, "map"}, {Init::prior, "prior"}};
 inline constexpr EnumName<Metric> kMetricNames[] = {{Metric::automatic, "auto"},
                                                     {Metric::identity, "identity"},
@@ -56,6 +55,8 @@ inline constexpr EnumName<SliceMode> kSliceModeNames[] = {{SliceMode::direction,
                                                           {SliceMode::coordinate, "coordinate"}};
 inline constexpr EnumName<SoftmaxBoundKind> kSoftmaxBoundNames[] = {
     {SoftmaxBoundKind::tight, "tight"}, {SoftmaxBoundKind::bohning, "bohning"}};
+inline constexpr EnumName<SmhProposal> kSmhProposalNames[] = {{SmhProposal::pcn, "pcn"},
+                                                              {SmhProposal::rw, "rw"}};
 inline constexpr EnumName<PdmpPrecondition> kPdmpPreconditionNames[] = {
     {PdmpPrecondition::laplace, "laplace"},
     {PdmpPrecondition::laplace_diag, "laplace-diag"},
@@ -83,6 +84,9 @@ constexpr std::span<const EnumName<SliceMode>> enum_names(SliceMode) noexcept {
 }
 constexpr std::span<const EnumName<SoftmaxBoundKind>> enum_names(SoftmaxBoundKind) noexcept {
   return kSoftmaxBoundNames;
+}
+constexpr std::span<const EnumName<SmhProposal>> enum_names(SmhProposal) noexcept {
+  return kSmhProposalNames;
 }
 constexpr std::span<const EnumName<PdmpPrecondition>> enum_names(PdmpPrecondition) noexcept {
   return kPdmpPreconditionNames;
@@ -137,7 +141,7 @@ enum class OptionKind {
 /// The samplers that read an option: a bit per Algo value.
 using AlgoMask = std::uint32_t;
 constexpr AlgoMask algo_bit(Algo a) noexcept { return AlgoMask{1} << static_cast<unsigned>(a); }
-inline constexpr AlgoMask kAllAlgos = (AlgoMask{1} << 10) - 1;
+inline constexpr AlgoMask kAllAlgos = (algo_bit(Algo::smh) << 1) - 1;  // smh: the last Algo
 inline constexpr AlgoMask kThetaKernelAlgos = algo_bit(Algo::flymc) | algo_bit(Algo::full);
 inline constexpr AlgoMask kPdmpAlgos = algo_bit(Algo::bps) | algo_bit(Algo::lipsbps) |
                                        algo_bit(Algo::sbps) | algo_bit(Algo::psbps) |

@@ -51,6 +51,14 @@ inline constexpr std::array<std::string_view, 5> kApproxSamplerColumns = {
 inline constexpr std::array<std::string_view, 6> kPdmpSamplerColumns = {
     "lp__", "accept_stat__", "stepsize__", "n_events__", "n_queries__", "bound_violations__"};
 
+/// ... and scalable MH (docs/math.md §8): stepsize__ is ρ (pcn) or the step in the whitened
+/// coordinates (rw); since the last kept draw, n_candidates__ counts the data whose remainder
+/// factor was evaluated, rejects_quadratic__ and rejects_data__ the proposals each kind of factor
+/// rejected, bound_violations__ the remainders found above their bound (never expected).
+inline constexpr std::array<std::string_view, 8> kSmhSamplerColumns = {
+    "lp__",        "accept_stat__",       "stepsize__",     "n_candidates__",
+    "n_queries__", "rejects_quadratic__", "rejects_data__", "bound_violations__"};
+
 /// The sampler columns of a run with θ-kernel `kernel`.
 inline std::span<const std::string_view> sampler_columns(KernelKind kernel) noexcept {
   if (kernel == KernelKind::nuts) return kNutsSamplerColumns;
@@ -74,6 +82,11 @@ inline std::vector<std::string> draw_columns(KernelKind kernel,
 /// All column names of an approximate sampler's draw row.
 inline std::vector<std::string> approx_draw_columns(const std::vector<std::string>& params) {
   return join_columns(kApproxSamplerColumns, params);
+}
+
+/// All column names of a scalable MH draw row.
+inline std::vector<std::string> smh_draw_columns(const std::vector<std::string>& params) {
+  return join_columns(kSmhSamplerColumns, params);
 }
 
 /// All column names of a piecewise-deterministic sampler's draw row.

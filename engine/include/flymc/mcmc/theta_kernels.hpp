@@ -1,6 +1,7 @@
 #pragma once
 /// @file theta_kernels.hpp
-/// The θ-kernels (docs/math.md §3): random-walk MH, MALA, HMC, NUTS and slice sampling, one type
+/// The θ-kernels (docs/math.md §3): random-walk MH, MALA, HMC, NUTS, slice sampling, pCN and the
+/// independence sampler, one type
 /// each in mcmc/theta/, each a template over the target (FlyTarget on log p(θ | z), FullTarget on
 /// the full posterior), following BlackJAX's contract with the RNG passed in: the chain's
 /// ThetaState (θ, its log density and, for MALA, HMC and NUTS, its gradient) goes in, one θ-step
@@ -25,6 +26,7 @@
 #include "flymc/mcmc/theta/hmc.hpp"
 #include "flymc/mcmc/theta/mala.hpp"
 #include "flymc/mcmc/theta/nuts.hpp"
+#include "flymc/mcmc/theta/pcn.hpp"
 #include "flymc/mcmc/theta/rwmh.hpp"
 #include "flymc/mcmc/theta/slice.hpp"
 
@@ -33,9 +35,13 @@ namespace flymc {
 /// One chain's θ-kernel: the kind chosen in RunConfig and its tuning (step size, metric).
 class ThetaKernel {
  public:
-  /// @param p dimension of θ; @param eps0 initial step size (width) in the metric's units.
-  ThetaKernel(const RunConfig& cfg, std::size_t p, InverseMetric metric, double eps0)
-      : tuning_(cfg, p, std::move(metric), eps0), kernel_(make(cfg, p)) {}
+  /// @param p dimension of θ; @param eps0 initial step size (width) in the metric's units;
+  /// @param center pCN's and the independence sampler's center (θ_MAP; empty: the origin).
+  ThetaKernel(const RunConfig& cfg, std::size_t p, InverseMetric metric, double eps0,
+              std::span<const double> center = {})
+      : tuning_(cfg, p, std::move(metric), eps0), kernel_(make(cfg, p)) {
+    if (!center.empty()) tuning_.center.assign(center.begin(), center.end());
+  }
 
   bool needs_gradient() const noexcept {
     return std::holds_alternative<MalaKernel>(kernel_) ||
@@ -78,7 +84,7 @@ class ThetaKernel {
   }
 
  private:
-  using Kind = std::variant<RwmhKernel, MalaKernel, HmcKernel, SliceKernel, NutsKernel>;
+  using Kind = std::variant<RwmhKernel, MalaKernel, HmcKernel, SliceKernel, NutsKernel, PcnKernel>;
   static Kind make(const RunConfig& cfg, std::size_t p) {
     switch (cfg.kernel) {
       case KernelKind::rwmh:
@@ -91,6 +97,10 @@ class ThetaKernel {
         return SliceKernel(p, cfg.slice_mode);
       case KernelKind::nuts:
         return NutsKernel(p, cfg.max_treedepth);
+      case KernelKind::pcn:
+        return PcnKernel(p, false, cfg.pcn_rho);
+      case KernelKind::imh:
+        return PcnKernel(p, true, std::nullopt);
     }
     return RwmhKernel(p);
   }

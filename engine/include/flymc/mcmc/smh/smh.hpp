@@ -1,0 +1,45 @@
+#pragma once
+/// @file smh.hpp
+/// Scalable Metropolis–Hastings (Cornish, Vanetti, Bouchard-Côté, Deligiannidis & Doucet, ICML
+/// 2019; docs/math.md §8) for logistic regression, `--algo smh`: an exact MH chain whose
+/// acceptance is factorised into a quadratic factor (the prior times the second-order Taylor
+/// expansion of the whole log-likelihood at θ̂, collapsed into a gradient and a Hessian: O(d²) per
+/// proposal) and one factor per datum for its Taylor remainder, decided by Poisson thinning from
+/// whitened cubic bounds, so that an iteration touches only the few data where the thinned process
+/// puts a candidate. Proposals (`--proposal`): preconditioned Crank–Nicolson, which leaves the
+/// Laplace Gaussian N(θ̂, H⁻¹) invariant (ρ = 0: the independence sampler), or a random walk in
+/// the whitened coordinates u = Lᵀ(θ − θ̂), H = LLᵀ.
+#include <memory>
+
+#include "flymc/mcmc/sampler.hpp"
+
+namespace flymc {
+
+namespace smh {
+
+/// M = max |f'''| for f(s) = log σ(s): f''' = −σ(1 − σ)(1 − 2σ), largest at σ = ½ ± 1/(2√3),
+/// where it is 1/(6√3).
+inline constexpr double kLogisticM = 0.096225044864937627;
+
+/// A datum's log-likelihood f(s) = log σ(s), s = t·x·θ, expanded to second order at ŝ:
+/// f(ŝ), f'(ŝ) = σ(−ŝ) and f''(ŝ) = −σ(ŝ)σ(−ŝ).
+struct Taylor {
+  double s_hat = 0.0, f0 = 0.0, f1 = 0.0, f2 = 0.0;
+};
+Taylor logistic_taylor(double s_hat) noexcept;
+
+/// The Taylor remainder r(s) = f(s) − f(ŝ) − f'(ŝ)(s − ŝ) − ½ f''(ŝ)(s − ŝ)². By Taylor's theorem
+/// |r(s)| ≤ (M/6)|s − ŝ|³ with M = kLogisticM.
+double logistic_remainder(const Taylor& t, double s) noexcept;
+
+}  // namespace smh
+
+/// Runs `--algo smh` (logistic regression; the chains as run() runs them, the draw files'
+/// SMH columns: docs/output.md). Each chain starts where the other samplers start (θ_MAP plus
+/// jitter, or a prior draw).
+/// @throw ConfigError for another model, or when asked to checkpoint.
+RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+                  const SinkFactory& sinks, Progress* progress,
+                  const CheckpointOptions* checkpoint);
+
+}  // namespace flymc

@@ -1,0 +1,279 @@
+// One chain of scalable Metropolis–Hastings (smh_chain.hpp; docs/math.md §8).
+#include "smh_chain.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "../run_chains.hpp"
+#include "flymc/core/clock.hpp"
+#include "flymc/kernels/kernels.hpp"
+
+namespace flymc::detail {
+namespace {
+
+/// The ρ a pCN chain tries in the second half of its warm-up (without --pcn-rho), in equal
+/// blocks, keeping the one with the most squared jump distance per unit of cost.
+constexpr std::array<double, 5> kRhoGrid = {0.0, 0.5, 0.8, 0.9, 0.95};
+/// Too short a warm-up to compare them: ρ stays at the grid's first value.
+constexpr long kMinTuningWarmup = 50;
+
+}  // namespace
+
+SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink)
+    : sh_(sh),
+      cfg_(sh.cfg),
+      data_(sh.model.data()),
+      p_(sh.model.dim()),
+      n_(data_.n()),
+      pcn_(cfg_.proposal == SmhProposal::pcn),
+      sink_(sink),
+      rng_(cfg_.seed, static_cast<std::uint64_t>(chain_id)),
+      // A random walk in u, where the posterior is close to N(0, I): Roberts, Gelman & Gilks's
+      // 2.38/√d to start, then dual averaging toward the RW target acceptance.
+      adapt_(2.38 / std::sqrt(static_cast<double>(sh.model.dim())),
+             cfg_.target_accept.value_or(0.234)),
+      step_(pcn_ ? cfg_.pcn_rho.value_or(kRhoGrid[0])
+                 : 2.38 / std::sqrt(static_cast<double>(sh.model.dim()))),
+      u_(Vec::Zero(static_cast<Eigen::Index>(p_))),
+      u2_(u_),
+      delta_(u_),
+      delta2_(u_),
+      theta_(aligned_zeros(data_.stride())),
+      theta2_(aligned_zeros(data_.stride())),
+      row_(sh.columns.size()),
+      rho_jump_(kRhoGrid.size(), 0.0),
+      rho_cost_(kRhoGrid.size(), 0.0) {
+  res_.chain_id = chain_id;
+  res_.kept = static_cast<std::size_t>((cfg_.iters + cfg_.thin - 1) / cfg_.thin);
+}
+
+/// u and δ from θ (theta_): δ = θ − θ̂, u = Lᵀδ.
+void SmhChain::set_state_from_theta() {
+  for (std::size_t j = 0; j < p_; ++j) {
+    const auto jj = static_cast<Eigen::Index>(j);
+    delta_[jj] = theta_[j] - sh_.theta_hat[jj];
+  }
+  u_.noalias() = sh_.chol.transpose() * delta_;
+}
+
+/// u' from u, then δ' = L⁻ᵀu' and θ' = θ̂ + δ' (O(d²): one triangular solve).
+void SmhChain::propose() {
+  for (Eigen::Index j = 0; j < u2_.size(); ++j) u2_[j] = rng_.normal();
+  if (pcn_) {
+    u2_ = step_ * u_ + std::sqrt(1.0 - step_ * step_) * u2_;
+  } else {
+    u2_ = u_ + step_ * u2_;
+  }
+  delta2_ = sh_.chol.transpose().triangularView<Eigen::Upper>().solve(u2_);
+  for (std::size_t j = 0; j < p_; ++j) {
+    const auto jj = static_cast<Eigen::Index>(j);
+    theta2_[j] = sh_.theta_hat[jj] + delta2_[jj];
+  }
+}
+
+/// log of the quadratic factor's MH ratio: the prior times exp(Σ_n T_n) at θ' over θ, times the
+/// proposal ratio. With δᵀH_Lδ = ‖u‖² − p‖δ‖² it costs O(d) once δ' is known.
+double SmhChain::log_quadratic_ratio() const {
+  const Prior& prior = sh_.model.prior();
+  const double p = sh_.precision;
+  const double quad2 = u2_.squaredNorm() - p * delta2_.squaredNorm();
+  const double quad = u_.squaredNorm() - p * delta_.squaredNorm();
+  double r = prior.log_density(theta2_.get(), p_) - prior.log_density(theta_.get(), p_) +
+             sh_.grad.dot(delta2_ - delta_) - 0.5 * (quad2 - quad);
+  // pCN is reversible with respect to N(0, I) in u: q(u | u')/q(u' | u) = φ(u)/φ(u').
+  if (pcn_) r += 0.5 * (u2_.squaredNorm() - u_.squaredNorm());
+  return r;
+}
+
+/// λ_n = −log min(1, exp(r_n(θ') − r_n(θ))) = max(0, r_n(θ) − r_n(θ')).
+double SmhChain::remainder_drop(Index n) {
+  const double* x = data_.row(n);
+  const double t = data_.y()[n];
+  const smh::Taylor& tay = sh_.taylor[n];
+  const double r = smh::logistic_remainder(tay, t * kernels::dot(x, theta_.get(), data_.stride()));
+  const double r2 =
+      smh::logistic_remainder(tay, t * kernels::dot(x, theta2_.get(), data_.stride()));
+  res_.counters.queries += 2;  // the datum's likelihood at θ and at θ'
+  return std::max(0.0, r - r2);
+}
+
+/// Where the thinned process would propose more candidates than there are data (far from θ̂):
+/// every factor evaluated, accepted with probability Π_n exp(−λ_n), the same factorised
+/// acceptance (never the plain MH ratio).
+bool SmhChain::all_data_test(double psi, SmhOutcome& o) {
+  double total = 0.0;
+  for (std::size_t i = 0; i < n_; ++i) {
+    const double lam = remainder_drop(static_cast<Index>(i));
+    if (lam > sh_.phi[i] * psi) ++o.violations;
+    total += lam;
+  }
+  o.candidates += n_;
+  return std::log(rng_.uniform_pos()) < -total;
+}
+
+/// The factorised acceptance: the quadratic factor, then the data's factors by Poisson thinning
+/// with rate ψ·Σφ, ψ = ‖u‖³ + ‖u'‖³, stopping at the first rejection.
+SmhOutcome SmhChain::accept_test() {
+  SmhOutcome o;
+  const double lr = log_quadratic_ratio();
+  if (!std::isfinite(lr)) {
+    ++res_.counters.nonfinite;
+    return o;
+  }
+  if (lr < 0.0 && std::log(rng_.uniform_pos()) >= lr) return o;
+  o.rejected_by_data = true;
+  const double nu = u_.norm(), nu2 = u2_.norm();
+  const double psi = nu * nu * nu + nu2 * nu2 * nu2;
+  const double rate = psi * sh_.phi_sum;
+  if (rate >= static_cast<double>(n_)) {
+    if (!all_data_test(psi, o)) return o;
+  } else {
+    for (double t = -std::log(rng_.uniform_pos()) / rate; t <= 1.0;
+         t -= std::log(rng_.uniform_pos()) / rate) {
+      const Index i = sh_.alias.draw(rng_);
+      ++o.candidates;
+      const double lam = remainder_drop(i);
+      const double bound = sh_.phi[i] * psi;
+      if (lam > bound) ++o.violations;
+      if (rng_.uniform() * bound < lam) return o;  // datum i's factor rejects
+    }
+  }
+  o.rejected_by_data = false;
+  o.accept = true;
+  return o;
+}
+
+/// pCN without --pcn-rho: the second half of warm-up tries each ρ of kRhoGrid for an equal block
+/// of iterations, adding up each one's squared jumps in u and its cost, counted in multiply-adds
+/// (d² for the proposal, 2d per candidate) so that the choice does not depend on the machine and
+/// the draws stay reproducible. Sets the ρ of iteration it + 1.
+void SmhChain::tune_rho(long it, double jump, std::uint64_t candidates) {
+  const long w = cfg_.warmup, half = w / 2;
+  if (cfg_.pcn_rho || w < kMinTuningWarmup) return;
+  const auto block = [&](long i) {
+    return static_cast<std::size_t>((i - half) * static_cast<long>(kRhoGrid.size()) / (w - half));
+  };
+  if (it >= half) {
+    rho_jump_[block(it)] += jump;
+    rho_cost_[block(it)] += static_cast<double>(p_ * p_ + 2 * p_ * candidates);
+  }
+  if (it + 1 >= half && it + 1 < w) step_ = kRhoGrid[block(it + 1)];
+}
+
+void SmhChain::transition(long it) {
+  propose();
+  const SmhOutcome o = accept_test();
+  res_.counters.bound_violations += o.violations;
+  double jump = 0.0;
+  if (o.accept) {
+    jump = (u2_ - u_).squaredNorm();
+    u_.swap(u2_);
+    delta_.swap(delta2_);
+    std::swap(theta_, theta2_);
+  } else if (o.rejected_by_data) {
+    ++window_rej_data_;
+  } else {
+    ++window_rej_quad_;
+  }
+  const double acc = o.accept ? 1.0 : 0.0;
+  window_accept_ += acc;
+  gauge_accept_ += acc;
+  ++window_steps_;
+  window_cand_ += o.candidates;
+  window_viol_ += o.violations;
+  if (it < cfg_.warmup) {
+    if (pcn_) {
+      tune_rho(it, jump, o.candidates);
+    } else {
+      step_ = adapt_.update(acc);
+    }
+  } else {
+    accept_sum_ += acc;
+  }
+}
+
+/// End of warm-up: the random walk freezes its averaged step; pCN keeps the ρ with the most
+/// squared jump distance per unit of cost. The adaptation block records the step and H⁻¹.
+void SmhChain::end_warmup() {
+  if (!pcn_ && cfg_.warmup > 0) step_ = adapt_.final_step_size();
+  if (pcn_ && !cfg_.pcn_rho && cfg_.warmup >= kMinTuningWarmup) {
+    std::size_t best = 0;
+    for (std::size_t k = 1; k < kRhoGrid.size(); ++k)
+      if (rho_jump_[k] * rho_cost_[best] > rho_jump_[best] * rho_cost_[k]) best = k;
+    step_ = kRhoGrid[best];
+  }
+  if (sink_) {
+    const auto pp = static_cast<Eigen::Index>(p_);
+    Mat linv = Mat::Identity(pp, pp);
+    sh_.chol.triangularView<Eigen::Lower>().solveInPlace(linv);
+    const Mat cov = linv.transpose() * linv;
+    std::vector<double> inv(cov.data(), cov.data() + cov.size());
+    sink_->adaptation(step_, inv, true);
+  }
+  accept_sum_ = 0.0;
+  window_accept_ = 0.0;
+  window_steps_ = 0;
+  window_cand_ = window_rej_quad_ = window_rej_data_ = window_viol_ = 0;
+  queries_at_row_ = queries_at_sampling_ = res_.counters.queries;
+}
+
+/// Every thin-th sampling iteration: the kept draw and its row. lp__ is not computed (0, as
+/// Stan's fixed_param sampler writes it): it would cost a pass over all the data per draw.
+void SmhChain::record(long it) {
+  if ((it - cfg_.warmup) % cfg_.thin != 0) return;
+  res_.lp.push_back(0.0);
+  res_.draws.insert(res_.draws.end(), theta_.get(), theta_.get() + p_);
+  if (sink_) {
+    const double steps = static_cast<double>(std::max(1L, window_steps_));
+    const std::array<double, kSmhSamplerColumns.size()> s = {
+        0.0,
+        window_accept_ / steps,
+        step_,
+        static_cast<double>(window_cand_),
+        static_cast<double>(res_.counters.queries - queries_at_row_),
+        static_cast<double>(window_rej_quad_),
+        static_cast<double>(window_rej_data_),
+        static_cast<double>(window_viol_)};
+    std::copy(s.begin(), s.end(), row_.begin());
+    std::copy(theta_.get(), theta_.get() + p_, row_.begin() + static_cast<long>(s.size()));
+    sink_->row(row_);
+  }
+  queries_at_row_ = res_.counters.queries;
+  window_accept_ = 0.0;
+  window_steps_ = 0;
+  window_cand_ = window_rej_quad_ = window_rej_data_ = window_viol_ = 0;
+}
+
+ChainResult SmhChain::run(ChainGauge* gauge) {
+  const long total = cfg_.warmup + cfg_.iters;
+  res_.draws.reserve(res_.kept * p_);
+  res_.lp.reserve(res_.kept);
+  initial_theta(cfg_, sh_.map, sh_.model.prior().sd, rng_, theta_.get());
+  set_state_from_theta();
+  if (sink_) sink_->begin(sh_.columns);
+  Stopwatch warm_clock;
+  Clock::time_point sampling_start = Clock::now();
+  for (long it = 0; it < total; ++it) {
+    if (it == cfg_.warmup) {
+      end_warmup();
+      res_.warmup_seconds = warm_clock.seconds();
+      sampling_start = Clock::now();
+    }
+    transition(it);
+    if (it >= cfg_.warmup) record(it);
+    if (gauge && ((it & 15) == 15 || it + 1 == total))
+      gauge->publish(it + 1, gauge_accept_, it + 1, std::numeric_limits<double>::quiet_NaN());
+  }
+  res_.sampling_seconds = seconds_between(sampling_start, Clock::now());
+  const double iters = static_cast<double>(std::max(1L, cfg_.iters));
+  res_.step_size = step_;
+  res_.accept_rate = accept_sum_ / iters;
+  res_.bright_mean = std::numeric_limits<double>::quiet_NaN();
+  res_.sampling_queries = res_.counters.queries - queries_at_sampling_;
+  if (sink_) sink_->end(res_.warmup_seconds, res_.sampling_seconds, res_.counters);
+  return std::move(res_);
+}
+
+}  // namespace flymc::detail

@@ -1,0 +1,91 @@
+#pragma once
+// Private: the set-up shared by the chains of an SMH run, and one chain (docs/math.md §8). The
+// loop mirrors the approximate samplers' (minibatch/approx_chain.hpp): no bright set, no
+// checkpoints.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "flymc/core/alias_table.hpp"
+#include "flymc/core/rng.hpp"
+#include "flymc/mcmc/adaptation.hpp"
+#include "flymc/mcmc/columns.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/mcmc/smh/smh.hpp"
+#include "flymc/models/logistic.hpp"
+
+namespace flymc::detail {
+
+/// Everything the chains of one SMH run share, read-only: the expansion at θ̂ and the bounds.
+struct SmhShared {
+  SmhShared(const RunConfig& c, const LogisticModel& m, const MapResult& fit)
+      : cfg(c), model(m), map(fit) {}
+  const RunConfig& cfg;
+  const LogisticModel& model;
+  const MapResult& map;
+  Vec theta_hat;                     // the expansion point θ̂ (θ_MAP)
+  Vec grad;                          // g = Σ_n f'(ŝ_n) t_n x_n, the likelihood's gradient at θ̂
+  double precision = 1.0;            // p in H = H_L + p·I (the prior's precision)
+  Mat chol;                          // L, H = L·Lᵀ, H_L = −Σ_n f''(ŝ_n) x_n x_nᵀ
+  std::vector<smh::Taylor> taylor;   // per datum
+  std::vector<double> phi;           // per datum: (M/6)·‖L⁻¹x_n‖³, slightly enlarged
+  double phi_sum = 0.0;              // Σ_n φ_n
+  AliasTable alias;                  // draws n with probability φ_n / Σφ
+  std::vector<std::string> columns;  // smh_draw_columns
+};
+
+/// Builds the expansion and the bounds at θ_MAP in two passes over the data (chunks on oneTBB,
+/// bit-identical at any thread count). @throw ConfigError if H is not positive definite.
+void build_smh_shared(SmhShared& sh);
+
+/// What one proposal's acceptance test did.
+struct SmhOutcome {
+  bool accept = false;
+  bool rejected_by_data = false;  // false with !accept: the quadratic factor rejected
+  std::uint64_t candidates = 0;   // data whose remainder factor was evaluated
+  std::uint64_t violations = 0;   // remainders above their bound (never expected)
+};
+
+/// One chain. An iteration is one proposal and its factorised acceptance test.
+class SmhChain {
+ public:
+  SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink);
+  ChainResult run(ChainGauge* gauge);
+
+ private:
+  void propose();
+  double log_quadratic_ratio() const;
+  SmhOutcome accept_test();
+  double remainder_drop(Index n);  // λ_n = max(0, r_n(θ) − r_n(θ'))
+  bool all_data_test(double psi, SmhOutcome& o);
+  void transition(long it);
+  void tune_rho(long it, double jump, std::uint64_t candidates);
+  void end_warmup();
+  void record(long it);
+  void set_state_from_theta();
+
+  const SmhShared& sh_;
+  const RunConfig& cfg_;
+  const Dataset& data_;
+  const std::size_t p_, n_;
+  const bool pcn_;
+  DrawSink* sink_;
+  Rng rng_;
+  DualAveraging adapt_;
+  double step_;  // pCN: ρ; random walk: the step h in u
+  // The state and the proposal: u (whitened), δ = L⁻ᵀu, θ = θ̂ + δ padded for the row kernels.
+  Vec u_, u2_, delta_, delta2_;
+  AlignedBuffer theta_, theta2_;
+  std::vector<double> row_;
+  // Tuning ρ in warm-up (pCN without --pcn-rho): squared jumps in u per unit of cost, per ρ.
+  std::vector<double> rho_jump_, rho_cost_;
+  // Sums since the last kept draw (window_*) and over the sampling iterations.
+  double window_accept_ = 0.0, accept_sum_ = 0.0;
+  long window_steps_ = 0;
+  std::uint64_t window_cand_ = 0, window_rej_quad_ = 0, window_rej_data_ = 0, window_viol_ = 0;
+  double gauge_accept_ = 0.0;
+  std::uint64_t queries_at_row_ = 0, queries_at_sampling_ = 0;
+  ChainResult res_;
+};
+
+}  // namespace flymc::detail

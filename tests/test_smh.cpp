@@ -1,0 +1,216 @@
+// Scalable Metropolis–Hastings (flymc/mcmc/smh/smh.hpp, docs/math.md §8): the cubic bound against
+// the Taylor remainder it must dominate, the sampler's reproducibility and cost, its agreement
+// with the exact posterior by quadrature, and SBC for both proposals and for the full-data chains
+// it subsamples (the θ-kernels pcn and imh, flymc/mcmc/theta/pcn.hpp).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "flymc/core/errors.hpp"
+#include "flymc/core/rng.hpp"
+#include "flymc/kernels/kernels.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/mcmc/smh/smh.hpp"
+#include "flymc/models/logistic.hpp"
+#include "flymc/validate/validate.hpp"
+#include "test_util.hpp"
+
+using namespace flymc;
+
+namespace {
+
+/// |r(ŝ + h)| over its bound (M/6)|h|³; `rounding` is the remainder's own rounding error (the
+/// terms it is the difference of, times a few ulps), which only matters where the bound is tiny.
+struct RemainderCheck {
+  double ratio = 0.0;
+  bool within = true;
+};
+RemainderCheck check_remainder(double s_hat, double h, double m_bound) {
+  const smh::Taylor t = smh::logistic_taylor(s_hat);
+  const double r = smh::logistic_remainder(t, s_hat + h);
+  const double bound = m_bound / 6.0 * std::fabs(h * h * h);
+  const double rounding = 8e-16 * (std::fabs(kernels::log_sigmoid(s_hat + h)) + std::fabs(t.f0) +
+                                   std::fabs(h * t.f1) + std::fabs(0.5 * t.f2 * h * h));
+  return {std::fabs(r) / bound, std::fabs(r) <= bound + rounding};
+}
+
+RunConfig smh_config(SmhProposal proposal) {
+  RunConfig c;
+  c.algo = Algo::smh;
+  c.proposal = proposal;
+  c.chains = 2;
+  c.warmup = 500;
+  c.iters = 2000;
+  c.seed = 11;
+  return c;
+}
+
+}  // namespace
+
+TEST_SUITE("unit") {
+  TEST_CASE("SMH: the cubic bound dominates the logistic remainder, extremes included") {
+    Rng rng(7, 1);
+    const double scales[] = {1e-4, 1e-2, 0.3, 3.0, 40.0, 800.0};
+    std::size_t points = 0;
+    for (double s_scale : scales)
+      for (double h_scale : scales)
+        for (int k = 0; k < 400; ++k) {
+          const double s_hat = s_scale * rng.normal(), h = h_scale * rng.normal();
+          if (h == 0.0) continue;
+          CAPTURE(s_hat);
+          CAPTURE(h);
+          CHECK(check_remainder(s_hat, h, smh::kLogisticM).within);
+          ++points;
+        }
+    CHECK(points > 14000);
+  }
+
+  TEST_CASE("SMH: the bound is tight, so a bound 10% too small is caught") {
+    // Near ŝ = ±1.317, where |f'''| = M, and for small steps, the remainder approaches its bound:
+    // a constant 10% too small (the mutant) would be exceeded there.
+    Rng rng(8, 1);
+    double worst = 0.0;
+    // Steps of at least 5e-3, where the remainder's rounding is far below the ratio's margin.
+    for (int k = 0; k < 2000; ++k) {
+      const double s_hat = (k % 2 == 0 ? 1.0 : -1.0) * (1.2 + 0.25 * rng.uniform());
+      const double h = (k % 4 < 2 ? 1.0 : -1.0) * 1e-2 * (0.5 + rng.uniform());
+      const RemainderCheck r = check_remainder(s_hat, h, smh::kLogisticM);
+      CHECK(r.within);
+      worst = std::max(worst, r.ratio);
+    }
+    CHECK(worst > 1.0 / 1.1);
+    bool mutant_caught = false;
+    for (int k = 0; k < 200 && !mutant_caught; ++k)
+      mutant_caught = !check_remainder(1.317, 1e-3 * (k + 1), 0.9 * smh::kLogisticM).within;
+    CHECK(mutant_caught);
+  }
+
+  TEST_CASE("SMH: draws do not depend on the thread count; few data per proposal; no violation" *
+            doctest::test_suite("threaded")) {
+    auto ds = test::logistic_data(20000, 5, 3);
+    for (SmhProposal prop : {SmhProposal::pcn, SmhProposal::rw}) {
+      CAPTURE(to_string(prop));
+      RunConfig c = smh_config(prop);
+      c.threads = 1;
+      const RunResult a = run(c, ds);
+      c.threads = 2;
+      const RunResult b = run(c, ds);
+      REQUIRE(a.chains.size() == 2);
+      for (std::size_t k = 0; k < 2; ++k) CHECK(a.chains[k].draws == b.chains[k].draws);
+      CHECK(a.bound_violations() == 0);
+      CHECK(a.accept_rate() > 0.1);
+      // Two queries per candidate: far fewer data than N per proposal.
+      CHECK(a.queries_per_iter() < 0.05 * 2.0 * 20000.0);
+      CHECK(is_exact(a.config.algo));
+    }
+  }
+
+  TEST_CASE("SMH refuses other models, and a pCN rho below 0 or not below 1") {
+    auto ds = test::logistic_data(200, 3, 4);
+    RunConfig c = smh_config(SmhProposal::pcn);
+    c.pcn_rho = 1.0;
+    CHECK_THROWS_AS(run(c, ds), ConfigError);
+    c.pcn_rho = -0.1;
+    CHECK_THROWS_AS(run(c, ds), ConfigError);
+    c.pcn_rho.reset();
+    c.model = ModelKind::robust;
+    CHECK_THROWS_AS(c.validate(), ConfigError);
+  }
+}
+
+TEST_SUITE("statistical") {
+  TEST_CASE("SMH (pcn and rw) matches the exact posterior by quadrature") {
+    // D = 2 (a feature and a bias): mean and sd by quadrature; each within 4.5 batch-means MCSEs.
+    // The chains start from prior draws, far from θ̂, where the thinned process would propose
+    // more candidates than data and every factor is evaluated instead.
+    auto ds = test::logistic_data(400, 2, 31, 1.5);
+    LogisticModel model(ds, 1.0);
+    const MapResult map = model.find_map();
+    const test::Moments exact = test::posterior_quadrature(model, map);
+    for (SmhProposal prop : {SmhProposal::pcn, SmhProposal::rw}) {
+      CAPTURE(to_string(prop));
+      RunConfig cfg = smh_config(prop);
+      cfg.warmup = 2000;
+      cfg.iters = 60000;
+      cfg.seed = 2024;
+      cfg.init = Init::prior;
+      const RunResult r = run(cfg, ds);
+      CHECK(r.bound_violations() == 0);
+      for (std::size_t j = 0; j < 2; ++j) {
+        CAPTURE(j);
+        const auto draws = r.coordinate(j);
+        const auto [m, se] = test::mean_and_mcse(draws, [](double x) { return x; });
+        CHECK(std::fabs(m - exact.mean[j]) < 4.5 * se);
+        const double mu = exact.mean[j];
+        const auto [v, se_v] =
+            test::mean_and_mcse(draws, [mu](double x) { return (x - mu) * (x - mu); });
+        const double sd = std::sqrt(v), se_sd = se_v / (2.0 * sd);
+        CHECK(std::fabs(sd - exact.sd[j]) < 4.5 * se_sd);
+        CHECK(se < 0.05 * exact.sd[j]);
+      }
+    }
+  }
+
+  // SBC (validate.hpp; the method and its power in test_sbc.cpp's header): R = 1000 replicates of
+  // n = 50 rows and d = 3 coefficients, L = 39 kept draws in B = 8 bins, family-wise level 0.001,
+  // `thin` for nearly independent kept draws (ESS/L > 0.85, checked). Fixed seeds: deterministic.
+  SbcOptions smh_sbc(SmhProposal proposal, long thin, std::uint64_t seed) {
+    SbcOptions o;
+    o.run.algo = Algo::smh;
+    o.run.proposal = proposal;
+    o.run.warmup = 200;
+    o.n = 50;
+    o.d = 3;
+    o.reps = 1000;
+    o.draws = 39;
+    o.thin = thin;
+    o.bins = 8;
+    o.alpha = 0.001;
+    o.seed = seed;
+    return o;
+  }
+
+  void check_smh_sbc(const SbcOptions& o) {
+    const SbcResult r = run_sbc(o);
+    std::printf("SBC %s %s %s: %.1f s, p-values", to_string(o.run.algo), to_string(o.run.kernel),
+                to_string(o.run.proposal), r.seconds);
+    for (const RankTest& t : r.quantities) std::printf(" %s %.3g", t.name.c_str(), t.p_value);
+    std::printf("\n");
+    CHECK_MESSAGE(r.passed(), format_report(r));
+    CHECK(r.bound_violations == 0);
+    for (const RankTest& t : r.quantities) {
+      CAPTURE(t.name);
+      CHECK(t.ess_ratio > 0.85);
+      CHECK(std::fabs(t.lag1) < 0.1);
+    }
+  }
+
+  // The chains SMH subsamples, on all the data (--kernel pcn|imh): regular MCMC and FlyMC.
+  SbcOptions laplace_kernel_sbc(Algo algo, KernelKind kernel, long thin, std::uint64_t seed) {
+    SbcOptions o = smh_sbc(SmhProposal::pcn, thin, seed);
+    o.run.algo = algo;
+    o.run.kernel = kernel;
+    o.run.q_dark_to_bright = 0.1;  // FlyMC: z mixes in about 10 sweeps (test_sbc.cpp)
+    o.run.theta_steps = 1;
+    return o;
+  }
+
+  TEST_CASE("SBC: regular MCMC with pCN proposals is calibrated") {
+    check_smh_sbc(laplace_kernel_sbc(Algo::full, KernelKind::pcn, 40, 303));
+  }
+  TEST_CASE("SBC: regular MCMC with the independence sampler is calibrated") {
+    check_smh_sbc(laplace_kernel_sbc(Algo::full, KernelKind::imh, 40, 304));
+  }
+  TEST_CASE("SBC: FlyMC with pCN proposals on p(theta | z) is calibrated") {
+    check_smh_sbc(laplace_kernel_sbc(Algo::flymc, KernelKind::pcn, 100, 305));
+  }
+
+  TEST_CASE("SBC: scalable MH with pCN proposals is calibrated") {
+    check_smh_sbc(smh_sbc(SmhProposal::pcn, 5, 301));
+  }
+  TEST_CASE("SBC: scalable MH with whitened random-walk proposals is calibrated") {
+    check_smh_sbc(smh_sbc(SmhProposal::rw, 60, 302));
+  }
+}

@@ -153,7 +153,10 @@ nlohmann::json row_json(const TallRow& r, const Dataset& data, double best_regul
   return {
       {"algo", r.algo},
       {"kernel", to_string(res.config.kernel)},
-      {"metric", to_string(res.config.resolved_metric())},
+      // SMH scales its proposals by the Laplace precision itself, whatever the metric option.
+      {"metric", res.config.algo == Algo::smh
+                     ? std::string("laplace-whitened")
+                     : std::string(to_string(res.config.resolved_metric()))},
       {"metric_adapted", res.config.adapt_metric && res.config.resolved_metric() != Metric::fly},
       {"slack_scale", res.config.slack_scale},
       {"n", data.n()},

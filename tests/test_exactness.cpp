@@ -73,16 +73,10 @@ TEST_SUITE("statistical") {
       CHECK(r.bound_violations() == 0);
       for (std::size_t j = 0; j < 2; ++j) {
         CAPTURE(j);
-        const auto draws = r.coordinate(j);
-        const auto [m, se] = mean_and_mcse(draws, [](double x) { return x; });
-        CHECK(std::fabs(m - exact.mean[j]) < 4.5 * se);
-        // sd through the second central moment about the exact mean (delta method).
-        const double mu = exact.mean[j];
-        const auto [v, se_v] = mean_and_mcse(draws, [mu](double x) { return (x - mu) * (x - mu); });
-        const double sd = std::sqrt(v), se_sd = se_v / (2.0 * sd);
-        CHECK(std::fabs(sd - exact.sd[j]) < 4.5 * se_sd);
-        // the standard errors are small enough for the comparison to mean something
-        CHECK(se < 0.02 * exact.sd[j] * 2.5);
+        const test::ExactCheck c = test::against_exact(r.coordinate(j), exact.mean[j], exact.sd[j]);
+        CHECK(c.mean_z < 4.5);
+        CHECK(c.sd_z < 4.5);
+        CHECK(c.mcse_in_sd < 0.05);  // small enough for the comparison to mean something
       }
     }
   }

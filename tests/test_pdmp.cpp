@@ -24,6 +24,7 @@
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/validate/validate.hpp"
+#include "sbc_util.hpp"
 #include "test_util.hpp"
 
 using namespace flymc;
@@ -438,40 +439,11 @@ TEST_SUITE("unit") {
 }
 
 TEST_SUITE("statistical") {
-  // SBC of the exact samplers (validate.hpp; the method and its power in test_sbc.cpp's header):
-  // R = 1000 replicates of n = 50 rows and d = 3 coefficients, L = 39 kept draws in B = 8 bins
-  // (expected count 125 per bin), family-wise level 0.001. The time per draw is the automatic
-  // spacing; `thin` draws per kept draw make the kept draws nearly independent (ESS/L > 0.85,
-  // checked). The seeds are fixed, so the cases are deterministic.
+  // SBC of the exact samplers (tests/sbc_util.hpp): the time per draw is the automatic spacing.
   SbcOptions pdmp_sbc(Algo algo, long thin, std::uint64_t seed) {
-    SbcOptions o;
-    o.run.algo = algo;
-    o.run.warmup = 100;
-    o.run.batch_size = 5;  // lipsbps: its bound Σ‖x_i‖ does not depend on the batch
-    o.n = 50;
-    o.d = 3;
-    o.reps = 1000;
-    o.draws = 39;
-    o.thin = thin;
-    o.bins = 8;
-    o.alpha = 0.001;
-    o.seed = seed;
-    return o;
+    return test::small_sbc(algo, thin, seed, 100);
   }
-
-  void check_pdmp_sbc(const SbcOptions& o) {
-    const SbcResult r = run_sbc(o);
-    std::printf("SBC %s: %.1f s, p-values", to_string(o.run.algo), r.seconds);
-    for (const RankTest& t : r.quantities) std::printf(" %s %.3g", t.name.c_str(), t.p_value);
-    std::printf("\n");
-    CHECK_MESSAGE(r.passed(), format_report(r));
-    CHECK(r.bound_violations == 0);
-    for (const RankTest& t : r.quantities) {
-      CAPTURE(t.name);
-      CHECK(t.ess_ratio > 0.85);
-      CHECK(std::fabs(t.lag1) < 0.1);
-    }
-  }
+  void check_pdmp_sbc(const SbcOptions& o) { test::check_small_sbc(o); }
 
   TEST_CASE("SBC: BPS (full gradient, thinning) is calibrated") {
     check_pdmp_sbc(pdmp_sbc(Algo::bps, 10, 201));

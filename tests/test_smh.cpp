@@ -15,6 +15,7 @@
 #include "flymc/mcmc/smh/smh.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/validate/validate.hpp"
+#include "sbc_util.hpp"
 #include "test_util.hpp"
 
 using namespace flymc;
@@ -140,52 +141,21 @@ TEST_SUITE("statistical") {
       CHECK(r.bound_violations() == 0);
       for (std::size_t j = 0; j < 2; ++j) {
         CAPTURE(j);
-        const auto draws = r.coordinate(j);
-        const auto [m, se] = test::mean_and_mcse(draws, [](double x) { return x; });
-        CHECK(std::fabs(m - exact.mean[j]) < 4.5 * se);
-        const double mu = exact.mean[j];
-        const auto [v, se_v] =
-            test::mean_and_mcse(draws, [mu](double x) { return (x - mu) * (x - mu); });
-        const double sd = std::sqrt(v), se_sd = se_v / (2.0 * sd);
-        CHECK(std::fabs(sd - exact.sd[j]) < 4.5 * se_sd);
-        CHECK(se < 0.05 * exact.sd[j]);
+        const test::ExactCheck c = test::against_exact(r.coordinate(j), exact.mean[j], exact.sd[j]);
+        CHECK(c.mean_z < 4.5);
+        CHECK(c.sd_z < 4.5);
+        CHECK(c.mcse_in_sd < 0.05);
       }
     }
   }
 
-  // SBC (validate.hpp; the method and its power in test_sbc.cpp's header): R = 1000 replicates of
-  // n = 50 rows and d = 3 coefficients, L = 39 kept draws in B = 8 bins, family-wise level 0.001,
-  // `thin` for nearly independent kept draws (ESS/L > 0.85, checked). Fixed seeds: deterministic.
+  // SBC (tests/sbc_util.hpp).
   SbcOptions smh_sbc(SmhProposal proposal, long thin, std::uint64_t seed) {
-    SbcOptions o;
-    o.run.algo = Algo::smh;
+    SbcOptions o = test::small_sbc(Algo::smh, thin, seed, 200);
     o.run.proposal = proposal;
-    o.run.warmup = 200;
-    o.n = 50;
-    o.d = 3;
-    o.reps = 1000;
-    o.draws = 39;
-    o.thin = thin;
-    o.bins = 8;
-    o.alpha = 0.001;
-    o.seed = seed;
     return o;
   }
-
-  void check_smh_sbc(const SbcOptions& o) {
-    const SbcResult r = run_sbc(o);
-    std::printf("SBC %s %s %s: %.1f s, p-values", to_string(o.run.algo), to_string(o.run.kernel),
-                to_string(o.run.proposal), r.seconds);
-    for (const RankTest& t : r.quantities) std::printf(" %s %.3g", t.name.c_str(), t.p_value);
-    std::printf("\n");
-    CHECK_MESSAGE(r.passed(), format_report(r));
-    CHECK(r.bound_violations == 0);
-    for (const RankTest& t : r.quantities) {
-      CAPTURE(t.name);
-      CHECK(t.ess_ratio > 0.85);
-      CHECK(std::fabs(t.lag1) < 0.1);
-    }
-  }
+  void check_smh_sbc(const SbcOptions& o) { test::check_small_sbc(o); }
 
   // The chains SMH subsamples, on all the data (--kernel pcn|imh): regular MCMC and FlyMC.
   SbcOptions laplace_kernel_sbc(Algo algo, KernelKind kernel, long thin, std::uint64_t seed) {

@@ -202,6 +202,21 @@ std::pair<double, double> mean_and_mcse(const std::vector<std::vector<double>>& 
   return {mean, std::sqrt(v / static_cast<double>(bm.size()))};
 }
 
+/// One coordinate's draws against exact posterior moments: how many batch-means MCSEs their mean
+/// is from `mean`, and their sd (through the second central moment about `mean`, by the delta
+/// method) from `sd`; and the mean's MCSE in units of `sd`, which must be small for the
+/// comparison to mean something.
+struct ExactCheck {
+  double mean_z, sd_z, mcse_in_sd;
+};
+inline ExactCheck against_exact(const std::vector<std::vector<double>>& draws, double mean,
+                                double sd) {
+  const auto [m, se] = mean_and_mcse(draws, [](double x) { return x; });
+  const auto [v, se_v] = mean_and_mcse(draws, [mean](double x) { return (x - mean) * (x - mean); });
+  const double s = std::sqrt(v), se_s = se_v / (2.0 * s);
+  return {std::fabs(m - mean) / se, std::fabs(s - sd) / se_s, se / sd};
+}
+
 /// The mean of every chain's draws of one coordinate with its batch-means MCSE, and their sd.
 struct DrawMoments {
   double mean, mcse, sd;

@@ -100,6 +100,30 @@ RunResult start_uncheckpointed_run(const RunConfig& cfg, const M& model,
   return out;
 }
 
+/// The iteration loop of a chain that makes its own moves (the approximate samplers, SMH): warm-up
+/// iterations, then sampling ones with a kept draw every thin-th, the gauge every 16 iterations;
+/// the warm-up and sampling wall times go to `res`. `end_warmup()`, `transition(it)`,
+/// `record(it)` and `publish(gauge, iterations)` are the chain's.
+template <class EndWarmup, class Transition, class Record, class Publish>
+void own_moves_loop(const RunConfig& cfg, ChainResult& res, ChainGauge* gauge,
+                    EndWarmup&& end_warmup, Transition&& transition, Record&& record,
+                    Publish&& publish) {
+  const long total = cfg.warmup + cfg.iters;
+  Stopwatch warm_clock;
+  Clock::time_point sampling_start = Clock::now();
+  for (long it = 0; it < total; ++it) {
+    if (it == cfg.warmup) {
+      end_warmup();
+      res.warmup_seconds = warm_clock.seconds();
+      sampling_start = Clock::now();
+    }
+    transition(it);
+    if (it >= cfg.warmup) record(it);
+    if (gauge && ((it & 15) == 15 || it + 1 == total)) publish(*gauge, it + 1);
+  }
+  res.sampling_seconds = seconds_between(sampling_start, Clock::now());
+}
+
 /// A chain's starting point (dense θ), the same for every sampler family: θ_MAP plus
 /// chain-specific jitter of cfg.init_jitter Laplace standard deviations, or a draw from the prior
 /// (a Gaussian with the prior's sd).

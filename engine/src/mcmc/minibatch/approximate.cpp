@@ -210,24 +210,14 @@ void ApproxChain::publish(ChainGauge& gauge, long iterations) const {
 }
 
 ChainResult ApproxChain::run(ChainGauge* gauge) {
-  const long total = cfg_.warmup + cfg_.iters;
   res_.draws.reserve(res_.kept * p_);
   res_.lp.reserve(res_.kept);
   initial_theta(cfg_, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
   if (sink_) sink_->begin(sh_.columns);
-  Stopwatch warm_clock;
-  Clock::time_point sampling_start = Clock::now();
-  for (long it = 0; it < total; ++it) {
-    if (it == cfg_.warmup) {
-      end_warmup();
-      res_.warmup_seconds = warm_clock.seconds();
-      sampling_start = Clock::now();
-    }
-    transition(it);
-    if (it >= cfg_.warmup) record(it);
-    if (gauge && ((it & 15) == 15 || it + 1 == total)) publish(*gauge, it + 1);
-  }
-  res_.sampling_seconds = seconds_between(sampling_start, Clock::now());
+  own_moves_loop(
+      cfg_, res_, gauge, [this] { end_warmup(); }, [this](long it) { transition(it); },
+      [this](long it) { record(it); },
+      [this](ChainGauge& g, long iterations) { publish(g, iterations); });
   const double iters = static_cast<double>(cfg_.iters);
   res_.step_size = step_;
   res_.accept_rate = accept_sum_ / iters;

@@ -247,26 +247,17 @@ void SmhChain::record(long it) {
 }
 
 ChainResult SmhChain::run(ChainGauge* gauge) {
-  const long total = cfg_.warmup + cfg_.iters;
   res_.draws.reserve(res_.kept * p_);
   res_.lp.reserve(res_.kept);
   initial_theta(cfg_, sh_.map, sh_.model.prior().sd, rng_, theta_.get());
   set_state_from_theta();
   if (sink_) sink_->begin(sh_.columns);
-  Stopwatch warm_clock;
-  Clock::time_point sampling_start = Clock::now();
-  for (long it = 0; it < total; ++it) {
-    if (it == cfg_.warmup) {
-      end_warmup();
-      res_.warmup_seconds = warm_clock.seconds();
-      sampling_start = Clock::now();
-    }
-    transition(it);
-    if (it >= cfg_.warmup) record(it);
-    if (gauge && ((it & 15) == 15 || it + 1 == total))
-      gauge->publish(it + 1, gauge_accept_, it + 1, std::numeric_limits<double>::quiet_NaN());
-  }
-  res_.sampling_seconds = seconds_between(sampling_start, Clock::now());
+  own_moves_loop(
+      cfg_, res_, gauge, [this] { end_warmup(); }, [this](long it) { transition(it); },
+      [this](long it) { record(it); },
+      [this](ChainGauge& g, long iterations) {
+        g.publish(iterations, gauge_accept_, iterations, std::numeric_limits<double>::quiet_NaN());
+      });
   const double iters = static_cast<double>(std::max(1L, cfg_.iters));
   res_.step_size = step_;
   res_.accept_rate = accept_sum_ / iters;

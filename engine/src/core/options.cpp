@@ -49,8 +49,8 @@ constexpr AlgoMask kStepAlgos =
     kThetaKernelAlgos | algo_bit(Algo::minibatch_mh) | algo_bit(Algo::sgld);
 
 // The help texts are `flymc sample --help`'s (ASCII).
-// Two halves, in RunConfig's field order: the model, sampler and θ-kernel choices; then the run's
-// size, the models' constants, FlyMC's z-updates and the other samplers' options.
+// Three parts, in RunConfig's field order: the model, sampler and θ-kernel choices; the run's
+// size, the models' constants and FlyMC's z-updates; the other samplers' options.
 std::vector<OptionInfo> model_and_kernel_options() {
   return {
       {"model", "model", choice<&C::model>(),
@@ -177,6 +177,11 @@ std::vector<OptionInfo> run_and_sampler_options() {
        kThetaKernelAlgos | algo_bit(Algo::minibatch_mh), true, true, above(0.0)},
       {"init-jitter", "init_jitter", &C::init_jitter,
        "--init map: jitter of the starting points in Laplace standard deviations"},
+  };
+}
+
+std::vector<OptionInfo> other_sampler_options() {
+  return {
       {"batch-size", "batch_size", &C::batch_size,
        "Approximate samplers: data per batch (minibatch-mh: the first batch of every acceptance "
        "test, doubled while its variance is too large; sgld: every gradient's batch, scaled by "
@@ -247,6 +252,7 @@ const std::vector<OptionInfo>& table() {
   static const std::vector<OptionInfo> t = [] {
     std::vector<OptionInfo> all = model_and_kernel_options();
     for (OptionInfo& o : run_and_sampler_options()) all.push_back(o);
+    for (OptionInfo& o : other_sampler_options()) all.push_back(o);
     return all;
   }();
   return t;

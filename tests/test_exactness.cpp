@@ -136,7 +136,8 @@ TEST_SUITE("statistical") {
         for (std::size_t j = 0; j < 2; ++j) {
           CAPTURE(j);
           const auto draws = r.coordinate(j);
-          const auto [m, se] = mean_and_mcse(draws, [](double x) { return x; });
+          double m = 0.0, se = 0.0;
+          std::tie(m, se) = mean_and_mcse(draws, [](double x) { return x; });
           CAPTURE(m);
           CAPTURE(se);
           CHECK(std::fabs(m - exact.mean[j]) < 4.5 * se);

@@ -156,8 +156,9 @@ void check_mean_and_variance(const NutsRun& r, const Vec& mu, const Mat& cov) {
     const auto jj = static_cast<Eigen::Index>(j);
     const double m = mu[jj], var = cov(jj, jj), sd = std::sqrt(var);
     const auto x = coordinate(r, p, j);
-    const auto [mean, se] = mean_and_mcse(x, [](double v) { return v; });
-    const auto [v, se_v] = mean_and_mcse(x, [m](double y) { return (y - m) * (y - m); });
+    double mean = 0.0, se = 0.0, v = 0.0, se_v = 0.0;
+    std::tie(mean, se) = mean_and_mcse(x, [](double y) { return y; });
+    std::tie(v, se_v) = mean_and_mcse(x, [m](double y) { return (y - m) * (y - m); });
     CAPTURE(j);
     CAPTURE(mean);
     CAPTURE(se);

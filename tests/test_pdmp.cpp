@@ -400,7 +400,10 @@ TEST_SUITE("unit") {
         {Algo::bps, 0x1a17bad4632d3719ull},       {Algo::lipsbps, 0xfd38c1431223875aull},
         {Algo::sbps, 0x5062505385468055ull},      {Algo::psbps, 0xd84cf77521898b5aull},
         {Algo::zigzag_ss, 0x4f45e368f1bac12cull}, {Algo::zigzag_cv, 0xc8653fb99330bcf6ull}};
-    for (const auto& [algo, hash] : pinned) {
+    for (const auto& entry : pinned) {
+      // Named copies, not structured bindings: CAPTURE's lambda cannot capture those in clang 14.
+      const Algo algo = entry.first;
+      const std::uint64_t hash = entry.second;
       RunConfig cfg = pdmp_config(algo, 2, 30, 60, 20, 99);
       cfg.threads = 1;
       cfg.pdmp_precondition = PdmpPrecondition::none;

@@ -787,8 +787,9 @@ TEST_SUITE("statistical") {
       Rng rng(8, static_cast<std::uint64_t>(kc.kind) * 2 + static_cast<std::uint64_t>(kc.mode));
       ThetaState s = state_at({0.0, 0.0}, t);
       const ChainOut out = run_chain(k, t, rng, s, kc.iters);
-      const auto [m, se] = batch_mean(out.draws, 2, [](const double* x) { return x[0]; });
-      const auto [v, se_v] = batch_mean(out.draws, 2, [](const double* x) { return x[0] * x[0]; });
+      double m = 0.0, se = 0.0, v = 0.0, se_v = 0.0;
+      std::tie(m, se) = batch_mean(out.draws, 2, [](const double* x) { return x[0]; });
+      std::tie(v, se_v) = batch_mean(out.draws, 2, [](const double* x) { return x[0] * x[0]; });
       CAPTURE(m);
       CAPTURE(v);
       CHECK(std::fabs(m) < 4.5 * se);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -264,7 +265,8 @@ inline double check_moments(const std::vector<double>& draws, const Vec& mu, con
   for (std::size_t i = 0; i < p; ++i) {
     const auto ii = static_cast<Eigen::Index>(i);
     const double sd_i = std::sqrt(cov(ii, ii));
-    const auto [m, se] = batch_mean(draws, p, [i](const double* x) { return x[i]; });
+    double m = 0.0, se = 0.0;
+    std::tie(m, se) = batch_mean(draws, p, [i](const double* x) { return x[i]; });
     CAPTURE(i);
     CAPTURE(m);
     CAPTURE(se);
@@ -274,7 +276,8 @@ inline double check_moments(const std::vector<double>& draws, const Vec& mu, con
     for (std::size_t j = i; j < p; ++j) {
       const auto jj = static_cast<Eigen::Index>(j);
       const double mi = mu[ii], mj = mu[jj];
-      const auto [c, se_c] = batch_mean(
+      double c = 0.0, se_c = 0.0;
+      std::tie(c, se_c) = batch_mean(
           draws, p, [i, j, mi, mj](const double* x) { return (x[i] - mi) * (x[j] - mj); });
       CAPTURE(j);
       CAPTURE(c);

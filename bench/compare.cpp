@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "flymc/core/options.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
 
@@ -93,6 +94,12 @@ RunConfig row_config(const CompareOptions& o, const std::string& algo) {
     if (c.kernel == KernelKind::hmc || c.kernel == KernelKind::nuts)
       c.slack_scale = o.flymc_slack_scale;
     c.warmup = 3 * o.warmup;  // cheap iterations; the metric adapts in Stan's windows
+  } else if (starts_with(algo, "smh-")) {
+    const std::optional<SmhProposal> p = parse_enum<SmhProposal>(algo.substr(4));
+    if (!p) throw UsageError("compare: unknown SMH proposal in '" + algo + "' (smh-pcn, smh-rw)");
+    c.algo = Algo::smh;
+    c.proposal = *p;
+    c.metric = Metric::automatic;  // SMH scales its proposals by the Laplace fit itself
   } else if (const std::optional<Algo> a = sampler_named(algo)) {
     c.algo = *a;
     // A continuous-time sampler's warm-up only discards path from θ_MAP (pSBPS also fits its
@@ -101,8 +108,8 @@ RunConfig row_config(const CompareOptions& o, const std::string& algo) {
     if (is_pdmp(c.algo)) c.warmup = 10;
   } else {
     throw UsageError("compare: unknown algorithm '" + algo +
-                     "' (regular-<kernel>, flymc-<kernel>[-fly], minibatch-mh, sgld, bps, "
-                     "lipsbps, sbps, psbps, zigzag-ss, zigzag-cv)");
+                     "' (regular-<kernel>, flymc-<kernel>[-fly], smh-pcn, smh-rw, minibatch-mh, "
+                     "sgld, bps, lipsbps, sbps, psbps, zigzag-ss, zigzag-cv)");
   }
   return c;
 }

@@ -15,8 +15,8 @@ struct CompareOptions {
   std::string json;        ///< rows[] and the reference as JSON
   std::string reference;   ///< the reference's means and sds: read if present, else written
   std::string algos =      ///< rows, in order (names as the JSON's `algo`)
-      "regular-nuts,regular-hmc,flymc-mala,flymc-nuts-fly,minibatch-mh,sgld,bps,lipsbps,sbps,"
-      "psbps,zigzag-ss,zigzag-cv";
+      "regular-nuts,regular-hmc,regular-pcn,flymc-mala,flymc-nuts-fly,smh-pcn,smh-rw,"
+      "minibatch-mh,sgld,bps,lipsbps,sbps,psbps,zigzag-ss,zigzag-cv";
   int chains = 2, threads = 0;
   std::uint64_t seed = 1;
   double budget_seconds = 30.0;      ///< sampling wall time per algorithm

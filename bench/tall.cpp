@@ -56,6 +56,10 @@ RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool f
   c.warmup = algo == Algo::full ? o.warmup_regular : o.warmup_flymc;
   c.iters = algo == Algo::full ? o.pilot_regular : o.pilot_flymc;
   if (algo == Algo::flymc && kernel == KernelKind::rwmh) c.iters *= 10;  // cheap, slow-mixing
+  if (kernel == KernelKind::pcn || kernel == KernelKind::imh) {          // one query per iteration
+    c.warmup *= 10;
+    c.iters *= 10;
+  }
   return c;
 }
 
@@ -114,6 +118,12 @@ KernelKind kernel(const std::string& k) {
   return it->second;
 }
 
+const TallRow* find_row(const std::vector<TallRow>& rows, const std::string& algo) {
+  for (const TallRow& r : rows)
+    if (r.algo == algo) return &r;
+  return nullptr;
+}
+
 std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const Dataset>& data) {
   std::vector<TallRow> rows;
   for (const std::string& m : split_list(o.regular_metric)) {
@@ -121,7 +131,10 @@ std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const D
       throw UsageError("tall: --regular-metric: adapted, laplace");
     const bool adapted = m == "adapted";
     for (const std::string& k : split_list(o.regular)) {
-      const std::string name = "regular-" + k + (adapted ? "" : "-laplace");
+      // pCN and IMH move on the Laplace Gaussian itself (no metric to adapt): one row, regular-<k>.
+      const bool laplace_kernel = kernel(k) == KernelKind::pcn || kernel(k) == KernelKind::imh;
+      const std::string name = "regular-" + k + (adapted || laplace_kernel ? "" : "-laplace");
+      if (find_row(rows, name)) continue;
       rows.push_back(measure(o, name, algo_config(o, Algo::full, kernel(k), false, adapted), data));
     }
   }
@@ -180,60 +193,58 @@ nlohmann::json row_json(const TallRow& r, const Dataset& data, double best_regul
       {"max_mean_z_vs_best_regular", best ? max_mean_z(r, *best) : 0.0}};
 }
 
-const TallRow* find_row(const std::vector<TallRow>& rows, const std::string& algo) {
-  for (const TallRow& r : rows)
-    if (r.algo == algo) return &r;
-  return nullptr;
-}
-
-/// `--algo auto` with kernel k: its pilots' prediction, and what the measured rows of the same
-/// kernel say (the chosen algorithm's run is the one its row measured: same draws).
-nlohmann::json check_auto(const TallOptions& o, const std::string& k,
-                          const std::shared_ptr<const Dataset>& data,
+/// `--algo auto` on the same data and options: every candidate's predicted ESS/s beside the
+/// measured row of the same name, and the chosen candidate's measured ESS/s over the best
+/// measured exact row's (null where the chosen candidate has no row).
+nlohmann::json check_auto(const TallOptions& o, const std::shared_ptr<const Dataset>& data,
                           const std::vector<TallRow>& rows) {
-  const TallRow* fly_row = find_row(rows, "flymc-" + k + "-fly");
-  const TallRow* fly = fly_row ? fly_row : find_row(rows, "flymc-" + k);
-  const TallRow* reg = find_row(rows, "regular-" + k);
-  std::fprintf(stderr, "tall: --algo auto with %s: pilots ...\n", k.c_str());
-  const AlgoChoice c =
-      choose_algo(algo_config(o, Algo::flymc, kernel(k), fly_row != nullptr), data);
-  nlohmann::json j = {{"kernel", k},
-                      {"flymc_row", fly ? nlohmann::json(fly->algo) : nlohmann::json()},
-                      {"chosen", to_string(c.algo)},
-                      {"predicted_speedup", c.predicted_speedup},
-                      {"predicted_flymc_ess_per_second", c.flymc_ess_per_second},
-                      {"predicted_regular_ess_per_second", c.regular_ess_per_second},
-                      {"regular_pilot_rows", c.regular_pilot_rows},
-                      {"pilot_seconds", c.pilot_seconds}};
-  if (fly && reg) {
-    const double f = fly->ess_per_second, r = reg->ess_per_second;
-    j["measured_speedup"] = f / r;
-    j["auto_vs_better"] = (c.algo == Algo::flymc ? f : r) / std::max(f, r);
+  std::fprintf(stderr, "tall: --algo auto: pilots ...\n");
+  const AlgoChoice c = choose_algo(algo_config(o, Algo::full, KernelKind::nuts, false), data);
+  double best = 0.0;
+  for (const TallRow& r : rows)
+    if (is_exact(r.result.config.algo)) best = std::max(best, r.ess_per_second);
+  nlohmann::json cands = nlohmann::json::array();
+  for (const AutoCandidate& a : c.candidates) {
+    const TallRow* row = find_row(rows, a.name);
+    cands.push_back({{"name", a.name},
+                     {"skipped", a.skipped.empty() ? nlohmann::json() : nlohmann::json(a.skipped)},
+                     {"predicted_ess_per_second",
+                      a.skipped.empty() ? nlohmann::json(a.ess_per_second) : nlohmann::json()},
+                     {"pilot_seconds", a.pilot_seconds},
+                     {"measured_ess_per_second",
+                      row ? nlohmann::json(row->ess_per_second) : nlohmann::json()}});
   }
-  return j;
+  const TallRow* chosen = find_row(rows, c.best().name);
+  return {{"chosen", c.best().name},
+          {"predicted_speedup", c.predicted_speedup},
+          {"rough", c.pilots_short},
+          {"pilot_seconds", c.pilot_seconds},
+          {"candidates", cands},
+          {"auto_vs_best", chosen && best > 0.0 ? nlohmann::json(chosen->ess_per_second / best)
+                                                : nlohmann::json()}};
 }
 
-void print_auto(const nlohmann::json& autos) {
-  if (autos.empty()) return;
-  std::printf("\n--algo auto: %-6s %-7s %12s %12s %12s %12s %8s\n", "kernel", "chose", "pred FlyMC",
-              "pred regular", "pred x", "measured x", "pilot s");
-  for (const auto& a : autos)
-    std::printf("             %-6s %-7s %12.3g %12.3g %12.3g %12.3g %8.1f\n",
-                a["kernel"].get<std::string>().c_str(), a["chosen"].get<std::string>().c_str(),
-                double(a["predicted_flymc_ess_per_second"]),
-                double(a["predicted_regular_ess_per_second"]), double(a["predicted_speedup"]),
-                a.contains("measured_speedup") ? double(a["measured_speedup"]) : NAN,
-                double(a["pilot_seconds"]));
-  std::printf("(pred: the pilots' min bulk ESS/s; x: FlyMC over regular MCMC, same kernel)\n");
+void print_auto(const nlohmann::json& a) {
+  if (a.is_null()) return;
+  std::printf("\n--algo auto chose %s (pilots %.1f s%s)\n", a["chosen"].get<std::string>().c_str(),
+              double(a["pilot_seconds"]), a["rough"].get<bool>() ? ", rough" : "");
+  std::printf("  %-22s %14s %14s\n", "candidate", "predicted ESS/s", "measured ESS/s");
+  for (const auto& c : a["candidates"]) {
+    const auto value = [](const nlohmann::json& v) { return v.is_null() ? NAN : double(v); };
+    std::printf("  %-22s %14.4g %14.4g%s\n", c["name"].get<std::string>().c_str(),
+                value(c["predicted_ess_per_second"]), value(c["measured_ess_per_second"]),
+                c["skipped"].is_null() ? "" : "  (skipped)");
+  }
+  if (!a["auto_vs_best"].is_null())
+    std::printf("  the choice measured %.3g x the best measured exact row\n",
+                double(a["auto_vs_best"]));
 }
 
 void tall(const TallOptions& o) {
   const auto data =
       std::make_shared<const Dataset>(load_dataset(o.data, label_domain(model_kind(o.model))));
   const std::vector<TallRow> rows = run_all(o, data);
-  nlohmann::json autos = nlohmann::json::array();
-  for (const std::string& k : split_list(o.auto_kernels))
-    autos.push_back(check_auto(o, k, data, rows));
+  const nlohmann::json autos = o.check_auto ? check_auto(o, data, rows) : nlohmann::json();
   const TallRow* best = nullptr;
   for (const TallRow& r : rows)
     if (r.result.config.algo == Algo::full && (!best || r.ess_per_second > best->ess_per_second))
@@ -283,9 +294,8 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
       "with each theta-kernel, budgets sized for a min bulk ESS target");
   t->add_option("--data", o.data, "Data set (.csv/.npy)")->required();
   t->add_option("--model", o.model, "logistic, softmax or robust")->capture_default_str();
-  t->add_option("--auto", o.auto_kernels,
-                "kernels --algo auto's prediction is checked with, comma-separated (empty: none)")
-      ->capture_default_str();
+  t->add_flag("--auto,!--no-auto", o.check_auto,
+              "also run --algo auto's pilots and compare its choice with the measured rows");
   t->add_option("--json", o.json, "Write rows[] and posteriors{} as JSON");
   t->add_option("--chains", o.chains)->capture_default_str();
   t->add_option("--threads", o.threads, "0: all cores")->capture_default_str();

@@ -10,9 +10,9 @@ namespace flymc::bench {
 struct TallOptions {
   std::string data, json;
   std::string model = "logistic";  ///< logistic, softmax or robust
-  /// Kernels `--algo auto` is checked with: its pilots' prediction against the measured rows of
-  /// the same kernel (regular-<k> and flymc-<k>, with the fly metric when it is measured).
-  std::string auto_kernels = "nuts";
+  /// Check `--algo auto`: its candidates' predictions against the measured rows of the same
+  /// names, and its choice's measured ESS/s against the best measured exact row's.
+  bool check_auto = true;
   int chains = 2, threads = 0;
   std::uint64_t seed = 1;
   /// Every algorithm runs until its min bulk ESS (over parameters, all chains) reaches this,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "flymc/mcmc/choose_algo.hpp"
@@ -42,58 +43,104 @@ TEST_SUITE("unit") {
     }
   }
 
-  TEST_CASE("choose_algo picks the algorithm its pilots predict faster, on all rows or a subset") {
+  TEST_CASE("auto_candidates: every exact sampler that fits the model, with the user's lengths") {
+    const auto data = test::logistic_data(500, 3, 2);
+    RunConfig cfg = pilot_test_config(KernelKind::slice);
+    cfg.seed = 77;
+    cfg.iters = 1234;
+    const std::vector<AutoCandidate> c = auto_candidates(cfg, *data);
+    std::vector<std::string> names;
+    for (const AutoCandidate& a : c) names.push_back(a.name);
+    CHECK(names == std::vector<std::string>{"regular-nuts-laplace", "regular-nuts", "regular-pcn",
+                                            "flymc-nuts-fly", "smh-pcn", "zigzag-cv"});
+    for (const AutoCandidate& a : c) {
+      CAPTURE(a.name);
+      CHECK(a.skipped.empty());
+      CHECK(is_exact(a.config.algo));
+      CHECK(a.config.seed == 77);
+      CHECK(a.config.iters == 1234);
+      CHECK(a.config.chains == 2);
+    }
+    CHECK(c[0].config.metric == Metric::dense);
+    CHECK_FALSE(c[0].config.adapt_metric);  // the Laplace covariance, fixed
+    CHECK(c[1].config.adapt_metric);
+    CHECK(c[2].config.kernel == KernelKind::pcn);
+    CHECK(c[3].config.metric == Metric::fly);
+    CHECK(c[3].config.slack_scale == 1.0);
+
+    // Zig-Zag's cost model rules it out in 20 dimensions; SMH and Zig-Zag take logistic
+    // regression only, so robust regression keeps the others.
+    CHECK_FALSE(auto_candidates(cfg, *test::logistic_data(100, 20, 2)).back().skipped.empty());
+    RunConfig robust = cfg;
+    robust.model = ModelKind::robust;
+    const auto r = auto_candidates(robust, *test::robust_data(200, 3, 1));
+    for (const AutoCandidate& a : r) {
+      CAPTURE(a.name);
+      CHECK(a.skipped.empty() == (a.name != "smh-pcn" && a.name != "zigzag-cv"));
+    }
+  }
+
+  TEST_CASE("choose_algo picks the candidate its pilots predict fastest, on all rows or a subset") {
     const auto data = test::logistic_data(4000, 3, 11);
     const RunConfig cfg = pilot_test_config(KernelKind::mala);
     AutoOptions opt = short_warmups();
     opt.flymc_iters = opt.regular_iters = 150;
+    opt.smh_iters = opt.pdmp_iters = 300;
     for (std::size_t rows : {std::size_t{100000}, std::size_t{1000}}) {
       CAPTURE(rows);
       opt.regular_rows = rows;
       const AlgoChoice c = choose_algo(cfg, data, opt);
-      CHECK(c.regular_pilot_rows == std::min<std::size_t>(rows, 4000));
-      CHECK(std::isfinite(c.flymc_ess_per_second));
-      CHECK(std::isfinite(c.regular_ess_per_second));
-      CHECK(c.flymc_ess_per_second > 0.0);
-      CHECK(c.regular_ess_per_second > 0.0);
-      CHECK(c.predicted_speedup ==
-            doctest::Approx(c.flymc_ess_per_second / c.regular_ess_per_second));
-      CHECK((c.algo == Algo::flymc) == (c.predicted_speedup >= 1.0));
+      double best = 0.0, best_regular = 0.0;
+      for (const AutoCandidate& a : c.candidates) {
+        CAPTURE(a.name);
+        REQUIRE(a.skipped.empty());
+        CHECK(std::isfinite(a.ess_per_second));
+        CHECK(a.ess_per_second > 0.0);
+        CHECK(a.pilot_seconds > 0.0);
+        const bool regular = a.config.algo == Algo::full;
+        CHECK(a.pilot_rows == (regular ? std::min<std::size_t>(rows, 4000) : 4000));
+        best = std::max(best, a.ess_per_second);
+        if (regular) best_regular = std::max(best_regular, a.ess_per_second);
+      }
+      CHECK(c.best().ess_per_second == best);
+      CHECK(c.algo() == c.best().config.algo);
+      CHECK(c.predicted_speedup == doctest::Approx(best / best_regular));
       CHECK(c.pilot_seconds > 0.0);
     }
   }
 
-  TEST_CASE("choose_algo lengthens a pilot too short to estimate its ESS, within its time limit") {
+  TEST_CASE("choose_algo lengthens a pilot too short to estimate its ESS, within its time budget") {
     // Replays Table 1's logistic row with RW-MH: pilots of a few hundred iterations made under one
     // effective draw each, so their ESS/s was one draw over their run times and --algo auto
     // chose regular MCMC where FlyMC was several times faster.
     const auto data = test::logistic_data(4000, 3, 11);
     const RunConfig cfg = pilot_test_config(KernelKind::rwmh);
     AutoOptions opt = short_warmups();
-    opt.flymc_iters = 2;  // RW-MH's FlyMC pilot runs 10× more: 20 iterations, as the regular one
-    opt.regular_iters = 20;
+    opt.smh_warmup = opt.pdmp_warmup = 100;
+    opt.flymc_iters = opt.regular_iters = opt.smh_iters = opt.pdmp_iters = 2;
     opt.min_pilot_ess = 10.0;
-    opt.max_pilot_seconds = 0.0;  // no time for a second run: the pilots stay short, and say so
+    opt.budget_seconds = 0.0;  // no time for a second run: the pilots stay short, and say so
     const AlgoChoice short_pilots = choose_algo(cfg, data, opt);
-    CHECK(short_pilots.flymc_pilot_iters == 20);
-    CHECK(short_pilots.regular_pilot_iters == 20);
-    CHECK(std::min(short_pilots.flymc_pilot_ess, short_pilots.regular_pilot_ess) < 10.0);
+    for (const AutoCandidate& a : short_pilots.candidates) {
+      CAPTURE(a.name);
+      CHECK(a.pilot_iters == (a.config.kernel == KernelKind::pcn ? 20 : 2));
+      CHECK(a.rough == (a.pilot_ess < 10.0));
+    }
     CHECK(short_pilots.pilots_short);
 
-    opt.max_pilot_seconds = 1e6;
+    opt.budget_seconds = 1e6;
     const AlgoChoice c = choose_algo(cfg, data, opt);
-    CHECK(c.flymc_pilot_ess >= 10.0);
-    CHECK(c.regular_pilot_ess >= 10.0);
     CHECK_FALSE(c.pilots_short);
     // Each pilot that was short ran again with 4^k times the iterations.
-    for (long iters : {c.flymc_pilot_iters, c.regular_pilot_iters}) {
-      CHECK(iters >= 20);
-      long k = iters / 20;
+    for (const AutoCandidate& a : c.candidates) {
+      CAPTURE(a.name);
+      CHECK(a.pilot_ess >= 10.0);
+      CHECK_FALSE(a.rough);
+      const long base = a.config.kernel == KernelKind::pcn ? 20 : 2;
+      CHECK(a.pilot_iters % base == 0);
+      long k = a.pilot_iters / base;
       while (k % 4 == 0) k /= 4;
       CHECK(k == 1);
-      CHECK(iters % 20 == 0);
     }
-    CHECK(c.flymc_pilot_iters + c.regular_pilot_iters > 40);
-    CHECK((c.algo == Algo::flymc) == (c.predicted_speedup >= 1.0));
   }
 }

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "flymc/core/format.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
 #include "flymc/io/stan_csv.hpp"
@@ -113,6 +115,8 @@ TEST_SUITE("unit") {
                                        "q_dark_to_bright",
                                        "algo",
                                        "algo_chosen",
+                                       "auto_chosen",
+                                       "auto_candidates",
                                        "predicted_speedup",
                                        "prediction_rough",
                                        "exact",
@@ -133,6 +137,8 @@ TEST_SUITE("unit") {
     CHECK(j["run"]["exact"] == true);
     CHECK(j["run"]["batch_mean"].is_null());   // only the approximate samplers batch
     CHECK(j["run"]["algo_chosen"].is_null());  // only --algo auto chooses
+    CHECK(j["run"]["auto_chosen"].is_null());
+    CHECK(j["run"]["auto_candidates"].is_null());
     CHECK(j["run"]["predicted_speedup"].is_null());
     CHECK(j["run"]["prediction_rough"].is_null());
 
@@ -146,24 +152,41 @@ TEST_SUITE("unit") {
     const fs::path dir = temp_dir("auto");
     flymc::save_csv(*flymc::test::logistic_data(3000, 3, 8), (dir / "d.csv").string());
     const std::string args = "sample --data " + (dir / "d.csv").string() +
-                             " --kernel mala --chains 2 --warmup 200 --iters 300 --seed 4 --out ";
-    const Result a = run_cli(args + (dir / "auto").string() + " --algo auto", dir);
+                             " --chains 2 --warmup 200 --iters 300 --seed 4 --out ";
+    // (auto picks the kernel with the sampler: the user's --kernel does not apply)
+    const Result a = run_cli(args + (dir / "auto").string() + " --algo auto --kernel mala", dir);
     REQUIRE_MESSAGE(a.code == 0, a.err);
     CHECK(a.err.find("--algo auto chose") != std::string::npos);
     std::ifstream f(dir / "auto" / "summary.json");
     const auto j = nlohmann::json::parse(f);
     const std::string chosen = j["run"]["algo_chosen"].get<std::string>();
-    CHECK((chosen == "flymc" || chosen == "full"));
     CHECK(j["run"]["algo"] == chosen);
-    const double speedup = j["run"]["predicted_speedup"].get<double>();
-    CHECK(std::isfinite(speedup));
-    CHECK(speedup > 0.0);
-    CHECK((speedup >= 1.0) == (chosen == "flymc"));
+    // The candidates and their predictions; the chosen one has the most predicted ESS/s.
+    double best = 0.0, best_regular = 0.0;
+    std::string best_name;
+    for (const auto& c : j["run"]["auto_candidates"]) {
+      CAPTURE(c.dump());
+      if (!c["skipped"].is_null()) continue;
+      const double e = c["predicted_ess_per_second"].get<double>();
+      CHECK(e > 0.0);
+      if (e > best) best = e, best_name = c["name"].get<std::string>();
+      if (c["algo"] == "full") best_regular = std::max(best_regular, e);
+    }
+    CHECK(j["run"]["auto_chosen"] == best_name);
+    CHECK(j["run"]["predicted_speedup"].get<double>() == doctest::Approx(best / best_regular));
+    CHECK(a.err.find("--algo auto chose " + best_name) != std::string::npos);
     // The rough flag is the warning's: both or neither.
     CHECK(j["run"]["prediction_rough"].get<bool>() ==
           (a.err.find("the prediction is rough") != std::string::npos));
-    // The pilots draw from streams of their own: the run is the one --algo <chosen> makes.
-    const Result b = run_cli(args + (dir / "fixed").string() + " --algo " + chosen, dir);
+    // The pilots draw from streams of their own: the run is the one the chosen sampler's options
+    // make when given by hand.
+    const auto& cfg = j["config"];
+    std::string fixed = " --algo " + chosen + " --kernel " + cfg["kernel"].get<std::string>() +
+                        " --metric " + cfg["metric"].get<std::string>() + " --slack-scale " +
+                        flymc::number_text(cfg["slack_scale"].get<double>()) + " --proposal " +
+                        cfg["proposal"].get<std::string>();
+    if (!cfg["adapt_metric"].get<bool>()) fixed += " --no-adapt-metric";
+    const Result b = run_cli(args + (dir / "fixed").string() + fixed, dir);
     REQUIRE_MESSAGE(b.code == 0, b.err);
     for (const char* chain : {"chain-1.csv", "chain-2.csv"}) {
       const auto x = flymc::read_stan_csv((dir / "auto" / chain).string());

@@ -43,6 +43,9 @@ RunConfig base_config(ModelKind model, KernelKind kernel) {
   c.iters = 300;
   c.seed = 17;
   c.threads = 2;
+  // The metric the recorded draws were made with: `--metric auto` resolved to diag for every
+  // kernel but RW-MH then, and to dense for the gradient kernels since.
+  c.metric = kernel == KernelKind::rwmh ? Metric::identity : Metric::diag;
   return c;
 }
 

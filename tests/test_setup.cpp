@@ -234,8 +234,12 @@ TEST_SUITE("unit") {
     cfg.metric = Metric::automatic;
     cfg.kernel = KernelKind::rwmh;
     CHECK(initial_metric(cfg, map).form() == InverseMetric::Form::identity);
-    cfg.kernel = KernelKind::mala;
+    cfg.kernel = KernelKind::slice;
     CHECK(initial_metric(cfg, map).form() == InverseMetric::Form::diag);
+    for (KernelKind k : {KernelKind::mala, KernelKind::hmc, KernelKind::nuts, KernelKind::pcn}) {
+      cfg.kernel = k;  // the gradient kernels and pCN start from the dense Laplace covariance
+      CHECK(initial_metric(cfg, map).form() == InverseMetric::Form::dense);
+    }
   }
 
   TEST_CASE("set-up: the bound's curvature is exact: 2A for logistic, a Laplacian for softmax") {

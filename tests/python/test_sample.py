@@ -116,8 +116,11 @@ class Options(unittest.TestCase):
         self.assertEqual(r.param_names[:2], ["W.1.1", "W.1.2"])
         x, y = ft.logistic_data(n=300)
         r = flymc.sample(x, y, algo="auto", kernel="mala", **SMALL)
-        self.assertIn(r.run["algo_chosen"], ("flymc", "full"))
+        self.assertIn(r.run["algo_chosen"], ("flymc", "full", "smh", "zigzag-cv"))
         self.assertEqual(r.config["algo"], r.run["algo_chosen"])
+        names = [c["name"] for c in r.run["auto_candidates"]]
+        self.assertIn(r.run["auto_chosen"], names)
+        self.assertIn("regular-nuts-laplace", names)
         self.assertIsInstance(r.run["prediction_rough"], bool)
         self.assertIsNone(flymc.sample(x, y, **SMALL).run["prediction_rough"])
 

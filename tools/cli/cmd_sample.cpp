@@ -47,7 +47,7 @@ struct SampleOptions {
   RunConfig cfg;
   long checkpoint_every = 0;
   bool quiet = false;
-  bool auto_algo = false;  // --algo auto: choose_algo() sets cfg.algo after the data are read
+  bool auto_algo = false;  // --algo auto: choose_algo() picks the sampler after the data are read
   CLI::App* app = nullptr;
   FaultInjection faults;  // --test-bound-excess (hidden)
 };
@@ -119,6 +119,26 @@ nlohmann::json config_json(const RunConfig& cfg) {
   return j;
 }
 
+/// --algo auto's candidates and their pilots (docs/output.md).
+nlohmann::json auto_candidates_json(const AlgoChoice& choice) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const AutoCandidate& c : choice.candidates) {
+    const bool ran = c.skipped.empty();
+    out.push_back({{"name", c.name},
+                   {"algo", to_string(c.config.algo)},
+                   {"kernel", to_string(c.config.kernel)},
+                   {"metric", to_string(c.config.resolved_metric())},
+                   {"skipped", ran ? nlohmann::json() : nlohmann::json(c.skipped)},
+                   {"predicted_ess_per_second", ran ? num(c.ess_per_second) : nlohmann::json()},
+                   {"pilot_min_ess", ran ? num(c.pilot_ess) : nlohmann::json()},
+                   {"pilot_iters", ran ? nlohmann::json(c.pilot_iters) : nlohmann::json()},
+                   {"pilot_rows", ran ? nlohmann::json(c.pilot_rows) : nlohmann::json()},
+                   {"pilot_seconds", ran ? num(c.pilot_seconds) : nlohmann::json()},
+                   {"rough", ran ? nlohmann::json(c.rough) : nlohmann::json()}});
+  }
+  return out;
+}
+
 void write_summary_json(const std::string& path, const RunResult& r,
                         const std::vector<NamedSummary>& params,
                         const std::optional<AlgoChoice>& choice) {
@@ -143,7 +163,9 @@ void write_summary_json(const std::string& path, const RunResult& r,
       {"algo", to_string(r.config.algo)},
       {"exact", is_exact(r.config.algo)},
       {"batch_mean", num(r.batch_mean())},
-      {"algo_chosen", choice ? nlohmann::json(to_string(choice->algo)) : nlohmann::json()},
+      {"algo_chosen", choice ? nlohmann::json(to_string(choice->algo())) : nlohmann::json()},
+      {"auto_chosen", choice ? nlohmann::json(choice->best().name) : nlohmann::json()},
+      {"auto_candidates", choice ? auto_candidates_json(*choice) : nlohmann::json()},
       {"predicted_speedup", choice ? num(choice->predicted_speedup) : nlohmann::json()},
       {"prediction_rough", choice ? nlohmann::json(choice->pilots_short) : nlohmann::json()},
       {"chains", r.config.chains},
@@ -390,31 +412,38 @@ void print_warnings(const RunResult& r, const std::vector<NamedSummary>& params)
                  count(r.nonfinite()));
 }
 
-/// --algo auto: runs the pilots, tells the user what they predict, and sets the job's algorithm.
-AlgoChoice choose_job_algo(const SampleOptions& o, SampleJob& job,
+/// --algo auto: runs the pilots and tells the user what they predict.
+AlgoChoice choose_job_algo(const SampleOptions& o, const SampleJob& job,
                            const std::shared_ptr<const Dataset>& data) {
   if (!o.quiet)
-    std::fprintf(stderr, "flymc: --algo auto: pilot runs of FlyMC and regular MCMC ...\n");
+    std::fprintf(stderr, "flymc: --algo auto: a pilot of every exact sampler that fits ...\n");
   const AlgoChoice c = choose_algo(job.cfg, data);
-  job.cfg.algo = c.algo;
-  if (!o.quiet)
+  if (o.quiet) return c;
+  for (const AutoCandidate& a : c.candidates) {
+    if (!a.skipped.empty()) {
+      std::fprintf(stderr, "  %-22s skipped: %s\n", a.name.c_str(), a.skipped.c_str());
+      continue;
+    }
     std::fprintf(stderr,
-                 "flymc: --algo auto chose %s: predicted min bulk ESS/s FlyMC %.3g, regular "
-                 "%.3g (pilot on %zu rows, scaled to %zu), FlyMC/regular %.3g; pilots of %ld "
-                 "and %ld iterations (min bulk ESS %.3g and %.3g) took %.1f s\n",
-                 to_string(c.algo), c.flymc_ess_per_second, c.regular_ess_per_second,
-                 c.regular_pilot_rows, data->n(), c.predicted_speedup, c.flymc_pilot_iters,
-                 c.regular_pilot_iters, c.flymc_pilot_ess, c.regular_pilot_ess, c.pilot_seconds);
+                 "  %-22s predicted min bulk ESS/s %9.4g  (pilot: %ld iterations on %zu rows, "
+                 "min ESS %.3g, %.1f s)%s\n",
+                 a.name.c_str(), a.ess_per_second, a.pilot_iters, a.pilot_rows, a.pilot_ess,
+                 a.pilot_seconds, a.rough ? " rough" : "");
+  }
+  std::fprintf(stderr,
+               "flymc: --algo auto chose %s (%.3g x the best regular MCMC predicted); the pilots "
+               "took %.1f s\n",
+               c.best().name.c_str(), c.predicted_speedup, c.pilot_seconds);
   if (c.pilots_short)
     std::fprintf(stderr,
                  "flymc: warning: --algo auto's pilots stopped at their time limit with few "
-                 "effective draws, so the prediction is rough: compare --algo flymc and --algo "
-                 "full with longer runs\n");
+                 "effective draws, so the prediction is rough: compare the two best with longer "
+                 "runs\n");
   return c;
 }
 
-/// --algo auto: the leader runs the pilots; every process takes its choice (and the figure its
-/// draw files record).
+/// --algo auto: the leader runs the pilots; every process takes its choice (the candidates are
+/// the same everywhere, so the index travels) and the figure its draw files record.
 std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGroup& group,
                                             SampleJob& job,
                                             const std::shared_ptr<const Dataset>& data,
@@ -423,7 +452,9 @@ std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGro
   group.together([&] {
     if (group.leader()) choice = choose_job_algo(o, job, data);
   });
-  job.cfg.algo = static_cast<Algo>(group.from_leader(static_cast<int>(job.cfg.algo)));
+  const int chosen = group.from_leader(choice ? static_cast<int>(choice->chosen) : 0);
+  job.cfg = auto_candidates(job.cfg, *data).at(static_cast<std::size_t>(chosen)).config;
+  // (the leader's list is the one its pilots ran: the same options, so the same configs)
   speedup_text = group.from_leader(choice ? number_text(choice->predicted_speedup) : "");
   return choice;
 }

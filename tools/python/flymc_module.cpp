@@ -63,16 +63,17 @@ Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& 
     const auto data = arrays_dataset(x, y, cfg.model);
     if (auto_algo) {
       choice = choose_algo(cfg, data);
-      cfg.algo = choice->algo;
+      cfg = choice->best().config;
     }
     r = run(cfg, data, memory_sinks(tables));
   }
   if (choice && choice->pilots_short &&
-      PyErr_WarnEx(PyExc_RuntimeWarning,
-                   "algo='auto': the pilots stopped at their time limit with few effective draws, "
-                   "so the prediction is rough: compare algo='flymc' and algo='full' with longer "
-                   "runs",
-                   1) != 0)
+      PyErr_WarnEx(
+          PyExc_RuntimeWarning,
+          "algo='auto': the pilots stopped at their time limit with few effective draws, "
+          "so the prediction is rough: compare the two best candidates (run['auto_candidates']) "
+          "with longer runs",
+          1) != 0)
     throw py::error_already_set();  // the warning was turned into an error
   Result res = make_result(r, tables, choice);
   res.config = options_dict(r.config);

@@ -109,6 +109,28 @@ double min_ess_bulk(const std::vector<NamedSummary>& params) {
   return m;
 }
 
+/// --algo auto's candidates, as summary.json's run.auto_candidates (docs/output.md).
+py::object auto_candidates_list(const AlgoChoice& choice) {
+  py::list out;
+  for (const AutoCandidate& c : choice.candidates) {
+    const bool ran = c.skipped.empty();
+    py::dict d;
+    d["name"] = c.name;
+    d["algo"] = to_string(c.config.algo);
+    d["kernel"] = to_string(c.config.kernel);
+    d["metric"] = to_string(c.config.resolved_metric());
+    d["skipped"] = ran ? py::none() : py::object(py::str(c.skipped));
+    d["predicted_ess_per_second"] = ran ? finite_or_none(c.ess_per_second) : py::none();
+    d["pilot_min_ess"] = ran ? finite_or_none(c.pilot_ess) : py::none();
+    d["pilot_iters"] = ran ? py::object(py::int_(c.pilot_iters)) : py::none();
+    d["pilot_rows"] = ran ? py::object(py::int_(c.pilot_rows)) : py::none();
+    d["pilot_seconds"] = ran ? finite_or_none(c.pilot_seconds) : py::none();
+    d["rough"] = ran ? py::object(py::bool_(c.rough)) : py::none();
+    out.append(d);
+  }
+  return out;
+}
+
 /// summary.json's "run" figures (docs/output.md), plus the run checks and the MAP fit.
 py::dict run_dict(const RunResult& r, const std::vector<NamedSummary>& params,
                   const std::optional<AlgoChoice>& choice) {
@@ -116,7 +138,9 @@ py::dict run_dict(const RunResult& r, const std::vector<NamedSummary>& params,
   py::dict d;
   d["algo"] = to_string(c.algo);
   d["exact"] = is_exact(c.algo);
-  d["algo_chosen"] = choice ? py::object(py::str(to_string(choice->algo))) : py::none();
+  d["algo_chosen"] = choice ? py::object(py::str(to_string(choice->algo()))) : py::none();
+  d["auto_chosen"] = choice ? py::object(py::str(choice->best().name)) : py::none();
+  d["auto_candidates"] = choice ? auto_candidates_list(*choice) : py::none();
   d["predicted_speedup"] = choice ? finite_or_none(choice->predicted_speedup) : py::none();
   d["prediction_rough"] = choice ? py::object(py::bool_(choice->pilots_short)) : py::none();
   d["n"] = r.n;

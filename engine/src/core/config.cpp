@@ -147,7 +147,12 @@ Metric RunConfig::resolved_metric() const noexcept {
   // The approximate samplers' random walks and Langevin steps are scaled by the Laplace fit:
   // an isotropic step would be as small as the posterior's narrowest direction.
   if (!uses_theta_kernel(algo)) return Metric::diag;
-  if (kernel == KernelKind::pcn || kernel == KernelKind::imh) return Metric::dense;
+  // pCN and IMH move on the Laplace Gaussian itself. The gradient kernels start from the dense
+  // Laplace covariance: where the posterior is correlated a diagonal metric leaves the trajectory
+  // at the narrowest direction's step, and the MAP fit has already paid for the D × D matrix; its
+  // product costs D² per gradient, beside the gradient's B·D or N·D (docs/math.md §3.2).
+  if (kernel == KernelKind::pcn || kernel == KernelKind::imh || uses_gradient(kernel))
+    return Metric::dense;
   return kernel == KernelKind::rwmh ? Metric::identity : Metric::diag;
 }
 int RunConfig::resolved_theta_steps() const noexcept {

@@ -98,7 +98,8 @@ std::vector<OptionInfo> model_and_kernel_options() {
        "Kernel metric (RW proposal covariance, MALA preconditioner, HMC and NUTS inverse mass "
        "matrix, slice scale): identity, or diag/dense starting from the Laplace covariance; fly "
        "(FlyMC): dense, fitted to p(theta | z) from the prior and the collapsed bound's "
-       "curvature; auto: identity for rwmh, dense for pcn and imh, diag otherwise",
+       "curvature; auto: identity for rwmh, diag for slice, dense otherwise (from the Laplace "
+       "covariance)",
        kStepAlgos,
        true,
        true,

@@ -1,5 +1,5 @@
-// --algo auto (flymc/mcmc/choose_algo.hpp): a FlyMC pilot and a regular-MCMC pilot, compared by
-// min bulk ESS per second of sampling.
+// --algo auto (flymc/mcmc/choose_algo.hpp): a pilot of every exact candidate, compared by min bulk
+// ESS per second of sampling.
 #include "flymc/mcmc/choose_algo.hpp"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <numeric>
 #include <vector>
 
+#include "flymc/core/errors.hpp"
 #include "flymc/core/rng.hpp"
 #include "flymc/diagnostics/diagnostics.hpp"
 #include "flymc/mcmc/sampler.hpp"
@@ -19,6 +20,19 @@ namespace {
 
 /// The pilots' master seed: unrelated to the run's own streams (Rng mixes seed and stream).
 constexpr std::uint64_t kPilotSeedMix = 0xa1905eed5ca1ab1eULL;
+
+/// Zig-Zag moves one coordinate's velocity per event, so its events per effective draw grow with
+/// the dimension; past this many coefficients its pilot is not worth running (docs/math.md §3.3).
+constexpr std::size_t kZigZagMaxDim = 16;
+
+/// Kept draws per chain beyond which a longer pilot thins: a pilot is extended because its chain
+/// is strongly autocorrelated, where thinning loses little ESS, and its draws stay in memory.
+constexpr long kMaxPilotDraws = 20000;
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 double min_ess_bulk(const RunResult& r) {
   double m = std::numeric_limits<double>::infinity();
@@ -41,47 +55,22 @@ struct Pilot {
   double min_ess = 0.0;
 };
 
-/// Kept draws per chain beyond which a longer pilot thins: a pilot is extended because its chain
-/// is strongly autocorrelated, where thinning loses little ESS, and its draws stay in memory.
-constexpr long kMaxPilotDraws = 20000;
-
 /// Runs `c` on `data`, and again with four times the sampling iterations while its min bulk ESS
-/// is below opt.min_pilot_ess and the next run should end within opt.max_pilot_seconds of the
-/// first run's start. Every run starts afresh from the same seed (run() does not resume): the
-/// shorter runs before the last cost about a third of its sampling, plus their warm-ups.
-Pilot run_pilot(RunConfig c, const std::shared_ptr<const Dataset>& data, const AutoOptions& opt) {
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
+/// is below opt.min_pilot_ess and the next run should end within `seconds` of the first run's
+/// start. Every run starts afresh from the same seed (run() does not resume): the shorter runs
+/// before the last cost about a third of its sampling, plus their warm-ups.
+Pilot run_pilot(RunConfig c, const std::shared_ptr<const Dataset>& data, const AutoOptions& opt,
+                double seconds) {
+  const auto start = Clock::now();
   for (;;) {
-    const auto t0 = clock::now();
+    const auto t0 = Clock::now();
     Pilot p{run(c, data), 0.0};
     p.min_ess = min_ess_bulk(p.result);
-    const auto now = clock::now();
-    const double last = std::chrono::duration<double>(now - t0).count();
-    const double spent = std::chrono::duration<double>(now - start).count();
-    if (p.min_ess >= opt.min_pilot_ess || spent + 4.0 * last > opt.max_pilot_seconds) return p;
+    const double last = seconds_since(t0);
+    if (p.min_ess >= opt.min_pilot_ess || seconds_since(start) + 4.0 * last > seconds) return p;
     c.iters *= 4;
     c.thin = std::max(1L, c.iters / kMaxPilotDraws);
   }
-}
-
-/// A pilot's min bulk ESS per second of sampling; a pilot that produced no effective draw still
-/// counts one, so a ratio of two pilots stays finite.
-double ess_per_second(const Pilot& p, double time_scale) {
-  const double seconds = std::max(p.result.sampling_seconds * time_scale, 1e-9);
-  return std::max(p.min_ess, 1.0) / seconds;
-}
-
-RunConfig pilot_config(const RunConfig& cfg, Algo algo, long warmup, long iters) {
-  RunConfig c = cfg;
-  c.algo = algo;
-  c.seed = cfg.seed ^ kPilotSeedMix;
-  c.warmup = warmup;
-  c.iters = iters;
-  c.thin = 1;
-  c.profile = false;
-  if (algo == Algo::full && c.resolved_metric() == Metric::fly) c.metric = Metric::dense;
-  return c;
 }
 
 /// `count` distinct rows of `n`, drawn uniformly, in increasing order (locality).
@@ -94,6 +83,65 @@ std::vector<Index> random_rows(std::size_t n, std::size_t count, std::uint64_t s
   all.resize(count);
   std::sort(all.begin(), all.end());
   return all;
+}
+
+/// `cfg` with one candidate's sampler. Options a candidate does not set keep the user's values.
+RunConfig with_sampler(RunConfig c, Algo algo, KernelKind kernel, Metric metric) {
+  c.algo = algo;
+  c.kernel = kernel;
+  c.metric = metric;
+  c.adapt_metric = true;
+  c.step_size.reset();
+  c.target_accept.reset();
+  c.theta_steps.reset();
+  c.pcn_rho.reset();
+  c.proposal = SmhProposal::pcn;
+  return c;
+}
+
+bool is_regular(const AutoCandidate& c) { return c.config.algo == Algo::full; }
+
+/// The pilot run of candidate `c`: its own seed, the pilot's lengths, no profiling.
+RunConfig pilot_config(const AutoCandidate& c, const AutoOptions& opt) {
+  RunConfig p = c.config;
+  p.seed = c.config.seed ^ kPilotSeedMix;
+  p.thin = 1;
+  p.profile = false;
+  switch (p.algo) {
+    case Algo::full: {
+      const long more = p.kernel == KernelKind::pcn ? 10 : 1;  // one query per iteration
+      p.warmup = opt.regular_warmup * more;
+      p.iters = opt.regular_iters * more;
+      break;
+    }
+    case Algo::flymc:
+      p.warmup = opt.flymc_warmup;
+      p.iters = opt.flymc_iters;
+      break;
+    case Algo::smh:
+      p.warmup = opt.smh_warmup;
+      p.iters = opt.smh_iters;
+      break;
+    default:
+      p.warmup = opt.pdmp_warmup;
+      p.iters = opt.pdmp_iters;
+      break;
+  }
+  return p;
+}
+
+/// Seconds per query on all the data over seconds per query on `sub`, by a few MALA iterations
+/// on each data set's rows (a subset may fit in cache where all the data do not).
+double query_time_ratio(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
+                        const std::shared_ptr<const Dataset>& sub, const AutoOptions& opt) {
+  RunConfig t = with_sampler(cfg, Algo::full, KernelKind::mala, Metric::identity);
+  t.seed = cfg.seed ^ kPilotSeedMix;
+  t.warmup = 0;
+  t.iters = opt.timing_iters;
+  t.profile = false;
+  const double all = seconds_per_query(run(t, data));
+  t.iters = opt.timing_iters * 4;  // the subset is short: more iterations for the same clock
+  return all / seconds_per_query(run(t, sub));
 }
 
 }  // namespace
@@ -109,45 +157,84 @@ std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vecto
   return out;
 }
 
+std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& data) {
+  std::vector<AutoCandidate> out;
+  auto add = [&](std::string name, RunConfig c) {
+    AutoCandidate a;
+    a.name = std::move(name);
+    a.config = std::move(c);
+    try {
+      a.config.validate();
+    } catch (const ConfigError& e) {
+      a.skipped = e.what();
+    }
+    out.push_back(std::move(a));
+  };
+  RunConfig laplace = with_sampler(cfg, Algo::full, KernelKind::nuts, Metric::dense);
+  laplace.adapt_metric = false;
+  add("regular-nuts-laplace", laplace);
+  add("regular-nuts", with_sampler(cfg, Algo::full, KernelKind::nuts, Metric::dense));
+  add("regular-pcn", with_sampler(cfg, Algo::full, KernelKind::pcn, Metric::dense));
+  RunConfig fly = with_sampler(cfg, Algo::flymc, KernelKind::nuts, Metric::fly);
+  if (cfg.model == ModelKind::logistic && cfg.slack_scale == 0.0) fly.slack_scale = 1.0;
+  add("flymc-nuts-fly", fly);
+  add("smh-pcn", with_sampler(cfg, Algo::smh, KernelKind::rwmh, Metric::automatic));
+  add("zigzag-cv", with_sampler(cfg, Algo::zigzag_cv, KernelKind::rwmh, Metric::automatic));
+  AutoCandidate& zz = out.back();
+  if (zz.skipped.empty() && data.d() > kZigZagMaxDim)
+    zz.skipped = "one coordinate per event: not run above " + std::to_string(kZigZagMaxDim) +
+                 " coefficients";
+  return out;
+}
+
 AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
                        const AutoOptions& opt) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
   AlgoChoice out;
-  const long fly_iters = opt.flymc_iters * (cfg.kernel == KernelKind::rwmh ? 10 : 1);
-  const Pilot fly =
-      run_pilot(pilot_config(cfg, Algo::flymc, opt.flymc_warmup, fly_iters), data, opt);
-  out.flymc_ess_per_second = ess_per_second(fly, 1.0);
-  out.flymc_pilot_ess = fly.min_ess;
-  out.flymc_pilot_iters = fly.result.config.iters;
-
+  out.candidates = auto_candidates(cfg, *data);
   const std::size_t n = data->n();
-  out.regular_pilot_rows = std::min(n, std::max<std::size_t>(opt.regular_rows, 1));
+  const std::size_t rows = std::min(n, std::max<std::size_t>(opt.regular_rows, 1));
   std::shared_ptr<const Dataset> sub = data;
-  if (out.regular_pilot_rows < n)
-    sub = subset_rows(*data, random_rows(n, out.regular_pilot_rows, cfg.seed ^ kPilotSeedMix));
-  const Pilot reg_pilot =
-      run_pilot(pilot_config(cfg, Algo::full, opt.regular_warmup, opt.regular_iters), sub, opt);
-  const RunResult& reg = reg_pilot.result;
-  out.regular_pilot_ess = reg_pilot.min_ess;
-  out.regular_pilot_iters = reg.config.iters;
-  out.pilots_short = std::min(fly.min_ess, reg_pilot.min_ess) < opt.min_pilot_ess;
-  double scale = 1.0;
-  if (sub != data) {
-    // Queries scale with the rows; a query's time does not quite (a subset may fit in cache
-    // where all the data do not), so a few MALA iterations on all of it time one.
-    RunConfig t = pilot_config(cfg, Algo::full, 0, opt.timing_iters);
-    t.kernel = KernelKind::mala;
-    t.metric = Metric::identity;
-    const RunResult timing = run(t, data);
-    scale = static_cast<double>(n) / static_cast<double>(out.regular_pilot_rows) *
-            seconds_per_query(timing) / seconds_per_query(reg);
-  }
-  out.regular_ess_per_second = ess_per_second(reg_pilot, scale);
+  if (rows < n) sub = subset_rows(*data, random_rows(n, rows, cfg.seed ^ kPilotSeedMix));
+  double regular_scale = 1.0;  // the regular pilots' seconds → seconds on all N rows
+  if (sub != data)
+    regular_scale =
+        static_cast<double>(n) / static_cast<double>(rows) * query_time_ratio(cfg, data, sub, opt);
 
-  out.predicted_speedup = out.flymc_ess_per_second / out.regular_ess_per_second;
-  out.algo = out.predicted_speedup >= 1.0 ? Algo::flymc : Algo::full;
-  out.pilot_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::size_t left = 0;
+  for (const AutoCandidate& c : out.candidates) left += c.skipped.empty() ? 1 : 0;
+  for (AutoCandidate& c : out.candidates) {
+    if (!c.skipped.empty()) continue;
+    const auto t0 = Clock::now();
+    const double share =
+        std::max(opt.budget_seconds - seconds_since(start), 0.0) / static_cast<double>(left--);
+    const bool regular = is_regular(c);
+    const Pilot p = run_pilot(pilot_config(c, opt), regular ? sub : data, opt, share);
+    const double scale = regular ? regular_scale : 1.0;
+    // A pilot that produced no effective draw still counts one, so ratios stay finite.
+    c.ess_per_second = std::max(p.min_ess, 1.0) / std::max(p.result.sampling_seconds * scale, 1e-9);
+    c.pilot_ess = p.min_ess;
+    c.pilot_iters = p.result.config.iters;
+    c.pilot_rows = regular ? rows : n;
+    c.pilot_seconds = seconds_since(t0);
+    c.rough = p.min_ess < opt.min_pilot_ess;
+  }
+
+  std::vector<std::size_t> ranked;
+  for (std::size_t i = 0; i < out.candidates.size(); ++i)
+    if (out.candidates[i].skipped.empty()) ranked.push_back(i);
+  if (ranked.empty()) throw ConfigError("--algo auto: no exact sampler takes these options");
+  std::stable_sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) {
+    return out.candidates[a].ess_per_second > out.candidates[b].ess_per_second;
+  });
+  out.chosen = ranked.front();
+  out.pilots_short = out.candidates[ranked.front()].rough ||
+                     (ranked.size() > 1 && out.candidates[ranked[1]].rough);
+  double best_regular = 0.0;
+  for (const AutoCandidate& c : out.candidates)
+    if (c.skipped.empty() && is_regular(c)) best_regular = std::max(best_regular, c.ess_per_second);
+  out.predicted_speedup = best_regular > 0.0 ? out.best().ess_per_second / best_regular : 0.0;
+  out.pilot_seconds = seconds_since(start);
   return out;
 }
 

@@ -1,19 +1,26 @@
 #pragma once
 /// @file choose_algo.hpp
-/// `--algo auto`: FlyMC or regular MCMC, whichever is predicted to give more effective samples per
-/// second on the user's data with the user's θ-kernel (docs/math.md §3.3).
+/// `--algo auto`: the exact sampler predicted to give the most effective draws per second on the
+/// user's data, chosen among every exact configuration that fits the model (docs/math.md §3.3).
 ///
-/// Why pilots: FlyMC's mixing penalty (p(θ | z) is narrower than the posterior, and z moves
-/// gradually) is not a function of the bright count alone: measured per gradient evaluation it
-/// differs by an order of magnitude between data sets with similar bright counts. So both
-/// algorithms run a short pilot and their min bulk ESS per second of sampling is compared:
-/// FlyMC on all the data (its iterations are cheap by design), regular MCMC on a seeded random
-/// subset of at most AutoOptions::regular_rows rows, its queries scaled by N / rows and priced
-/// at the time a query takes on all N rows (a few timed iterations): a full-data gradient costs
-/// time linear in N, while the dense-metric geometry, hence ESS per iteration, barely changes
-/// with N.
+/// The candidates are the strongest configurations the benchmarks know, not the user's kernel:
+/// regular MCMC (NUTS with the Laplace covariance as a fixed metric, NUTS with a dense metric
+/// adapted from it, the Laplace-invariant pCN), FlyMC (NUTS on p(θ | z) with the fly metric),
+/// scalable MH with the pCN proposal, and Zig-Zag with control variates. auto_candidates() lists
+/// them for a model and the data's shape; choose_algo() runs a short pilot of each and keeps the
+/// one with the most min bulk ESS per second of sampling.
+///
+/// Why pilots: a sampler's mixing per iteration is not a function of the data's shape alone
+/// (FlyMC's penalty differs by an order of magnitude between data sets with similar bright
+/// counts; SMH's acceptance depends on how Gaussian the posterior is), so each candidate runs.
+/// Regular MCMC's pilots run on a seeded random subset of at most AutoOptions::regular_rows rows,
+/// their queries scaled by N / rows and priced at the time a query takes on all N rows (a few
+/// timed iterations): a full-data gradient costs time linear in N, while the Laplace-preconditioned
+/// geometry, hence ESS per iteration, barely changes with N. The subsampling samplers' pilots run
+/// on all the data (their iterations are cheap by design).
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "flymc/core/config.hpp"
@@ -21,42 +28,66 @@
 
 namespace flymc {
 
-/// The pilots' lengths.
+/// The pilots' lengths and time limit.
 struct AutoOptions {
-  long flymc_warmup = 1000, flymc_iters = 1000;  ///< RW-MH runs 10× more (cheap, slow-mixing)
-  long regular_warmup = 300, regular_iters = 200;
-  std::size_t regular_rows = 20000;  ///< regular MCMC's pilot runs on at most this many rows
+  long regular_warmup = 300, regular_iters = 200;  ///< NUTS; pCN runs 10× more (cheap, one query)
+  long flymc_warmup = 1000, flymc_iters = 1000;
+  long smh_warmup = 1000, smh_iters = 2000;
+  long pdmp_warmup = 200, pdmp_iters = 2000;
+  std::size_t regular_rows = 20000;  ///< regular MCMC's pilots run on at most this many rows
   long timing_iters = 5;  ///< with fewer rows than N: MALA iterations on all N timing a query
   /// A pilot whose min bulk ESS is below this runs again with four times the sampling
   /// iterations: an ESS of one or two is noise, and a ratio of two such pilots is a ratio of
   /// their run times (a chain that makes one effective draw per thousands of iterations, as
   /// RW-MH on 51 correlated coefficients does, looks as good as any other).
   double min_pilot_ess = 10.0;
-  /// ... as long as the next run is expected to end within this many seconds of the pilot's
-  /// start (each run costs about four times the last).
-  double max_pilot_seconds = 30.0;
+  /// All the pilots together: a longer run is only started when it is expected to end within
+  /// the pilot's share of this budget (the budget left over the candidates left; each run costs
+  /// about four times the last).
+  double budget_seconds = 60.0;
+};
+
+/// One configuration `--algo auto` weighs, and what its pilot predicted.
+struct AutoCandidate {
+  std::string name;  ///< the benchmark's row name: regular-nuts-laplace, flymc-nuts-fly, smh-pcn, …
+  RunConfig
+      config;  ///< the run it would make: the user's options with its algorithm, kernel, metric
+  /// Empty when a pilot ran; otherwise why not (the model does not take it, or its cost model
+  /// rules it out).
+  std::string skipped;
+  double ess_per_second = 0.0;  ///< predicted min bulk ESS per sampling second on all the data
+  double pilot_ess = 0.0;       ///< the pilot's min bulk ESS (its last run)
+  long pilot_iters = 0;         ///< sampling iterations of the pilot's last run
+  std::size_t pilot_rows = 0;   ///< rows the pilot ran on
+  double pilot_seconds = 0.0;   ///< wall time of the pilot, set-up included
+  bool rough = false;           ///< the pilot ended below AutoOptions::min_pilot_ess
 };
 
 /// What `--algo auto` decided and why.
 struct AlgoChoice {
-  Algo algo = Algo::flymc;              ///< the faster of the two, as predicted
-  double flymc_ess_per_second = 0.0;    ///< FlyMC pilot's min bulk ESS / sampling second
-  double regular_ess_per_second = 0.0;  ///< regular pilot's, scaled to all N rows
-  double predicted_speedup = 0.0;       ///< flymc_ess_per_second / regular_ess_per_second
-  std::size_t regular_pilot_rows = 0;   ///< rows the regular pilot ran on
-  double flymc_pilot_ess = 0.0;         ///< FlyMC pilot's min bulk ESS (its last run)
-  double regular_pilot_ess = 0.0;       ///< regular pilot's
-  long flymc_pilot_iters = 0;           ///< sampling iterations of each pilot's last run
-  long regular_pilot_iters = 0;
-  double pilot_seconds = 0.0;  ///< wall time of both pilots (set-up included)
-  /// A pilot stopped at max_pilot_seconds below min_pilot_ess: the prediction is rough.
+  std::vector<AutoCandidate> candidates;  ///< in auto_candidates() order
+  std::size_t chosen = 0;                 ///< index of the winner in `candidates`
+  /// The chosen candidate's predicted ESS/s over the best regular-MCMC candidate's (1 when a
+  /// regular configuration won).
+  double predicted_speedup = 0.0;
+  double pilot_seconds = 0.0;  ///< wall time of all the pilots
+  /// The winner's or the runner-up's pilot ended short of min_pilot_ess within its time: the
+  /// comparison that decided is rough.
   bool pilots_short = false;
+
+  const AutoCandidate& best() const { return candidates.at(chosen); }
+  Algo algo() const { return best().config.algo; }
 };
 
-/// Runs the two pilots of `cfg` (its model, kernel, metric, chains and threads; cfg.algo is
-/// ignored) and picks. The pilots use random streams of their own, so a run with the chosen
-/// algorithm and cfg.seed draws exactly what `--algo <chosen>` would. Metric::fly, which only
-/// FlyMC has, becomes Metric::dense for the regular pilot.
+/// The candidates for `cfg`'s model, prior and options (chains, threads, seed, warm-up and
+/// sampling lengths are kept; algorithm, kernel, metric and their tuning are the candidate's),
+/// with `skipped` set for those the model or the data's shape rule out. Deterministic: every MPI
+/// process builds the same list, so a choice travels as its index.
+std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& data);
+
+/// Runs a pilot of every candidate not skipped and picks the fastest. The pilots use random
+/// streams of their own, so a run of the chosen candidate's config with cfg.seed draws exactly
+/// what the same options given by hand would.
 /// @throw ConfigError, DataError as run() does.
 AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
                        const AutoOptions& opt = {});

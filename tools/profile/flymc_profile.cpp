@@ -34,12 +34,14 @@ int main(int argc, char** argv) {
   app.add_option("--synth-n", synth_n, "Rows of the synthetic data (without --data)")
       ->capture_default_str();
   // The run options it takes, from the run options' table (names, choices, help).
-  add_run_option(&app, cfg, option("algo"), "flymc or full")
-      ->check(CLI::IsMember({"flymc", "full"}));
-  add_run_options(
-      &app, cfg,
-      {"kernel", "metric", "fly-metric-blend", "hmc-steps", "max-treedepth", "q-per-datum",
-       "slack-scale", "iters", "warmup", "theta-steps", "bound-slack", "q-dark-to-bright"});
+  add_run_option(&app, cfg, option("algo"),
+                 "flymc, full or smh (smh's phases: proposal, its quadratic factor as 'prior + "
+                 "collapsed bound', its candidates' factors as 'bright / data likelihood')")
+      ->check(CLI::IsMember({"flymc", "full", "smh"}));
+  add_run_options(&app, cfg,
+                  {"kernel", "metric", "fly-metric-blend", "hmc-steps", "max-treedepth",
+                   "q-per-datum", "slack-scale", "iters", "warmup", "theta-steps", "bound-slack",
+                   "q-dark-to-bright", "proposal", "pcn-rho"});
   app.add_flag("--no-timers", no_timers, "Run without the phase timers (for perf/callgrind)");
   CLI11_PARSE(app, argc, argv);
   cfg.profile = !no_timers;

@@ -60,7 +60,7 @@ void expand_at_theta_hat(SmhShared& sh) {
   const std::size_t n = ds.n(), d = ds.d();
   AlignedBuffer th = aligned_zeros(ds.stride());
   std::copy(sh.theta_hat.data(), sh.theta_hat.data() + d, th.get());
-  sh.taylor.resize(n);
+  sh.datum.resize(n);
   const auto y = ds.y();
   const auto dd = static_cast<Eigen::Index>(d);
   Expansion total = deterministic_reduce(
@@ -72,7 +72,8 @@ void expand_at_theta_hat(SmhShared& sh) {
         Vec coef(static_cast<Eigen::Index>(hi - lo));
         for (std::size_t i = 0; i < hi - lo; ++i) {
           const smh::Taylor t = smh::logistic_taylor(y[lo + i] * s[i]);
-          sh.taylor[lo + i] = t;
+          sh.datum[lo + i].taylor = t;
+          sh.datum[lo + i].label = y[lo + i];
           coef[static_cast<Eigen::Index>(i)] = y[lo + i] * t.f1;
           w[i] = std::sqrt(-t.f2);
         }
@@ -107,7 +108,7 @@ void bound_constants(SmhShared& sh) {
   Mat linv = Mat::Identity(dd, dd);
   sh.chol.triangularView<Eigen::Lower>().solveInPlace(linv);
   const Mat hinv = linv.transpose() * linv;
-  sh.phi.resize(n);
+  std::vector<double> phi(n);
   const double c = smh::kLogisticM / 6.0 * (1.0 + 1e-9);
   chunked_for(n, kReduceGrain, [&](std::size_t lo, std::size_t hi) {
     const RowBlock x = rows(ds, lo, hi);
@@ -115,18 +116,19 @@ void bound_constants(SmhShared& sh) {
     for (std::size_t i = lo; i < hi; ++i) {
       const double q =
           xh.row(static_cast<Eigen::Index>(i - lo)).dot(x.row(static_cast<Eigen::Index>(i - lo)));
-      sh.phi[i] = c * q * std::sqrt(q);
+      phi[i] = c * q * std::sqrt(q);
+      sh.datum[i].phi = phi[i];
     }
   });
   sh.phi_sum = deterministic_reduce(
       n, kReduceGrain, 0.0,
       [&](std::size_t lo, std::size_t hi) {
         double s = 0.0;
-        for (std::size_t i = lo; i < hi; ++i) s += sh.phi[i];
+        for (std::size_t i = lo; i < hi; ++i) s += phi[i];
         return s;
       },
       [](double a, double b) { return a + b; });
-  sh.alias = AliasTable(sh.phi);
+  sh.alias = AliasTable(phi);
 }
 
 }  // namespace

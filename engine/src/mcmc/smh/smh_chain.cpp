@@ -46,6 +46,7 @@ SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink)
       rho_jump_(kRhoGrid.size(), 0.0),
       rho_cost_(kRhoGrid.size(), 0.0) {
   res_.chain_id = chain_id;
+  if (cfg_.profile) profile_ = &res_.profile;
   res_.kept = static_cast<std::size_t>((cfg_.iters + cfg_.thin - 1) / cfg_.thin);
 }
 
@@ -90,8 +91,9 @@ double SmhChain::log_quadratic_ratio() const {
 /// λ_n = −log min(1, exp(r_n(θ') − r_n(θ))) = max(0, r_n(θ) − r_n(θ')).
 double SmhChain::remainder_drop(Index n) {
   const double* x = data_.row(n);
-  const double t = data_.y()[n];
-  const smh::Taylor& tay = sh_.taylor[n];
+  const SmhDatum& dat = sh_.datum[n];
+  const double t = dat.label;
+  const smh::Taylor& tay = dat.taylor;
   const double r = smh::logistic_remainder(tay, t * kernels::dot(x, theta_.get(), data_.stride()));
   const double r2 =
       smh::logistic_remainder(tay, t * kernels::dot(x, theta2_.get(), data_.stride()));
@@ -106,18 +108,65 @@ bool SmhChain::all_data_test(double psi, SmhOutcome& o) {
   double total = 0.0;
   for (std::size_t i = 0; i < n_; ++i) {
     const double lam = remainder_drop(static_cast<Index>(i));
-    if (lam > sh_.phi[i] * psi) ++o.violations;
+    if (lam > sh_.datum[i].phi * psi) ++o.violations;
     total += lam;
   }
   o.candidates += n_;
   return std::log(rng_.uniform_pos()) < -total;
 }
 
-/// The factorised acceptance: the quadratic factor, then the data's factors by Poisson thinning
-/// with rate ψ·Σφ, ψ = ‖u‖³ + ‖u'‖³, stopping at the first rejection.
+/// Starts loading what datum n's factor reads: its row and its record.
+void SmhChain::prefetch_datum(Index n) const noexcept {
+  const auto* row = reinterpret_cast<const char*>(data_.row(n));
+  const std::size_t bytes = data_.stride() * sizeof(double);
+  for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
+  const auto* rec = reinterpret_cast<const char*>(&sh_.datum[n]);
+  __builtin_prefetch(rec);
+  __builtin_prefetch(rec + sizeof(SmhDatum) - 1);
+}
+
+/// The data's factors by Poisson thinning with rate ψ·Σφ on [0, 1], stopping at the first
+/// rejection. A candidate's reads land anywhere in memory, so candidates are drawn kAhead at a
+/// time: their alias columns are prefetched, then their rows and records, then they are tested
+/// in order, so that the misses of a batch overlap instead of following one another. Candidates
+/// drawn after a rejection are discarded unread; the test's outcome is the same function of the
+/// same independent draws.
+bool SmhChain::thinned_test(double psi, double rate, SmhOutcome& o) {
+  constexpr int kAhead = 16;
+  std::array<std::uint64_t, kAhead> word{};
+  std::array<Index, kAhead> idx{};
+  double t = -std::log(rng_.uniform_pos()) / rate;
+  while (t <= 1.0) {
+    int m = 0;
+    for (; m < kAhead && t <= 1.0; ++m, t -= std::log(rng_.uniform_pos()) / rate) {
+      word[m] = rng_();
+      sh_.alias.prefetch(word[m]);
+    }
+    for (int k = 0; k < m; ++k) {
+      idx[k] = sh_.alias.index(word[k]);
+      prefetch_datum(idx[k]);
+    }
+    for (int k = 0; k < m; ++k) {
+      ++o.candidates;
+      const double lam = remainder_drop(idx[k]);
+      const double bound = sh_.datum[idx[k]].phi * psi;
+      if (lam > bound) ++o.violations;
+      if (rng_.uniform() * bound < lam) return false;  // the datum's factor rejects
+    }
+  }
+  return true;
+}
+
+/// The factorised acceptance: the quadratic factor, then the data's factors with the bound
+/// ψ = ‖u‖³ + ‖u'‖³ on every datum's (all of them where the thinned process would propose more
+/// candidates than there are data).
 SmhOutcome SmhChain::accept_test() {
   SmhOutcome o;
-  const double lr = log_quadratic_ratio();
+  double lr = 0.0;
+  {
+    const PhaseTimer timer(profile_, Phase::prior_bound);
+    lr = log_quadratic_ratio();
+  }
   if (!std::isfinite(lr)) {
     ++res_.counters.nonfinite;
     return o;
@@ -127,19 +176,10 @@ SmhOutcome SmhChain::accept_test() {
   const double nu = u_.norm(), nu2 = u2_.norm();
   const double psi = nu * nu * nu + nu2 * nu2 * nu2;
   const double rate = psi * sh_.phi_sum;
-  if (rate >= static_cast<double>(n_)) {
-    if (!all_data_test(psi, o)) return o;
-  } else {
-    for (double t = -std::log(rng_.uniform_pos()) / rate; t <= 1.0;
-         t -= std::log(rng_.uniform_pos()) / rate) {
-      const Index i = sh_.alias.draw(rng_);
-      ++o.candidates;
-      const double lam = remainder_drop(i);
-      const double bound = sh_.phi[i] * psi;
-      if (lam > bound) ++o.violations;
-      if (rng_.uniform() * bound < lam) return o;  // datum i's factor rejects
-    }
-  }
+  const PhaseTimer timer(profile_, Phase::likelihood);
+  const bool pass =
+      rate >= static_cast<double>(n_) ? all_data_test(psi, o) : thinned_test(psi, rate, o);
+  if (!pass) return o;
   o.rejected_by_data = false;
   o.accept = true;
   return o;
@@ -163,7 +203,10 @@ void SmhChain::tune_rho(long it, double jump, std::uint64_t candidates) {
 }
 
 void SmhChain::transition(long it) {
-  propose();
+  {
+    const PhaseTimer timer(profile_, Phase::proposal);
+    propose();
+  }
   const SmhOutcome o = accept_test();
   res_.counters.bound_violations += o.violations;
   double jump = 0.0;
@@ -223,6 +266,7 @@ void SmhChain::end_warmup() {
 /// Stan's fixed_param sampler writes it): it would cost a pass over all the data per draw.
 void SmhChain::record(long it) {
   if ((it - cfg_.warmup) % cfg_.thin != 0) return;
+  const PhaseTimer timer(profile_, Phase::output);
   res_.lp.push_back(0.0);
   res_.draws.insert(res_.draws.end(), theta_.get(), theta_.get() + p_);
   if (sink_) {

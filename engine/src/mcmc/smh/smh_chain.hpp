@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "flymc/core/alias_table.hpp"
+#include "flymc/core/memory.hpp"
 #include "flymc/core/rng.hpp"
 #include "flymc/mcmc/adaptation.hpp"
 #include "flymc/mcmc/columns.hpp"
@@ -16,6 +17,14 @@
 
 namespace flymc::detail {
 
+/// What a candidate reads besides its row, in one record: its Taylor expansion, its bound and its
+/// label, so that a candidate costs two scattered reads (the row and this), not four.
+struct SmhDatum {
+  smh::Taylor taylor;
+  double phi = 0.0;    // (M/6)·‖L⁻¹x_n‖³, slightly enlarged
+  double label = 0.0;  // t_n = ±1
+};
+
 /// Everything the chains of one SMH run share, read-only: the expansion at θ̂ and the bounds.
 struct SmhShared {
   SmhShared(const RunConfig& c, const LogisticModel& m, const MapResult& fit)
@@ -23,12 +32,12 @@ struct SmhShared {
   const RunConfig& cfg;
   const LogisticModel& model;
   const MapResult& map;
-  Vec theta_hat;                     // the expansion point θ̂ (θ_MAP)
-  Vec grad;                          // g = Σ_n f'(ŝ_n) t_n x_n, the likelihood's gradient at θ̂
-  double precision = 1.0;            // p in H = H_L + p·I (the prior's precision)
-  Mat chol;                          // L, H = L·Lᵀ, H_L = −Σ_n f''(ŝ_n) x_n x_nᵀ
-  std::vector<smh::Taylor> taylor;   // per datum
-  std::vector<double> phi;           // per datum: (M/6)·‖L⁻¹x_n‖³, slightly enlarged
+  Vec theta_hat;           // the expansion point θ̂ (θ_MAP)
+  Vec grad;                // g = Σ_n f'(ŝ_n) t_n x_n, the likelihood's gradient at θ̂
+  double precision = 1.0;  // p in H = H_L + p·I (the prior's precision)
+  Mat chol;                // L, H = L·Lᵀ, H_L = −Σ_n f''(ŝ_n) x_n x_nᵀ
+  // Per datum, read at random: on huge pages, as the alias table.
+  std::vector<SmhDatum, HugePageAllocator<SmhDatum>> datum;
   double phi_sum = 0.0;              // Σ_n φ_n
   AliasTable alias;                  // draws n with probability φ_n / Σφ
   std::vector<std::string> columns;  // smh_draw_columns
@@ -57,6 +66,8 @@ class SmhChain {
   double log_quadratic_ratio() const;
   SmhOutcome accept_test();
   double remainder_drop(Index n);  // λ_n = max(0, r_n(θ) − r_n(θ'))
+  void prefetch_datum(Index n) const noexcept;
+  bool thinned_test(double psi, double rate, SmhOutcome& o);
   bool all_data_test(double psi, SmhOutcome& o);
   void transition(long it);
   void tune_rho(long it, double jump, std::uint64_t candidates);
@@ -86,6 +97,9 @@ class SmhChain {
   double gauge_accept_ = 0.0;
   std::uint64_t queries_at_row_ = 0, queries_at_sampling_ = 0;
   ChainResult res_;
+  // flymc-profile's phases: proposal, the quadratic factor (prior_bound), the data's factors
+  // (likelihood), the kept draws (output).
+  Profile* profile_ = nullptr;
 };
 
 }  // namespace flymc::detail

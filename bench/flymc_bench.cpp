@@ -411,6 +411,9 @@ struct ScalingOptions {
   std::size_t d = 51;
   std::uint64_t seed = 1;
   long iters_flymc = 200000, warmup_flymc = 20000, thin_flymc = 10;
+  // Scalable MH (pCN, ρ tuned in warm-up) at every N: its candidates per iteration fall like
+  // N^(-1/2) as the posterior concentrates (docs/math.md §8). 0 iterations: no SMH rows.
+  long iters_smh = 20000, warmup_smh = 2000;
   // Regular MCMC iterations = clamp(budget / N, 10^4, 2·10^5): at least 10^4 so that its min ESS
   // is in the tens to hundreds (an ESS estimated from a handful of effective draws is biased),
   // and N = 10^6 still costs only a few minutes.
@@ -435,7 +438,7 @@ void scaling(const ScalingOptions& o) {
     std::fprintf(stderr, "scaling: generating N = %zu, D = %zu ...\n", n, o.d);
     auto data = std::make_shared<const Dataset>(synth_logistic(n, o.d, o.seed));
     double ess_s_regular = std::numeric_limits<double>::quiet_NaN();
-    for (int a = n > o.regular_max_n ? 1 : 0; a < 2; ++a) {
+    for (int a = n > o.regular_max_n ? 1 : 0; a < (o.iters_smh > 0 ? 3 : 2); ++a) {
       RunConfig cfg;
       cfg.chains = o.chains;
       cfg.threads = o.threads;
@@ -445,6 +448,10 @@ void scaling(const ScalingOptions& o) {
         cfg.iters = std::clamp(static_cast<long>(o.regular_budget / double(n)), 10000L, 200000L);
         cfg.warmup = std::max(2000L, cfg.iters / 5);
         cfg.thin = std::max(1L, cfg.iters / 20000);
+      } else if (a == 2) {
+        cfg.algo = Algo::smh;
+        cfg.iters = o.iters_smh;
+        cfg.warmup = o.warmup_smh;
       } else {
         cfg.algo = Algo::flymc;
         cfg.iters = o.iters_flymc;
@@ -454,7 +461,7 @@ void scaling(const ScalingOptions& o) {
         cfg.bound_slack = o.slack;
         cfg.q_dark_to_bright = o.q;
       }
-      const char* name = a == 0 ? "regular" : "flymc-map";
+      const char* name = a == 0 ? "regular" : a == 1 ? "flymc-map" : "smh-pcn";
       std::fprintf(stderr, "scaling: N = %zu %s %ld iterations x %d chains ...\n", n, name,
                    cfg.iters, cfg.chains);
       const RunResult r = run_logistic(cfg, data);
@@ -468,25 +475,30 @@ void scaling(const ScalingOptions& o) {
       std::printf("%10zu %-10s %9.3f %12.3g %12.1f %10.1f %12.3f %9.2f %9.2f\n", n, name,
                   r.setup_seconds, spi, r.queries_per_iter(), r.bright_mean(), ess_s, sw, growth);
       std::fflush(stdout);
-      jrows.push_back({{"n", n},
-                       {"d", o.d},
-                       {"algo", name},
-                       {"setup_seconds", r.setup_seconds},
-                       {"seconds_per_iter", spi},
-                       {"queries_per_iter", r.queries_per_iter()},
-                       {"bright_mean", r.bright_mean()},
-                       {"ess_per_second_min", ess_s},
-                       {"speedup_wall", std::isfinite(sw) ? nlohmann::json(sw) : nullptr},
-                       {"seconds_per_iter_vs_first_n",
-                        std::isfinite(growth) ? nlohmann::json(growth) : nullptr},
-                       {"q_dark_to_bright", cfg.algo == Algo::flymc ? r.q_dark_to_bright : 0.0},
-                       {"iters", cfg.iters},
-                       {"chains", cfg.chains}});
+      jrows.push_back(
+          {{"n", n},
+           {"d", o.d},
+           {"algo", name},
+           {"setup_seconds", r.setup_seconds},
+           {"seconds_per_iter", spi},
+           {"queries_per_iter", r.queries_per_iter()},
+           {"bright_mean", r.bright_mean()},
+           {"ess_per_second_min", ess_s},
+           {"speedup_wall", std::isfinite(sw) ? nlohmann::json(sw) : nullptr},
+           {"seconds_per_iter_vs_first_n",
+            std::isfinite(growth) ? nlohmann::json(growth) : nullptr},
+           {"q_dark_to_bright", cfg.algo == Algo::flymc ? r.q_dark_to_bright : 0.0},
+           // SMH: the data whose factor was evaluated (two queries each)
+           {"candidates_per_iter",
+            cfg.algo == Algo::smh ? nlohmann::json(0.5 * r.queries_per_iter()) : nlohmann::json()},
+           {"iters", cfg.iters},
+           {"chains", cfg.chains}});
     }
   }
   std::printf(
       "(s/iter: wall seconds per iteration of one chain; set-up: MAP + bound statistics; x 1st N: "
-      "FlyMC's s/iter over its s/iter at the first N; regular MCMC up to N = %zu)\n",
+      "FlyMC's s/iter over its s/iter at the first N; regular MCMC up to N = %zu; smh-pcn's "
+      "queries/it are two per candidate datum)\n",
       o.regular_max_n);
   bench::write_json(o.json, "scaling", {{"rows", jrows}});
 }
@@ -635,6 +647,9 @@ void add_scaling_command(CLI::App& app, ScalingOptions& sc) {
   s1->add_option("--seed", sc.seed)->capture_default_str();
   s1->add_option("--iters-flymc", sc.iters_flymc)->capture_default_str();
   s1->add_option("--warmup-flymc", sc.warmup_flymc)->capture_default_str();
+  s1->add_option("--iters-smh", sc.iters_smh, "Scalable MH's iterations (0: no SMH rows)")
+      ->capture_default_str();
+  s1->add_option("--warmup-smh", sc.warmup_smh)->capture_default_str();
   s1->add_option("--regular-budget", sc.regular_budget,
                  "Regular MCMC runs clamp(budget/N, 1e4, 2e5) iterations")
       ->capture_default_str();

@@ -85,7 +85,7 @@ TEST_SUITE("unit") {
     const RunConfig cfg = pilot_test_config(KernelKind::mala);
     AutoOptions opt = short_warmups();
     opt.flymc_iters = opt.regular_iters = 150;
-    opt.smh_iters = opt.pdmp_iters = 300;
+    opt.smh_iters = opt.pdmp_iters = opt.pcn_iters = 300;
     for (std::size_t rows : {std::size_t{100000}, std::size_t{1000}}) {
       CAPTURE(rows);
       opt.regular_rows = rows;
@@ -117,13 +117,14 @@ TEST_SUITE("unit") {
     const RunConfig cfg = pilot_test_config(KernelKind::rwmh);
     AutoOptions opt = short_warmups();
     opt.smh_warmup = opt.pdmp_warmup = 100;
-    opt.flymc_iters = opt.regular_iters = opt.smh_iters = opt.pdmp_iters = 2;
+    opt.pcn_warmup = 100;
+    opt.flymc_iters = opt.regular_iters = opt.smh_iters = opt.pdmp_iters = opt.pcn_iters = 2;
     opt.min_pilot_ess = 10.0;
     opt.budget_seconds = 0.0;  // no time for a second run: the pilots stay short, and say so
     const AlgoChoice short_pilots = choose_algo(cfg, data, opt);
     for (const AutoCandidate& a : short_pilots.candidates) {
       CAPTURE(a.name);
-      CHECK(a.pilot_iters == (a.config.kernel == KernelKind::pcn ? 20 : 2));
+      CHECK(a.pilot_iters == 2);
       CHECK(a.rough == (a.pilot_ess < 10.0));
     }
     CHECK(short_pilots.pilots_short);
@@ -136,9 +137,8 @@ TEST_SUITE("unit") {
       CAPTURE(a.name);
       CHECK(a.pilot_ess >= 10.0);
       CHECK_FALSE(a.rough);
-      const long base = a.config.kernel == KernelKind::pcn ? 20 : 2;
-      CHECK(a.pilot_iters % base == 0);
-      long k = a.pilot_iters / base;
+      CHECK(a.pilot_iters % 2 == 0);
+      long k = a.pilot_iters / 2;
       while (k % 4 == 0) k /= 4;
       CHECK(k == 1);
     }

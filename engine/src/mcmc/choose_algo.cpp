@@ -108,12 +108,10 @@ RunConfig pilot_config(const AutoCandidate& c, const AutoOptions& opt) {
   p.thin = 1;
   p.profile = false;
   switch (p.algo) {
-    case Algo::full: {
-      const long more = p.kernel == KernelKind::pcn ? 10 : 1;  // one query per iteration
-      p.warmup = opt.regular_warmup * more;
-      p.iters = opt.regular_iters * more;
+    case Algo::full:
+      p.warmup = p.kernel == KernelKind::pcn ? opt.pcn_warmup : opt.regular_warmup;
+      p.iters = p.kernel == KernelKind::pcn ? opt.pcn_iters : opt.regular_iters;
       break;
-    }
     case Algo::flymc:
       p.warmup = opt.flymc_warmup;
       p.iters = opt.flymc_iters;

@@ -30,7 +30,12 @@ namespace flymc {
 
 /// The pilots' lengths and time limit.
 struct AutoOptions {
-  long regular_warmup = 300, regular_iters = 200;  ///< NUTS; pCN runs 10× more (cheap, one query)
+  /// NUTS: long enough that the step size settles and the ESS of the slowest coordinate is
+  /// estimated within tens of percent (shorter pilots misranked NUTS and pCN on 7-vs-9).
+  long regular_warmup = 500, regular_iters = 1000;
+  /// Regular pCN: one query per iteration, so a longer pilot costs little; a short one overrates
+  /// a chain that sticks now and then (its rare long rejections runs are missed).
+  long pcn_warmup = 1000, pcn_iters = 10000;
   long flymc_warmup = 1000, flymc_iters = 1000;
   long smh_warmup = 1000, smh_iters = 2000;
   long pdmp_warmup = 200, pdmp_iters = 2000;

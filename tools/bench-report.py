@@ -160,9 +160,21 @@ def tall_section(doc, name):
 
 
 def auto_table(autos):
-    """`--algo auto`'s pilots against the measured rows of the same kernel."""
+    """`--algo auto`'s pilots against the measured rows: one chooser over every exact candidate
+    (a dict, since the chooser weighs them all), or older files' one pilot pair per kernel (a
+    list)."""
     if not autos:
         return ""
+    if isinstance(autos, dict):
+        rows = [[c["name"], "skipped" if c.get("skipped") else
+                 ("chosen" if c["name"] == autos["chosen"] else ""),
+                 fmt(c.get("predicted_ess_per_second")), fmt(c.get("measured_ess_per_second")),
+                 fmt(c.get("pilot_seconds"))] for c in autos["candidates"]]
+        return ("\n\n`--algo auto` (its candidates' predicted min ESS/s beside the measured rows "
+                f"of the same name; the choice measured {fmt(autos.get('auto_vs_best'))} × the "
+                f"best measured exact row; pilots {fmt(autos['pilot_seconds'])} s"
+                + (", rough" if autos.get("rough") else "") + "):\n\n"
+                + table(["candidate", "", "predicted", "measured", "pilot s"], rows) + "\n\n")
     rows = [[a["kernel"], a.get("flymc_row") or "", a["chosen"],
              fmt(a["predicted_flymc_ess_per_second"]), fmt(a["predicted_regular_ess_per_second"]),
              fmt(a["predicted_speedup"]), fmt(a.get("measured_speedup")),
@@ -253,6 +265,15 @@ def self_test():
                       "predicted_flymc_ess_per_second": 200.0,
                       "predicted_regular_ess_per_second": 1.25, "predicted_speedup": 160.0,
                       "measured_speedup": 250.0, "auto_vs_better": 1.0, "pilot_seconds": 15.0}]}
+    tall2 = dict(tall, dataset="tall2.npy",
+                 auto={"chosen": "smh-pcn", "pilot_seconds": 10.0, "rough": False,
+                       "auto_vs_best": 1.0, "predicted_speedup": 100.0,
+                       "candidates": [{"name": "smh-pcn", "skipped": None,
+                                       "predicted_ess_per_second": 5000.0,
+                                       "measured_ess_per_second": 4000.0, "pilot_seconds": 2.0},
+                                      {"name": "zigzag-cv", "skipped": "too many coefficients",
+                                       "predicted_ess_per_second": None,
+                                       "measured_ess_per_second": None, "pilot_seconds": 0.0}]})
     cmp = {"benchmark": "compare", "dataset": "synthetic", "machine": t1["machine"], "n": 1000,
            "d": 5, "budget_seconds": 30.0,
            "reference": {"min_ess": 5000.0, "max_rhat": 1.001},
@@ -264,7 +285,7 @@ def self_test():
     with tempfile.TemporaryDirectory() as d:
         paths = []
         for name, doc in (("t1.json", t1), ("bm.json", micro), ("tall.json", tall),
-                          ("cmp.json", cmp)):
+                          ("tall2.json", tall2), ("cmp.json", cmp)):
             paths.append(os.path.join(d, name))
             with open(paths[-1], "w") as f:
                 json.dump(doc, f)
@@ -272,6 +293,8 @@ def self_test():
     checks = [
         "| regular | 12,000 | 12,000 | 0.2 | 2.5 | 1 | 1 | 81 | 4 × 400,000 |" in text,
         "commit `abc1234`" in text,
+        "| smh-pcn | chosen | 5,000 | 4,000 | 2 |" in text,
+        "| zigzag-cv | skipped | – | – | 0 |" in text,
         "| `BM_X` | 2.5 us | 2.4 us |  |" in text,
         text.index("#### Table 1") < text.index("#### Tall data") < text.index("#### Micro"),
         "| flymc-hmc | dense | 1,500 | 80 | 160 | 1.002 | 300 | 280 | 20 | 1.5 | 2 × 50,000 |"

@@ -138,7 +138,7 @@ std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const D
       rows.push_back(measure(o, name, algo_config(o, Algo::full, kernel(k), false, adapted), data));
     }
   }
-  if (model_kind(o.model) == ModelKind::logistic)
+  if (model_kind(o.model) != ModelKind::softmax)
     for (const std::string& p : split_list(o.smh)) {
       const auto proposal = parse_enum<SmhProposal>(p);
       if (!proposal) throw UsageError("tall: --smh: pcn, rw");

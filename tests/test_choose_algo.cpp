@@ -68,15 +68,15 @@ TEST_SUITE("unit") {
     CHECK(c[3].config.metric == Metric::fly);
     CHECK(c[3].config.slack_scale == 1.0);
 
-    // Zig-Zag's cost model rules it out in 20 dimensions; SMH and Zig-Zag take logistic
-    // regression only, so robust regression keeps the others.
+    // Zig-Zag's cost model rules it out in 20 dimensions; it takes logistic regression only, so
+    // robust regression keeps the others.
     CHECK_FALSE(auto_candidates(cfg, *test::logistic_data(100, 20, 2)).back().skipped.empty());
     RunConfig robust = cfg;
     robust.model = ModelKind::robust;
     const auto r = auto_candidates(robust, *test::robust_data(200, 3, 1));
     for (const AutoCandidate& a : r) {
       CAPTURE(a.name);
-      CHECK(a.skipped.empty() == (a.name != "smh-pcn" && a.name != "zigzag-cv"));
+      CHECK(a.skipped.empty() == (a.name != "zigzag-cv"));
     }
   }
 

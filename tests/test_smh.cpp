@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "flymc/core/errors.hpp"
 #include "flymc/core/rng.hpp"
@@ -14,6 +15,7 @@
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/smh/smh.hpp"
 #include "flymc/models/logistic.hpp"
+#include "flymc/models/robust.hpp"
 #include "flymc/validate/validate.hpp"
 #include "sbc_util.hpp"
 #include "test_util.hpp"
@@ -34,6 +36,16 @@ RemainderCheck check_remainder(double s_hat, double h, double m_bound) {
   const double bound = m_bound / 6.0 * std::fabs(h * h * h);
   const double rounding = 8e-16 * (std::fabs(kernels::log_sigmoid(s_hat + h)) + std::fabs(t.f0) +
                                    std::fabs(h * t.f1) + std::fabs(0.5 * t.f2 * h * h));
+  return {std::fabs(r) / bound, std::fabs(r) <= bound + rounding};
+}
+
+/// The same for robust regression's Student-t log-likelihood f(s) = log L(y − s).
+RemainderCheck check_student(const StudentT& st, double y, double s_hat, double h, double m) {
+  const smh::Taylor e = smh::student_taylor(st, y, s_hat);
+  const double r = smh::student_remainder(st, e, y, s_hat + h);
+  const double bound = m / 6.0 * std::fabs(h * h * h);
+  const double rounding = 8e-16 * (std::fabs(st.log_lik(y - s_hat - h)) + std::fabs(e.f0) +
+                                   std::fabs(h * e.f1) + std::fabs(0.5 * e.f2 * h * h));
   return {std::fabs(r) / bound, std::fabs(r) <= bound + rounding};
 }
 
@@ -88,6 +100,92 @@ TEST_SUITE("unit") {
     CHECK(mutant_caught);
   }
 
+  TEST_CASE("SMH: the mean-value bound dominates the remainders' difference, both models") {
+    // |r(ŝ + h1) − r(ŝ + h2)| ≤ (M/2)·max(h1², h2²)·|h1 − h2|: the bound short moves use.
+    Rng rng(10, 1);
+    const StudentT st(4.0, 1.0);
+    const double scales[] = {1e-3, 0.1, 1.0, 10.0, 300.0};
+    std::size_t points = 0;
+    for (double s_scale : scales)
+      for (double h_scale : scales)
+        for (double step : {1e-4, 1e-2, 1.0})
+          for (int k = 0; k < 60; ++k) {
+            const double s_hat = s_scale * rng.normal(), h1 = h_scale * rng.normal();
+            const double h2 = h1 + step * h_scale * rng.normal();
+            const double y = s_scale * rng.normal();
+            const double m2 = std::max(h1 * h1, h2 * h2) * std::fabs(h1 - h2) / 2.0;
+            const smh::Taylor tl = smh::logistic_taylor(s_hat);
+            const double dl =
+                smh::logistic_remainder(tl, s_hat + h1) - smh::logistic_remainder(tl, s_hat + h2);
+            const smh::Taylor ts = smh::student_taylor(st, y, s_hat);
+            const double ds = smh::student_remainder(st, ts, y, s_hat + h1) -
+                              smh::student_remainder(st, ts, y, s_hat + h2);
+            // (rounding: each remainder is a difference of terms of about f's size)
+            const double hm = std::max(std::fabs(h1), std::fabs(h2));
+            const double tol_l =
+                4e-15 * (std::fabs(tl.f0) + std::fabs(kernels::log_sigmoid(s_hat + h1)) +
+                         std::fabs(kernels::log_sigmoid(s_hat + h2)) + std::fabs(tl.f1 * hm) +
+                         std::fabs(tl.f2 * hm * hm));
+            const double tol_s = 4e-15 * (std::fabs(ts.f0) + std::fabs(st.log_lik(y - s_hat - h1)) +
+                                          std::fabs(st.log_lik(y - s_hat - h2)) +
+                                          std::fabs(ts.f1 * hm) + std::fabs(ts.f2 * hm * hm));
+            CAPTURE(s_hat);
+            CAPTURE(h1);
+            CAPTURE(h2);
+            CHECK(std::fabs(dl) <= smh::kLogisticM * m2 + tol_l);
+            CHECK(std::fabs(ds) <= smh::student_m(st) * m2 + tol_s);
+            ++points;
+          }
+    CHECK(points == 5 * 5 * 3 * 60);
+  }
+
+  TEST_CASE("SMH: the cubic bound dominates the Student-t remainder, extremes included") {
+    Rng rng(9, 1);
+    const double scales[] = {1e-4, 1e-2, 0.3, 3.0, 40.0, 800.0, 1e12};
+    std::size_t points = 0;
+    for (const auto& dof_scale :
+         {std::pair{4.0, 1.0}, std::pair{1.0, 0.1}, std::pair{30.0, 7.0}, std::pair{0.5, 3.0}}) {
+      const double nu = dof_scale.first;
+      const StudentT st(nu, dof_scale.second);
+      const double m = smh::student_m(st);
+      for (double r_scale : scales)
+        for (double h_scale : scales)
+          for (int k = 0; k < 100; ++k) {
+            const double y = r_scale * rng.normal(), h = h_scale * rng.normal();
+            const double s_hat = 0.3 * rng.normal();
+            if (h == 0.0) continue;
+            CAPTURE(nu);
+            CAPTURE(y);
+            CAPTURE(s_hat);
+            CAPTURE(h);
+            const smh::Taylor e = smh::student_taylor(st, y, s_hat);
+            CHECK(std::isfinite(e.f1));
+            CHECK(std::isfinite(e.f2));
+            CHECK(check_student(st, y, s_hat, h, m).within);
+            ++points;
+          }
+    }
+    CHECK(points > 19000);
+  }
+
+  TEST_CASE("SMH: the Student-t bound is tight, so a bound 10% too small is caught") {
+    // |f'''| = M where the residual is ±(√2 − 1)·√c: small steps there nearly reach the bound.
+    const StudentT st(4.0, 1.3);
+    const double m = smh::student_m(st);
+    const double r_star = (std::sqrt(2.0) - 1.0) / st.inv_sqrt_c;
+    double worst = 0.0;
+    bool mutant_caught = false;
+    for (int k = 0; k < 400; ++k) {
+      const double h = (k % 2 == 0 ? 1.0 : -1.0) * 1e-3 * (1 + k / 2);
+      const RemainderCheck r = check_student(st, r_star, 0.0, h, m);
+      CHECK(r.within);
+      worst = std::max(worst, r.ratio);
+      mutant_caught = mutant_caught || !check_student(st, r_star, 0.0, h, 0.9 * m).within;
+    }
+    CHECK(worst > 1.0 / 1.1);
+    CHECK(mutant_caught);
+  }
+
   TEST_CASE("SMH: draws do not depend on the thread count; few data per proposal; no violation" *
             doctest::test_suite("threaded")) {
     auto ds = test::logistic_data(20000, 5, 3);
@@ -108,6 +206,22 @@ TEST_SUITE("unit") {
     }
   }
 
+  TEST_CASE("SMH on robust regression: few data per proposal, no violation, thread-independent" *
+            doctest::test_suite("threaded")) {
+    auto ds = test::robust_data(20000, 4, 5);
+    RunConfig c = smh_config(SmhProposal::pcn);
+    c.model = ModelKind::robust;
+    c.prior = PriorKind::laplace;  // the quadratic factor holds the prior as it is
+    c.threads = 1;
+    const RunResult a = run(c, ds);
+    c.threads = 2;
+    const RunResult b = run(c, ds);
+    for (std::size_t k = 0; k < 2; ++k) CHECK(a.chains[k].draws == b.chains[k].draws);
+    CHECK(a.bound_violations() == 0);
+    CHECK(a.accept_rate() > 0.3);
+    CHECK(a.queries_per_iter() < 0.05 * 2.0 * 20000.0);
+  }
+
   TEST_CASE("SMH refuses other models, and a pCN rho below 0 or not below 1") {
     auto ds = test::logistic_data(200, 3, 4);
     RunConfig c = smh_config(SmhProposal::pcn);
@@ -116,8 +230,10 @@ TEST_SUITE("unit") {
     c.pcn_rho = -0.1;
     CHECK_THROWS_AS(run(c, ds), ConfigError);
     c.pcn_rho.reset();
-    c.model = ModelKind::robust;
+    c.model = ModelKind::softmax;
     CHECK_THROWS_AS(c.validate(), ConfigError);
+    c.model = ModelKind::robust;
+    CHECK_NOTHROW(c.validate());
   }
 }
 
@@ -182,5 +298,10 @@ TEST_SUITE("statistical") {
   }
   TEST_CASE("SBC: scalable MH with whitened random-walk proposals is calibrated") {
     check_smh_sbc(smh_sbc(SmhProposal::rw, 60, 302));
+  }
+  TEST_CASE("SBC: scalable MH with pCN proposals on robust regression is calibrated") {
+    SbcOptions o = smh_sbc(SmhProposal::pcn, 5, 306);
+    o.run.model = ModelKind::robust;
+    check_smh_sbc(o);
   }
 }

@@ -118,7 +118,9 @@ void RunConfig::validate_approximate() const {
                       " makes its own moves (a random walk, a Langevin step, a "
                       "piecewise-linear path or an SMH proposal): leave --kernel at rwmh, not " +
                       to_string(kernel));
-  if (!uses_theta_kernel(algo) && model != ModelKind::logistic)
+  if (algo == Algo::smh && model == ModelKind::softmax)
+    throw ConfigError("--algo smh runs logistic and robust regression, not --model softmax");
+  if (!uses_theta_kernel(algo) && algo != Algo::smh && model != ModelKind::logistic)
     throw ConfigError(std::string("--algo ") + to_string(algo) +
                       " runs logistic regression only so far, not --model " + to_string(model));
   validate_pdmp();

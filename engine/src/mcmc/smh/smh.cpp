@@ -1,6 +1,6 @@
-// Scalable Metropolis–Hastings (flymc/mcmc/smh/smh.hpp): the Taylor expansion of the logistic
-// log-likelihood, the run's set-up (expansion at θ̂, whitening, per-datum bounds, alias table) and
-// run_smh().
+// Scalable Metropolis–Hastings (flymc/mcmc/smh/smh.hpp): the Taylor expansions of the logistic
+// and Student-t log-likelihoods, the run's set-up (expansion at θ̂, whitening, per-datum bounds,
+// alias table) and run_smh().
 #include "flymc/mcmc/smh/smh.hpp"
 
 #include <algorithm>
@@ -12,6 +12,8 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"
 #include "flymc/kernels/kernels.hpp"
+#include "flymc/models/logistic.hpp"
+#include "flymc/models/robust.hpp"
 #include "smh_chain.hpp"
 
 namespace flymc {
@@ -34,6 +36,31 @@ double logistic_remainder(const Taylor& t, double s) noexcept {
   return (kernels::log_sigmoid(s) - t.f0) - h * (t.f1 + 0.5 * t.f2 * h);
 }
 
+Taylor student_taylor(const StudentT& st, double y, double s_hat) noexcept {
+  Taylor e;
+  e.s_hat = s_hat;
+  e.f0 = st.log_lik(y - s_hat);
+  const double rho = (y - s_hat) * st.inv_sqrt_c;
+  // ρ/(1 + ρ²) and 1/(1 + ρ²) without forming ρ² where it could overflow.
+  const bool big = std::fabs(rho) > 1.0;
+  const double q = big ? 1.0 / (rho * rho * (1.0 + 1.0 / (rho * rho))) : 1.0 / (1.0 + rho * rho);
+  const double rho_q = big ? 1.0 / (rho + 1.0 / rho) : rho * q;
+  e.f1 = 2.0 * st.a * st.inv_sqrt_c * rho_q;
+  e.f2 = -2.0 * st.a * st.inv_sqrt_c * st.inv_sqrt_c * q * (2.0 * q - 1.0);
+  return e;
+}
+
+double student_remainder(const StudentT& st, const Taylor& e, double y, double s) noexcept {
+  const double h = s - e.s_hat;
+  return (st.log_lik(y - s) - e.f0) - h * (e.f1 + 0.5 * e.f2 * h);
+}
+
+double student_m(const StudentT& st) noexcept {
+  constexpr double kMaxG = 0.72855339059327380;  // max |ρ(3 − ρ²)/(1 + ρ²)³|, rounded up
+  const double inv_c15 = st.inv_sqrt_c * st.inv_sqrt_c * st.inv_sqrt_c;
+  return 4.0 * st.a * kMaxG * inv_c15 * (1.0 + 1e-12);
+}
+
 }  // namespace smh
 
 namespace detail {
@@ -54,9 +81,29 @@ struct Expansion {
   Mat h;
 };
 
+/// Adds Σ_i w_i x_i x_iᵀ over `x`'s rows to h's lower triangle. The logistic weights are never
+/// negative; robust regression's are where a residual is beyond √c (the Student-t log-likelihood
+/// is convex there), and those rows are subtracted as a second rank update.
+void add_weighted_outer(Mat& h, const RowBlock& x, const std::vector<double>& w) {
+  const auto k = static_cast<Eigen::Index>(w.size());
+  Vec root(k);
+  bool negative = false;
+  for (Eigen::Index i = 0; i < k; ++i) {
+    root[i] = std::sqrt(std::max(w[static_cast<std::size_t>(i)], 0.0));
+    negative = negative || w[static_cast<std::size_t>(i)] < 0.0;
+  }
+  Mat wx = root.asDiagonal() * x;
+  h.selfadjointView<Eigen::Lower>().rankUpdate(wx.transpose());
+  if (!negative) return;
+  for (Eigen::Index i = 0; i < k; ++i)
+    root[i] = std::sqrt(std::max(-w[static_cast<std::size_t>(i)], 0.0));
+  wx = root.asDiagonal() * x;
+  h.selfadjointView<Eigen::Lower>().rankUpdate(wx.transpose(), -1.0);
+}
+
 /// Pass 1: ŝ_n and the Taylor coefficients per datum; g and H_L summed in chunk order.
 void expand_at_theta_hat(SmhShared& sh) {
-  const Dataset& ds = sh.model.data();
+  const Dataset& ds = sh.data;
   const std::size_t n = ds.n(), d = ds.d();
   AlignedBuffer th = aligned_zeros(ds.stride());
   std::copy(sh.theta_hat.data(), sh.theta_hat.data() + d, th.get());
@@ -71,17 +118,17 @@ void expand_at_theta_hat(SmhShared& sh) {
         Expansion part{Vec::Zero(dd), Mat::Zero(dd, dd)};
         Vec coef(static_cast<Eigen::Index>(hi - lo));
         for (std::size_t i = 0; i < hi - lo; ++i) {
-          const smh::Taylor t = smh::logistic_taylor(y[lo + i] * s[i]);
+          const smh::Taylor t = sh.taylor(y[lo + i], s[i]);
           sh.datum[lo + i].taylor = t;
           sh.datum[lo + i].label = y[lo + i];
-          coef[static_cast<Eigen::Index>(i)] = y[lo + i] * t.f1;
-          w[i] = std::sqrt(-t.f2);
+          // ∂/∂θ of f(t·x·θ) is t·f'·x for logistic regression, f'·x for robust regression;
+          // the curvature is f''·x xᵀ for both (t² = 1).
+          coef[static_cast<Eigen::Index>(i)] = sh.student ? t.f1 : y[lo + i] * t.f1;
+          w[i] = -t.f2;
         }
         const RowBlock x = rows(ds, lo, hi);
         part.g.noalias() = x.transpose() * coef;
-        const Mat wx =
-            Eigen::Map<const Vec>(w.data(), static_cast<Eigen::Index>(w.size())).asDiagonal() * x;
-        part.h.selfadjointView<Eigen::Lower>().rankUpdate(wx.transpose());
+        add_weighted_outer(part.h, x, w);
         return part;
       },
       [](Expansion acc, Expansion part) {
@@ -102,14 +149,14 @@ void expand_at_theta_hat(SmhShared& sh) {
 /// Pass 2: φ_n = (M/6)·‖L⁻¹x_n‖³ = (M/6)·(x_nᵀH⁻¹x_n)^{3/2}, enlarged by a relative 1e-9 so that
 /// rounding in ‖L⁻¹x_n‖ cannot make a bound fall below its remainder.
 void bound_constants(SmhShared& sh) {
-  const Dataset& ds = sh.model.data();
+  const Dataset& ds = sh.data;
   const std::size_t n = ds.n();
   const auto dd = static_cast<Eigen::Index>(ds.d());
   Mat linv = Mat::Identity(dd, dd);
   sh.chol.triangularView<Eigen::Lower>().solveInPlace(linv);
   const Mat hinv = linv.transpose() * linv;
   std::vector<double> phi(n);
-  const double c = smh::kLogisticM / 6.0 * (1.0 + 1e-9);
+  const double c = sh.m / 6.0 * (1.0 + 1e-9);
   chunked_for(n, kReduceGrain, [&](std::size_t lo, std::size_t hi) {
     const RowBlock x = rows(ds, lo, hi);
     const Mat xh = x * hinv;
@@ -135,7 +182,7 @@ void bound_constants(SmhShared& sh) {
 
 void build_smh_shared(SmhShared& sh) {
   sh.theta_hat = sh.map.theta;
-  sh.precision = sh.model.prior().precision();
+  sh.precision = sh.prior.precision();
   expand_at_theta_hat(sh);
   bound_constants(sh);
 }
@@ -145,19 +192,25 @@ void build_smh_shared(SmhShared& sh) {
 RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                   const SinkFactory& sinks, Progress* progress,
                   const CheckpointOptions* checkpoint) {
-  if (cfg.model != ModelKind::logistic)
-    throw ConfigError("--algo smh runs logistic regression only so far");
+  if (cfg.model == ModelKind::softmax)
+    throw ConfigError("--algo smh runs logistic and robust regression, not softmax");
   const Stopwatch setup_clock;
-  const LogisticModel model(data, cfg);
-  RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint);
-  detail::SmhShared sh(cfg, model, out.map);
-  sh.columns = smh_draw_columns(out.names);
-  detail::build_smh_shared(sh);
-  out.setup_seconds = setup_clock.seconds();
-  detail::run_independent_chains(cfg, sinks, progress, out, [&](int id, DrawSink* sink) {
-    return detail::SmhChain(sh, id, sink);
-  });
-  return out;
+  auto sample = [&](const auto& model, std::optional<StudentT> student) {
+    RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint);
+    detail::SmhShared sh(cfg, model.data(), model.prior(), out.map, student);
+    sh.columns = smh_draw_columns(out.names);
+    detail::build_smh_shared(sh);
+    out.setup_seconds = setup_clock.seconds();
+    detail::run_independent_chains(cfg, sinks, progress, out, [&](int id, DrawSink* sink) {
+      return detail::SmhChain(sh, id, sink);
+    });
+    return out;
+  };
+  if (cfg.model == ModelKind::robust) {
+    const RobustModel model(data, cfg);
+    return sample(model, model.student());
+  }
+  return sample(LogisticModel(data, cfg), std::nullopt);
 }
 
 }  // namespace flymc

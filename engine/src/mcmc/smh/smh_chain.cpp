@@ -24,18 +24,17 @@ constexpr long kMinTuningWarmup = 50;
 SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink)
     : sh_(sh),
       cfg_(sh.cfg),
-      data_(sh.model.data()),
-      p_(sh.model.dim()),
+      data_(sh.data),
+      p_(sh.dim()),
       n_(data_.n()),
       pcn_(cfg_.proposal == SmhProposal::pcn),
       sink_(sink),
       rng_(cfg_.seed, static_cast<std::uint64_t>(chain_id)),
       // A random walk in u, where the posterior is close to N(0, I): Roberts, Gelman & Gilks's
       // 2.38/√d to start, then dual averaging toward the RW target acceptance.
-      adapt_(2.38 / std::sqrt(static_cast<double>(sh.model.dim())),
-             cfg_.target_accept.value_or(0.234)),
+      adapt_(2.38 / std::sqrt(static_cast<double>(sh.dim())), cfg_.target_accept.value_or(0.234)),
       step_(pcn_ ? cfg_.pcn_rho.value_or(kRhoGrid[0])
-                 : 2.38 / std::sqrt(static_cast<double>(sh.model.dim()))),
+                 : 2.38 / std::sqrt(static_cast<double>(sh.dim()))),
       u_(Vec::Zero(static_cast<Eigen::Index>(p_))),
       u2_(u_),
       delta_(u_),
@@ -77,7 +76,7 @@ void SmhChain::propose() {
 /// log of the quadratic factor's MH ratio: the prior times exp(Σ_n T_n) at θ' over θ, times the
 /// proposal ratio. With δᵀH_Lδ = ‖u‖² − p‖δ‖² it costs O(d) once δ' is known.
 double SmhChain::log_quadratic_ratio() const {
-  const Prior& prior = sh_.model.prior();
+  const Prior& prior = sh_.prior;
   const double p = sh_.precision;
   const double quad2 = u2_.squaredNorm() - p * delta2_.squaredNorm();
   const double quad = u_.squaredNorm() - p * delta_.squaredNorm();
@@ -92,11 +91,8 @@ double SmhChain::log_quadratic_ratio() const {
 double SmhChain::remainder_drop(Index n) {
   const double* x = data_.row(n);
   const SmhDatum& dat = sh_.datum[n];
-  const double t = dat.label;
-  const smh::Taylor& tay = dat.taylor;
-  const double r = smh::logistic_remainder(tay, t * kernels::dot(x, theta_.get(), data_.stride()));
-  const double r2 =
-      smh::logistic_remainder(tay, t * kernels::dot(x, theta2_.get(), data_.stride()));
+  const double r = sh_.remainder(dat, kernels::dot(x, theta_.get(), data_.stride()));
+  const double r2 = sh_.remainder(dat, kernels::dot(x, theta2_.get(), data_.stride()));
   res_.counters.queries += 2;  // the datum's likelihood at θ and at θ'
   return std::max(0.0, r - r2);
 }
@@ -157,9 +153,17 @@ bool SmhChain::thinned_test(double psi, double rate, SmhOutcome& o) {
   return true;
 }
 
-/// The factorised acceptance: the quadratic factor, then the data's factors with the bound
-/// ψ = ‖u‖³ + ‖u'‖³ on every datum's (all of them where the thinned process would propose more
-/// candidates than there are data).
+/// ψ with λ_n ≤ φ_n·ψ for every datum (docs/math.md §8): the smaller of the remainders' own
+/// bound, ‖u‖³ + ‖u'‖³, and the mean-value bound on their difference,
+/// 3·max(‖u‖, ‖u'‖)²·‖u − u'‖, which is the smaller one for short moves.
+double SmhChain::psi() const {
+  const double a = u_.norm(), b = u2_.norm(), m = std::max(a, b);
+  return std::min(a * a * a + b * b * b, 3.0 * m * m * (u2_ - u_).norm());
+}
+
+/// The factorised acceptance: the quadratic factor, then the data's factors with the bound φ_n·ψ
+/// on every datum's (all of them where the thinned process would propose more candidates than
+/// there are data).
 SmhOutcome SmhChain::accept_test() {
   SmhOutcome o;
   double lr = 0.0;
@@ -173,12 +177,11 @@ SmhOutcome SmhChain::accept_test() {
   }
   if (lr < 0.0 && std::log(rng_.uniform_pos()) >= lr) return o;
   o.rejected_by_data = true;
-  const double nu = u_.norm(), nu2 = u2_.norm();
-  const double psi = nu * nu * nu + nu2 * nu2 * nu2;
-  const double rate = psi * sh_.phi_sum;
+  const double bound = psi();
+  const double rate = bound * sh_.phi_sum;
   const PhaseTimer timer(profile_, Phase::likelihood);
   const bool pass =
-      rate >= static_cast<double>(n_) ? all_data_test(psi, o) : thinned_test(psi, rate, o);
+      rate >= static_cast<double>(n_) ? all_data_test(bound, o) : thinned_test(bound, rate, o);
   if (!pass) return o;
   o.rejected_by_data = false;
   o.accept = true;
@@ -293,7 +296,7 @@ void SmhChain::record(long it) {
 ChainResult SmhChain::run(ChainGauge* gauge) {
   res_.draws.reserve(res_.kept * p_);
   res_.lp.reserve(res_.kept);
-  initial_theta(cfg_, sh_.map, sh_.model.prior().sd, rng_, theta_.get());
+  initial_theta(cfg_, sh_.map, sh_.prior.sd, rng_, theta_.get());
   set_state_from_theta();
   if (sink_) sink_->begin(sh_.columns);
   own_moves_loop(

@@ -3,6 +3,7 @@
 // loop mirrors the approximate samplers' (minibatch/approx_chain.hpp): no bright set, no
 // checkpoints.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,7 @@
 #include "flymc/mcmc/columns.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/smh/smh.hpp"
-#include "flymc/models/logistic.hpp"
+#include "flymc/models/model.hpp"
 
 namespace flymc::detail {
 
@@ -22,16 +23,26 @@ namespace flymc::detail {
 struct SmhDatum {
   smh::Taylor taylor;
   double phi = 0.0;    // (M/6)·‖L⁻¹x_n‖³, slightly enlarged
-  double label = 0.0;  // t_n = ±1
+  double label = 0.0;  // logistic: t_n = ±1; robust: the response y_n
 };
 
 /// Everything the chains of one SMH run share, read-only: the expansion at θ̂ and the bounds.
 struct SmhShared {
-  SmhShared(const RunConfig& c, const LogisticModel& m, const MapResult& fit)
-      : cfg(c), model(m), map(fit) {}
+  /// `student`: robust regression's likelihood; empty: logistic regression.
+  SmhShared(const RunConfig& c, const Dataset& d, const Prior& p, const MapResult& fit,
+            std::optional<StudentT> student_t)
+      : cfg(c),
+        data(d),
+        prior(p),
+        map(fit),
+        student(student_t),
+        m(student ? smh::student_m(*student) : smh::kLogisticM) {}
   const RunConfig& cfg;
-  const LogisticModel& model;
+  const Dataset& data;
+  const Prior& prior;
   const MapResult& map;
+  const std::optional<StudentT> student;
+  const double m;          // max |f'''| of a datum's log-likelihood in its predictor
   Vec theta_hat;           // the expansion point θ̂ (θ_MAP)
   Vec grad;                // g = Σ_n f'(ŝ_n) t_n x_n, the likelihood's gradient at θ̂
   double precision = 1.0;  // p in H = H_L + p·I (the prior's precision)
@@ -41,6 +52,16 @@ struct SmhShared {
   double phi_sum = 0.0;              // Σ_n φ_n
   AliasTable alias;                  // draws n with probability φ_n / Σφ
   std::vector<std::string> columns;  // smh_draw_columns
+
+  std::size_t dim() const noexcept { return data.d(); }
+  /// The datum's Taylor expansion and its remainder at predictor x·θ = `dot`.
+  smh::Taylor taylor(double label, double dot) const noexcept {
+    return student ? smh::student_taylor(*student, label, dot) : smh::logistic_taylor(label * dot);
+  }
+  double remainder(const SmhDatum& d, double dot) const noexcept {
+    return student ? smh::student_remainder(*student, d.taylor, d.label, dot)
+                   : smh::logistic_remainder(d.taylor, d.label * dot);
+  }
 };
 
 /// Builds the expansion and the bounds at θ_MAP in two passes over the data (chunks on oneTBB,
@@ -64,6 +85,7 @@ class SmhChain {
  private:
   void propose();
   double log_quadratic_ratio() const;
+  double psi() const;
   SmhOutcome accept_test();
   double remainder_drop(Index n);  // λ_n = max(0, r_n(θ) − r_n(θ'))
   void prefetch_datum(Index n) const noexcept;

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "flymc/mcmc/sampler.hpp"
+#include "flymc/models/robust.hpp"
 
 namespace flymc {
 
@@ -32,11 +33,22 @@ Taylor logistic_taylor(double s_hat) noexcept;
 /// |r(s)| ≤ (M/6)|s − ŝ|³ with M = kLogisticM.
 double logistic_remainder(const Taylor& t, double s) noexcept;
 
+/// Robust regression: a datum's log-likelihood f(s) = log L(y − s) as a function of its predictor
+/// s = x·θ (StudentT, models/robust.hpp), expanded to second order at ŝ. With ρ = (y − ŝ)/√c and
+/// q = 1/(1 + ρ²): f'(ŝ) = (2a/√c)·ρq and f''(ŝ) = −(2a/c)·q(2q − 1), finite at every finite ŝ.
+Taylor student_taylor(const StudentT& t, double y, double s_hat) noexcept;
+/// Its remainder at s (as logistic_remainder), |r(s)| ≤ (M/6)|s − ŝ|³ with M = student_m(t).
+double student_remainder(const StudentT& t, const Taylor& e, double y, double s) noexcept;
+/// M = max |f'''| for the Student-t log-likelihood: f''' = (4a/c^{3/2})·g(ρ) with
+/// g(ρ) = ρ(3 − ρ²)/(1 + ρ²)³, largest in absolute value at ρ = √2 − 1, where g = 0.72855…
+/// (enlarged in the last digits, so that rounding cannot make the bound too small).
+double student_m(const StudentT& t) noexcept;
+
 }  // namespace smh
 
-/// Runs `--algo smh` (logistic regression; the chains as run() runs them, the draw files'
-/// SMH columns: docs/output.md). Each chain starts where the other samplers start (θ_MAP plus
-/// jitter, or a prior draw).
+/// Runs `--algo smh` (logistic or robust regression; the chains as run() runs them, the draw
+/// files' SMH columns: docs/output.md). Each chain starts where the other samplers start (θ_MAP
+/// plus jitter, or a prior draw).
 /// @throw ConfigError for another model, or when asked to checkpoint.
 RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                   const SinkFactory& sinks, Progress* progress,

@@ -352,25 +352,27 @@ void add_compare_command(CLI::App& app, CompareOptions& o) {
       ->capture_default_str();
   c->add_option("--reference-seconds", o.reference_seconds, "sampling seconds of the reference")
       ->capture_default_str();
-  c->add_option("--chains", o.chains)->capture_default_str();
-  c->add_option("--threads", o.threads, "0: all cores")->capture_default_str();
-  c->add_option("--seed", o.seed)->capture_default_str();
-  c->add_option("--warmup", o.warmup,
-                "warm-up iterations (regular MCMC: a quarter; FlyMC: three times; continuous-time "
-                "samplers: 10 draws)")
+  cli::add_run_named(c, "chains", o.chains)->capture_default_str();
+  cli::add_run_named(c, "threads", o.threads, "0: all cores")->capture_default_str();
+  cli::add_run_named(c, "seed", o.seed)->capture_default_str();
+  cli::add_run_named(
+      c, "warmup", o.warmup,
+      "warm-up iterations (regular MCMC: a quarter; FlyMC: three times; continuous-time "
+      "samplers: 10 draws)")
       ->capture_default_str();
-  c->add_option("--batch-size", o.batch_size, "approximate samplers' (first) batch")
+  cli::add_run_named(c, "batch-size", o.batch_size, "approximate samplers' (first) batch")
       ->capture_default_str();
   c->add_option("--mh-batch-target", o.mh_batch_target,
                 "minibatch-mh: fixed step for about this many data per test (0: adapted step)")
       ->capture_default_str();
-  c->add_option("--prior-sd", o.prior_sd)->capture_default_str();
+  cli::add_run_named(c, "prior-sd", o.prior_sd)->capture_default_str();
   c->add_option("--flymc-slack-scale", o.flymc_slack_scale,
                 "FlyMC's --slack-scale for its HMC and NUTS rows")
       ->capture_default_str();
-  c->add_option("--pdmp-precondition", o.pdmp_precondition,
-                "continuous-time samplers' coordinates: laplace (theta = L u, L the Laplace "
-                "covariance's Cholesky factor), laplace-diag (theta over its Laplace sds) or none")
+  cli::add_run_named(
+      c, "pdmp-precondition", o.pdmp_precondition,
+      "continuous-time samplers' coordinates: laplace (theta = L u, L the Laplace "
+      "covariance's Cholesky factor), laplace-diag (theta over its Laplace sds) or none")
       ->check(CLI::IsMember({"laplace", "laplace-diag", "none"}))
       ->capture_default_str();
   c->callback([&o] { compare(o); });

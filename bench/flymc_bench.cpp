@@ -574,9 +574,9 @@ void add_table1_command(CLI::App& app, Table1Options& t) {
       ->capture_default_str();
   t1->add_option("--name", t.name, "Logistic data set name in the output");
   t1->add_option("--json", t.json, "Write the figures and the machine as JSON");
-  t1->add_option("--chains", t.chains, "Chains per algorithm")->capture_default_str();
-  t1->add_option("--threads", t.threads, "Threads (0: all cores)")->capture_default_str();
-  t1->add_option("--seed", t.seed, "Seed")->capture_default_str();
+  cli::add_run_named(t1, "chains", t.chains, "Chains per algorithm")->capture_default_str();
+  cli::add_run_named(t1, "threads", t.threads, "Threads (0: all cores)")->capture_default_str();
+  cli::add_run_named(t1, "seed", t.seed, "Seed")->capture_default_str();
   t1->add_option("--scale", t.scale, "Multiply every iteration budget (quick runs: 0.05)")
       ->capture_default_str();
   t1->add_option("--target-ess", t.target_ess,
@@ -593,7 +593,7 @@ void add_table1_command(CLI::App& app, Table1Options& t) {
   t1->add_option("--warmup-untuned", t.warmup_untuned)->capture_default_str();
   t1->add_option("--iters-untuned", t.iters_untuned)->capture_default_str();
   const auto& kernels = bench::kernel_names();
-  t1->add_option("--kernel", t.kernel, "Logistic row: theta-kernel")
+  cli::add_run_named(t1, "kernel", t.kernel, "Logistic row: theta-kernel")
       ->transform(CLI::CheckedTransformer(kernels))
       ->default_str("rwmh");
   t1->add_option("--softmax-kernel", t.softmax_kernel, "Softmax row: theta-kernel")
@@ -605,13 +605,14 @@ void add_table1_command(CLI::App& app, Table1Options& t) {
   // The table's metrics but fly, which only FlyMC's rows could take.
   std::map<std::string, Metric> metrics = cli::enum_map<Metric>();
   metrics.erase(enum_name(Metric::fly));
-  t1->add_option("--metric", t.metric, "Logistic row: kernel metric, the same for every algorithm")
+  cli::add_run_named(t1, "metric", t.metric,
+                     "Logistic row: kernel metric, the same for every algorithm")
       ->transform(CLI::CheckedTransformer(metrics))
       ->default_str("identity");
   t1->add_option("--warmup-flymc", t.warmup_flymc)->capture_default_str();
   t1->add_option("--iters-flymc", t.iters_flymc)->capture_default_str();
   t1->add_option("--thin-flymc", t.thin_flymc)->capture_default_str();
-  t1->add_option("--q-dark-to-bright", t.q, "Logistic row: implicit z-update rate q")
+  cli::add_run_named(t1, "q-dark-to-bright", t.q, "Logistic row: implicit z-update rate q")
       ->capture_default_str();
   cli::add_auto_option(
       t1, "--bound-slack", t.slack, [](double x) { return x >= 0.0; }, ">= 0",
@@ -619,7 +620,7 @@ void add_table1_command(CLI::App& app, Table1Options& t) {
   cli::add_auto_option(
       t1, "--softmax-slack", t.softmax_slack, [](double x) { return x >= 0.0; }, ">= 0",
       "Softmax row: slack in log B_n");
-  t1->add_option("--prior-sd", t.prior_sd, "Logistic row: prior sd")->capture_default_str();
+  cli::add_run_named(t1, "prior-sd", t.prior_sd, "Logistic row: prior sd")->capture_default_str();
   t1->add_option("--softmax-prior-sd", t.softmax_prior_sd, "Softmax row: prior sd")
       ->capture_default_str();
   t1->add_option("--robust-prior-sd", t.robust_prior_sd, "Robust row: prior sd (Laplace)")
@@ -641,10 +642,10 @@ void add_scaling_command(CLI::App& app, ScalingOptions& sc) {
                "Also N = 10^7 (4 GB of rows at D = 51; regular MCMC only up to --regular-max-n)");
   s1->add_option("--regular-max-n", sc.regular_max_n, "Largest N regular MCMC runs at")
       ->capture_default_str();
-  s1->add_option("--chains", sc.chains)->capture_default_str();
-  s1->add_option("--threads", sc.threads)->capture_default_str();
+  cli::add_run_named(s1, "chains", sc.chains)->capture_default_str();
+  cli::add_run_named(s1, "threads", sc.threads)->capture_default_str();
   s1->add_option("--d", sc.d)->capture_default_str();
-  s1->add_option("--seed", sc.seed)->capture_default_str();
+  cli::add_run_named(s1, "seed", sc.seed)->capture_default_str();
   s1->add_option("--iters-flymc", sc.iters_flymc)->capture_default_str();
   s1->add_option("--warmup-flymc", sc.warmup_flymc)->capture_default_str();
   s1->add_option("--iters-smh", sc.iters_smh, "Scalable MH's iterations (0: no SMH rows)")
@@ -670,10 +671,10 @@ void add_chains_command(CLI::App& app, ChainsOptions& ch) {
   CLI::App* c1 = app.add_subcommand("chains", "min-ESS/s with 1, 2, ... concurrent chains");
   c1->add_option("--data", ch.data, "Logistic data set")->required();
   c1->add_option("--json", ch.json);
-  c1->add_option("--iters", ch.iters)->capture_default_str();
-  c1->add_option("--warmup", ch.warmup)->capture_default_str();
-  c1->add_option("--thin", ch.thin)->capture_default_str();
-  c1->add_option("--seed", ch.seed)->capture_default_str();
+  cli::add_run_named(c1, "iters", ch.iters)->capture_default_str();
+  cli::add_run_named(c1, "warmup", ch.warmup)->capture_default_str();
+  cli::add_run_named(c1, "thin", ch.thin)->capture_default_str();
+  cli::add_run_named(c1, "seed", ch.seed)->capture_default_str();
   c1->add_option("--max-chains", ch.max_chains, "0: the core count")->capture_default_str();
   c1->callback([&ch] { chains_bench(ch); });
 }

@@ -293,13 +293,13 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
       "Tall data: regular MCMC's best (gradient kernels, dense adapted metric) against FlyMC "
       "with each theta-kernel, budgets sized for a min bulk ESS target");
   t->add_option("--data", o.data, "Data set (.csv/.npy)")->required();
-  t->add_option("--model", o.model, "logistic, softmax or robust")->capture_default_str();
+  cli::add_run_named(t, "model", o.model, "logistic, softmax or robust")->capture_default_str();
   t->add_flag("--auto,!--no-auto", o.check_auto,
               "also run --algo auto's pilots and compare its choice with the measured rows");
   t->add_option("--json", o.json, "Write rows[] and posteriors{} as JSON");
-  t->add_option("--chains", o.chains)->capture_default_str();
-  t->add_option("--threads", o.threads, "0: all cores")->capture_default_str();
-  t->add_option("--seed", o.seed)->capture_default_str();
+  cli::add_run_named(t, "chains", o.chains)->capture_default_str();
+  cli::add_run_named(t, "threads", o.threads, "0: all cores")->capture_default_str();
+  cli::add_run_named(t, "seed", o.seed)->capture_default_str();
   t->add_option("--target-ess", o.target_ess, "min bulk ESS each algorithm is run to")
       ->capture_default_str();
   t->add_option("--max-seconds", o.max_seconds, "sampling time cap per algorithm")
@@ -314,7 +314,7 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
   t->add_option("--flymc-metric", o.flymc_metric,
                 "FlyMC's metrics, comma-separated: dense (Laplace, adapted), fly (p(theta | z))")
       ->capture_default_str();
-  t->add_option("--fly-metric-blend", o.fly_metric_blend)->capture_default_str();
+  cli::add_run_named(t, "fly-metric-blend", o.fly_metric_blend)->capture_default_str();
   t->add_option("--flymc-slack-scale", o.flymc_slack_scale,
                 "FlyMC's --slack-scale for HMC and NUTS (logistic regression)")
       ->capture_default_str();
@@ -333,7 +333,7 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
       ->capture_default_str();
   t->add_option("--hmc-steps-regular", o.hmc_steps_regular)->capture_default_str();
   t->add_option("--hmc-steps-flymc", o.hmc_steps_flymc)->capture_default_str();
-  t->add_option("--prior-sd", o.prior_sd)->capture_default_str();
+  cli::add_run_named(t, "prior-sd", o.prior_sd)->capture_default_str();
   t->callback([&o] { tall(o); });
 }
 

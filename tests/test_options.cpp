@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -196,5 +197,36 @@ TEST_SUITE("unit") {
     CHECK(j["config"]["q_dark_to_bright"].is_null());
     CHECK(j["config"]["kernel"] == "rwmh");
     fs::remove_all(dir);
+  }
+}
+
+TEST_SUITE("unit") {
+  TEST_CASE("options: no command spells a run option's name by hand") {
+    // Every command-line option named like a run option (flymc sample's own, the benchmark's
+    // per-row values, validate's and data's settings) goes through add_run_option(s) or
+    // add_run_named (tools/common/run_options.hpp), so the table names and describes it.
+    namespace fs = std::filesystem;
+    const fs::path root = fs::path(FLYMC_TEST_DATA_DIR).parent_path().parent_path();
+    std::size_t files = 0;
+    for (const char* dir : {"bench", "tools"})
+      for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
+        const std::string ext = e.path().extension().string();
+        if (e.path().filename() == "run_options.hpp" || (ext != ".cpp" && ext != ".hpp")) continue;
+        ++files;
+        std::ifstream in(e.path());
+        std::string line;
+        for (int no = 1; std::getline(in, line); ++no)
+          for (const char* call : {"add_option(\"--", "add_flag(\"--"}) {
+            const std::size_t at = line.find(call);
+            if (at == std::string::npos) continue;
+            const std::size_t from = at + std::string(call).size();
+            const std::string name = line.substr(from, line.find('"', from) - from);
+            CAPTURE(e.path().string());
+            CAPTURE(no);
+            CHECK_MESSAGE(find_option(name) == nullptr,
+                          "--" << name << " is a run option: add it with add_run_named");
+          }
+      }
+    CHECK(files > 20);
   }
 }

@@ -98,7 +98,7 @@ void add_data_command(CLI::App& app) {
                    "K: add K randomly deformed copies of every image (small affine move and "
                    "elastic distortion), n*(K+1) rows: the images, then copy 1 of each, ...")
       ->capture_default_str();
-  fcmd->add_option("--seed", fm->opt.seed, "Random seed of the deformations")
+  add_run_named(fcmd, "seed", fm->opt.seed, "Random seed of the deformations")
       ->capture_default_str();
   fcmd->add_option("--out", fm->out, "Output file (.csv or .npy)")
       ->required()
@@ -127,7 +127,7 @@ void add_data_command(CLI::App& app) {
   scmd->add_option("--d", sl->d, "Number of features, including the bias column")
       ->required()
       ->check(CLI::Range(std::size_t{1}, max_rows));
-  scmd->add_option("--seed", sl->seed, "Random seed")->capture_default_str();
+  add_run_named(scmd, "seed", sl->seed, "Random seed")->capture_default_str();
   scmd->add_option("--out", sl->out, "Output file (.csv or .npy)")
       ->required()
       ->check(data_file_validator());
@@ -146,11 +146,11 @@ void add_data_command(CLI::App& app) {
   rcmd->add_option("--d", sr->base.d, "Number of features, including the bias column")
       ->required()
       ->check(CLI::Range(std::size_t{1}, max_rows));
-  rcmd->add_option("--seed", sr->base.seed, "Random seed")->capture_default_str();
-  rcmd->add_option("--nu", sr->nu, "Student-t degrees of freedom of the noise")
+  add_run_named(rcmd, "seed", sr->base.seed, "Random seed")->capture_default_str();
+  add_run_named(rcmd, "nu", sr->nu, "Student-t degrees of freedom of the noise")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  rcmd->add_option("--noise-scale", sr->noise_scale, "Scale of the Student-t noise")
+  add_run_named(rcmd, "noise-scale", sr->noise_scale, "Scale of the Student-t noise")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   rcmd->add_option("--out", sr->base.out, "Output file (.csv or .npy)")

@@ -221,14 +221,14 @@ void run_geweke_command(const GewekeCli& c) {
 void add_sampler_options(CLI::App* s, const std::vector<std::string>& models, std::string& model,
                          const std::map<std::string, Algo>& algos, const std::string& algo_help,
                          Algo& algo, BoundTuning& bound, ZUpdate& z) {
-  s->add_option("--model", model, "Model")->check(CLI::IsMember(models))->capture_default_str();
-  s->add_option("--algo", algo, algo_help)
+  add_run_named(s, "model", model, "Model")->check(CLI::IsMember(models))->capture_default_str();
+  add_run_named(s, "algo", algo, algo_help)
       ->transform(CLI::CheckedTransformer(algos))
       ->default_str(to_string(algo));
-  s->add_option("--bound", bound, "map (MAP-tuned) or untuned")
+  add_run_named(s, "bound", bound, "map (MAP-tuned) or untuned")
       ->transform(CLI::CheckedTransformer(kBounds))
       ->default_str(to_string(bound));
-  s->add_option("--z", z, "z-update: implicit or explicit")
+  add_run_named(s, "z", z, "z-update: implicit or explicit")
       ->transform(CLI::CheckedTransformer(kZs))
       ->default_str(to_string(z));
 }
@@ -286,11 +286,11 @@ void add_validate_command(CLI::App& app) {
     s->add_option("--d", o.d, "Coefficients, the bias column included")->capture_default_str();
     s->add_option("--draws", o.draws, "Kept posterior draws L per replicate")
         ->capture_default_str();
-    s->add_option("--thin", o.thin, "Sampling iterations per kept draw")->capture_default_str();
+    add_run_named(s, "thin", o.thin, "Sampling iterations per kept draw")->capture_default_str();
     add_run_option(s, r, option("warmup"), "Warm-up iterations per replicate");
     s->add_option("--bins", o.bins, "Rank histogram bins")->capture_default_str();
-    s->add_option("--seed", o.seed, "Random seed")->capture_default_str();
-    s->add_option("--threads", o.threads, "Worker threads over replicates (0: all cores)")
+    add_run_named(s, "seed", o.seed, "Random seed")->capture_default_str();
+    add_run_named(s, "threads", o.threads, "Worker threads over replicates (0: all cores)")
         ->capture_default_str();
     add_run_option(s, r, option("theta-steps"), "theta-steps per z-sweep");
     s->add_option("--alpha", o.alpha, "Family-wise significance level (Bonferroni)")
@@ -311,30 +311,31 @@ void add_validate_command(CLI::App& app) {
         "included: marginal-conditional vs successive-conditional simulator");
     add_sampler_options(s, {"logistic"}, c->model, kAlgos, "flymc or full (regular MCMC)", o.algo,
                         o.bound, o.z);
-    s->add_option("--kernel", o.kernel, "theta-kernel (fixed step size, identity metric)")
+    add_run_named(s, "kernel", o.kernel, "theta-kernel (fixed step size, identity metric)")
         ->transform(CLI::CheckedTransformer(kKernels))
         ->default_str(to_string(o.kernel));
-    s->add_option("--hmc-steps", o.hmc_steps, option("hmc-steps").help)->capture_default_str();
-    s->add_option("--slice-mode", o.slice_mode, "Slice sampling: direction or coordinate")
+    add_run_named(s, "hmc-steps", o.hmc_steps)->capture_default_str();
+    add_run_named(s, "slice-mode", o.slice_mode, "Slice sampling: direction or coordinate")
         ->transform(CLI::CheckedTransformer(kSliceModes))
         ->default_str(to_string(o.slice_mode));
     s->add_option("--n", o.n, "Rows of the fixed design")->capture_default_str();
     s->add_option("--d", o.d, "Coefficients, the bias column included")->capture_default_str();
-    s->add_option("--iters", o.iters, "Successive-conditional transitions per chain")
+    add_run_named(s, "iters", o.iters, "Successive-conditional transitions per chain")
         ->capture_default_str();
     s->add_option("--burn", o.burn, "Discarded transitions per chain")->capture_default_str();
-    s->add_option("--chains", o.chains, "Successive-conditional chains")->capture_default_str();
+    add_run_named(s, "chains", o.chains, "Successive-conditional chains")->capture_default_str();
     s->add_option("--mc-draws", o.mc_draws, "Marginal-conditional draws")->capture_default_str();
     s->add_option("--batches", o.batches, "Batches per chain for batch-means standard errors")
         ->capture_default_str();
-    s->add_option("--step-size", o.step_size,
+    add_run_named(s, "step-size", o.step_size,
                   "Fixed step size of the theta-kernel (slice: interval width)")
         ->capture_default_str();
-    s->add_option("--theta-steps", o.theta_steps, "theta-steps per z-sweep")->capture_default_str();
+    add_run_named(s, "theta-steps", o.theta_steps, "theta-steps per z-sweep")
+        ->capture_default_str();
     s->add_option("--sweeps", o.sweeps, "(theta-steps, z-sweep) rounds per transition")
         ->capture_default_str();
-    s->add_option("--seed", o.seed, "Random seed")->capture_default_str();
-    s->add_option("--threads", o.threads, "Worker threads (0: all cores)")->capture_default_str();
+    add_run_named(s, "seed", o.seed, "Random seed")->capture_default_str();
+    add_run_named(s, "threads", o.threads, "Worker threads (0: all cores)")->capture_default_str();
     add_model_z_options(s, o);
     s->add_option("--alpha", o.alpha, "Family-wise significance level (Bonferroni)")
         ->capture_default_str();

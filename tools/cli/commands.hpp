@@ -18,13 +18,12 @@ struct ExitStatus {
 /// RunConfig), spelled and explained as the run options' table has them.
 template <class Options>
 void add_model_z_options(CLI::App* s, Options& o) {
-  s->add_option("--prior-sd", o.prior_sd, option("prior-sd").help)->capture_default_str();
-  s->add_option("--resample-fraction", o.resample_fraction, option("resample-fraction").help)
+  add_run_named(s, "prior-sd", o.prior_sd)->capture_default_str();
+  add_run_named(s, "resample-fraction", o.resample_fraction)->capture_default_str();
+  add_run_named(s, "untuned-xi", o.untuned_xi)->capture_default_str();
+  add_run_named(s, "q-dark-to-bright", o.q_dark_to_bright, "Implicit z-update proposal rate q")
       ->capture_default_str();
-  s->add_option("--untuned-xi", o.untuned_xi, option("untuned-xi").help)->capture_default_str();
-  s->add_option("--q-dark-to-bright", o.q_dark_to_bright, "Implicit z-update proposal rate q")
-      ->capture_default_str();
-  s->add_option("--bound-slack", o.bound_slack, "Slack subtracted from every log B_n")
+  add_run_named(s, "bound-slack", o.bound_slack, "Slack subtracted from every log B_n")
       ->capture_default_str();
 }
 /// Every --algo name but auto, as `flymc sample` takes them.

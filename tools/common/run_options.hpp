@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <map>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 
@@ -60,6 +61,18 @@ std::map<std::string, E> enum_map() {
   std::map<std::string, E> out;
   for (const EnumName<E>& n : enum_names(E{})) out.emplace(n.name, n.value);
   return out;
+}
+
+/// A command's own variable under a run option's command-line name (a benchmark's per-row value,
+/// a validation's setting): the table names it and, unless `help` says what it means here,
+/// describes it, so a run option is spelled in one place. tests/test_options.cpp fails on a
+/// command that adds a run option's name by hand.
+template <class T>
+CLI::Option* add_run_named(CLI::App* s, std::string_view name, T& value,
+                           const std::string& help = {}) {
+  const OptionInfo& o = option(name);
+  return s->add_option(std::string("--") + o.name, value,
+                       help.empty() ? std::string(o.help) : help);
 }
 
 /// add_run_option() for each of the named options (command-line names or keys).

@@ -71,6 +71,11 @@ TEST_SUITE("unit") {
     // Zig-Zag's cost model rules it out in 20 dimensions; it takes logistic regression only, so
     // robust regression keeps the others.
     CHECK_FALSE(auto_candidates(cfg, *test::logistic_data(100, 20, 2)).back().skipped.empty());
+    // A checkpointed run keeps only the samplers that can checkpoint (FlyMC, regular MCMC).
+    for (const AutoCandidate& a : auto_candidates(cfg, *data, true)) {
+      CAPTURE(a.name);
+      CHECK(a.skipped.empty() == uses_theta_kernel(a.config.algo));
+    }
     RunConfig robust = cfg;
     robust.model = ModelKind::robust;
     const auto r = auto_candidates(robust, *test::robust_data(200, 3, 1));

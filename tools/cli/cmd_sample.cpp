@@ -417,7 +417,9 @@ AlgoChoice choose_job_algo(const SampleOptions& o, const SampleJob& job,
                            const std::shared_ptr<const Dataset>& data) {
   if (!o.quiet)
     std::fprintf(stderr, "flymc: --algo auto: a pilot of every exact sampler that fits ...\n");
-  const AlgoChoice c = choose_algo(job.cfg, data);
+  AutoOptions opt;
+  opt.checkpointed = job.every > 0;
+  const AlgoChoice c = choose_algo(job.cfg, data, opt);
   if (o.quiet) return c;
   for (const AutoCandidate& a : c.candidates) {
     if (!a.skipped.empty()) {
@@ -453,7 +455,8 @@ std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGro
     if (group.leader()) choice = choose_job_algo(o, job, data);
   });
   const int chosen = group.from_leader(choice ? static_cast<int>(choice->chosen) : 0);
-  job.cfg = auto_candidates(job.cfg, *data).at(static_cast<std::size_t>(chosen)).config;
+  job.cfg =
+      auto_candidates(job.cfg, *data, job.every > 0).at(static_cast<std::size_t>(chosen)).config;
   // (the leader's list is the one its pilots ran: the same options, so the same configs)
   speedup_text = group.from_leader(choice ? number_text(choice->predicted_speedup) : "");
   return choice;

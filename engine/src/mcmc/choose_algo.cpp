@@ -155,7 +155,8 @@ std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vecto
   return out;
 }
 
-std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& data) {
+std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& data,
+                                           bool checkpointed) {
   std::vector<AutoCandidate> out;
   auto add = [&](std::string name, RunConfig c) {
     AutoCandidate a;
@@ -182,6 +183,10 @@ std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& 
   if (zz.skipped.empty() && data.d() > kZigZagMaxDim)
     zz.skipped = "one coordinate per event: not run above " + std::to_string(kZigZagMaxDim) +
                  " coefficients";
+  if (checkpointed)
+    for (AutoCandidate& a : out)
+      if (a.skipped.empty() && !uses_theta_kernel(a.config.algo))
+        a.skipped = "cannot checkpoint yet (--checkpoint-every)";
   return out;
 }
 
@@ -189,7 +194,7 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
                        const AutoOptions& opt) {
   const auto start = Clock::now();
   AlgoChoice out;
-  out.candidates = auto_candidates(cfg, *data);
+  out.candidates = auto_candidates(cfg, *data, opt.checkpointed);
   const std::size_t n = data->n();
   const std::size_t rows = std::min(n, std::max<std::size_t>(opt.regular_rows, 1));
   std::shared_ptr<const Dataset> sub = data;

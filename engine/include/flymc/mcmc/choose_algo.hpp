@@ -50,6 +50,8 @@ struct AutoOptions {
   /// the pilot's share of this budget (the budget left over the candidates left; each run costs
   /// about four times the last).
   double budget_seconds = 60.0;
+  /// The run will checkpoint: only the samplers that can (FlyMC, regular MCMC) are candidates.
+  bool checkpointed = false;
 };
 
 /// One configuration `--algo auto` weighs, and what its pilot predicted.
@@ -86,9 +88,11 @@ struct AlgoChoice {
 
 /// The candidates for `cfg`'s model, prior and options (chains, threads, seed, warm-up and
 /// sampling lengths are kept; algorithm, kernel, metric and their tuning are the candidate's),
-/// with `skipped` set for those the model or the data's shape rule out. Deterministic: every MPI
+/// with `skipped` set for those the model or the data's shape rule out, or that cannot checkpoint
+/// when the run will (`checkpointed`). Deterministic: every MPI
 /// process builds the same list, so a choice travels as its index.
-std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& data);
+std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& data,
+                                           bool checkpointed = false);
 
 /// Runs a pilot of every candidate not skipped and picks the fastest. The pilots use random
 /// streams of their own, so a run of the chosen candidate's config with cfg.seed draws exactly

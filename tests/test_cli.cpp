@@ -104,6 +104,7 @@ TEST_SUITE("unit") {
                                        "warmup",
                                        "iters",
                                        "setup_seconds",
+                                       "setup_phases",
                                        "warmup_seconds",
                                        "sampling_seconds",
                                        "queries_per_iter",
@@ -129,6 +130,20 @@ TEST_SUITE("unit") {
     CHECK(param == std::set<std::string>{"name", "mean", "sd", "mcse_mean", "q5", "q50", "q95",
                                          "ess_bulk", "ess_tail", "rhat"});
     CHECK(j["params"].size() == 3);
+    // The set-up's phases in order, from the file to the chains' start; the run's own add up to
+    // its setup_seconds.
+    std::vector<std::string> phase_names;
+    double run_phases = 0.0;
+    for (const auto& ph : j["run"]["setup_phases"]) {
+      phase_names.push_back(ph["name"].get<std::string>());
+      if (phase_names.back() != "read") run_phases += ph["seconds"].get<double>();
+      CHECK(ph["seconds"].get<double>() >= 0.0);
+    }
+    CHECK(phase_names ==
+          std::vector<std::string>{"read", "checks", "map", "statistics", "chains", "initial z"});
+    CHECK(j["run"]["setup_phases"][0]["passes"] == 1);
+    CHECK(j["run"]["setup_phases"][2]["passes"].get<int>() >= 1);  // Newton: a pass per step
+    CHECK(run_phases <= j["run"]["setup_seconds"].get<double>() * (1.0 + 1e-9));
     CHECK(j["run"]["chains"] == 2);
     // The automatic choices as resolved: q is 0.01 up to N = 3,200; the slack is positive.
     CHECK(j["run"]["q_dark_to_bright"].get<double>() == 0.01);

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/models/logistic.hpp"
@@ -117,5 +118,32 @@ TEST_SUITE("unit") {
                         (2 * h);
       CHECK(g2[j] == doctest::Approx(fd).epsilon(1e-6));
     }
+  }
+
+  TEST_CASE("MAP on tall data: a subsample's MAP starts Newton a few passes from the end") {
+    // 400,000 rows: the search first finds the MAP of every 4th row, its likelihood weighted by
+    // 4, then finishes on all rows. One row fewer is below the threshold: Newton from θ = 0.
+    auto ds = test::logistic_data(400000, 8, 11);
+    LogisticModel model(ds, 2.0);
+    const MapResult map = model.find_map();
+    std::vector<Index> most(ds->n() - 1);
+    for (std::size_t i = 0; i < most.size(); ++i) most[i] = static_cast<Index>(i);
+    const MapResult from_zero = LogisticModel(subset_rows(*ds, most), 2.0).find_map();
+    CHECK(from_zero.passes >= 6);
+    const Vec g = model.grad_log_post(map.theta);
+    CHECK(g.dot(map.covariance * g) < 1e-12);  // the Newton decrement: converged
+    CHECK(map.passes >= 2);
+    CHECK(map.passes <= 4);
+    // The covariance is the inverse negative Hessian at θ_MAP (rows' weights σ(a)σ(−a)).
+    Mat h = Mat::Zero(8, 8);
+    for (std::size_t n = 0; n < ds->n(); n += 13) {
+      const Eigen::Map<const Vec> x(ds->row(n), 8);
+      const double a = x.dot(map.theta);
+      const double w = 1.0 / ((1.0 + std::exp(a)) * (1.0 + std::exp(-a)));
+      h += 13.0 * w * x * x.transpose();
+    }
+    h.diagonal().array() += 0.25;
+    const Mat rel = map.covariance * h - Mat::Identity(8, 8);
+    CHECK(rel.cwiseAbs().maxCoeff() < 0.05);  // every 13th row: an 8% sample of the Hessian
   }
 }

@@ -24,6 +24,7 @@
 
 #include "commands.hpp"
 #include "flymc/core/atomic_file.hpp"
+#include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
 #include "flymc/core/options.hpp"
@@ -119,6 +120,16 @@ nlohmann::json config_json(const RunConfig& cfg) {
   return j;
 }
 
+/// The set-up's phases, from reading the data to the chains' start (docs/output.md).
+nlohmann::json setup_phases_json(const std::vector<SetupPhase>& phases) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SetupPhase& p : phases)
+    out.push_back({{"name", p.name},
+                   {"seconds", p.seconds},
+                   {"passes", p.passes >= 0 ? nlohmann::json(p.passes) : nlohmann::json()}});
+  return out;
+}
+
 /// --algo auto's candidates and their pilots (docs/output.md).
 nlohmann::json auto_candidates_json(const AlgoChoice& choice) {
   nlohmann::json out = nlohmann::json::array();
@@ -172,6 +183,7 @@ void write_summary_json(const std::string& path, const RunResult& r,
       {"warmup", r.config.warmup},
       {"iters", r.config.iters},
       {"setup_seconds", r.setup_seconds},
+      {"setup_phases", setup_phases_json(r.setup_phases)},
       {"warmup_seconds", r.warmup_seconds},
       {"sampling_seconds", r.sampling_seconds},
       {"queries_per_iter", r.queries_per_iter()},
@@ -354,6 +366,16 @@ void print_report(const RunResult& r, const std::vector<NamedSummary>& params,
     for (double m : r.path_mean()) std::printf(" %.4g", m);
     std::printf("\n");
   }
+  std::string phases;
+  for (const SetupPhase& p : r.setup_phases) {
+    char one[96];
+    std::snprintf(one, sizeof one, "%s%s %.3f s", phases.empty() ? "" : ", ", p.name.c_str(),
+                  p.seconds);
+    phases += one;
+    if (p.passes >= 0)
+      phases += " (" + std::to_string(p.passes) + (p.passes == 1 ? " pass)" : " passes)");
+  }
+  if (!phases.empty()) std::printf("set-up phases: %s\n", phases.c_str());
   std::printf("draws: %s/chain-{1..%d}.csv, summary: %s/summary.json\n", out.c_str(),
               r.config.chains, out.c_str());
 }
@@ -467,9 +489,11 @@ void sample_job(const SampleOptions& o, const JobGroup& group) {
   SampleJob job;
   group.leader_first([&] { job = prepare_job(o, lock, group.leader()); });
   std::shared_ptr<const Dataset> data;
+  const Stopwatch read_clock;
   group.together([&] {
     data = std::make_shared<const Dataset>(load_data(job.data_path, label_domain(job.cfg.model)));
   });
+  const double read_seconds = read_clock.seconds();
   std::optional<AlgoChoice> choice;
   std::vector<std::pair<std::string, std::string>> extra = {{"data", job.data_arg}};
   if (o.auto_algo && !job.resume) {
@@ -491,7 +515,11 @@ void sample_job(const SampleOptions& o, const JobGroup& group) {
         to_string(cfg.kernel), cfg.chains,
         group.size() > 1 ? (" on " + std::to_string(group.size()) + " processes").c_str() : "",
         cfg.warmup, cfg.iters, job.resume ? " (resuming)" : "");
-  const RunResult r = run_job(o, group, job, sinks, data, ck ? &*ck : nullptr);
+  RunResult r = run_job(o, group, job, sinks, data, ck ? &*ck : nullptr);
+  // From the file to the chains' start: reading the data and the pilots come before run().
+  std::vector<SetupPhase> before = {{"read", read_seconds, 1}};
+  if (choice) before.push_back({"auto pilots", choice->pilot_seconds, -1});
+  r.setup_phases.insert(r.setup_phases.begin(), before.begin(), before.end());
   if (!group.leader()) {
     if (r.stopped) throw ExitStatus{kExitStopped};
     return;  // the leader reports the whole run

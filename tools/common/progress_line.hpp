@@ -22,9 +22,10 @@ namespace flymc::cli {
 
 /// The watched chains' gauges summed at one moment.
 struct ProgressSnapshot {
-  bool started = false;     ///< set-up is over
-  long done = 0;            ///< iterations finished, warm-up included
-  double accept_sum = 0.0;  ///< acceptance probabilities summed ...
+  bool started = false;               ///< set-up is over
+  const char* setup_phase = nullptr;  ///< the set-up phase under way (null: not begun)
+  long done = 0;                      ///< iterations finished, warm-up included
+  double accept_sum = 0.0;            ///< acceptance probabilities summed ...
   long accept_steps = 0;    ///< ... over this many steps (0: the sampler has no acceptance)
   double bright_sum = 0.0;  ///< current bright counts summed ...
   int bright_chains = 0;    ///< ... over this many chains (0: no bright set)
@@ -33,6 +34,7 @@ struct ProgressSnapshot {
 inline ProgressSnapshot take_snapshot(const Progress& p, std::size_t chains) {
   ProgressSnapshot s;
   s.started = p.chains_started.load(std::memory_order_relaxed);
+  s.setup_phase = p.setup_phase.load(std::memory_order_relaxed);
   for (std::size_t c = 0; c < std::min(chains, p.chains.size()); ++c) {
     const ChainGauge& g = p.chains[c];
     s.done += g.done.load(std::memory_order_relaxed);
@@ -72,7 +74,8 @@ inline std::string format_progress(const ProgressPlan& plan, const ProgressSnaps
                                    const ProgressSnapshot& before, double rate) {
   char buf[256];
   if (!now.started) {
-    std::snprintf(buf, sizeof buf, "set-up (theta_MAP, bounds)");
+    std::snprintf(buf, sizeof buf, "set-up: %s",
+                  now.setup_phase != nullptr ? now.setup_phase : "theta_MAP, bounds");
     return buf;
   }
   const char* phase = now.done < plan.warmup ? "warm-up" : "sampling";

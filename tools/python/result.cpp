@@ -149,6 +149,15 @@ py::dict run_dict(const RunResult& r, const std::vector<NamedSummary>& params,
   d["warmup"] = c.warmup;
   d["iters"] = c.iters;
   d["setup_seconds"] = r.setup_seconds;
+  py::list phases;  // the run's own (the data came from the caller's arrays)
+  for (const SetupPhase& p : r.setup_phases) {
+    py::dict one;
+    one["name"] = p.name;
+    one["seconds"] = p.seconds;
+    one["passes"] = p.passes >= 0 ? py::object(py::int_(p.passes)) : py::none();
+    phases.append(one);
+  }
+  d["setup_phases"] = phases;
   d["warmup_seconds"] = r.warmup_seconds;
   d["sampling_seconds"] = r.sampling_seconds;
   d["queries_per_iter"] = r.queries_per_iter();

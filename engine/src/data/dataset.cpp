@@ -39,4 +39,15 @@ std::uint64_t data_fingerprint(const Dataset& data) {
       hash_combine);
 }
 
+std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vector<Index>& rows) {
+  auto out = std::make_shared<Dataset>(rows.size(), data.d(), data.source());
+  std::vector<double>& y = out->mutable_y();
+  y.resize(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(out->mutable_row(i), data.row(rows[i]), data.stride() * sizeof(double));
+    y[i] = data.y()[rows[i]];
+  }
+  return out;
+}
+
 }  // namespace flymc

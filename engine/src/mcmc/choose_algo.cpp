@@ -144,17 +144,6 @@ double query_time_ratio(const RunConfig& cfg, const std::shared_ptr<const Datase
 
 }  // namespace
 
-std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vector<Index>& rows) {
-  auto out = std::make_shared<Dataset>(rows.size(), data.d(), data.source());
-  std::vector<double>& y = out->mutable_y();
-  y.resize(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    std::memcpy(out->mutable_row(i), data.row(rows[i]), data.stride() * sizeof(double));
-    y[i] = data.y()[rows[i]];
-  }
-  return out;
-}
-
 std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& data,
                                            bool checkpointed) {
   std::vector<AutoCandidate> out;

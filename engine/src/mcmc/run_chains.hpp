@@ -22,6 +22,7 @@
 #include "flymc/core/rng.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/models/model.hpp"
+#include "setup_clock.hpp"
 
 namespace flymc::detail {
 
@@ -81,13 +82,13 @@ void run_independent_chains(const RunConfig& cfg, const SinkFactory& sinks, Prog
   out.sampling_seconds = par * s / tot;
 }
 
-/// The start of a run of a sampler that makes its own moves (minibatch, pdmp): refuses
+/// The start of a run of a sampler that makes its own moves (minibatch, pdmp, smh): refuses
 /// checkpointing, which these samplers lack, and returns the RunResult with the model's part and
-/// θ_MAP filled in.
+/// θ_MAP filled in (set-up phase "map" on `phases`).
 /// @throw ConfigError when `checkpoint` asks for checkpoints.
 template <FireflyModel M>
 RunResult start_uncheckpointed_run(const RunConfig& cfg, const M& model,
-                                   const CheckpointOptions* checkpoint) {
+                                   const CheckpointOptions* checkpoint, SetupClock& phases) {
   if (checkpoint != nullptr && checkpoint->store)
     throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
                       " cannot checkpoint or resume yet (--checkpoint-every, --resume)");
@@ -96,7 +97,9 @@ RunResult start_uncheckpointed_run(const RunConfig& cfg, const M& model,
   out.n = model.num_data();
   out.dim = model.dim();
   out.names = model.param_names();
+  phases.begin("map");
   out.map = model.find_map();
+  phases.end(out.map.passes);
   return out;
 }
 

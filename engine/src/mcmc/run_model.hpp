@@ -15,6 +15,7 @@
 #include "flymc/mcmc/setup.hpp"
 #include "run_chains.hpp"
 #include "run_start.hpp"
+#include "setup_clock.hpp"
 
 namespace flymc::detail {
 
@@ -55,34 +56,41 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                     const RunPart* part) {
   const PartSync sync(part);
   const Stopwatch setup_clock;
+  RunResult out;
+  SetupClock phases(progress);
   const CheckpointOptions* ck = nullptr;
   std::optional<M> model_opt;
   std::uint64_t fingerprint = 0;
+  phases.begin("checks");
   sync.step([&] {
     ck = checked_checkpoint(checkpoint, sinks);
     model_opt.emplace(data, cfg);  // checks the data (labels, features) before anything else
     // In parts the fingerprint also tells that every process was given the same data.
     if (ck != nullptr || !sync.whole()) fingerprint = data_fingerprint(*data);
   });
+  phases.end(ck != nullptr || !sync.whole() ? 2 : 1);
   const M& model = *model_opt;
-  RunResult out;
   out.config = cfg;
   out.n = data->n();
   out.dim = model.dim();
   out.names = model.param_names();
+  phases.begin("map");
   RunStart start = agree_start(sync, model, cfg, *data, ck, fingerprint, out.warnings);
   out.map = std::move(start.map);
+  phases.end(start.manifest || !sync.leader() ? 0 : out.map.passes);
+  phases.begin("statistics");
   std::optional<RunSetup<M>> setup_opt;
   sync.step([&] {
     setup_opt.emplace(prepare_run(model, cfg, out.map, faults.bound_excess));
     if (ck != nullptr && !ck->resume && sync.leader())
       start_manifest(*ck, cfg, *data, fingerprint, out.map, setup_clock.seconds());
   });
+  phases.end();
   const RunSetup<M>& setup = *setup_opt;
   out.bound_slack = setup.bound_slack;
   out.q_dark_to_bright = setup.q_dark_to_bright;
-  const double setup_serial = setup_clock.seconds();
 
+  phases.begin("chains");
   const InverseMetric metric = chain_metric(model, cfg, out.map, setup);
   const Shared<M> sh{cfg,
                      model,
@@ -99,6 +107,9 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     cs = open_sessions(cfg, block, ck, sinks, sh.columns, data->n(), out.dim, model.layout().k,
                        threads);
   });
+  phases.end();
+  out.setup_phases = phases.take();
+  const double setup_serial = setup_clock.seconds();
   if (start.manifest) out.setup_seconds = start.manifest->setup_seconds;
   const Stopwatch par_clock;
   run_chains(sh, setup, block, cs, progress, threads, out.chains);

@@ -152,6 +152,7 @@ void apportion_wall_time(RunResult& out, const ChainSessions& cs, double setup_s
   }
   const double tot = std::max(zi + w + s, 1e-300);
   out.setup_seconds += setup_serial + cs.prev_wall.wall_z_init + par_seconds * zi / tot;
+  if (zi > 0.0) out.setup_phases.push_back({"initial z", par_seconds * zi / tot, -1});
   out.warmup_seconds = cs.prev_wall.wall_warmup + par_seconds * w / tot;
   out.sampling_seconds = cs.prev_wall.wall_sampling + par_seconds * s / tot;
 }

@@ -2,6 +2,7 @@
 // The step rule shared by the models' MAP searches (Newton's method with the exact Hessian):
 // convergence on the Newton decrement, and backtracking along the Newton direction.
 #include <cmath>
+#include <utility>
 
 #include "flymc/core/clock.hpp"
 #include "flymc/models/model.hpp"  // Vec
@@ -44,19 +45,26 @@ NewtonMove newton_move(Objective&& objective, Vec& theta, double& f, const Vec& 
 /// The MAP search of a model with a smooth Gaussian stage: Newton from θ = 0 under the Gaussian
 /// prior of the same sd (concave, well conditioned there), then, for a Laplace prior, Newton
 /// again from that point under the model's own prior (its quadratic majorizer needs a start away
-/// from 0). `stage(prior, θ0)` runs one Newton search from θ0.
+/// from 0). `stage(prior, θ0)` runs one Newton search from θ0; the first starts at `start`.
 template <class Stage>
-MapResult two_stage_map(std::size_t dim, const Prior& prior, Stage&& stage) {
+MapResult two_stage_map(const Prior& prior, const Vec& start, Stage&& stage) {
   const Stopwatch clock;
-  const Vec zero = Vec::Zero(static_cast<Eigen::Index>(dim));
-  MapResult r = stage(Prior{PriorKind::gaussian, prior.sd}, zero);
+  MapResult r = stage(Prior{PriorKind::gaussian, prior.sd}, start);
   if (prior.kind != PriorKind::gaussian) {
-    const int it = r.iterations;
+    const int it = r.iterations, passes = r.passes;
     r = stage(prior, r.theta);
     r.iterations += it;
+    if (r.passes >= 0 && passes >= 0) r.passes += passes;
   }
   r.seconds = clock.seconds();
   return r;
+}
+
+/// two_stage_map from θ = 0.
+template <class Stage>
+MapResult two_stage_map(std::size_t dim, const Prior& prior, Stage&& stage) {
+  return two_stage_map(prior, Vec::Zero(static_cast<Eigen::Index>(dim)),
+                       std::forward<Stage>(stage));
 }
 
 }  // namespace flymc::detail

@@ -81,6 +81,9 @@ class Dataset {
 /// threads. A checkpoint records it, and the processes of an MPI run compare theirs.
 std::uint64_t data_fingerprint(const Dataset& data);
 
+/// The rows `rows` of `data`, in that order (a copy, labels and padding included).
+std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vector<Index>& rows);
+
 /// What values the label column may hold.
 enum class LabelDomain {
   /// Any finite value (regression).

@@ -101,7 +101,4 @@ std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& 
 AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
                        const AutoOptions& opt = {});
 
-/// The rows `rows` of `data` (a copy).
-std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vector<Index>& rows);
-
 }  // namespace flymc

@@ -106,6 +106,13 @@ struct ChainResult {
   std::vector<double> path_mean;
 };
 
+/// One phase of a run's set-up (summary.json's run.setup_phases, docs/output.md).
+struct SetupPhase {
+  std::string name;      ///< read, checks, fingerprint, map, statistics, chains
+  double seconds = 0.0;  ///< wall time
+  int passes = -1;       ///< passes over all the data rows (-1: not counted)
+};
+
 /// Everything a run produced.
 struct RunResult {
   RunConfig config;
@@ -116,7 +123,10 @@ struct RunResult {
   double bound_slack = 0.0;  ///< the slack ε used (RunConfig::bound_slack, resolved if automatic)
   /// The implicit z-update rate q used (RunConfig::q_dark_to_bright, resolved if automatic).
   double q_dark_to_bright = 0.0;
-  double setup_seconds = 0.0;     ///< MAP + bound statistics + initial z (wall)
+  double setup_seconds = 0.0;  ///< MAP + bound statistics + initial z (wall)
+  /// The set-up's phases in order (their seconds add up to about setup_seconds; a resumed run
+  /// has only this session's).
+  std::vector<SetupPhase> setup_phases;
   double warmup_seconds = 0.0;    ///< wall time of the chains' parallel region spent in warm-up
   double sampling_seconds = 0.0;  ///< ... and in sampling (apportioned by the chains' own timers)
   bool stopped = false;           ///< stopped on request: chains are partial, resume to finish
@@ -169,6 +179,8 @@ struct alignas(64) ChainGauge {
 struct Progress {
   std::vector<ChainGauge> chains;           ///< per chain of the run, chain k at index k - 1
   std::atomic<bool> chains_started{false};  ///< set-up (θ_MAP, bounds) is over
+  /// The set-up phase under way (SetupPhase::name's constant string; null before the first).
+  std::atomic<const char*> setup_phase{nullptr};
   explicit Progress(int nchains) : chains(static_cast<std::size_t>(nchains)) {}
 };
 

@@ -66,11 +66,12 @@ class LogisticModel {
 
   /// θ_MAP of the full posterior by damped Newton iterations with a backtracking line search
   /// (for a Laplace prior, Newton steps on its local quadratic majorizer, from the Gaussian
-  /// prior's MAP).
+  /// prior's MAP), one pass over the data per step. On tall data (400,000 rows or more) the
+  /// search starts from the MAP of a strided subsample of 100,000 rows whose likelihood is
+  /// weighted up to N rows.
   MapResult find_map(double tol = 1e-10, int max_iter = 100) const;
 
  private:
-  MapResult newton(const Prior& prior, Vec theta, double tol, int max_iter) const;
   std::shared_ptr<const Dataset> data_;
   Prior prior_;
 };

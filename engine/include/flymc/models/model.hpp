@@ -36,6 +36,9 @@ struct MapResult {
   double log_post = 0.0;  ///< log p(θ_MAP | data) up to a constant
   int iterations = 0;     ///< optimizer iterations
   double seconds = 0.0;   ///< wall time
+  /// Passes the search made over all the data rows (-1 where a model does not count them;
+  /// passes over a subsample are not counted, their time is in `seconds`).
+  int passes = -1;
 };
 
 /// Outcome of comparing bounds with likelihoods (a bound's deltas()). Δ_n = log L_n − log B_n is

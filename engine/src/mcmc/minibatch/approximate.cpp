@@ -255,8 +255,12 @@ RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> d
     throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
                       " runs logistic regression only so far");
   const Stopwatch setup_clock;
+  detail::SetupClock phases(progress);
+  phases.begin("checks");
   const LogisticModel model(data, cfg);
-  RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint);
+  phases.end(1);
+  RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint, phases);
+  phases.begin("statistics");
   RunConfig rw = cfg;
   rw.kernel = KernelKind::rwmh;  // minibatch MH's walk starts at the RW optimal scaling
   detail::ApproxShared sh{cfg,
@@ -268,6 +272,8 @@ RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> d
                           approx_draw_columns(out.names),
                           cfg.algo == Algo::minibatch_mh ? &BarkerCorrection::standard() : nullptr};
   detail::set_metric(sh, out.dim);
+  phases.end();
+  out.setup_phases = phases.take();
   out.setup_seconds = setup_clock.seconds();
 
   detail::run_independent_chains(cfg, sinks, progress, out, [&](int id, DrawSink* sink) {

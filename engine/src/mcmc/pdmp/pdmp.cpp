@@ -95,8 +95,12 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const CheckpointOptions* checkpoint) {
   cfg.validate();  // the model and prior checks (run() validated already; callers may not)
   const Stopwatch setup_clock;
+  detail::SetupClock phases(progress);
+  phases.begin("checks");
   const LogisticModel model(data, cfg);
-  RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint);
+  phases.end(1);
+  RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint, phases);
+  phases.begin("statistics");
   const Mat transform = chain_transform(cfg, out.map);
   std::optional<LogisticModel> moved;
   if (transform.size() != 0) moved.emplace(transformed_data(*data, transform), cfg);
@@ -121,6 +125,8 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
       pdmp_draw_columns(out.names)};
   out.pdmp_spacing = sh.spacing;
   if (!is_zigzag(cfg.algo)) out.refresh_rate = sh.refresh;
+  phases.end();
+  out.setup_phases = phases.take();
   out.setup_seconds = setup_clock.seconds();
   if (is_zigzag(cfg.algo)) {
     detail::run_independent_chains(cfg, sinks, progress, out, [&](int id, DrawSink* sink) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../run_chains.hpp"
+#include "flymc/core/blas.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"
@@ -81,24 +82,30 @@ struct Expansion {
   Mat h;
 };
 
-/// Adds Σ_i w_i x_i x_iᵀ over `x`'s rows to h's lower triangle. The logistic weights are never
-/// negative; robust regression's are where a residual is beyond √c (the Student-t log-likelihood
-/// is convex there), and those rows are subtracted as a second rank update.
-void add_weighted_outer(Mat& h, const RowBlock& x, const std::vector<double>& w) {
-  const auto k = static_cast<Eigen::Index>(w.size());
-  Vec root(k);
-  bool negative = false;
-  for (Eigen::Index i = 0; i < k; ++i) {
-    root[i] = std::sqrt(std::max(w[static_cast<std::size_t>(i)], 0.0));
-    negative = negative || w[static_cast<std::size_t>(i)] < 0.0;
+/// Rows per SYRK call: the scaled block (kSyrkRows × stride) stays in L2.
+constexpr std::size_t kSyrkRows = 512;
+
+/// Adds Σ_i w_i x_i x_iᵀ over rows [lo, lo + w.size()) of `ds` to h's upper triangle (BLAS
+/// SYRK on rows scaled by √|w_i|). The logistic weights are never negative; robust regression's
+/// are where a residual is beyond √c (the Student-t log-likelihood is convex there), and those
+/// rows are subtracted as a second rank update.
+void add_weighted_outer(Mat& h, const Dataset& ds, std::size_t lo, const std::vector<double>& w) {
+  const std::size_t d = ds.d(), stride = ds.stride();
+  AlignedBuffer block = aligned_zeros(kSyrkRows * stride);
+  const bool negative = std::any_of(w.begin(), w.end(), [](double v) { return v < 0.0; });
+  for (const double sign : {1.0, -1.0}) {
+    if (sign < 0.0 && !negative) return;
+    for (std::size_t b0 = 0; b0 < w.size(); b0 += kSyrkRows) {
+      const std::size_t m = std::min(kSyrkRows, w.size() - b0);
+      for (std::size_t i = 0; i < m; ++i) {
+        const double r = std::sqrt(std::max(sign * w[b0 + i], 0.0));
+        const double* x = ds.row(lo + b0 + i);
+        double* out = block.get() + i * stride;
+        for (std::size_t j = 0; j < d; ++j) out[j] = r * x[j];
+      }
+      blas::syrk_accumulate(block.get(), m, d, stride, h.data(), sign);
+    }
   }
-  Mat wx = root.asDiagonal() * x;
-  h.selfadjointView<Eigen::Lower>().rankUpdate(wx.transpose());
-  if (!negative) return;
-  for (Eigen::Index i = 0; i < k; ++i)
-    root[i] = std::sqrt(std::max(-w[static_cast<std::size_t>(i)], 0.0));
-  wx = root.asDiagonal() * x;
-  h.selfadjointView<Eigen::Lower>().rankUpdate(wx.transpose(), -1.0);
 }
 
 /// Pass 1: ŝ_n and the Taylor coefficients per datum; g and H_L summed in chunk order.
@@ -128,7 +135,7 @@ void expand_at_theta_hat(SmhShared& sh) {
         }
         const RowBlock x = rows(ds, lo, hi);
         part.g.noalias() = x.transpose() * coef;
-        add_weighted_outer(part.h, x, w);
+        add_weighted_outer(part.h, ds, lo, w);
         return part;
       },
       [](Expansion acc, Expansion part) {
@@ -138,7 +145,7 @@ void expand_at_theta_hat(SmhShared& sh) {
         return acc;
       });
   sh.grad = total.g;
-  Mat h = total.h.selfadjointView<Eigen::Lower>();
+  Mat h = total.h.selfadjointView<Eigen::Upper>();
   h.diagonal().array() += sh.precision;
   const Eigen::LLT<Mat> llt(h);
   if (llt.info() != Eigen::Success)
@@ -158,11 +165,14 @@ void bound_constants(SmhShared& sh) {
   std::vector<double> phi(n);
   const double c = sh.m / 6.0 * (1.0 + 1e-9);
   chunked_for(n, kReduceGrain, [&](std::size_t lo, std::size_t hi) {
-    const RowBlock x = rows(ds, lo, hi);
-    const Mat xh = x * hinv;
+    Mat y(dd, static_cast<Eigen::Index>(hi - lo));  // column i: H⁻¹ x_i
+    blas::gemm_at_xt(hinv.data(), static_cast<std::size_t>(dd), ds.row(lo), hi - lo,
+                     static_cast<std::size_t>(dd), ds.stride(), y.data());
     for (std::size_t i = lo; i < hi; ++i) {
-      const double q =
-          xh.row(static_cast<Eigen::Index>(i - lo)).dot(x.row(static_cast<Eigen::Index>(i - lo)));
+      const double* x = ds.row(i);
+      const double* yi = y.data() + (i - lo) * static_cast<std::size_t>(dd);
+      double q = 0.0;
+      for (Eigen::Index j = 0; j < dd; ++j) q += x[j] * yi[j];
       phi[i] = c * q * std::sqrt(q);
       sh.datum[i].phi = phi[i];
     }
@@ -195,17 +205,23 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   if (cfg.model == ModelKind::softmax)
     throw ConfigError("--algo smh runs logistic and robust regression, not softmax");
   const Stopwatch setup_clock;
+  detail::SetupClock phases(progress);
   auto sample = [&](const auto& model, std::optional<StudentT> student) {
-    RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint);
+    phases.end(1);  // "checks": building the model checked the labels and features
+    RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint, phases);
+    phases.begin("statistics");
     detail::SmhShared sh(cfg, model.data(), model.prior(), out.map, student);
     sh.columns = smh_draw_columns(out.names);
     detail::build_smh_shared(sh);
+    phases.end(2);  // the expansion at θ̂, then the per-datum bound constants
+    out.setup_phases = phases.take();
     out.setup_seconds = setup_clock.seconds();
     detail::run_independent_chains(cfg, sinks, progress, out, [&](int id, DrawSink* sink) {
       return detail::SmhChain(sh, id, sink);
     });
     return out;
   };
+  phases.begin("checks");
   if (cfg.model == ModelKind::robust) {
     const RobustModel model(data, cfg);
     return sample(model, model.student());

@@ -5,10 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "flymc/core/errors.hpp"
 #include "flymc/mcmc/choose_algo.hpp"
+#include "flymc/mcmc/sampler.hpp"
+#include "flymc/models/logistic.hpp"
 #include "test_util.hpp"
 
 using namespace flymc;
@@ -111,6 +115,23 @@ TEST_SUITE("unit") {
       CHECK(c.algo() == c.best().config.algo);
       CHECK(c.predicted_speedup == doctest::Approx(best / best_regular));
       CHECK(c.pilot_seconds > 0.0);
+      // One MAP fit on all the rows, shared by the pilots there and handed to the run: the
+      // model's own, bit for bit.
+      REQUIRE(c.map != nullptr);
+      const MapResult own = LogisticModel(data, cfg).find_map();
+      CHECK(c.map->theta == own.theta);
+      CHECK(c.map->covariance == own.covariance);
+    }
+    // A fit of another model's shape is refused, not used.
+    RunConfig one = cfg;
+    one.warmup = 10;
+    one.iters = 10;
+    auto wrong = std::make_shared<MapResult>();
+    wrong->theta = Vec::Zero(2);
+    wrong->covariance = Mat::Identity(2, 2);
+    for (const Algo algo : {Algo::flymc, Algo::smh}) {
+      one.algo = algo;
+      CHECK_THROWS_AS(run(one, data, {}, nullptr, nullptr, {}, Precomputed{wrong}), ConfigError);
     }
   }
 

@@ -322,7 +322,7 @@ std::optional<CheckpointOptions> checkpoint_options(const SampleJob& job) {
 /// it ends when the function returns or throws): a live line on a terminal, plain lines in a log.
 RunResult run_job(const SampleOptions& o, const JobGroup& group, const SampleJob& job,
                   const SinkFactory& sinks, std::shared_ptr<const Dataset> data,
-                  const CheckpointOptions* ck) {
+                  const CheckpointOptions* ck, const Precomputed& pre) {
   const RunConfig& cfg = job.cfg;
   Progress progress(cfg.chains);
   std::optional<ProgressDisplay> display;
@@ -336,7 +336,7 @@ RunResult run_job(const SampleOptions& o, const JobGroup& group, const SampleJob
   }
   std::optional<StopSignals> signals;
   if (ck != nullptr) signals.emplace();
-  return group.run(cfg, std::move(data), sinks, &progress, ck, o.faults);
+  return group.run(cfg, std::move(data), sinks, &progress, ck, o.faults, pre);
 }
 
 /// The summary table and the run's figures on stdout.
@@ -515,7 +515,9 @@ void sample_job(const SampleOptions& o, const JobGroup& group) {
         to_string(cfg.kernel), cfg.chains,
         group.size() > 1 ? (" on " + std::to_string(group.size()) + " processes").c_str() : "",
         cfg.warmup, cfg.iters, job.resume ? " (resuming)" : "");
-  RunResult r = run_job(o, group, job, sinks, data, ck ? &*ck : nullptr);
+  // The pilots' MAP fit (the leader's: the others take the leader's set-up in any case).
+  const Precomputed pre{choice ? choice->map : nullptr};
+  RunResult r = run_job(o, group, job, sinks, data, ck ? &*ck : nullptr, pre);
   // From the file to the chains' start: reading the data and the pilots come before run().
   std::vector<SetupPhase> before = {{"read", read_seconds, 1}};
   if (choice) before.push_back({"auto pilots", choice->pilot_seconds, -1});

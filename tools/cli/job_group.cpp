@@ -71,9 +71,9 @@ std::string JobGroup::from_leader(const std::string& s) const {
 
 RunResult JobGroup::run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                         const SinkFactory& sinks, Progress* progress, const CheckpointOptions* ck,
-                        const FaultInjection& faults) const {
-  if (!mpi_) return flymc::run(cfg, std::move(data), sinks, progress, ck, faults);
-  return mpi::run(MPI_COMM_WORLD, cfg, std::move(data), sinks, progress, ck, faults);
+                        const FaultInjection& faults, const Precomputed& pre) const {
+  if (!mpi_) return flymc::run(cfg, std::move(data), sinks, progress, ck, faults, pre);
+  return mpi::run(MPI_COMM_WORLD, cfg, std::move(data), sinks, progress, ck, faults, pre);
 }
 
 void JobGroup::fail(std::exception_ptr e) const {
@@ -111,8 +111,8 @@ int JobGroup::from_leader(int v) const { return v; }
 std::string JobGroup::from_leader(const std::string& s) const { return s; }
 RunResult JobGroup::run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                         const SinkFactory& sinks, Progress* progress, const CheckpointOptions* ck,
-                        const FaultInjection& faults) const {
-  return flymc::run(cfg, std::move(data), sinks, progress, ck, faults);
+                        const FaultInjection& faults, const Precomputed& pre) const {
+  return flymc::run(cfg, std::move(data), sinks, progress, ck, faults, pre);
 }
 void JobGroup::fail(std::exception_ptr e) const { std::rethrow_exception(e); }
 

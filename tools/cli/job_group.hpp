@@ -35,8 +35,8 @@ class JobGroup {
   /// Runs the job's chains: all of them alone, this process's block in a group; on the leader,
   /// the whole run (flymc::mpi::run).
   RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const SinkFactory& sinks,
-                Progress* progress, const CheckpointOptions* ck,
-                const FaultInjection& faults) const;
+                Progress* progress, const CheckpointOptions* ck, const FaultInjection& faults,
+                const Precomputed& pre = {}) const;
 
   /// Ends the job after `e`. Alone, rethrows it. In a group, an error every process has (agreed)
   /// is reported by the leader, and every process ends with its exit code; any other error is

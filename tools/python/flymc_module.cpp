@@ -65,7 +65,8 @@ Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& 
       choice = choose_algo(cfg, data);
       cfg = choice->best().config;
     }
-    r = run(cfg, data, memory_sinks(tables));
+    r = run(cfg, data, memory_sinks(tables), nullptr, nullptr, {},
+            Precomputed{choice ? choice->map : nullptr});
   }
   if (choice && choice->pilots_short &&
       PyErr_WarnEx(

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "flymc/core/errors.hpp"
@@ -49,6 +51,33 @@ double seconds_per_query(const RunResult& r) {
   return std::max(r.sampling_seconds, 1e-9) / std::max(q, 1.0);
 }
 
+/// The MAP fit on all the data, found by the first run there and taken by every later one.
+class SharedMap {
+ public:
+  explicit SharedMap(std::shared_ptr<const Dataset> all) : all_(std::move(all)) {}
+  /// What a run on `data` may take over (nothing on a subset).
+  Precomputed for_data(const std::shared_ptr<const Dataset>& data) const {
+    return Precomputed{data == all_ ? map_ : nullptr};
+  }
+  /// Keeps the MAP fit of a run on `data` if it is the first on all the data.
+  void keep(const std::shared_ptr<const Dataset>& data, const RunResult& r) {
+    if (data == all_ && !map_) map_ = std::make_shared<const MapResult>(r.map);
+  }
+  std::shared_ptr<const MapResult> map() const { return map_; }
+
+ private:
+  std::shared_ptr<const Dataset> all_;
+  std::shared_ptr<const MapResult> map_;
+};
+
+/// Runs `c` on `data`, sharing the MAP fit through `shared`.
+RunResult run_sharing(const RunConfig& c, const std::shared_ptr<const Dataset>& data,
+                      SharedMap& shared) {
+  RunResult r = run(c, data, {}, nullptr, nullptr, {}, shared.for_data(data));
+  shared.keep(data, r);
+  return r;
+}
+
 /// A pilot's last run and its min bulk ESS.
 struct Pilot {
   RunResult result;
@@ -60,11 +89,11 @@ struct Pilot {
 /// start. Every run starts afresh from the same seed (run() does not resume): the shorter runs
 /// before the last cost about a third of its sampling, plus their warm-ups.
 Pilot run_pilot(RunConfig c, const std::shared_ptr<const Dataset>& data, const AutoOptions& opt,
-                double seconds) {
+                double seconds, SharedMap& shared) {
   const auto start = Clock::now();
   for (;;) {
     const auto t0 = Clock::now();
-    Pilot p{run(c, data), 0.0};
+    Pilot p{run_sharing(c, data, shared), 0.0};
     p.min_ess = min_ess_bulk(p.result);
     const double last = seconds_since(t0);
     if (p.min_ess >= opt.min_pilot_ess || seconds_since(start) + 4.0 * last > seconds) return p;
@@ -131,15 +160,16 @@ RunConfig pilot_config(const AutoCandidate& c, const AutoOptions& opt) {
 /// Seconds per query on all the data over seconds per query on `sub`, by a few MALA iterations
 /// on each data set's rows (a subset may fit in cache where all the data do not).
 double query_time_ratio(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
-                        const std::shared_ptr<const Dataset>& sub, const AutoOptions& opt) {
+                        const std::shared_ptr<const Dataset>& sub, const AutoOptions& opt,
+                        SharedMap& shared) {
   RunConfig t = with_sampler(cfg, Algo::full, KernelKind::mala, Metric::identity);
   t.seed = cfg.seed ^ kPilotSeedMix;
   t.warmup = 0;
   t.iters = opt.timing_iters;
   t.profile = false;
-  const double all = seconds_per_query(run(t, data));
+  const double all = seconds_per_query(run_sharing(t, data, shared));
   t.iters = opt.timing_iters * 4;  // the subset is short: more iterations for the same clock
-  return all / seconds_per_query(run(t, sub));
+  return all / seconds_per_query(run_sharing(t, sub, shared));
 }
 
 }  // namespace
@@ -188,10 +218,11 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
   const std::size_t rows = std::min(n, std::max<std::size_t>(opt.regular_rows, 1));
   std::shared_ptr<const Dataset> sub = data;
   if (rows < n) sub = subset_rows(*data, random_rows(n, rows, cfg.seed ^ kPilotSeedMix));
+  SharedMap shared(data);
   double regular_scale = 1.0;  // the regular pilots' seconds → seconds on all N rows
   if (sub != data)
-    regular_scale =
-        static_cast<double>(n) / static_cast<double>(rows) * query_time_ratio(cfg, data, sub, opt);
+    regular_scale = static_cast<double>(n) / static_cast<double>(rows) *
+                    query_time_ratio(cfg, data, sub, opt, shared);
 
   std::size_t left = 0;
   for (const AutoCandidate& c : out.candidates) left += c.skipped.empty() ? 1 : 0;
@@ -201,7 +232,7 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
     const double share =
         std::max(opt.budget_seconds - seconds_since(start), 0.0) / static_cast<double>(left--);
     const bool regular = is_regular(c);
-    const Pilot p = run_pilot(pilot_config(c, opt), regular ? sub : data, opt, share);
+    const Pilot p = run_pilot(pilot_config(c, opt), regular ? sub : data, opt, share, shared);
     const double scale = regular ? regular_scale : 1.0;
     // A pilot that produced no effective draw still counts one, so ratios stay finite.
     c.ess_per_second = std::max(p.min_ess, 1.0) / std::max(p.result.sampling_seconds * scale, 1e-9);
@@ -227,6 +258,7 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
     if (c.skipped.empty() && is_regular(c)) best_regular = std::max(best_regular, c.ess_per_second);
   out.predicted_speedup = best_regular > 0.0 ? out.best().ess_per_second / best_regular : 0.0;
   out.pilot_seconds = seconds_since(start);
+  out.map = shared.map();
   return out;
 }
 

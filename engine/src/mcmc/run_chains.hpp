@@ -82,13 +82,26 @@ void run_independent_chains(const RunConfig& cfg, const SinkFactory& sinks, Prog
   out.sampling_seconds = par * s / tot;
 }
 
+/// The MAP fit a fresh run starts from: `pre`'s when given (checked against the model's
+/// dimension), else a search.
+template <class M>
+MapResult start_map(const M& model, const Precomputed& pre, bool& found) {
+  found = !pre.map;
+  if (found) return model.find_map();
+  if (static_cast<std::size_t>(pre.map->theta.size()) != model.dim())
+    throw ConfigError("the precomputed MAP fit has " + std::to_string(pre.map->theta.size()) +
+                      " coefficients, the model " + std::to_string(model.dim()));
+  return *pre.map;
+}
+
 /// The start of a run of a sampler that makes its own moves (minibatch, pdmp, smh): refuses
 /// checkpointing, which these samplers lack, and returns the RunResult with the model's part and
-/// θ_MAP filled in (set-up phase "map" on `phases`).
+/// θ_MAP filled in (found, or `pre`'s; set-up phase "map" on `phases`).
 /// @throw ConfigError when `checkpoint` asks for checkpoints.
 template <FireflyModel M>
 RunResult start_uncheckpointed_run(const RunConfig& cfg, const M& model,
-                                   const CheckpointOptions* checkpoint, SetupClock& phases) {
+                                   const CheckpointOptions* checkpoint, const Precomputed& pre,
+                                   SetupClock& phases) {
   if (checkpoint != nullptr && checkpoint->store)
     throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
                       " cannot checkpoint or resume yet (--checkpoint-every, --resume)");
@@ -98,8 +111,9 @@ RunResult start_uncheckpointed_run(const RunConfig& cfg, const M& model,
   out.dim = model.dim();
   out.names = model.param_names();
   phases.begin("map");
-  out.map = model.find_map();
-  phases.end(out.map.passes);
+  bool found = false;
+  out.map = start_map(model, pre, found);
+  phases.end(found ? out.map.passes : 0);
   return out;
 }
 

@@ -53,7 +53,7 @@ template <FireflyModel M>
 RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                     const SinkFactory& sinks, Progress* progress,
                     const CheckpointOptions* checkpoint, const FaultInjection& faults,
-                    const RunPart* part) {
+                    const RunPart* part, const Precomputed& pre) {
   const PartSync sync(part);
   const Stopwatch setup_clock;
   RunResult out;
@@ -75,9 +75,9 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   out.dim = model.dim();
   out.names = model.param_names();
   phases.begin("map");
-  RunStart start = agree_start(sync, model, cfg, *data, ck, fingerprint, out.warnings);
+  RunStart start = agree_start(sync, model, cfg, *data, ck, fingerprint, pre, out.warnings);
   out.map = std::move(start.map);
-  phases.end(start.manifest || !sync.leader() ? 0 : out.map.passes);
+  phases.end(start.found ? out.map.passes : 0);
   phases.begin("statistics");
   std::optional<RunSetup<M>> setup_opt;
   sync.step([&] {

@@ -15,6 +15,7 @@
 #include "flymc/mcmc/run_part.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/state_store.hpp"
+#include "run_chains.hpp"
 
 namespace flymc::detail {
 
@@ -95,14 +96,16 @@ class PartSync {
 struct RunStart {
   MapResult map;
   std::optional<RunManifest> manifest;  // resuming
+  bool found = false;                   // this process searched for the MAP (its passes count)
 };
 
-/// The leader's part of the start: loads the manifest to resume, or finds the MAP fit; in a part,
+/// The leader's part of the start: loads the manifest to resume, or finds the MAP fit (or takes
+/// `pre`'s); in a part,
 /// shares it and every process checks its own data and configuration against it.
 template <class M>
 RunStart agree_start(const PartSync& sync, const M& model, const RunConfig& cfg,
                      const Dataset& data, const CheckpointOptions* ck, std::uint64_t fingerprint,
-                     std::vector<std::string>& warnings) {
+                     const Precomputed& pre, std::vector<std::string>& warnings) {
   const bool resuming = ck != nullptr && ck->resume;
   RunStart st;
   if (sync.whole()) {
@@ -110,7 +113,7 @@ RunStart agree_start(const PartSync& sync, const M& model, const RunConfig& cfg,
       st.manifest = load_matching_manifest(*ck, cfg, data, fingerprint, model.dim(), warnings);
     // On resume the MAP fit is the checkpointed one: the bounds and metric built from it are
     // then those of the first session, bit for bit.
-    st.map = st.manifest ? st.manifest->map : model.find_map();
+    st.map = st.manifest ? st.manifest->map : start_map(model, pre, st.found);
     return st;
   }
   RunManifest lead;
@@ -124,7 +127,7 @@ RunStart agree_start(const PartSync& sync, const M& model, const RunConfig& cfg,
     lead.n = data.n();
     lead.d = data.d();
     lead.data_hash = fingerprint;
-    lead.map = model.find_map();
+    lead.map = start_map(model, pre, st.found);
     lead.simd = kernels::simd_name();
   });
   sync.share(lead);

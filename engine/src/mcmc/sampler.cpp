@@ -17,13 +17,13 @@ namespace flymc {
 // The runner per model (sampler_<model>.cpp).
 RunResult run_logistic_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
                              Progress*, const CheckpointOptions*, const FaultInjection&,
-                             const RunPart*);
+                             const RunPart*, const Precomputed&);
 RunResult run_softmax_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
                             Progress*, const CheckpointOptions*, const FaultInjection&,
-                            const RunPart*);
+                            const RunPart*, const Precomputed&);
 RunResult run_robust_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
                            Progress*, const CheckpointOptions*, const FaultInjection&,
-                           const RunPart*);
+                           const RunPart*, const Precomputed&);
 
 double RunResult::queries_per_iter() const {
   double q = 0.0;
@@ -117,7 +117,7 @@ namespace {
 RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const SinkFactory& sinks, Progress* progress,
                    const CheckpointOptions* checkpoint, const FaultInjection& faults,
-                   const RunPart* part) {
+                   const RunPart* part, const Precomputed& pre) {
   detail::PartSync(part).step([&] {
     cfg.validate();
     if (!(faults.bound_excess >= 0.0) || !std::isfinite(faults.bound_excess))
@@ -131,17 +131,19 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                         " runs in one process: its chains cannot be shared between processes yet");
     if (part != nullptr) detail::check_block(part->block, cfg.chains);
   });
-  if (is_pdmp(cfg.algo)) return run_pdmp(cfg, std::move(data), sinks, progress, checkpoint);
-  if (cfg.algo == Algo::smh) return run_smh(cfg, std::move(data), sinks, progress, checkpoint);
+  if (is_pdmp(cfg.algo)) return run_pdmp(cfg, std::move(data), sinks, progress, checkpoint, pre);
+  if (cfg.algo == Algo::smh) return run_smh(cfg, std::move(data), sinks, progress, checkpoint, pre);
   if (!uses_theta_kernel(cfg.algo))
-    return run_approximate(cfg, std::move(data), sinks, progress, checkpoint);
+    return run_approximate(cfg, std::move(data), sinks, progress, checkpoint, pre);
   switch (cfg.model) {
     case ModelKind::logistic:
-      return run_logistic_model(cfg, std::move(data), sinks, progress, checkpoint, faults, part);
+      return run_logistic_model(cfg, std::move(data), sinks, progress, checkpoint, faults, part,
+                                pre);
     case ModelKind::softmax:
-      return run_softmax_model(cfg, std::move(data), sinks, progress, checkpoint, faults, part);
+      return run_softmax_model(cfg, std::move(data), sinks, progress, checkpoint, faults, part,
+                               pre);
     case ModelKind::robust:
-      return run_robust_model(cfg, std::move(data), sinks, progress, checkpoint, faults, part);
+      return run_robust_model(cfg, std::move(data), sinks, progress, checkpoint, faults, part, pre);
   }
   throw ConfigError(std::string("model ") + to_string(cfg.model) + " is not available yet");
 }
@@ -149,16 +151,16 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
 }  // namespace
 
 RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const SinkFactory& sinks,
-              Progress* progress, const CheckpointOptions* checkpoint,
-              const FaultInjection& faults) {
-  return dispatch(cfg, std::move(data), sinks, progress, checkpoint, faults, nullptr);
+              Progress* progress, const CheckpointOptions* checkpoint, const FaultInjection& faults,
+              const Precomputed& pre) {
+  return dispatch(cfg, std::move(data), sinks, progress, checkpoint, faults, nullptr, pre);
 }
 
 RunResult run_part(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const SinkFactory& sinks, Progress* progress,
                    const CheckpointOptions* checkpoint, const RunPart& part,
-                   const FaultInjection& faults) {
-  return dispatch(cfg, std::move(data), sinks, progress, checkpoint, faults, &part);
+                   const FaultInjection& faults, const Precomputed& pre) {
+  return dispatch(cfg, std::move(data), sinks, progress, checkpoint, faults, &part, pre);
 }
 
 }  // namespace flymc

@@ -210,7 +210,7 @@ int broadcast(MPI_Comm comm, int value) {
 
 RunResult run(MPI_Comm comm, const RunConfig& cfg, std::shared_ptr<const Dataset> data,
               const SinkFactory& sinks, Progress* progress, const CheckpointOptions* checkpoint,
-              const FaultInjection& faults) {
+              const FaultInjection& faults, const Precomputed& pre) {
   ChainBlock block;
   agree(comm, [&] {
     block = deal_chains(cfg.chains, size_of(comm), rank_of(comm));
@@ -219,8 +219,9 @@ RunResult run(MPI_Comm comm, const RunConfig& cfg, std::shared_ptr<const Dataset
   });
   const RunPart part = make_part(comm, block);
   RunResult r;
-  agree(comm,
-        [&] { r = run_part(cfg, std::move(data), sinks, progress, checkpoint, part, faults); });
+  agree(comm, [&] {
+    r = run_part(cfg, std::move(data), sinks, progress, checkpoint, part, faults, pre);
+  });
   pool(comm, r);
   return r;
 }

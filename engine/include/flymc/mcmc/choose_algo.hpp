@@ -25,6 +25,7 @@
 
 #include "flymc/core/config.hpp"
 #include "flymc/data/dataset.hpp"
+#include "flymc/models/model.hpp"
 
 namespace flymc {
 
@@ -78,6 +79,9 @@ struct AlgoChoice {
   /// regular configuration won).
   double predicted_speedup = 0.0;
   double pilot_seconds = 0.0;  ///< wall time of all the pilots
+  /// The MAP fit on all the data the pilots shared; hand it to the chosen run (Precomputed) so
+  /// that it does not search again. Null when no pilot ran on all the data.
+  std::shared_ptr<const MapResult> map;
   /// The winner's or the runner-up's pilot ended short of min_pilot_ess within its time: the
   /// comparison that decided is rough.
   bool pilots_short = false;
@@ -95,8 +99,9 @@ std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& 
                                            bool checkpointed = false);
 
 /// Runs a pilot of every candidate not skipped and picks the fastest. The pilots use random
-/// streams of their own, so a run of the chosen candidate's config with cfg.seed draws exactly
-/// what the same options given by hand would.
+/// streams of their own, so a run of the chosen candidate's config with cfg.seed (and
+/// Precomputed{choice.map}) draws exactly what the same options given by hand would. The first
+/// run on all the data finds θ_MAP; the later ones take it (Precomputed).
 /// @throw ConfigError, DataError as run() does.
 AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
                        const AutoOptions& opt = {});

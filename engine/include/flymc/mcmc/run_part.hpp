@@ -56,6 +56,6 @@ struct RunPart {
 RunResult run_part(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const SinkFactory& sinks, Progress* progress,
                    const CheckpointOptions* checkpoint, const RunPart& part,
-                   const FaultInjection& faults = {});
+                   const FaultInjection& faults = {}, const Precomputed& pre = {});
 
 }  // namespace flymc

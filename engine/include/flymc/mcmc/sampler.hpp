@@ -199,18 +199,30 @@ struct FaultInjection {
   double bound_excess = 0.0;
 };
 
+/// Work a run may take over from an earlier run on the same data set and model options (model,
+/// prior, likelihood parameters) instead of repeating it: `--algo auto` hands the MAP fit of its
+/// first full-data run to the pilots after it and to the run it chooses, each of which would
+/// otherwise read all the data several times to find the same θ_MAP. The caller vouches for the
+/// match; run() checks the dimension. The draws are those of a run that found it itself.
+struct Precomputed {
+  std::shared_ptr<const MapResult> map;  ///< θ_MAP and the Laplace covariance (null: find them)
+};
+
 /// Runs `cfg` (its model, algorithm and θ-kernel) over `data`. Throws ConfigError for an invalid
 /// config, DataError for data the model cannot take (labels, non-finite features).
 /// @param sinks optional per-chain draw sinks (files); @param progress optional counters.
 /// @param checkpoint optional checkpointing (needs `sinks`: the draws before a checkpoint are
 /// read back from them on resume).
 /// @param faults faults to inject (FaultInjection; none by default).
+/// @param pre set-up work already done (Precomputed; none by default). A resumed run takes its
+/// MAP fit from the checkpoint instead.
 /// @throw ConfigError for a missing, corrupt or mismatching checkpoint on resume, DataError if
 /// the data differ from the checkpointed run's, ConfigError for a negative or non-finite
 /// faults.bound_excess.
 RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
               const SinkFactory& sinks = {}, Progress* progress = nullptr,
-              const CheckpointOptions* checkpoint = nullptr, const FaultInjection& faults = {});
+              const CheckpointOptions* checkpoint = nullptr, const FaultInjection& faults = {},
+              const Precomputed& pre = {});
 
 /// run() with the model cfg.model, kept for callers of the first releases (logistic regression
 /// was the only model then).

@@ -57,6 +57,7 @@ int broadcast(MPI_Comm comm, int value);
 /// `faults`: as flymc::run()'s, on every process.
 RunResult run(MPI_Comm comm, const RunConfig& cfg, std::shared_ptr<const Dataset> data,
               const SinkFactory& sinks = {}, Progress* progress = nullptr,
-              const CheckpointOptions* checkpoint = nullptr, const FaultInjection& faults = {});
+              const CheckpointOptions* checkpoint = nullptr, const FaultInjection& faults = {},
+              const Precomputed& pre = {});
 
 }  // namespace flymc::mpi

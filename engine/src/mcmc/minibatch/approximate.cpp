@@ -250,7 +250,7 @@ void set_metric(ApproxShared& sh, std::size_t p) {
 
 RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                           const SinkFactory& sinks, Progress* progress,
-                          const CheckpointOptions* checkpoint) {
+                          const CheckpointOptions* checkpoint, const Precomputed& pre) {
   if (cfg.model != ModelKind::logistic)
     throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
                       " runs logistic regression only so far");
@@ -259,7 +259,7 @@ RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> d
   phases.begin("checks");
   const LogisticModel model(data, cfg);
   phases.end(1);
-  RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint, phases);
+  RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint, pre, phases);
   phases.begin("statistics");
   RunConfig rw = cfg;
   rw.kernel = KernelKind::rwmh;  // minibatch MH's walk starts at the RW optimal scaling

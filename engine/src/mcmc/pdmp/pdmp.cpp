@@ -92,14 +92,14 @@ double pdmp_time_scale(Algo algo, const MapResult& map, const Mat& transform) {
 
 RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const SinkFactory& sinks, Progress* progress,
-                   const CheckpointOptions* checkpoint) {
+                   const CheckpointOptions* checkpoint, const Precomputed& pre) {
   cfg.validate();  // the model and prior checks (run() validated already; callers may not)
   const Stopwatch setup_clock;
   detail::SetupClock phases(progress);
   phases.begin("checks");
   const LogisticModel model(data, cfg);
   phases.end(1);
-  RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint, phases);
+  RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint, pre, phases);
   phases.begin("statistics");
   const Mat transform = chain_transform(cfg, out.map);
   std::optional<LogisticModel> moved;

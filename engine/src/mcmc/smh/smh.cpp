@@ -200,15 +200,15 @@ void build_smh_shared(SmhShared& sh) {
 }  // namespace detail
 
 RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-                  const SinkFactory& sinks, Progress* progress,
-                  const CheckpointOptions* checkpoint) {
+                  const SinkFactory& sinks, Progress* progress, const CheckpointOptions* checkpoint,
+                  const Precomputed& pre) {
   if (cfg.model == ModelKind::softmax)
     throw ConfigError("--algo smh runs logistic and robust regression, not softmax");
   const Stopwatch setup_clock;
   detail::SetupClock phases(progress);
   auto sample = [&](const auto& model, std::optional<StudentT> student) {
     phases.end(1);  // "checks": building the model checked the labels and features
-    RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint, phases);
+    RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint, pre, phases);
     phases.begin("statistics");
     detail::SmhShared sh(cfg, model.data(), model.prior(), out.map, student);
     sh.columns = smh_draw_columns(out.names);

@@ -18,6 +18,6 @@ namespace flymc {
 /// than logistic regression; DataError for data the model cannot take.
 RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                           const SinkFactory& sinks, Progress* progress,
-                          const CheckpointOptions* checkpoint);
+                          const CheckpointOptions* checkpoint, const Precomputed& pre = {});
 
 }  // namespace flymc

@@ -24,7 +24,7 @@ namespace flymc {
 /// logistic regression or a Laplace prior; DataError for data the model cannot take.
 RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const SinkFactory& sinks, Progress* progress,
-                   const CheckpointOptions* checkpoint);
+                   const CheckpointOptions* checkpoint, const Precomputed& pre = {});
 
 /// The automatic time scale of a run (docs/math.md §7.5): the mean Laplace standard deviation
 /// in the chains' coordinates u = T⁻¹θ (`transform` is T, lower triangular, empty for T = I;

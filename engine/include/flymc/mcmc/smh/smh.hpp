@@ -51,7 +51,7 @@ double student_m(const StudentT& t) noexcept;
 /// plus jitter, or a prior draw).
 /// @throw ConfigError for another model, or when asked to checkpoint.
 RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-                  const SinkFactory& sinks, Progress* progress,
-                  const CheckpointOptions* checkpoint);
+                  const SinkFactory& sinks, Progress* progress, const CheckpointOptions* checkpoint,
+                  const Precomputed& pre = {});
 
 }  // namespace flymc

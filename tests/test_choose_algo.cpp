@@ -95,6 +95,7 @@ TEST_SUITE("unit") {
     AutoOptions opt = short_warmups();
     opt.flymc_iters = opt.regular_iters = 150;
     opt.smh_iters = opt.pdmp_iters = opt.pcn_iters = 300;
+    opt.skip_beaten_regular = false;  // (checked below)
     for (std::size_t rows : {std::size_t{100000}, std::size_t{1000}}) {
       CAPTURE(rows);
       opt.regular_rows = rows;
@@ -102,6 +103,7 @@ TEST_SUITE("unit") {
       double best = 0.0, best_regular = 0.0;
       for (const AutoCandidate& a : c.candidates) {
         CAPTURE(a.name);
+        CAPTURE(a.skipped);
         REQUIRE(a.skipped.empty());
         CHECK(std::isfinite(a.ess_per_second));
         CHECK(a.ess_per_second > 0.0);
@@ -121,6 +123,20 @@ TEST_SUITE("unit") {
       const MapResult own = LogisticModel(data, cfg).find_map();
       CHECK(c.map->theta == own.theta);
       CHECK(c.map->covariance == own.covariance);
+    }
+    // By default the subsampling pilots run first, and a regular pilot that cannot beat the best
+    // of them (its bound: one full-data query per iteration) is skipped, saying why; the
+    // predicted speedup is then over that bound, so above 1.
+    opt.skip_beaten_regular = true;
+    opt.regular_rows = 1000;
+    const AlgoChoice pruned = choose_algo(cfg, data, opt);
+    for (const AutoCandidate& a : pruned.candidates) {
+      CAPTURE(a.name);
+      CAPTURE(a.skipped);
+      if (a.config.algo != Algo::full || a.skipped.empty()) continue;
+      CHECK(a.skipped.find("reads all 4000 rows per iteration: at most") != std::string::npos);
+      CHECK(pruned.best().config.algo != Algo::full);
+      CHECK(pruned.predicted_speedup > 1.0);
     }
     // A fit of another model's shape is refused, not used.
     RunConfig one = cfg;

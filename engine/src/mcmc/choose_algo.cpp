@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -26,6 +27,10 @@ constexpr std::uint64_t kPilotSeedMix = 0xa1905eed5ca1ab1eULL;
 /// Zig-Zag moves one coordinate's velocity per event, so its events per effective draw grow with
 /// the dimension; past this many coefficients its pilot is not worth running (docs/math.md §3.3).
 constexpr std::size_t kZigZagMaxDim = 16;
+
+/// Effective draws per draw no chain exceeds: NUTS's antithetic moves give more than one on
+/// Gaussian targets, never this many.
+constexpr double kMaxEssPerDraw = 5.0;
 
 /// Kept draws per chain beyond which a longer pilot thins: a pilot is extended because its chain
 /// is strongly autocorrelated, where thinning loses little ESS, and its draws stay in memory.
@@ -157,19 +162,26 @@ RunConfig pilot_config(const AutoCandidate& c, const AutoOptions& opt) {
   return p;
 }
 
-/// Seconds per query on all the data over seconds per query on `sub`, by a few MALA iterations
-/// on each data set's rows (a subset may fit in cache where all the data do not).
-double query_time_ratio(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
-                        const std::shared_ptr<const Dataset>& sub, const AutoOptions& opt,
-                        SharedMap& shared) {
+/// Seconds per likelihood query of one chain on all the data and on `sub`.
+struct QueryTimes {
+  double all = 0.0, sub = 0.0;
+};
+
+/// Seconds per query on all the data and on `sub`, by a few MALA iterations on each data set's
+/// rows (a subset may fit in cache where all the data do not).
+QueryTimes query_times(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
+                       const std::shared_ptr<const Dataset>& sub, const AutoOptions& opt,
+                       SharedMap& shared) {
   RunConfig t = with_sampler(cfg, Algo::full, KernelKind::mala, Metric::identity);
   t.seed = cfg.seed ^ kPilotSeedMix;
   t.warmup = 0;
   t.iters = opt.timing_iters;
   t.profile = false;
-  const double all = seconds_per_query(run_sharing(t, data, shared));
+  QueryTimes q;
+  q.all = seconds_per_query(run_sharing(t, data, shared));
   t.iters = opt.timing_iters * 4;  // the subset is short: more iterations for the same clock
-  return all / seconds_per_query(run_sharing(t, sub, shared));
+  q.sub = seconds_per_query(run_sharing(t, sub, shared));
+  return q;
 }
 
 }  // namespace
@@ -220,18 +232,41 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
   if (rows < n) sub = subset_rows(*data, random_rows(n, rows, cfg.seed ^ kPilotSeedMix));
   SharedMap shared(data);
   double regular_scale = 1.0;  // the regular pilots' seconds → seconds on all N rows
-  if (sub != data)
-    regular_scale = static_cast<double>(n) / static_cast<double>(rows) *
-                    query_time_ratio(cfg, data, sub, opt, shared);
+  // Regular MCMC reads every row at least once per iteration: on all N rows its min bulk ESS per
+  // second is at most kMaxEssPerDraw·chains / (N · seconds per query).
+  double regular_bound = std::numeric_limits<double>::infinity();
+  if (sub != data) {
+    const QueryTimes q = query_times(cfg, data, sub, opt, shared);
+    regular_scale = static_cast<double>(n) / static_cast<double>(rows) * q.all / q.sub;
+    regular_bound = kMaxEssPerDraw * cfg.chains / (static_cast<double>(n) * q.all);
+  }
 
+  // The subsampling samplers' pilots first: when one already beats regular MCMC's bound, the
+  // regular pilots are not run.
+  std::vector<std::size_t> order;
+  for (const bool regular_pass : {false, true})
+    for (std::size_t i = 0; i < out.candidates.size(); ++i)
+      if (is_regular(out.candidates[i]) == regular_pass) order.push_back(i);
   std::size_t left = 0;
   for (const AutoCandidate& c : out.candidates) left += c.skipped.empty() ? 1 : 0;
-  for (AutoCandidate& c : out.candidates) {
+  double best_so_far = 0.0;
+  for (const std::size_t i : order) {
+    AutoCandidate& c = out.candidates[i];
     if (!c.skipped.empty()) continue;
+    const bool regular = is_regular(c);
+    if (regular && opt.skip_beaten_regular && best_so_far > regular_bound) {
+      char why[160];
+      std::snprintf(why, sizeof why,
+                    "regular MCMC reads all %zu rows per iteration: at most %.3g min-ESS/s, below "
+                    "%.3g",
+                    n, regular_bound, best_so_far);
+      c.skipped = why;
+      --left;
+      continue;
+    }
     const auto t0 = Clock::now();
     const double share =
         std::max(opt.budget_seconds - seconds_since(start), 0.0) / static_cast<double>(left--);
-    const bool regular = is_regular(c);
     const Pilot p = run_pilot(pilot_config(c, opt), regular ? sub : data, opt, share, shared);
     const double scale = regular ? regular_scale : 1.0;
     // A pilot that produced no effective draw still counts one, so ratios stay finite.
@@ -241,6 +276,7 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
     c.pilot_rows = regular ? rows : n;
     c.pilot_seconds = seconds_since(t0);
     c.rough = p.min_ess < opt.min_pilot_ess;
+    best_so_far = std::max(best_so_far, c.ess_per_second);
   }
 
   std::vector<std::size_t> ranked;
@@ -253,9 +289,15 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
   out.chosen = ranked.front();
   out.pilots_short = out.candidates[ranked.front()].rough ||
                      (ranked.size() > 1 && out.candidates[ranked[1]].rough);
+  // Against the best regular pilot, or the bound that ruled them all out (a lower bound then).
   double best_regular = 0.0;
+  bool regular_ran = false;
   for (const AutoCandidate& c : out.candidates)
-    if (c.skipped.empty() && is_regular(c)) best_regular = std::max(best_regular, c.ess_per_second);
+    if (c.skipped.empty() && is_regular(c)) {
+      best_regular = std::max(best_regular, c.ess_per_second);
+      regular_ran = true;
+    }
+  if (!regular_ran && std::isfinite(regular_bound)) best_regular = regular_bound;
   out.predicted_speedup = best_regular > 0.0 ? out.best().ess_per_second / best_regular : 0.0;
   out.pilot_seconds = seconds_since(start);
   out.map = shared.map();

@@ -53,6 +53,11 @@ struct AutoOptions {
   double budget_seconds = 60.0;
   /// The run will checkpoint: only the samplers that can (FlyMC, regular MCMC) are candidates.
   bool checkpointed = false;
+  /// With more rows than regular_rows, the subsampling samplers' pilots run first, and regular
+  /// MCMC's are skipped when one of them already beats regular MCMC's bound: at most 5 effective
+  /// draws per draw per chain at one full-data query per iteration, priced by the timing
+  /// iterations (docs/math.md §3.3). False runs every pilot.
+  bool skip_beaten_regular = true;
 };
 
 /// One configuration `--algo auto` weighs, and what its pilot predicted.
@@ -76,7 +81,8 @@ struct AlgoChoice {
   std::vector<AutoCandidate> candidates;  ///< in auto_candidates() order
   std::size_t chosen = 0;                 ///< index of the winner in `candidates`
   /// The chosen candidate's predicted ESS/s over the best regular-MCMC candidate's (1 when a
-  /// regular configuration won).
+  /// regular configuration won); when every regular pilot was skipped for its bound
+  /// (AutoOptions::skip_beaten_regular), over that bound: a lower bound of the speedup.
   double predicted_speedup = 0.0;
   double pilot_seconds = 0.0;  ///< wall time of all the pilots
   /// The MAP fit on all the data the pilots shared; hand it to the chosen run (Precomputed) so

@@ -21,6 +21,16 @@ void syrk_accumulate(const double* s, std::size_t rows, std::size_t d, std::size
               alpha, s, static_cast<int>(lds), 1.0, c, static_cast<int>(d));
 }
 
+void syrk_scaled_rows(const double* x, std::size_t rows, std::size_t d, std::size_t lds,
+                      const double* r, double* scratch, double* c, double alpha) noexcept {
+  for (std::size_t i = 0; i < rows; ++i) {
+    const double* xi = x + i * lds;
+    double* si = scratch + i * lds;
+    for (std::size_t j = 0; j < d; ++j) si[j] = r[i] * xi[j];
+  }
+  syrk_accumulate(scratch, rows, d, lds, c, alpha);
+}
+
 void gemm_at_xt(const double* a, std::size_t lda, const double* x, std::size_t rows, std::size_t d,
                 std::size_t ldx, double* y) noexcept {
   if (rows == 0) return;

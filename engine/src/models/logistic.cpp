@@ -28,9 +28,6 @@ AlignedBuffer padded(const double* theta, std::size_t d, std::size_t stride) {
   return p;
 }
 
-/// Rows per SYRK call inside a chunk: the scaled block (512 × stride) stays in L2.
-constexpr std::size_t kSyrkBlock = 512;
-
 /// Partial sums of one data chunk for Newton's method and the bound statistics.
 struct Partial {
   double f = 0.0;  // Σ scalar terms
@@ -47,10 +44,11 @@ Partial chunk_stats(const Dataset& ds, const double* theta_p, std::size_t lo, st
   Partial p;
   p.g = Vec::Zero(static_cast<Eigen::Index>(d));
   if (want_h) p.h = Mat::Zero(static_cast<Eigen::Index>(d), static_cast<Eigen::Index>(d));
-  AlignedBuffer block = want_h ? aligned_zeros(kSyrkBlock * stride) : AlignedBuffer();
-  std::vector<double> dots(kSyrkBlock);
-  for (std::size_t b0 = lo; b0 < hi; b0 += kSyrkBlock) {
-    const std::size_t m = std::min(kSyrkBlock, hi - b0);
+  constexpr std::size_t kBlock = blas::kSyrkRows;
+  AlignedBuffer block = want_h ? aligned_zeros(kBlock * stride) : AlignedBuffer();
+  std::vector<double> dots(kBlock), roots(kBlock);
+  for (std::size_t b0 = lo; b0 < hi; b0 += kBlock) {
+    const std::size_t m = std::min(kBlock, hi - b0);
     kernels::dots_packed(ds.row(b0), m, stride, theta_p, dots.data());
     for (std::size_t i = 0; i < m; ++i) {
       const std::size_t n = b0 + i;
@@ -59,13 +57,10 @@ Partial chunk_stats(const Dataset& ds, const double* theta_p, std::size_t lo, st
       p.f += sf;
       const double* x = ds.row(n);
       for (std::size_t j = 0; j < d; ++j) p.g[static_cast<Eigen::Index>(j)] += sg * x[j];
-      if (want_h) {
-        const double r = std::sqrt(w);
-        double* s = block.get() + i * stride;
-        for (std::size_t j = 0; j < d; ++j) s[j] = r * x[j];
-      }
+      if (want_h) roots[i] = std::sqrt(w);
     }
-    if (want_h) blas::syrk_accumulate(block.get(), m, d, stride, p.h.data());
+    if (want_h)
+      blas::syrk_scaled_rows(ds.row(b0), m, d, stride, roots.data(), block.get(), p.h.data());
   }
   return p;
 }
@@ -85,6 +80,19 @@ Partial data_stats(const Dataset& ds, const double* theta_p, bool want_h, Fn fn)
 }
 
 void symmetrize_upper(Mat& h) { h.triangularView<Eigen::StrictlyLower>() = h.transpose(); }
+
+/// Σ log σ(t_n x_n·θ) over rows [lo, hi) (θ padded in `tp`).
+double chunk_log_lik(const Dataset& ds, const double* tp, std::size_t lo, std::size_t hi) {
+  return kernels::sum_log_sigmoid_signed(ds.row(lo), hi - lo, ds.stride(), ds.y().data() + lo, tp);
+}
+
+/// Σ log σ(t_n x_n·θ) over all rows, in fixed chunks (the same at any thread count).
+double sum_log_lik(const Dataset& ds, const double* tp) {
+  return deterministic_reduce(
+      ds.n(), kReduceGrain, 0.0,
+      [&](std::size_t lo, std::size_t hi) { return chunk_log_lik(ds, tp, lo, hi); },
+      [](double a, double b) { return a + b; });
+}
 
 }  // namespace
 
@@ -119,16 +127,7 @@ std::vector<std::string> LogisticModel::param_names() const {
   return names;
 }
 
-double LogisticModel::log_lik(const double* theta) const {
-  const Dataset& ds = *data_;
-  return deterministic_reduce(
-      ds.n(), kReduceGrain, 0.0,
-      [&](std::size_t lo, std::size_t hi) {
-        return kernels::sum_log_sigmoid_signed(ds.row(lo), hi - lo, ds.stride(), ds.y().data() + lo,
-                                               theta);
-      },
-      [](double a, double b) { return a + b; });
-}
+double LogisticModel::log_lik(const double* theta) const { return sum_log_lik(*data_, theta); }
 
 namespace {
 /// Rows per inner block of the fused log-likelihood + gradient pass: the block's rows are read
@@ -190,7 +189,7 @@ constexpr std::size_t kWarmStartRows = 100000;
 constexpr std::size_t kWarmStartMinRows = 4 * kWarmStartRows;
 
 /// What one Newton step needs at θ (padded in `tp`), in one pass over `ds`: the log-likelihood
-/// (summed as LogisticModel::log_lik sums it, chunk by chunk, so that the line search compares
+/// (summed as sum_log_lik sums it, chunk by chunk, so that the line search compares
 /// like with like), its gradient and its negative Hessian (full), each times `weight`.
 Partial newton_stats(const Dataset& ds, const double* tp, double weight) {
   const auto y = ds.y();
@@ -206,7 +205,7 @@ Partial newton_stats(const Dataset& ds, const double* tp, double weight) {
               sg = y[n] * std::exp(ls_neg);
               w = std::exp(ls_pos + ls_neg);  // σ(a)σ(−a), the negative Hessian weight
             });
-        c.f = kernels::sum_log_sigmoid_signed(ds.row(lo), hi - lo, ds.stride(), y.data() + lo, tp);
+        c.f = chunk_log_lik(ds, tp, lo, hi);
         return c;
       },
       [](Partial acc, Partial c) {
@@ -223,18 +222,6 @@ Partial newton_stats(const Dataset& ds, const double* tp, double weight) {
     p.h *= weight;
   }
   return p;
-}
-
-/// weight · Σ log σ(t_n x_n·θ) over `ds` (as LogisticModel::log_lik).
-double weighted_log_lik(const Dataset& ds, const double* tp, double weight) {
-  const auto y = ds.y();
-  const double f = deterministic_reduce(
-      ds.n(), kReduceGrain, 0.0,
-      [&](std::size_t lo, std::size_t hi) {
-        return kernels::sum_log_sigmoid_signed(ds.row(lo), hi - lo, ds.stride(), y.data() + lo, tp);
-      },
-      [](double a, double b) { return a + b; });
-  return weight * f;
 }
 
 /// Newton's method on the posterior of `ds` with its likelihood times `weight`, from θ: each step
@@ -261,7 +248,7 @@ MapResult newton_on(const Dataset& ds, double weight, const Prior& prior, Vec th
   auto objective = [&](const Vec& th) {
     place(th);
     ++passes;
-    return weighted_log_lik(ds, tp.get(), weight) + prior.log_density(th.data(), dim);
+    return weight * sum_log_lik(ds, tp.get()) + prior.log_density(th.data(), dim);
   };
   Partial at = stats(theta);
   double f = at.f;

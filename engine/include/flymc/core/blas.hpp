@@ -18,6 +18,15 @@ const char* core_name() noexcept;
 void syrk_accumulate(const double* s, std::size_t rows, std::size_t d, std::size_t lds, double* c,
                      double alpha = 1.0) noexcept;
 
+/// Rows per call of syrk_scaled_rows that keep its scaled block (rows × lds doubles) in L2.
+inline constexpr std::size_t kSyrkRows = 512;
+
+/// C (d×d, column-major, upper triangle) += alpha·Σ_i r_i² x_i x_iᵀ over `rows` rows x_i of `d`
+/// entries, `lds` apart: the rows scaled by r_i into `scratch` (rows × lds, padding left as it
+/// is), then one SYRK.
+void syrk_scaled_rows(const double* x, std::size_t rows, std::size_t d, std::size_t lds,
+                      const double* r, double* scratch, double* c, double alpha = 1.0) noexcept;
+
 /// Y = Aᵀ Xᵀ for column-major A (d×d, leading dimension lda) and X with `rows` rows of `d`
 /// entries, `ldx` apart: column i of Y (column-major d × rows, leading dimension d) is Aᵀ x_i, so
 /// x_iᵀ A x_i = x_i · Y_i.

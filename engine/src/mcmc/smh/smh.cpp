@@ -82,28 +82,23 @@ struct Expansion {
   Mat h;
 };
 
-/// Rows per SYRK call: the scaled block (kSyrkRows × stride) stays in L2.
-constexpr std::size_t kSyrkRows = 512;
-
 /// Adds Σ_i w_i x_i x_iᵀ over rows [lo, lo + w.size()) of `ds` to h's upper triangle (BLAS
 /// SYRK on rows scaled by √|w_i|). The logistic weights are never negative; robust regression's
 /// are where a residual is beyond √c (the Student-t log-likelihood is convex there), and those
 /// rows are subtracted as a second rank update.
 void add_weighted_outer(Mat& h, const Dataset& ds, std::size_t lo, const std::vector<double>& w) {
   const std::size_t d = ds.d(), stride = ds.stride();
-  AlignedBuffer block = aligned_zeros(kSyrkRows * stride);
+  constexpr std::size_t kBlock = blas::kSyrkRows;
+  AlignedBuffer block = aligned_zeros(kBlock * stride);
+  std::vector<double> roots(kBlock);
   const bool negative = std::any_of(w.begin(), w.end(), [](double v) { return v < 0.0; });
   for (const double sign : {1.0, -1.0}) {
     if (sign < 0.0 && !negative) return;
-    for (std::size_t b0 = 0; b0 < w.size(); b0 += kSyrkRows) {
-      const std::size_t m = std::min(kSyrkRows, w.size() - b0);
-      for (std::size_t i = 0; i < m; ++i) {
-        const double r = std::sqrt(std::max(sign * w[b0 + i], 0.0));
-        const double* x = ds.row(lo + b0 + i);
-        double* out = block.get() + i * stride;
-        for (std::size_t j = 0; j < d; ++j) out[j] = r * x[j];
-      }
-      blas::syrk_accumulate(block.get(), m, d, stride, h.data(), sign);
+    for (std::size_t b0 = 0; b0 < w.size(); b0 += kBlock) {
+      const std::size_t m = std::min(kBlock, w.size() - b0);
+      for (std::size_t i = 0; i < m; ++i) roots[i] = std::sqrt(std::max(sign * w[b0 + i], 0.0));
+      blas::syrk_scaled_rows(ds.row(lo + b0), m, d, stride, roots.data(), block.get(), h.data(),
+                             sign);
     }
   }
 }

@@ -103,6 +103,18 @@ inline double seconds_per_iter(const RunResult& r) {
   return spi / double(std::max<std::size_t>(r.chains.size(), 1));
 }
 
+/// A run's wall seconds from its start to its last draw: set-up, warm-up and sampling (the data
+/// set's reading or generation not included).
+inline double end_to_end_seconds(const RunResult& r) {
+  return r.setup_seconds + r.warmup_seconds + r.sampling_seconds;
+}
+
+/// End-to-end wall seconds per 1,000 effective draws (min bulk ESS): what a user waits for them.
+inline double seconds_per_1000_ess(const RunResult& r, double min_ess_bulk) {
+  return min_ess_bulk > 0.0 ? 1000.0 * end_to_end_seconds(r) / min_ess_bulk
+                            : std::numeric_limits<double>::infinity();
+}
+
 /// Writes {"benchmark": name, "machine": ..., then `body`'s keys} to `path`.
 /// @throw Error (exit 73) if the file cannot be created.
 inline void write_json(const std::string& path, const std::string& name, nlohmann::json body) {

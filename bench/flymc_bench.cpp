@@ -431,8 +431,8 @@ void scaling(const ScalingOptions& o) {
   std::vector<std::size_t> ns = {10000, 100000, 1000000};
   if (o.large) ns.push_back(10000000);
   nlohmann::json jrows = nlohmann::json::array();
-  std::printf("%10s %-10s %9s %12s %12s %10s %12s %9s %9s\n", "N", "algo", "setup_s", "s/iter",
-              "queries/it", "bright", "minESS/s", "x wall", "x 1st N");
+  std::printf("%10s %-10s %9s %12s %12s %10s %12s %9s %9s %10s\n", "N", "algo", "setup_s", "s/iter",
+              "queries/it", "bright", "minESS/s", "x wall", "x 1st N", "s/1k ESS");
   double spi_first = 0.0;  // FlyMC's time per iteration at the first (smallest) N
   for (std::size_t n : ns) {
     std::fprintf(stderr, "scaling: generating N = %zu, D = %zu ...\n", n, o.d);
@@ -472,14 +472,19 @@ void scaling(const ScalingOptions& o) {
       const double sw = ess_s / ess_s_regular;
       if (a == 1 && spi_first == 0.0) spi_first = spi;
       const double growth = a == 1 ? spi / spi_first : std::numeric_limits<double>::quiet_NaN();
-      std::printf("%10zu %-10s %9.3f %12.3g %12.1f %10.1f %12.3f %9.2f %9.2f\n", n, name,
-                  r.setup_seconds, spi, r.queries_per_iter(), r.bright_mean(), ess_s, sw, growth);
+      const double per_1000 = bench::seconds_per_1000_ess(r, e);
+      std::printf("%10zu %-10s %9.3f %12.3g %12.1f %10.1f %12.3f %9.2f %9.2f %10.2f\n", n, name,
+                  r.setup_seconds, spi, r.queries_per_iter(), r.bright_mean(), ess_s, sw, growth,
+                  per_1000);
       std::fflush(stdout);
       jrows.push_back(
           {{"n", n},
            {"d", o.d},
            {"algo", name},
            {"setup_seconds", r.setup_seconds},
+           {"end_to_end_seconds", bench::end_to_end_seconds(r)},
+           {"min_ess_bulk", e},
+           {"seconds_per_1000_ess", per_1000},
            {"seconds_per_iter", spi},
            {"queries_per_iter", r.queries_per_iter()},
            {"bright_mean", r.bright_mean()},
@@ -497,7 +502,8 @@ void scaling(const ScalingOptions& o) {
   }
   std::printf(
       "(s/iter: wall seconds per iteration of one chain; set-up: MAP + bound statistics; x 1st N: "
-      "FlyMC's s/iter over its s/iter at the first N; regular MCMC up to N = %zu; smh-pcn's "
+      "FlyMC's s/iter over its s/iter at the first N; s/1k ESS: wall seconds of set-up, warm-up "
+      "and sampling per 1,000 effective draws; regular MCMC up to N = %zu; smh-pcn's "
       "queries/it are two per candidate datum)\n",
       o.regular_max_n);
   bench::write_json(o.json, "scaling", {{"rows", jrows}});

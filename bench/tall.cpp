@@ -182,6 +182,8 @@ nlohmann::json row_json(const TallRow& r, const Dataset& data, double best_regul
       {"seconds", res.sampling_seconds},
       {"warmup_seconds", res.warmup_seconds},
       {"setup_seconds", res.setup_seconds},
+      {"end_to_end_seconds", bench::end_to_end_seconds(res)},
+      {"seconds_per_1000_ess", bench::seconds_per_1000_ess(res, r.min_ess)},
       {"seconds_per_iter", seconds_per_iter(res)},
       {"iters", res.config.iters},
       {"warmup", res.config.warmup},
@@ -215,7 +217,13 @@ nlohmann::json check_auto(const TallOptions& o, const std::shared_ptr<const Data
                       row ? nlohmann::json(row->ess_per_second) : nlohmann::json()}});
   }
   const TallRow* chosen = find_row(rows, c.best().name);
+  // What a user of --algo auto waits for 1,000 effective draws: the pilots, then the chosen run.
+  nlohmann::json per_1000;
+  if (chosen && chosen->min_ess > 0.0)
+    per_1000 =
+        1000.0 * (c.pilot_seconds + bench::end_to_end_seconds(chosen->result)) / chosen->min_ess;
   return {{"chosen", c.best().name},
+          {"seconds_per_1000_ess_with_pilots", per_1000},
           {"predicted_speedup", c.predicted_speedup},
           {"rough", c.pilots_short},
           {"pilot_seconds", c.pilot_seconds},
@@ -238,6 +246,9 @@ void print_auto(const nlohmann::json& a) {
   if (!a["auto_vs_best"].is_null())
     std::printf("  the choice measured %.3g x the best measured exact row\n",
                 double(a["auto_vs_best"]));
+  if (!a["seconds_per_1000_ess_with_pilots"].is_null())
+    std::printf("  end to end with the pilots: %.1f s per 1,000 effective draws\n",
+                double(a["seconds_per_1000_ess_with_pilots"]));
 }
 
 void tall(const TallOptions& o) {
@@ -252,16 +263,17 @@ void tall(const TallOptions& o) {
   const double best_es = best ? best->ess_per_second : 1.0;
   std::printf("\nTall data: %s (N = %zu, D = %zu), %d chains per algorithm\n", o.data.c_str(),
               data->n(), data->d(), o.chains);
-  std::printf("%-14s %12s %9s %9s %7s %11s %10s %9s %8s %7s\n", "algorithm", "queries/iter",
+  std::printf("%-20s %12s %9s %9s %7s %11s %10s %9s %8s %10s %7s\n", "algorithm", "queries/iter",
               "bright", "min ESS", "max R^", "min ESS/s", "x best reg", "us/iter", "seconds",
-              "mean z");
+              "s/1k ESS", "mean z");
   nlohmann::json jrows = nlohmann::json::array(), posteriors = nlohmann::json::object();
   for (const TallRow& r : rows) {
     const nlohmann::json j = row_json(r, *data, best_es, best);
-    std::printf("%-14s %12.1f %9.1f %9.1f %7.3f %11.3f %10.2f %9.2f %8.1f %7.2f\n", r.algo.c_str(),
-                r.result.queries_per_iter(), r.result.bright_mean(), r.min_ess, r.max_rhat,
-                r.ess_per_second, double(j["speedup_vs_best_regular"]),
+    std::printf("%-20s %12.1f %9.1f %9.1f %7.3f %11.3f %10.2f %9.2f %8.1f %10.2f %7.2f\n",
+                r.algo.c_str(), r.result.queries_per_iter(), r.result.bright_mean(), r.min_ess,
+                r.max_rhat, r.ess_per_second, double(j["speedup_vs_best_regular"]),
                 1e6 * seconds_per_iter(r.result), r.result.sampling_seconds,
+                bench::seconds_per_1000_ess(r.result, r.min_ess),
                 double(j["max_mean_z_vs_best_regular"]));
     jrows.push_back(j);
     nlohmann::json post = nlohmann::json::array();
@@ -273,8 +285,9 @@ void tall(const TallOptions& o) {
   }
   std::printf(
       "(min ESS/s: min bulk ESS over parameters per second of sampling wall time; x best reg: "
-      "ratio to the best regular-MCMC row; mean z: largest |mean difference| / combined MCSE "
-      "against that row)\n");
+      "ratio to the best regular-MCMC row; s/1k ESS: wall seconds of set-up, warm-up and sampling "
+      "per 1,000 effective draws; mean z: largest |mean difference| / combined MCSE against "
+      "that row)\n");
   print_auto(autos);
   write_json(o.json, "tall",
              {{"dataset", o.data},

@@ -6,6 +6,7 @@
 
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/models/logistic.hpp"
+#include "models/newton.hpp"
 #include "test_util.hpp"
 
 using namespace flymc;
@@ -118,6 +119,40 @@ TEST_SUITE("unit") {
                         (2 * h);
       CHECK(g2[j] == doctest::Approx(fd).epsilon(1e-6));
     }
+  }
+
+  TEST_CASE("newton_move: a rise below the objective's rounding ends the search at once") {
+    // Replays the MAP search on 10^7 synthetic rows: |f| ~ 10^7, and a Newton step predicting a
+    // rise of ~1e-9 failed the Armijo test by rounding, then was halved down to 1e-12 of itself,
+    // one data pass per halving, before the search gave up. Here every trial point reads 3e-9
+    // lower than its true value, far above the predicted rise and far below 1e-12·|f|.
+    const flymc::Vec theta0 = flymc::Vec::Constant(1, 3e-5);
+    int calls = 0;
+    auto objective = [&](const flymc::Vec& th) {
+      ++calls;
+      return 1e7 - 0.5 * th.squaredNorm() - (th == theta0 ? 0.0 : 3e-9);
+    };
+    flymc::Vec theta = theta0;
+    double f = objective(theta);
+    const flymc::Vec g = -theta, step = -theta;  // the gradient, and H⁻¹g with H = I
+    REQUIRE(g.dot(step) > 2.0 * 1e-10);          // above the convergence tolerance
+    const auto move = flymc::detail::newton_move(objective, theta, f, g, step, 1e-10);
+    CHECK(move == flymc::detail::NewtonMove::converged);
+    CHECK(calls == 2);       // f at θ0, then the full step only
+    CHECK(theta[0] == 0.0);  // the step is taken, as at convergence
+    // A genuine failure, a rise far above the rounding that the step misses, still halves.
+    calls = 0;
+    auto steep = [&](const flymc::Vec& th) {
+      ++calls;
+      return -th.squaredNorm() * (th[0] > 0.0 ? 1.0 : 1e6);
+    };
+    theta = flymc::Vec::Constant(1, 1.0);
+    f = steep(theta);
+    const flymc::Vec g2 = flymc::Vec::Constant(1, -2.0), step2 = flymc::Vec::Constant(1, -3.0);
+    CHECK(flymc::detail::newton_move(steep, theta, f, g2, step2, 1e-10) ==
+          flymc::detail::NewtonMove::stepped);
+    CHECK(calls > 2);
+    CHECK(theta[0] > 0.0);
   }
 
   TEST_CASE("MAP on tall data: a subsample's MAP starts Newton a few passes from the end") {

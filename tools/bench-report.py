@@ -91,14 +91,18 @@ def table1_section(doc, name):
 
 def scaling_section(doc, name):
     rows = doc["rows"]
+    e2e = all("seconds_per_1000_ess" in r for r in rows)  # files from before it lack the column
     body = table(
         ["N", "algorithm", "µs/iter", "queries/iter", "bright", "min ESS/s", "speedup (wall)",
-         "q", "set-up s"],
+         "q", "set-up s"] + (["end-to-end s per 1,000 ESS"] if e2e else []),
         [[fmt(r["n"]), r["algo"], fmt(1e6 * r["seconds_per_iter"]), fmt(r["queries_per_iter"]),
           fmt(r["bright_mean"]), fmt(r["ess_per_second_min"]), fmt(r.get("speedup_wall")),
-          fmt(r.get("q_dark_to_bright")), fmt(r["setup_seconds"])] for r in rows])
+          fmt(r.get("q_dark_to_bright")), fmt(r["setup_seconds"])]
+         + ([fmt(r["seconds_per_1000_ess"])] if e2e else []) for r in rows])
+    note = (" End to end: set-up, warm-up and sampling of the run (the data generated in memory "
+            "before it) per 1,000 min bulk effective draws." if e2e else "")
     return "#### Tall synthetic data: cost as N grows\n\n" + body + \
-        f"\n\nSource: `{name}`. " + machine_line(doc)
+        f"\n\nSource: `{name}`." + note + " " + machine_line(doc)
 
 
 def chains_section(doc, name):
@@ -144,18 +148,23 @@ def metric_label(row):
 def tall_section(doc, name):
     rows = doc["rows"]
     first = rows[0]
+    e2e = all("seconds_per_1000_ess" in r for r in rows)  # files from before it lack the column
     body = table(
         ["algorithm", "metric", "queries/iter", "bright", "min ESS", "max R̂", "min ESS/s",
-         "× best regular", "µs/iter", "mean z", "chains × iters"],
+         "× best regular", "µs/iter"] + (["s per 1,000 ESS"] if e2e else [])
+        + ["mean z", "chains × iters"],
         [[r["algo"], metric_label(r), fmt(r["queries_per_iter"]), fmt(r["bright_mean"]),
           fmt(r["min_ess_bulk"]), fmt(r["max_rhat"], 4), fmt(r["ess_per_second_min"]),
-          fmt(r["speedup_vs_best_regular"]), fmt(1e6 * r["seconds_per_iter"]),
-          fmt(r.get("max_mean_z_vs_best_regular")), f"{r['chains']} × {r['iters']:,}"]
+          fmt(r["speedup_vs_best_regular"]), fmt(1e6 * r["seconds_per_iter"])]
+         + ([fmt(r["seconds_per_1000_ess"])] if e2e else [])
+         + [fmt(r.get("max_mean_z_vs_best_regular")), f"{r['chains']} × {r['iters']:,}"]
          for r in rows])
     model = doc.get("model", "logistic")
+    per_1000 = (" `s per 1,000 ESS`: wall seconds of the row's set-up, warm-up and sampling "
+                "per 1,000 min bulk effective draws." if e2e else "")
     return (f"#### Tall data: {doc.get('dataset', '?')}, {model} (N = {first['n']:,}, "
             f"D = {first['d']})\n\n" + body + "\n\n`mean z`: the largest |difference of "
-            "posterior means| / combined MCSE against the best regular-MCMC row. "
+            "posterior means| / combined MCSE against the best regular-MCMC row." + per_1000 + " "
             + auto_table(doc.get("auto", [])) + f"Source: `{name}`. " + machine_line(doc))
 
 
@@ -173,7 +182,11 @@ def auto_table(autos):
         return ("\n\n`--algo auto` (its candidates' predicted min ESS/s beside the measured rows "
                 f"of the same name; the choice measured {fmt(autos.get('auto_vs_best'))} × the "
                 f"best measured exact row; pilots {fmt(autos['pilot_seconds'])} s"
-                + (", rough" if autos.get("rough") else "") + "):\n\n"
+                + (", rough" if autos.get("rough") else "")
+                + (f"; {fmt(autos['seconds_per_1000_ess_with_pilots'])} s per 1,000 effective "
+                   "draws end to end with the pilots"
+                   if autos.get("seconds_per_1000_ess_with_pilots") is not None else "")
+                + "):\n\n"
                 + table(["candidate", "", "predicted", "measured", "pilot s"], rows) + "\n\n")
     rows = [[a["kernel"], a.get("flymc_row") or "", a["chosen"],
              fmt(a["predicted_flymc_ess_per_second"]), fmt(a["predicted_regular_ess_per_second"]),

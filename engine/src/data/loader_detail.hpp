@@ -170,14 +170,14 @@ class InputFile {
 struct RowLocator {
   const std::string& path;
   bool csv;
-  std::size_t first_line;  // CSV: line of row 0
+  std::size_t first_line;  // CSV: line of row 0; NPY: the file's row index of row 0
 
   std::string short_loc(std::size_t i) const {
-    return csv ? "line " + std::to_string(first_line + i) : "row " + std::to_string(i);
+    return (csv ? "line " : "row ") + std::to_string(first_line + i);
   }
   std::string prefix(std::size_t i, std::size_t k) const {
     std::string where = csv ? path + ":" + std::to_string(first_line + i) + ": "
-                            : path + ": row " + std::to_string(i) + ": ";
+                            : path + ": row " + std::to_string(first_line + i) + ": ";
     return where + "field " + std::to_string(k) + " (" + field_name(k) + "): ";
   }
 };

@@ -304,13 +304,13 @@ NpyLayout read_npy_layout(const InputFile& f) {
   return L;
 }
 
-/// The rows into `ds`: blocks of rows read and converted in parallel; the first non-finite value
-/// in file order is reported.
+/// The file's rows [first, first + ds.n()) into `ds`: blocks of rows read and converted in
+/// parallel; the first non-finite value in file order is reported.
 void read_npy_rows(const InputFile& f, const NpyLayout& L, const detail::LoaderBlocks& blocks,
-                   Dataset& ds) {
+                   std::size_t first, Dataset& ds) {
   const std::string& path = f.path();
-  const std::size_t item = L.item, data_off = L.data_off;
-  const std::uint64_t n = L.n, ncols = L.ncols;
+  const std::size_t item = L.item, data_off = L.data_off + first * L.ncols * L.item;
+  const std::uint64_t n = ds.n(), ncols = L.ncols;
   // Each block records its first non-finite value (flat index and value).
   std::vector<double>& y = ds.mutable_y();
   const std::size_t row_bytes = ncols * item;
@@ -358,7 +358,7 @@ void read_npy_rows(const InputFile& f, const NpyLayout& L, const detail::LoaderB
   }
   for (const auto& [flat, v] : bad) {
     if (flat == none) continue;
-    fail(RowLocator{path, false, 0}.prefix(flat / ncols, flat % ncols + 1) +
+    fail(RowLocator{path, false, first}.prefix(flat / ncols, flat % ncols + 1) +
          (std::isnan(v) ? "NaN" : "Inf") + " is not allowed");
   }
 }
@@ -366,12 +366,28 @@ void read_npy_rows(const InputFile& f, const NpyLayout& L, const detail::LoaderB
 Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlocks& blocks) {
   const NpyLayout L = read_npy_layout(f);
   Dataset ds(L.n, L.ncols - 1, f.path());
-  read_npy_rows(f, L, blocks, ds);
+  read_npy_rows(f, L, blocks, 0, ds);
   check_labels(ds.mutable_y(), labels, RowLocator{f.path(), false, 0});
   return ds;
 }
 
 }  // namespace
+
+NpyRows load_npy_part(const std::string& path, LabelDomain labels, int part, int parts) {
+  const InputFile f(path);
+  const NpyLayout L = read_npy_layout(f);
+  const auto [first, last] = shard_rows(L.n, part, parts);
+  NpyRows out{Dataset(last - first, L.ncols - 1, path), first, L.n};
+  read_npy_rows(f, L, detail::LoaderBlocks{}, first, out.data);
+  const auto y = out.data.y();
+  if (labels == LabelDomain::binary)
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      if (y[i] == 0.0 && out.first_zero == none_row) out.first_zero = first + i;
+      if (y[i] == -1.0 && out.first_minus == none_row) out.first_minus = first + i;
+    }
+  check_labels(out.data.mutable_y(), labels, RowLocator{path, false, first});
+  return out;
+}
 
 Dataset load_npy(const std::string& path, LabelDomain labels) {
   return npy_from(InputFile(path), labels, {});

@@ -13,6 +13,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
 #include "flymc/core/parallel.hpp"
+#include "flymc/data/row_fold.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "lik_grad.hpp"
 #include "model_checks.hpp"
@@ -65,18 +66,45 @@ Partial chunk_stats(const Dataset& ds, const double* theta_p, std::size_t lo, st
   return p;
 }
 
+/// Adds a chunk's partial sums to the running ones (the first chunk's become them).
+Partial add_partial(Partial acc, Partial p) {
+  if (acc.g.size() == 0) return p;
+  acc.f += p.f;
+  acc.g += p.g;
+  if (p.h.size() != 0) acc.h += p.h;
+  return acc;
+}
+
+/// A Partial as doubles for the processes of a sharded data set: f, the sizes of g and h, g, h.
+std::vector<double> pack_partial(const Partial& p) {
+  std::vector<double> v{p.f, double(p.g.size()), double(p.h.rows())};
+  v.insert(v.end(), p.g.data(), p.g.data() + p.g.size());
+  v.insert(v.end(), p.h.data(), p.h.data() + p.h.size());
+  return v;
+}
+
+Partial unpack_partial(const std::vector<double>& v) {
+  Partial p;
+  p.f = v.at(0);
+  const auto ng = static_cast<Eigen::Index>(v.at(1)), nh = static_cast<Eigen::Index>(v.at(2));
+  if (v.size() != static_cast<std::size_t>(3 + ng + nh * nh))
+    throw Error("logistic regression: a shard's partial sums have the wrong size");
+  p.g = Eigen::Map<const Vec>(v.data() + 3, ng);
+  p.h = Eigen::Map<const Mat>(v.data() + 3 + ng, nh, nh);
+  return p;
+}
+
+/// Partial sums over every row of the data set (of the whole one if `ds` is a shard).
+template <class ChunkFn>
+Partial fold_partials(const Dataset& ds, ChunkFn&& chunk) {
+  return fold_rows(ds, Partial{}, chunk, add_partial, pack_partial, unpack_partial);
+}
+
 template <class Fn>
 Partial data_stats(const Dataset& ds, const double* theta_p, bool want_h, Fn fn) {
-  return deterministic_reduce(
-      ds.n(), kReduceGrain, Partial{},
-      [&](std::size_t lo, std::size_t hi) { return chunk_stats(ds, theta_p, lo, hi, want_h, fn); },
-      [](Partial acc, Partial p) {
-        if (acc.g.size() == 0) return p;
-        acc.f += p.f;
-        acc.g += p.g;
-        if (p.h.size() != 0) acc.h += p.h;
-        return acc;
-      });
+  return fold_partials(ds, [&](std::size_t lo, std::size_t hi) {
+    return chunk_stats(ds, theta_p, lo, hi, want_h, fn);
+  });
 }
 
 void symmetrize_upper(Mat& h) { h.triangularView<Eigen::StrictlyLower>() = h.transpose(); }
@@ -86,12 +114,11 @@ double chunk_log_lik(const Dataset& ds, const double* tp, std::size_t lo, std::s
   return kernels::sum_log_sigmoid_signed(ds.row(lo), hi - lo, ds.stride(), ds.y().data() + lo, tp);
 }
 
-/// Σ log σ(t_n x_n·θ) over all rows, in fixed chunks (the same at any thread count).
+/// Σ log σ(t_n x_n·θ) over all rows, in fixed chunks (the same at any thread count, and over
+/// the whole data set if `ds` is a shard).
 double sum_log_lik(const Dataset& ds, const double* tp) {
-  return deterministic_reduce(
-      ds.n(), kReduceGrain, 0.0,
-      [&](std::size_t lo, std::size_t hi) { return chunk_log_lik(ds, tp, lo, hi); },
-      [](double a, double b) { return a + b; });
+  return sum_rows(ds,
+                  [&](std::size_t lo, std::size_t hi) { return chunk_log_lik(ds, tp, lo, hi); });
 }
 
 }  // namespace
@@ -105,7 +132,7 @@ double jj_lambda(double xi) noexcept {
 // ----------------------------------------------------------------------------------------------
 LogisticModel::LogisticModel(std::shared_ptr<const Dataset> data, Prior prior)
     : data_(std::move(data)), prior_(prior) {
-  if (!data_ || data_->n() == 0 || data_->d() == 0)
+  if (!data_ || data_->total_n() == 0 || data_->d() == 0)  // a shard's part may be empty
     throw DataError("logistic regression needs at least one row and one feature");
   // 1/σ² must be a finite, non-zero double (as RunConfig::validate checks).
   if (!(prior.sd >= 1e-150 && prior.sd <= 1e150))
@@ -193,28 +220,18 @@ constexpr std::size_t kWarmStartMinRows = 4 * kWarmStartRows;
 /// like with like), its gradient and its negative Hessian (full), each times `weight`.
 Partial newton_stats(const Dataset& ds, const double* tp, double weight) {
   const auto y = ds.y();
-  Partial p = deterministic_reduce(
-      ds.n(), kReduceGrain, Partial{},
-      [&](std::size_t lo, std::size_t hi) {
-        Partial c = chunk_stats(
-            ds, tp, lo, hi, true,
-            [&](std::size_t n, double dot, double& sf, double& sg, double& w) {
-              const double a = y[n] * dot;
-              const double ls_pos = kernels::log_sigmoid(a), ls_neg = kernels::log_sigmoid(-a);
-              sf = 0.0;
-              sg = y[n] * std::exp(ls_neg);
-              w = std::exp(ls_pos + ls_neg);  // σ(a)σ(−a), the negative Hessian weight
-            });
-        c.f = chunk_log_lik(ds, tp, lo, hi);
-        return c;
-      },
-      [](Partial acc, Partial c) {
-        if (acc.g.size() == 0) return c;
-        acc.f += c.f;
-        acc.g += c.g;
-        acc.h += c.h;
-        return acc;
-      });
+  Partial p = fold_partials(ds, [&](std::size_t lo, std::size_t hi) {
+    Partial c = chunk_stats(
+        ds, tp, lo, hi, true, [&](std::size_t n, double dot, double& sf, double& sg, double& w) {
+          const double a = y[n] * dot;
+          const double ls_pos = kernels::log_sigmoid(a), ls_neg = kernels::log_sigmoid(-a);
+          sf = 0.0;
+          sg = y[n] * std::exp(ls_neg);
+          w = std::exp(ls_pos + ls_neg);  // σ(a)σ(−a), the negative Hessian weight
+        });
+    c.f = chunk_log_lik(ds, tp, lo, hi);
+    return c;
+  });
   symmetrize_upper(p.h);
   if (weight != 1.0) {
     p.f *= weight;
@@ -299,9 +316,9 @@ MapResult LogisticModel::find_map(double tol, int max_iter) const {
   const Stopwatch clock;
   const Dataset& ds = *data_;
   Vec start = Vec::Zero(static_cast<Eigen::Index>(dim()));
-  if (ds.n() >= kWarmStartMinRows) {
-    const auto sub = subset_rows(ds, strided_rows(ds.n()));
-    const double weight = static_cast<double>(ds.n()) / static_cast<double>(sub->n());
+  if (ds.total_n() >= kWarmStartMinRows) {  // a shard decides as its whole data set does
+    const auto sub = gather_rows(ds, strided_rows(ds.total_n()));
+    const double weight = static_cast<double>(ds.total_n()) / static_cast<double>(sub->n());
     start =
         newton_on(*sub, weight, Prior{PriorKind::gaussian, prior_.sd}, start, tol, max_iter).theta;
   }

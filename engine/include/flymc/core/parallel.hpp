@@ -18,14 +18,17 @@ namespace flymc {
 /// Rows per chunk in data-wide reductions.
 inline constexpr std::size_t kReduceGrain = 4096;
 
-/// Returns combine(...combine(combine(init, f(c0)), f(c1))..., f(c_last)) where c_k is the k-th
-/// chunk [k*grain, min(n, (k+1)*grain)); chunks run in parallel when there are several.
-template <class T, class ChunkFn, class Combine>
-T deterministic_reduce(std::size_t n, std::size_t grain, T init, ChunkFn&& chunk_fn,
-                       Combine&& combine) {
+/// f(c_k) for every chunk c_k = [k*grain, min(n, (k+1)*grain)) of [0, n), in chunk order; the
+/// chunks run in parallel when there are several.
+template <class ChunkFn>
+auto chunk_partials(std::size_t n, std::size_t grain, ChunkFn&& chunk_fn) {
+  using T = decltype(chunk_fn(std::size_t{0}, std::size_t{0}));
   const std::size_t nchunks = (n + grain - 1) / grain;
-  if (nchunks <= 1) return n == 0 ? init : combine(std::move(init), chunk_fn(std::size_t{0}, n));
   std::vector<T> parts(nchunks);
+  if (nchunks == 1) {
+    parts[0] = chunk_fn(std::size_t{0}, n);
+    return parts;
+  }
   // Isolated: a thread waiting for the chunks takes only chunks, never another chain's task
   // (which would hold this chain until that one ended).
   tbb::this_task_arena::isolate([&] {
@@ -33,8 +36,16 @@ T deterministic_reduce(std::size_t n, std::size_t grain, T init, ChunkFn&& chunk
       parts[c] = chunk_fn(c * grain, std::min(n, (c + 1) * grain));
     });
   });
+  return parts;
+}
+
+/// Returns combine(...combine(combine(init, f(c0)), f(c1))..., f(c_last)) where c_k is the k-th
+/// chunk [k*grain, min(n, (k+1)*grain)); chunks run in parallel when there are several.
+template <class T, class ChunkFn, class Combine>
+T deterministic_reduce(std::size_t n, std::size_t grain, T init, ChunkFn&& chunk_fn,
+                       Combine&& combine) {
   T acc = std::move(init);
-  for (auto& p : parts) acc = combine(std::move(acc), std::move(p));
+  for (auto& p : chunk_partials(n, grain, chunk_fn)) acc = combine(std::move(acc), std::move(p));
   return acc;
 }
 

@@ -7,9 +7,11 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flymc/core/memory.hpp"  // huge_page_alloc
+#include "flymc/core/row_link.hpp"
 
 namespace flymc {
 
@@ -28,6 +30,21 @@ using AlignedBuffer = std::unique_ptr<double[], AlignedFree>;
 /// Allocates `count` doubles, 64-byte aligned, zero-filled. Throws std::bad_alloc.
 AlignedBuffer aligned_zeros(std::size_t count);
 
+/// Where a data set's rows lie in a larger one that several processes share, each holding a run
+/// of whole reduction chunks (docs/mpi.md, "Sharded runs"): data-wide sums over this part go on
+/// through `link` so that every process gets the whole data set's sum, bit for bit as one process
+/// holding every row computes it.
+struct RowShard {
+  std::size_t first_row = 0;   ///< the whole data set's index of this part's row 0
+  std::size_t total_rows = 0;  ///< rows of the whole data set
+  std::shared_ptr<RowLink> link;
+};
+
+/// The rows [first, last) that part `part` of `parts` holds of a data set of `total_rows`: whole
+/// reduction chunks (kReduceGrain rows) dealt in contiguous runs in part order, the first
+/// `chunks mod parts` parts taking one more. A part may be empty when there are fewer chunks.
+std::pair<std::size_t, std::size_t> shard_rows(std::size_t total_rows, int part, int parts);
+
 /// N rows of D features (row-major, 64-byte aligned rows with zero padding up to `stride()`),
 /// and one response per row (the label y_n). Built once by a loader or generator, then used
 /// read-only through `std::shared_ptr<const Dataset>`.
@@ -39,7 +56,15 @@ class Dataset {
   /// Zero-filled N x D data set; `source` names the file it came from (for messages).
   Dataset(std::size_t n, std::size_t d, std::string source = {});
 
+  /// Rows held here (of a shard: its own rows only).
   std::size_t n() const noexcept { return n_; }
+  /// Rows of the whole data set: n(), or a shard's total.
+  std::size_t total_n() const noexcept { return shard_ ? shard_->total_rows : n_; }
+  /// The part of a larger data set these rows are, or null for a whole data set.
+  const RowShard* shard() const noexcept { return shard_.get(); }
+  /// Makes these rows part of a larger data set. @throw ConfigError if the part does not start on
+  /// a reduction chunk, or does not fit in `s.total_rows`.
+  void set_shard(RowShard s);
   std::size_t d() const noexcept { return d_; }
   std::size_t stride() const noexcept { return stride_; }
   const std::string& source() const noexcept { return source_; }
@@ -74,6 +99,7 @@ class Dataset {
   std::string source_;
   AlignedBuffer x_;
   std::vector<double> y_;
+  std::shared_ptr<const RowShard> shard_;
 };
 
 /// Identity of a data set's values: N, D, every feature (with its zero padding) and every label,
@@ -83,6 +109,10 @@ std::uint64_t data_fingerprint(const Dataset& data);
 
 /// The rows `rows` of `data`, in that order (a copy, labels and padding included).
 std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vector<Index>& rows);
+
+/// subset_rows by the whole data set's row indices (ascending): of a shard, every process gets
+/// the same rows, gathered from the parts that hold them (collective over the parts).
+std::shared_ptr<const Dataset> gather_rows(const Dataset& data, const std::vector<Index>& rows);
 
 /// What values the label column may hold.
 enum class LabelDomain {

@@ -42,6 +42,20 @@ namespace flymc {
 Dataset load_csv(const std::string& path, LabelDomain labels);
 /// Loads an NPY file (see the file comment for the format). The Dataset's source() is `path`.
 Dataset load_npy(const std::string& path, LabelDomain labels);
+inline constexpr std::size_t none_row = static_cast<std::size_t>(-1);
+/// Part `part` of `parts` of an NPY file's rows (shard_rows() deals them), read and checked as
+/// load_npy reads and checks them (messages name the file's row numbers), and nothing else of the
+/// file: one process's part of a data set too large for one. Binary labels are recoded within
+/// the part; since the coding must be the same in every part, the first label 0 and the first
+/// label -1 are reported for the processes to compare.
+struct NpyRows {
+  Dataset data;
+  std::size_t first_row = 0;           ///< file row of data's row 0
+  std::size_t file_rows = 0;           ///< rows in the whole file
+  std::size_t first_zero = none_row;   ///< file row of the first label 0 (binary labels)
+  std::size_t first_minus = none_row;  ///< file row of the first label -1 (binary labels)
+};
+NpyRows load_npy_part(const std::string& path, LabelDomain labels, int part, int parts);
 /// Parses CSV text held in memory exactly as load_csv parses a file; `name` stands for the path
 /// in messages and is the Dataset's source().
 Dataset parse_csv(std::string_view text, const std::string& name, LabelDomain labels);

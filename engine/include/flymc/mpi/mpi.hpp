@@ -17,6 +17,8 @@
 #include <string>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/core/row_link.hpp"
+#include "flymc/data/dataset.hpp"
 #include "flymc/mcmc/run_part.hpp"
 #include "flymc/mcmc/sampler.hpp"
 
@@ -42,6 +44,18 @@ void agree(MPI_Comm comm, const std::function<void()>& f);
 
 /// Collective over `comm`: rank 0's `value` on every process.
 int broadcast(MPI_Comm comm, int value);
+
+/// A RowLink over `comm`: part r is rank r (data/row_fold.hpp).
+std::shared_ptr<RowLink> row_link(MPI_Comm comm);
+
+/// This process's part of an NPY file's rows (shard_rows(): runs of whole reduction chunks dealt
+/// in rank order), as a shard of the whole data set linked over `comm`. Only those rows are read.
+/// The data-wide sums of the set-up over it (LogisticModel::find_map, its bound statistics) are
+/// then collective over `comm` and give every process one process's result bit for bit.
+/// Collective. @throw RankError on every process if any part of the file is bad, or if the
+///   parts' binary labels use both codings (as load_npy would say).
+std::shared_ptr<const Dataset> load_shard(MPI_Comm comm, const std::string& path,
+                                          LabelDomain labels);
 
 /// Runs the `cfg.chains` chains of one run on the processes of `comm` (collective). Every
 /// process passes the same configuration and the same data (checked), its own sinks (each makes

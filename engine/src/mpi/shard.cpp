@@ -1,0 +1,101 @@
+// Data sharded over the processes of a communicator (flymc/mpi/mpi.hpp, docs/mpi.md "Sharded
+// runs"): each process reads its run of whole reduction chunks, and the fold of every data-wide
+// sum passes from rank to rank in row order, so the sums are one process's bit for bit.
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flymc/core/errors.hpp"
+#include "flymc/data/loaders.hpp"
+#include "flymc/mpi/mpi.hpp"
+#include "mpi_detail.hpp"
+
+namespace flymc::mpi {
+namespace {
+
+class CommLink final : public RowLink {
+ public:
+  explicit CommLink(MPI_Comm comm) : comm_(comm), rank_(rank_of(comm)), size_(size_of(comm)) {}
+  int part() const noexcept override { return rank_; }
+  int parts() const noexcept override { return size_; }
+  std::vector<double> receive_from_previous() override {
+    return recv_vector<double>(comm_, rank_ - 1);
+  }
+  void send_to_next(const std::vector<double>& values) override {
+    send_vector(comm_, rank_ + 1, values);
+  }
+  std::vector<double> broadcast_from_last(const std::vector<double>& values) override {
+    std::vector<double> v = values;
+    std::uint64_t n = v.size();
+    MPI_Bcast(&n, 1, MPI_UINT64_T, size_ - 1, comm_);
+    v.resize(n);
+    bcast_bytes(comm_, size_ - 1, v.data(), n * sizeof(double));
+    return v;
+  }
+  std::vector<double> gather_in_order(const std::vector<double>& values) override {
+    std::vector<double> all;
+    for (int from = 0; from < size_; ++from) {
+      std::vector<double> v = from == rank_ ? values : std::vector<double>();
+      std::uint64_t n = v.size();
+      MPI_Bcast(&n, 1, MPI_UINT64_T, from, comm_);
+      v.resize(n);
+      bcast_bytes(comm_, from, v.data(), n * sizeof(double));
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  }
+
+ private:
+  MPI_Comm comm_;
+  int rank_, size_;
+};
+
+/// Row indices as doubles (exact below 2^53); none_row travels as -1.
+double row_value(std::size_t r) { return r == none_row ? -1.0 : static_cast<double>(r); }
+
+/// The lowest row any process reported at `offset` in their pairs, or none_row.
+std::size_t lowest(const std::vector<double>& pairs, std::size_t offset) {
+  std::size_t best = none_row;
+  for (std::size_t i = offset; i < pairs.size(); i += 2)
+    if (pairs[i] >= 0.0) best = std::min(best, static_cast<std::size_t>(pairs[i]));
+  return best;
+}
+
+/// Fails as the one-process loader does when the parts' binary labels use both codings.
+void check_one_coding(const std::string& path, RowLink& link, const NpyRows& part) {
+  const std::vector<double> pairs =
+      link.gather_in_order({row_value(part.first_zero), row_value(part.first_minus)});
+  const std::size_t zero = lowest(pairs, 0), minus = lowest(pairs, 1);
+  if (zero == none_row || minus == none_row) return;
+  const std::string at =
+      path + ": row " + std::to_string(std::max(zero, minus)) + ": field 1 (label): ";
+  throw DataError(zero > minus ? at +
+                                     "label 0 mixes the {0,1} coding with the {-1,+1} coding "
+                                     "(label -1 on row " +
+                                     std::to_string(minus) + ")"
+                               : at +
+                                     "label -1 mixes the {-1,+1} coding with the {0,1} coding "
+                                     "(label 0 on row " +
+                                     std::to_string(zero) + ")");
+}
+
+}  // namespace
+
+std::shared_ptr<RowLink> row_link(MPI_Comm comm) { return std::make_shared<CommLink>(comm); }
+
+std::shared_ptr<const Dataset> load_shard(MPI_Comm comm, const std::string& path,
+                                          LabelDomain labels) {
+  auto link = row_link(comm);
+  std::shared_ptr<Dataset> data;
+  NpyRows part;
+  agree(comm, [&] { part = load_npy_part(path, labels, link->part(), link->parts()); });
+  agree(comm, [&] {
+    check_one_coding(path, *link, part);
+    data = std::make_shared<Dataset>(std::move(part.data));
+    data->set_shard(RowShard{part.first_row, part.file_rows, link});
+  });
+  return data;
+}
+
+}  // namespace flymc::mpi

@@ -12,12 +12,14 @@
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/core/parallel.hpp"
 #include "flymc/data/dataset.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
@@ -572,5 +574,73 @@ TEST_SUITE("unit") {
                         std::filesystem::directory_iterator()) == 4);
     CHECK_FALSE(flymc::data_format_of("dir.npy/file").has_value());
     CHECK_FALSE(flymc::data_format_of("file.txt").has_value());
+  }
+}
+
+TEST_SUITE("unit") {
+  TEST_CASE("load_npy_part: the parts are load_npy's rows, dealt in whole reduction chunks") {
+    TempDir tmp;
+    const std::size_t n = 5 * flymc::kReduceGrain + 17;  // six chunks, the last short
+    flymc::Dataset ds = flymc::synth_logistic(n, 4, 3);
+    for (double& y : ds.mutable_y()) y = y > 0.0 ? 1.0 : 0.0;  // the {0,1} coding
+    flymc::save_npy(ds, tmp / "d.npy");
+    const flymc::Dataset whole = flymc::load_npy(tmp / "d.npy", LabelDomain::binary);
+    for (const int parts : {1, 2, 4, 7}) {
+      CAPTURE(parts);
+      std::size_t next = 0;
+      for (int p = 0; p < parts; ++p) {
+        const flymc::NpyRows part =
+            flymc::load_npy_part(tmp / "d.npy", LabelDomain::binary, p, parts);
+        const auto [first, last] = flymc::shard_rows(n, p, parts);
+        CHECK(part.first_row == first);
+        CHECK(first == next);  // contiguous, in part order
+        CHECK((first % flymc::kReduceGrain == 0 || first == n));
+        CHECK(part.file_rows == n);
+        REQUIRE(part.data.n() == last - first);
+        for (std::size_t i = 0; i < part.data.n(); ++i) {
+          CHECK(part.data.y()[i] == whole.y()[first + i]);  // 0 recoded to -1 within the part
+          for (std::size_t j = 0; j < ds.stride(); ++j)
+            REQUIRE(part.data.row(i)[j] == whole.row(first + i)[j]);
+        }
+        // The file's first label 0 in the part is reported (its -1s come from recoding).
+        CHECK((part.data.n() == 0 || part.first_zero != flymc::none_row));
+        CHECK(part.first_minus == flymc::none_row);
+        next = last;
+      }
+      CHECK(next == n);
+    }
+    // 7 parts of six chunks: one part is empty; the chunk counts differ by at most one.
+    CHECK(flymc::shard_rows(n, 6, 7).first == flymc::shard_rows(n, 6, 7).second);
+    CHECK(flymc::shard_rows(n, 0, 4).second == 2 * flymc::kReduceGrain);
+    // A bad value is named by the file's row number, not the part's.
+    ds.mutable_row(4 * flymc::kReduceGrain + 3)[1] = NAN;
+    flymc::save_npy(ds, tmp / "bad.npy");
+    CHECK(data_error([&] {
+            (void)flymc::load_npy_part(tmp / "bad.npy", LabelDomain::binary, 2, 3);
+          }) == tmp / "bad.npy" + ": row " + std::to_string(4 * flymc::kReduceGrain + 3) +
+                    ": field 3 (x2): NaN is not allowed");
+    // A shard must start on a chunk and hold whole chunks unless it is the last part.
+    struct NoLink final : flymc::RowLink {
+      explicit NoLink(int n) : n_parts(n) {}
+      int n_parts;
+      int part() const noexcept override { return n_parts - 1; }
+      int parts() const noexcept override { return n_parts; }
+      std::vector<double> receive_from_previous() override { return {}; }
+      void send_to_next(const std::vector<double>&) override {}
+      std::vector<double> broadcast_from_last(const std::vector<double>& v) override { return v; }
+      std::vector<double> gather_in_order(const std::vector<double>& v) override { return v; }
+    };
+    const auto link = std::make_shared<NoLink>(2), alone = std::make_shared<NoLink>(1);
+    flymc::Dataset rows(10, 2, "s");
+    CHECK_THROWS_AS(rows.set_shard({5, 100, link}), flymc::ConfigError);       // not on a chunk
+    CHECK_THROWS_AS(rows.set_shard({0, 100, link}), flymc::ConfigError);       // a short inner part
+    CHECK_THROWS_AS(rows.set_shard({4096, 4100, link}), flymc::ConfigError);   // past the end
+    CHECK_THROWS_AS(rows.set_shard({0, 10, nullptr}), flymc::ConfigError);     // no link
+    CHECK_THROWS_AS(rows.set_shard({4096, 4106, alone}), flymc::ConfigError);  // not all rows
+    flymc::Dataset none(0, 2, "s");
+    none.set_shard({4106, 4106, link});  // an empty last part (more parts than chunks)
+    rows.set_shard({4096, 4106, link});  // the last part
+    CHECK(rows.total_n() == 4106);
+    CHECK(rows.shard()->first_row == 4096);
   }
 }

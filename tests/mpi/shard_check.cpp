@@ -1,7 +1,8 @@
 // Data sharded over the ranks of MPI_COMM_WORLD (flymc::mpi::load_shard), run as
 // `mpirun -np R shard_check DIR`: every rank reads only its part of an NPY file, and the logistic
 // MAP search over the parts (each Newton pass's sums handed from rank to rank in row order)
-// equals, bit for bit, the search over the whole file in one process, for any R. A file whose
+// equals, bit for bit, the search over the whole file in one process, for any R; so does scalable
+// MH's set-up at that MAP (the expansion, the per-datum bounds and their sum). A file whose
 // binary labels use one coding in one part and the other in another is refused on every rank with
 // the message the one-process loader gives. Exit 0 if all holds; each failure is printed.
 #include <mpi.h>
@@ -12,8 +13,10 @@
 
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
+#include "flymc/mcmc/sampler.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/mpi/mpi.hpp"
+#include "mcmc/smh/smh_chain.hpp"
 
 namespace {
 
@@ -62,6 +65,42 @@ int main(int argc, char** argv) {
   check(same_bits(one.covariance, sharded.covariance), "the Laplace covariance differs", rank);
   check(one.log_post == sharded.log_post, "the log posterior differs", rank);
   check(one.passes == sharded.passes, "the number of passes differs", rank);
+
+  // The log-likelihood and its gradient (what full-data kernels call) over the parts.
+  const flymc::LogisticModel m_one(whole, prior), m_part(part, prior);
+  const std::size_t stride = whole->stride();
+  flymc::AlignedBuffer tp = flymc::aligned_zeros(stride), g_one = flymc::aligned_zeros(stride),
+                       g_part = flymc::aligned_zeros(stride);
+  for (std::size_t j = 0; j < whole->d(); ++j) tp[j] = 0.5 * one.theta[Eigen::Index(j)];
+  const double f_one = m_one.log_lik_grad(tp.get(), g_one.get());
+  const double f_part = m_part.log_lik_grad(tp.get(), g_part.get());
+  const bool same_g = std::memcmp(g_one.get(), g_part.get(), stride * sizeof(double)) == 0;
+  check(f_one == f_part && same_g, "the log-likelihood gradient differs", rank);
+
+  // Scalable MH's set-up at θ̂ over the parts: the expansion's gradient and Cholesky factor and
+  // the bounds' sum are the whole data set's, each part's per-datum bounds its rows'.
+  const flymc::RunConfig cfg;
+  flymc::detail::SmhShared sh_one(cfg, *whole, prior, one, std::nullopt);
+  flymc::detail::build_smh_shared(sh_one);
+  flymc::detail::SmhShared sh_part(cfg, *part, prior, sharded, std::nullopt);
+  flymc::detail::build_smh_shared(sh_part);
+  check(same_bits(sh_one.grad, sh_part.grad), "SMH: the gradient at theta_hat differs", rank);
+  check(same_bits(sh_one.chol, sh_part.chol), "SMH: the Cholesky factor differs", rank);
+  check(sh_one.phi_sum == sh_part.phi_sum, "SMH: the bounds' sum differs", rank);
+  const std::size_t first = part->shard()->first_row;
+  bool same_phi = sh_part.datum.size() == part->n();
+  for (std::size_t i = 0; same_phi && i < part->n(); ++i)
+    same_phi = sh_part.datum[i].phi == sh_one.datum[first + i].phi;
+  check(same_phi, "SMH: a datum's bound differs from the same row's in one process", rank);
+
+  // Sampling a shard is refused until the samplers' iterations go across the ranks.
+  bool refused = false;
+  try {
+    (void)flymc::run(cfg, part);
+  } catch (const flymc::ConfigError&) {
+    refused = true;
+  }
+  check(refused, "sampling a shard was not refused", rank);
 
   std::string expected, got;
   try {

@@ -38,11 +38,14 @@ std::pair<std::size_t, std::size_t> shard_rows(std::size_t total_rows, int part,
 
 void Dataset::set_shard(RowShard s) {
   const bool last = s.first_row + n_ == s.total_rows;
-  if (s.first_row % kReduceGrain != 0 || (!last && n_ % kReduceGrain != 0) ||
-      s.first_row + n_ > s.total_rows || !s.link)
+  // An empty part (more parts than chunks) starts at the end; a part alone holds every row.
+  const bool aligned = s.first_row % kReduceGrain == 0 || (n_ == 0 && last);
+  if (!aligned || (!last && n_ % kReduceGrain != 0) || s.first_row + n_ > s.total_rows || !s.link ||
+      (s.link->parts() == 1 && n_ != s.total_rows))
     throw ConfigError(source_ + ": a shard must start on a multiple of " +
                       std::to_string(kReduceGrain) + " rows, hold whole chunks of that many " +
-                      "(the last excepted), fit in the whole data set and have a link (rows " +
+                      "(the last excepted), fit in the whole data set, have a link, and be the "
+                      "whole data set if it is the only part (rows " +
                       std::to_string(s.first_row) + " + " + std::to_string(n_) + " of " +
                       std::to_string(s.total_rows) + ")");
   shard_ = std::make_shared<const RowShard>(std::move(s));
@@ -74,6 +77,8 @@ std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vecto
 std::shared_ptr<const Dataset> gather_rows(const Dataset& data, const std::vector<Index>& rows) {
   const RowShard* s = data.shard();
   if (s == nullptr) return subset_rows(data, rows);
+  if (!std::is_sorted(rows.begin(), rows.end()))
+    throw Error(data.source() + ": gather_rows needs ascending row indices");
   const std::size_t d = data.d(), lo = s->first_row, hi = lo + data.n();
   std::vector<double> mine;  // the rows held here: label, then the features
   for (const Index r : rows)
@@ -84,7 +89,7 @@ std::shared_ptr<const Dataset> gather_rows(const Dataset& data, const std::vecto
   const std::vector<double> all = s->link->gather_in_order(mine);
   if (all.size() != rows.size() * (d + 1))
     throw Error(data.source() + ": the shards hold " + std::to_string(all.size() / (d + 1)) +
-                " of the " + std::to_string(rows.size()) + " rows asked for (not ascending?)");
+                " of the " + std::to_string(rows.size()) + " rows asked for");
   auto out = std::make_shared<Dataset>(rows.size(), d, data.source());
   std::vector<double>& y = out->mutable_y();
   for (std::size_t i = 0; i < rows.size(); ++i) {

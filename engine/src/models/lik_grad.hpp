@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "flymc/core/parallel.hpp"
+#include "flymc/data/row_fold.hpp"
 
 namespace flymc::detail {
 
@@ -16,16 +17,26 @@ struct LikGrad {
   std::vector<double> g;
 };
 
-/// Σ over rows [0, n ≥ 1) of the log-likelihood, returned, and of its gradient, written to grad.
-/// `chunk(lo, hi)` returns rows [lo, hi)'s LikGrad, g sized as the gradient.
+/// Σ over the rows of `ds` (of the whole data set if it is a shard: collective then) of the
+/// log-likelihood, returned, and of its gradient, written to grad. `chunk(lo, hi)` returns rows
+/// [lo, hi)'s LikGrad, g sized as the gradient.
 template <class Chunk>
-double reduce_lik_grad(std::size_t n, Chunk&& chunk, double* grad) {
-  LikGrad total =
-      deterministic_reduce(n, kReduceGrain, LikGrad{}, chunk, [](LikGrad acc, LikGrad p) {
+double reduce_lik_grad(const Dataset& ds, Chunk&& chunk, double* grad) {
+  LikGrad total = fold_rows(
+      ds, LikGrad{}, chunk,
+      [](LikGrad acc, LikGrad p) {
         if (acc.g.empty()) return p;
         acc.f += p.f;
         for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += p.g[j];
         return acc;
+      },
+      [](const LikGrad& p) {
+        std::vector<double> v{p.f};
+        v.insert(v.end(), p.g.begin(), p.g.end());
+        return v;
+      },
+      [](const std::vector<double>& v) {
+        return LikGrad{v.at(0), {v.begin() + 1, v.end()}};
       });
   std::copy(total.g.begin(), total.g.end(), grad);
   return total.f;

@@ -140,7 +140,8 @@ LogisticModel::LogisticModel(std::shared_ptr<const Dataset> data, Prior prior)
   for (std::size_t i = 0; i < data_->n(); ++i) {
     const double t = data_->y()[i];
     if (t != 1.0 && t != -1.0)
-      throw DataError(data_->source() + ": row " + std::to_string(i + 1) +
+      throw DataError(data_->source() + ": row " +
+                      std::to_string((data_->shard() ? data_->shard()->first_row : 0) + i + 1) +
                       ": field 1 (label): logistic regression needs labels -1/+1 (or 0/1), got " +
                       std::to_string(t));
   }
@@ -167,7 +168,7 @@ double LogisticModel::log_lik_grad(const double* theta, double* grad) const {
   const std::size_t stride = ds.stride();
   const auto y = ds.y();
   return detail::reduce_lik_grad(
-      ds.n(),
+      ds,
       [&](std::size_t lo, std::size_t hi) {
         detail::LikGrad p;
         p.g.assign(stride, 0.0);

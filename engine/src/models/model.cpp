@@ -41,6 +41,13 @@ double Prior::map_curvature(double theta_j) const noexcept {
   return 1.0 / (b * std::fmax(std::fabs(theta_j), 1e-8 * sd));
 }
 
+void detail::refuse_shard(const Dataset& ds, const std::string& model) {
+  if (ds.shard() != nullptr)
+    throw ConfigError(ds.source() + ": " + model +
+                      " does not run on data sharded over processes yet (logistic regression "
+                      "does)");
+}
+
 void detail::check_features(const Dataset& ds, const std::string& model) {
   constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
   const std::size_t d = ds.d();
@@ -58,7 +65,8 @@ void detail::check_features(const Dataset& ds, const std::string& model) {
   if (first_bad == none) return;
   const std::size_t row = first_bad / d, col = first_bad % d;
   const std::string value = number_text(ds.row(row)[col]);
-  throw DataError(ds.source() + ": row " + std::to_string(row + 1) + ": field " +
+  const std::size_t first = ds.shard() != nullptr ? ds.shard()->first_row : 0;  // the file's row
+  throw DataError(ds.source() + ": row " + std::to_string(first + row + 1) + ": field " +
                   std::to_string(col + 2) + " (x" + std::to_string(col + 1) + "): feature " +
                   value + " is not finite or exceeds 1e100 in magnitude; " + model +
                   " needs sums of x^2 that fit a double (rescale the feature)");

@@ -16,4 +16,8 @@ inline constexpr double kMaxFeature = 1e100;
 /// Loaded files never have non-finite values, but data sets built in memory may.
 void check_features(const Dataset& ds, const std::string& model);
 
+/// Throws ConfigError if `ds` is part of a data set sharded over processes (Dataset::shard()):
+/// for the models whose data-wide sums do not yet go across the parts (docs/mpi.md).
+void refuse_shard(const Dataset& ds, const std::string& model);
+
 }  // namespace flymc::detail

@@ -145,6 +145,7 @@ constexpr double kMaxResponse = detail::kMaxFeature;
 /// then checks the features (detail::check_features). Loaded files never hold non-finite values,
 /// but data sets built in memory may.
 void check_data(const Dataset& ds) {
+  detail::refuse_shard(ds, "robust regression");
   constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
   const auto y = ds.y();
   const std::size_t first_bad = deterministic_reduce(

@@ -32,6 +32,7 @@ SoftmaxModel::SoftmaxModel(std::shared_ptr<const Dataset> data, Prior prior)
   if (!(prior.sd >= 1e-150 && prior.sd <= 1e150))
     throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + std::to_string(prior.sd));
   const Dataset& ds = *data_;
+  detail::refuse_shard(ds, "softmax classification");
   auto labels = std::make_shared<std::vector<std::uint32_t>>(ds.n());
   std::uint32_t top = 0;
   for (std::size_t i = 0; i < ds.n(); ++i) {
@@ -90,7 +91,7 @@ double SoftmaxModel::log_lik_grad(const double* theta, double* grad) const {
   const std::size_t K = k_, stride = ds.stride(), mb = block_data(K);
   const auto& y = *labels_;
   return detail::reduce_lik_grad(
-      ds.n(),
+      ds,
       [&](std::size_t lo, std::size_t hi) {
         detail::LikGrad part;
         part.g.assign(K * stride, 0.0);

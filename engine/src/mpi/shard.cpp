@@ -14,9 +14,22 @@
 namespace flymc::mpi {
 namespace {
 
+/// The links over a duplicate of the caller's communicator, so that no other message on it can
+/// be taken for a fold's (or the other way round).
 class CommLink final : public RowLink {
  public:
-  explicit CommLink(MPI_Comm comm) : comm_(comm), rank_(rank_of(comm)), size_(size_of(comm)) {}
+  explicit CommLink(MPI_Comm comm) {
+    MPI_Comm_dup(comm, &comm_);
+    rank_ = rank_of(comm_);
+    size_ = size_of(comm_);
+  }
+  ~CommLink() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+  CommLink(const CommLink&) = delete;
+  CommLink& operator=(const CommLink&) = delete;
   int part() const noexcept override { return rank_; }
   int parts() const noexcept override { return size_; }
   std::vector<double> receive_from_previous() override {
@@ -47,8 +60,8 @@ class CommLink final : public RowLink {
   }
 
  private:
-  MPI_Comm comm_;
-  int rank_, size_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
 };
 
 /// Row indices as doubles (exact below 2^53); none_row travels as -1.

@@ -45,7 +45,8 @@ void agree(MPI_Comm comm, const std::function<void()>& f);
 /// Collective over `comm`: rank 0's `value` on every process.
 int broadcast(MPI_Comm comm, int value);
 
-/// A RowLink over `comm`: part r is rank r (data/row_fold.hpp).
+/// A RowLink over a duplicate of `comm` (collective: MPI_Comm_dup): part r is rank r
+/// (data/row_fold.hpp). Free it before MPI_Finalize, or it is left to the finalization.
 std::shared_ptr<RowLink> row_link(MPI_Comm comm);
 
 /// This process's part of an NPY file's rows (shard_rows(): runs of whole reduction chunks dealt
@@ -53,7 +54,12 @@ std::shared_ptr<RowLink> row_link(MPI_Comm comm);
 /// The data-wide sums of the set-up over it (LogisticModel::find_map, its bound statistics) are
 /// then collective over `comm` and give every process one process's result bit for bit.
 /// Collective. @throw RankError on every process if any part of the file is bad, or if the
-///   parts' binary labels use both codings (as load_npy would say).
+///   parts' binary labels use both codings (as load_npy would say; when one part mixes them
+///   after another part's other coding, the row named may differ from load_npy's).
+/// Everything that sums over the shard (building a model on it checks its rows locally, then
+/// find_map and the bounds fold across the ranks) is collective: an error on one rank that
+/// others do not see leaves them waiting, so build models on a shard inside agree().
+/// Sampling a shard is refused (ConfigError) until the samplers' iterations go across ranks.
 std::shared_ptr<const Dataset> load_shard(MPI_Comm comm, const std::string& path,
                                           LabelDomain labels);
 

@@ -12,6 +12,7 @@
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"
+#include "flymc/data/row_fold.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/robust.hpp"
@@ -103,7 +104,26 @@ void add_weighted_outer(Mat& h, const Dataset& ds, std::size_t lo, const std::ve
   }
 }
 
-/// Pass 1: ŝ_n and the Taylor coefficients per datum; g and H_L summed in chunk order.
+/// An Expansion as doubles for a sharded data set's processes: d, then g, then h.
+std::vector<double> pack_expansion(const Expansion& e) {
+  std::vector<double> v{double(e.g.size())};
+  v.insert(v.end(), e.g.data(), e.g.data() + e.g.size());
+  v.insert(v.end(), e.h.data(), e.h.data() + e.h.size());
+  return v;
+}
+
+Expansion unpack_expansion(const std::vector<double>& v) {
+  const auto d = static_cast<Eigen::Index>(v.at(0));
+  if (v.size() != static_cast<std::size_t>(1 + d + (d > 0 ? d * d : 0)))
+    throw Error("--algo smh: a shard's expansion has the wrong size");
+  Expansion e;
+  e.g = Eigen::Map<const Vec>(v.data() + 1, d);
+  if (d > 0) e.h = Eigen::Map<const Mat>(v.data() + 1 + d, d, d);
+  return e;
+}
+
+/// Pass 1: ŝ_n and the Taylor coefficients per datum; g and H_L summed in chunk order (over the
+/// whole data set if it is a shard).
 void expand_at_theta_hat(SmhShared& sh) {
   const Dataset& ds = sh.data;
   const std::size_t n = ds.n(), d = ds.d();
@@ -112,8 +132,8 @@ void expand_at_theta_hat(SmhShared& sh) {
   sh.datum.resize(n);
   const auto y = ds.y();
   const auto dd = static_cast<Eigen::Index>(d);
-  Expansion total = deterministic_reduce(
-      n, kReduceGrain, Expansion{},
+  Expansion total = fold_rows(
+      ds, Expansion{},
       [&](std::size_t lo, std::size_t hi) {
         std::vector<double> s(hi - lo), w(hi - lo);
         kernels::dots_packed(ds.row(lo), hi - lo, ds.stride(), th.get(), s.data());
@@ -138,7 +158,8 @@ void expand_at_theta_hat(SmhShared& sh) {
         acc.g += part.g;
         acc.h += part.h;
         return acc;
-      });
+      },
+      pack_expansion, unpack_expansion);
   sh.grad = total.g;
   Mat h = total.h.selfadjointView<Eigen::Upper>();
   h.diagonal().array() += sh.precision;
@@ -172,14 +193,11 @@ void bound_constants(SmhShared& sh) {
       sh.datum[i].phi = phi[i];
     }
   });
-  sh.phi_sum = deterministic_reduce(
-      n, kReduceGrain, 0.0,
-      [&](std::size_t lo, std::size_t hi) {
-        double s = 0.0;
-        for (std::size_t i = lo; i < hi; ++i) s += phi[i];
-        return s;
-      },
-      [](double a, double b) { return a + b; });
+  sh.phi_sum = sum_rows(ds, [&](std::size_t lo, std::size_t hi) {
+    double s = 0.0;
+    for (std::size_t i = lo; i < hi; ++i) s += phi[i];
+    return s;
+  });
   sh.alias = AliasTable(phi);
 }
 

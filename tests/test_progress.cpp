@@ -98,6 +98,28 @@ TEST_SUITE("unit") {
     CHECK(flymc::cli::plain_line_due(3, 5, 0.1));
   }
 
+  TEST_CASE("progress display: a run over before the first poll still logs its set-up line") {
+    // The replayed failure: `flymc sample` on 2,000 rows finished set-up and sampling within the
+    // display's first 250 ms on a fast machine, and the log had the last line but no set-up line.
+    flymc::Progress progress(2);
+    progress.chains_started = true;
+    for (auto& g : progress.chains) g.publish(1000, 200.0, 1000, 9.0);
+    std::FILE* out = std::tmpfile();
+    REQUIRE(out != nullptr);
+    {
+      flymc::cli::ProgressDisplay display(progress, 2, ProgressPlan{0, 2000},
+                                          flymc::cli::ProgressDisplay::Mode::plain, out);
+    }  // stopped at once: no poll ran
+    std::rewind(out);
+    std::string text;
+    for (int c; (c = std::fgetc(out)) != EOF;) text.push_back(char(c));
+    std::fclose(out);
+    CAPTURE(text);
+    CHECK(contains(text, "flymc: set-up under "));
+    CHECK(contains(text, "flymc: sampling 100.0% | 2000/2000 it"));
+    CHECK(text.find("set-up") < text.find("sampling"));
+  }
+
   TEST_CASE("progress display: the set-up line even when its thread starts after the chains") {
     // The replayed bug: the display's thread took its first snapshot itself, so when it was
     // scheduled after a quick set-up (a loaded machine) it never saw the set-up end.

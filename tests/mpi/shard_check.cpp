@@ -12,6 +12,7 @@
 #include <string>
 
 #include "flymc/data/loaders.hpp"
+#include "flymc/data/row_fold.hpp"
 #include "flymc/datagen/datagen.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/models/logistic.hpp"
@@ -92,6 +93,35 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; same_phi && i < part->n(); ++i)
     same_phi = sh_part.datum[i].phi == sh_one.datum[first + i].phi;
   check(same_phi, "SMH: a datum's bound differs from the same row's in one process", rank);
+
+  // A failure on one rank inside a fold (here rank 1, before it takes rank 0's accumulator)
+  // reaches every rank with its message and code instead of leaving the others waiting, and the
+  // next fold is unaffected (no message is left over).
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int failing = size > 1 ? 1 : 0;
+  std::string fold_error;
+  int fold_code = 0;
+  try {
+    (void)flymc::sum_rows(*part, [&](std::size_t, std::size_t) -> double {
+      if (rank == failing) throw flymc::DataError("rank " + std::to_string(failing) + " failed");
+      return 1.0;
+    });
+  } catch (const flymc::Error& e) {
+    fold_error = e.what();
+    fold_code = e.exit_code();
+  }
+  check(fold_error == "rank " + std::to_string(failing) + " failed" && fold_code == 65,
+        "a fold's failure on one rank: got \"" + fold_error + "\"", rank);
+  auto sum_y = [](const flymc::Dataset& ds) {  // Σ y_n·(n mod 7), n the file's row
+    const std::size_t off = ds.shard() != nullptr ? ds.shard()->first_row : 0;
+    return flymc::sum_rows(ds, [&](std::size_t lo, std::size_t hi) {
+      double t = 0.0;
+      for (std::size_t i = lo; i < hi; ++i) t += ds.y()[i] * double((off + i) % 7);
+      return t;
+    });
+  };
+  check(sum_y(*part) == sum_y(*whole), "a fold after a failed one differs", rank);
 
   // Sampling a shard is refused until the samplers' iterations go across the ranks.
   bool refused = false;

@@ -175,13 +175,18 @@ class ProgressDisplay {
       }
       std::fflush(out_);
     }
-    finish(width, before, tenth_at_last, rate);
+    finish(width, before, tenth_at_last, rate, now.started);
   }
 
-  /// The live line is erased; a log gets the last line when the run ended between two polls.
-  void finish(std::size_t width, const ProgressSnapshot& before, int tenth_at_last, double rate) {
+  /// The live line is erased; a log gets the last line when the run ended between two polls, and
+  /// its set-up line when the whole run ended before the first poll (`setup_seen` false).
+  void finish(std::size_t width, const ProgressSnapshot& before, int tenth_at_last, double rate,
+              bool setup_seen) {
     if (mode_ == Mode::live && width > 0) std::fprintf(out_, "\r%*s\r", int(width), "");
     const ProgressSnapshot end = take_snapshot(progress_, chains_);
+    if (mode_ == Mode::plain && end.started && !setup_seen)
+      std::fprintf(out_, "flymc: set-up under %.1f s (the run ended before the first poll)\n",
+                   seconds(created_, Clock::now()));
     if (mode_ == Mode::plain && tenth(end) == 10 && tenth_at_last < 10)
       std::fprintf(out_, "flymc: %s\n", format_progress(plan_, end, before, rate).c_str());
     std::fflush(out_);

@@ -3,32 +3,94 @@
 /// Data-wide sums over a data set that may be one part of a larger one (RowShard): each process
 /// folds its own chunks and hands the accumulator on in row order, so every process gets the sum
 /// one process holding every row would get, bit for bit, whatever the number of parts.
+#include <exception>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"
 #include "flymc/data/dataset.hpp"
 
 namespace flymc {
 
+namespace detail {
+
+/// A failure travels along the fold in place of the accumulator, so that no process is left
+/// waiting for a message that will not come: a negative first value, then the exit code and the
+/// message's characters. A healthy accumulator's first value is 0.
+inline std::vector<double> failed_fold(const std::exception_ptr& e) {
+  std::string what = "a data-wide sum failed";
+  int code = 70;
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& err) {
+    what = err.what();
+    code = err.exit_code();
+  } catch (const std::exception& err) {
+    what = err.what();
+  } catch (...) {
+  }
+  std::vector<double> v{-1.0, double(code)};
+  for (const char c : what) v.push_back(double(static_cast<unsigned char>(c)));
+  return v;
+}
+
+/// Throws the failure failed_fold() encoded (every process throws the same Error).
+[[noreturn]] inline void throw_failed_fold(const std::vector<double>& v) {
+  std::string what;
+  for (std::size_t i = 2; i < v.size(); ++i) what += static_cast<char>(int(v[i]));
+  throw Error(what, v.size() > 1 ? int(v[1]) : 70);
+}
+
+}  // namespace detail
+
 /// deterministic_reduce over the rows of `ds` in chunks of kReduceGrain rows (their indices local
 /// to `ds`). On a shard the fold starts from the previous part's accumulator and goes on to the
 /// next part; every part returns the last part's result. `pack` turns a T into doubles and
 /// `unpack` turns them back, exactly. A shard's process must call this collectively with the
-/// other parts' processes.
+/// other parts' processes; an exception on one of them (in `chunk_fn`, `combine`, `pack` or
+/// `unpack`) is thrown on every one, with its message and exit code, instead of leaving the
+/// others waiting.
 template <class T, class ChunkFn, class Combine, class Pack, class Unpack>
 T fold_rows(const Dataset& ds, T init, ChunkFn&& chunk_fn, Combine&& combine, Pack&& pack,
             Unpack&& unpack) {
-  auto parts = chunk_partials(ds.n(), kReduceGrain, chunk_fn);  // before waiting for the others
   const RowShard* s = ds.shard();
   const bool linked = s != nullptr && s->link->parts() > 1;
-  T acc =
-      linked && s->link->part() > 0 ? unpack(s->link->receive_from_previous()) : std::move(init);
-  for (auto& p : parts) acc = combine(std::move(acc), std::move(p));
-  if (!linked) return acc;
-  const std::vector<double> mine = pack(acc);
-  if (s->link->part() + 1 < s->link->parts()) s->link->send_to_next(mine);
-  return unpack(s->link->broadcast_from_last(mine));
+  if (!linked) {
+    T acc = std::move(init);
+    for (auto& p : chunk_partials(ds.n(), kReduceGrain, chunk_fn))
+      acc = combine(std::move(acc), std::move(p));
+    return acc;
+  }
+  RowLink& link = *s->link;
+  std::vector<double> message;  // {0, pack(acc)...} or failed_fold
+  bool received = link.part() == 0;
+  try {
+    auto parts = chunk_partials(ds.n(), kReduceGrain, chunk_fn);  // before waiting for the others
+    std::vector<double> previous =
+        link.part() > 0 ? link.receive_from_previous() : std::vector{0.0};
+    received = true;
+    if (previous.empty() || previous[0] != 0.0) {
+      message = std::move(previous);  // an earlier part failed: pass it on
+    } else {
+      T acc = link.part() > 0 ? unpack(std::vector<double>(previous.begin() + 1, previous.end()))
+                              : std::move(init);
+      for (auto& p : parts) acc = combine(std::move(acc), std::move(p));
+      message = {0.0};
+      const std::vector<double> packed = pack(acc);
+      message.insert(message.end(), packed.begin(), packed.end());
+    }
+  } catch (...) {
+    message = detail::failed_fold(std::current_exception());
+  }
+  // A part that failed before it received still takes its predecessor's message (and drops it),
+  // so that no message is left for a later fold to take.
+  if (!received) (void)link.receive_from_previous();
+  if (link.part() + 1 < link.parts()) link.send_to_next(message);
+  const std::vector<double> result = link.broadcast_from_last(message);
+  if (result.empty() || result[0] != 0.0) detail::throw_failed_fold(result);
+  return unpack(std::vector<double>(result.begin() + 1, result.end()));
 }
 
 /// fold_rows of a sum of doubles.

@@ -56,9 +56,10 @@ std::shared_ptr<RowLink> row_link(MPI_Comm comm);
 /// Collective. @throw RankError on every process if any part of the file is bad, or if the
 ///   parts' binary labels use both codings (as load_npy would say; when one part mixes them
 ///   after another part's other coding, the row named may differ from load_npy's).
-/// Everything that sums over the shard (building a model on it checks its rows locally, then
-/// find_map and the bounds fold across the ranks) is collective: an error on one rank that
-/// others do not see leaves them waiting, so build models on a shard inside agree().
+/// Everything that sums over the shard (find_map, the bounds) is collective; an error inside a
+/// fold on one rank is thrown on every rank (data/row_fold.hpp). Building a model on a shard
+/// checks its own rows only, so build it inside agree(), or one rank's error leaves the others
+/// waiting in the next fold.
 /// Sampling a shard is refused (ConfigError) until the samplers' iterations go across ranks.
 std::shared_ptr<const Dataset> load_shard(MPI_Comm comm, const std::string& path,
                                           LabelDomain labels);

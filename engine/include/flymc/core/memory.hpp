@@ -4,6 +4,8 @@
 /// alias tables of the piecewise-deterministic samplers).
 #include <cstddef>
 #include <cstdlib>
+#include <new>
+#include <utility>
 
 namespace flymc {
 
@@ -24,6 +26,29 @@ struct HugePageAllocator {
   template <class U>
   bool operator==(const HugePageAllocator<U>&) const noexcept {
     return true;
+  }
+};
+
+/// HugePageAllocator whose resize() default-initializes new elements (for a trivially
+/// default-constructible T: leaves them unwritten) instead of zeroing them, so that a large
+/// array is first touched by the parallel pass that fills every element, not by one thread
+/// zeroing it beforehand.
+template <class T>
+struct HugePageUninitAllocator : HugePageAllocator<T> {
+  template <class U>
+  struct rebind {
+    using other = HugePageUninitAllocator<U>;
+  };
+  HugePageUninitAllocator() = default;
+  template <class U>
+  HugePageUninitAllocator(const HugePageUninitAllocator<U>&) noexcept {}  // NOLINT: rebinding
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
 };
 

@@ -23,7 +23,7 @@ namespace flymc {
 namespace smh {
 
 Taylor logistic_taylor(double s_hat) noexcept {
-  Taylor t;
+  Taylor t{};
   t.s_hat = s_hat;
   t.f0 = kernels::log_sigmoid(s_hat);
   const double sig_minus = std::exp(kernels::log_sigmoid(-s_hat));  // σ(−ŝ)
@@ -39,7 +39,7 @@ double logistic_remainder(const Taylor& t, double s) noexcept {
 }
 
 Taylor student_taylor(const StudentT& st, double y, double s_hat) noexcept {
-  Taylor e;
+  Taylor e{};
   e.s_hat = s_hat;
   e.f0 = st.log_lik(y - s_hat);
   const double rho = (y - s_hat) * st.inv_sqrt_c;
@@ -178,7 +178,7 @@ void bound_constants(SmhShared& sh) {
   Mat linv = Mat::Identity(dd, dd);
   sh.chol.triangularView<Eigen::Lower>().solveInPlace(linv);
   const Mat hinv = linv.transpose() * linv;
-  std::vector<double> phi(n);
+  std::vector<double, HugePageUninitAllocator<double>> phi(n);  // every entry written below
   const double c = sh.m / 6.0 * (1.0 + 1e-9);
   chunked_for(n, kReduceGrain, [&](std::size_t lo, std::size_t hi) {
     Mat y(dd, static_cast<Eigen::Index>(hi - lo));  // column i: H⁻¹ x_i

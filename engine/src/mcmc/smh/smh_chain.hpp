@@ -22,8 +22,8 @@ namespace flymc::detail {
 /// label, so that a candidate costs two scattered reads (the row and this), not four.
 struct SmhDatum {
   smh::Taylor taylor;
-  double phi = 0.0;    // (M/6)·‖L⁻¹x_n‖³, slightly enlarged
-  double label = 0.0;  // logistic: t_n = ±1; robust: the response y_n
+  double phi;    // (M/6)·‖L⁻¹x_n‖³, slightly enlarged (written by the bound pass)
+  double label;  // logistic: t_n = ±1; robust: the response y_n (written by the expansion pass)
 };
 
 /// Everything the chains of one SMH run share, read-only: the expansion at θ̂ and the bounds.
@@ -47,8 +47,9 @@ struct SmhShared {
   Vec grad;                // g = Σ_n f'(ŝ_n) t_n x_n, the likelihood's gradient at θ̂
   double precision = 1.0;  // p in H = H_L + p·I (the prior's precision)
   Mat chol;                // L, H = L·Lᵀ, H_L = −Σ_n f''(ŝ_n) x_n x_nᵀ
-  // Per datum, read at random: on huge pages, as the alias table.
-  std::vector<SmhDatum, HugePageAllocator<SmhDatum>> datum;
+  // Per datum, read at random: on huge pages, as the alias table; every field is written by the
+  // set-up's parallel passes, which also first-touch the pages.
+  std::vector<SmhDatum, HugePageUninitAllocator<SmhDatum>> datum;
   double phi_sum = 0.0;              // Σ_n φ_n
   AliasTable alias;                  // draws n with probability φ_n / Σφ
   std::vector<std::string> columns;  // smh_draw_columns

@@ -24,8 +24,10 @@ inline constexpr double kLogisticM = 0.096225044864937627;
 
 /// A datum's log-likelihood f(s) = log σ(s), s = t·x·θ, expanded to second order at ŝ:
 /// f(ŝ), f'(ŝ) = σ(−ŝ) and f''(ŝ) = −σ(ŝ)σ(−ŝ).
+/// (No default member values: the set-up's per-datum array is left unwritten until its pass
+/// fills it, HugePageUninitAllocator. `Taylor t{}` is all zeros.)
 struct Taylor {
-  double s_hat = 0.0, f0 = 0.0, f1 = 0.0, f2 = 0.0;
+  double s_hat, f0, f1, f2;
 };
 Taylor logistic_taylor(double s_hat) noexcept;
 

@@ -44,6 +44,15 @@ int run_sample(const fs::path& dir, const std::string& extra, bool tty, const fs
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/// Everything written to the temporary file `out`, which is then closed.
+std::string read_and_close(std::FILE* out) {
+  std::rewind(out);
+  std::string text;
+  for (int c; (c = std::fgetc(out)) != EOF;) text.push_back(char(c));
+  std::fclose(out);
+  return text;
+}
+
 }  // namespace
 
 TEST_SUITE("unit") {
@@ -110,10 +119,7 @@ TEST_SUITE("unit") {
       flymc::cli::ProgressDisplay display(progress, 2, ProgressPlan{0, 2000},
                                           flymc::cli::ProgressDisplay::Mode::plain, out);
     }  // stopped at once: no poll ran
-    std::rewind(out);
-    std::string text;
-    for (int c; (c = std::fgetc(out)) != EOF;) text.push_back(char(c));
-    std::fclose(out);
+    const std::string text = read_and_close(out);
     CAPTURE(text);
     CHECK(contains(text, "flymc: set-up under "));
     CHECK(contains(text, "flymc: sampling 100.0% | 2000/2000 it"));
@@ -134,10 +140,7 @@ TEST_SUITE("unit") {
       std::this_thread::sleep_for(std::chrono::milliseconds(400));
       for (auto& g : progress.chains) g.publish(1000, 200.0, 1000, 9.0);
     }
-    std::rewind(out);
-    std::string text;
-    for (int c; (c = std::fgetc(out)) != EOF;) text.push_back(char(c));
-    std::fclose(out);
+    const std::string text = read_and_close(out);
     CAPTURE(text);
     CHECK(contains(text, "flymc: set-up "));
     CHECK(contains(text, "flymc: sampling  50.0% | 1000/2000 it"));

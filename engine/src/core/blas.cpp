@@ -2,7 +2,18 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <mutex>
+#include <vector>
+
+// LAPACK's Fortran interface, exported by OpenBLAS (Debian's package ships no lapacke.h with it).
+// The trailing lengths are the hidden lengths of the three one-character arguments.
+extern "C" void dsyevr_(const char* jobz, const char* range, const char* uplo, const int* n,
+                        double* a, const int* lda, const double* vl, const double* vu,
+                        const int* il, const int* iu, const double* abstol, int* m, double* w,
+                        double* z, const int* ldz, int* isuppz, double* work, const int* lwork,
+                        int* iwork, const int* liwork, int* info, std::size_t, std::size_t,
+                        std::size_t);
 
 namespace flymc::blas {
 
@@ -38,6 +49,30 @@ void gemm_at_xt(const double* a, std::size_t lda, const double* x, std::size_t r
   cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<int>(d), static_cast<int>(rows),
               static_cast<int>(d), 1.0, a, static_cast<int>(lda), x, static_cast<int>(ldx), 0.0, y,
               static_cast<int>(d));
+}
+
+bool top_eigenpairs(double* a, std::size_t d, std::size_t k, double* values, double* vectors) {
+  if (k == 0 || k > d) return false;
+  const int n = static_cast<int>(d), il = n - static_cast<int>(k) + 1, iu = n;
+  const char jobz = vectors != nullptr ? 'V' : 'N', range = 'I', uplo = 'U';
+  const double unused = 0.0, abstol = 0.0;
+  int m = 0, info = 0, lwork = -1, liwork = -1, iwork_size = 0;
+  double work_size = 0.0;
+  std::vector<int> isuppz(2 * k);
+  double dummy_z = 0.0;
+  double* z = vectors != nullptr ? vectors : &dummy_z;
+  const int ldz = vectors != nullptr ? n : 1;
+  // The first call asks for the workspace sizes, the second does the work.
+  dsyevr_(&jobz, &range, &uplo, &n, a, &n, &unused, &unused, &il, &iu, &abstol, &m, values, z, &ldz,
+          isuppz.data(), &work_size, &lwork, &iwork_size, &liwork, &info, 1, 1, 1);
+  if (info != 0) return false;
+  lwork = std::max(1, static_cast<int>(work_size));
+  liwork = std::max(1, iwork_size);
+  std::vector<double> work(static_cast<std::size_t>(lwork));
+  std::vector<int> iwork(static_cast<std::size_t>(liwork));
+  dsyevr_(&jobz, &range, &uplo, &n, a, &n, &unused, &unused, &il, &iu, &abstol, &m, values, z, &ldz,
+          isuppz.data(), work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1, 1);
+  return info == 0 && m == static_cast<int>(k);
 }
 
 }  // namespace flymc::blas

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "flymc/core/blas.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/datagen/datagen.hpp"
 #include "fmnist_detail.hpp"
@@ -106,30 +107,41 @@ void append_images(FmnistSource& src, const IdxSet& s, const std::vector<std::si
   }
 }
 
-/// The top `k` eigenvectors of the covariance of the centred rows `xc`, by decreasing eigenvalue,
-/// each with its largest-magnitude entry made positive (a deterministic sign).
-Eigen::MatrixXd pca_basis(const RowMatrix& xc, int k, const std::vector<int>& classes) {
-  const Eigen::Index ntr = xc.rows();
-  Eigen::MatrixXd cov = Eigen::MatrixXd::Zero(xc.cols(), xc.cols());
-  cov.selfadjointView<Eigen::Lower>().rankUpdate(xc.transpose(), 1.0 / double(ntr - 1));
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(cov);  // reads the lower triangle
-  if (es.info() != Eigen::Success)
+/// How many eigenvalues of the symmetric `cov` (upper triangle) exceed 1e-10 of the largest, `top`.
+std::size_t numerical_rank(Eigen::MatrixXd cov, double top) {
+  const auto p = static_cast<std::size_t>(cov.rows());
+  Eigen::VectorXd all(cov.rows());
+  if (!blas::top_eigenpairs(cov.data(), p, p, all.data(), nullptr))
     throw Error("fmnist: the eigen-decomposition of the covariance did not converge");
-  const Eigen::Index p = cov.rows();
-  const double top = es.eigenvalues()(p - 1);
-  Eigen::MatrixXd basis(p, k);
+  return static_cast<std::size_t>((all.array() > 1e-10 * top).count());
+}
+
+/// The top `k` eigenvectors of the covariance of the centred rows `xc`, by decreasing eigenvalue,
+/// each with its largest-magnitude entry made positive (a deterministic sign). OpenBLAS forms the
+/// covariance (SYRK) and LAPACK finds only the k pairs asked for.
+Eigen::MatrixXd pca_basis(const RowMatrix& xc, int k, const std::vector<int>& classes) {
+  const auto ntr = static_cast<std::size_t>(xc.rows()), p = static_cast<std::size_t>(xc.cols());
+  const auto kk = static_cast<std::size_t>(k);
+  blas::use_single_thread();
+  Eigen::MatrixXd cov = Eigen::MatrixXd::Zero(xc.cols(), xc.cols());
+  blas::syrk_accumulate(xc.data(), ntr, p, p, cov.data(), 1.0 / double(ntr - 1));  // upper
+  Eigen::MatrixXd work = cov;  // DSYEVR overwrites its input
+  Eigen::VectorXd values(k);   // ascending: the largest last
+  Eigen::MatrixXd vectors(xc.cols(), k);
+  if (!blas::top_eigenpairs(work.data(), p, kk, values.data(), vectors.data()))
+    throw Error("fmnist: the eigen-decomposition of the covariance did not converge");
+  const double top = values(k - 1);
+  Eigen::MatrixXd basis(xc.cols(), k);
   for (int c = 0; c < k; ++c) {
-    const Eigen::Index src = p - 1 - c;
-    const double lambda = es.eigenvalues()(src);
-    if (!(lambda > 1e-10 * top)) {
-      int rank = 0;
-      while (rank < p && es.eigenvalues()(p - 1 - rank) > 1e-10 * top) ++rank;
+    const int src = k - 1 - c;
+    if (!(values(src) > 1e-10 * top)) {
+      const std::size_t rank = numerical_rank(cov, top);
       throw ConfigError("fmnist: pca = " + std::to_string(k) + " exceeds the numerical rank " +
                         std::to_string(rank) + " of the training images of classes " +
                         join(classes) + " (component " + std::to_string(c + 1) +
                         " has zero variance); use pca <= " + std::to_string(rank));
     }
-    Eigen::VectorXd v = es.eigenvectors().col(src);
+    Eigen::VectorXd v = vectors.col(src);
     Eigen::Index arg = 0;
     v.cwiseAbs().maxCoeff(&arg);
     if (v(arg) < 0) v = -v;

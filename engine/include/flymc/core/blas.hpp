@@ -33,4 +33,11 @@ void syrk_scaled_rows(const double* x, std::size_t rows, std::size_t d, std::siz
 void gemm_at_xt(const double* a, std::size_t lda, const double* x, std::size_t rows, std::size_t d,
                 std::size_t ldx, double* y) noexcept;
 
+/// The `k` largest eigenvalues of the symmetric d×d matrix A (column-major, upper triangle read;
+/// A is overwritten) in ascending order into `values`, and, unless `vectors` is null, their unit
+/// eigenvectors as the columns of `vectors` (column-major d×k). LAPACK's DSYEVR (relatively robust
+/// representations), which finds a few eigenpairs in a fraction of a full decomposition's time.
+/// Returns false if it did not converge.
+bool top_eigenpairs(double* a, std::size_t d, std::size_t k, double* values, double* vectors);
+
 }  // namespace flymc::blas

@@ -7,9 +7,12 @@
 #include <vector>
 
 #include "flymc/core/alias_table.hpp"
+#include "flymc/core/inverse_cdf.hpp"
 #include "flymc/core/rng.hpp"
 
 using flymc::AliasTable;
+using flymc::BlockAliasTable;
+using flymc::InverseCdf;
 using flymc::Rng;
 
 TEST_SUITE("unit") {
@@ -93,5 +96,65 @@ TEST_SUITE("unit") {
     CHECK_THROWS_AS(AliasTable(std::vector<double>{0.0, 0.0}), std::invalid_argument);
     CHECK_THROWS_AS(AliasTable(std::vector<double>{1.0, -1.0}), std::invalid_argument);
     CHECK_THROWS_AS(AliasTable(std::vector<double>{1.0, std::nan("")}), std::invalid_argument);
+  }
+
+  TEST_CASE("BlockAliasTable draws within a block with probability w_i / block sum") {
+    // Blocks of 4: {0, 1e-3, 2, 0.5}, {0, 7.5, 1, 0.25}, {0, 0, 0, 0} (never asked), {3, 1}.
+    const std::vector<double> w{0.0,  1e-3, 2.0, 0.5, 0.0, 7.5, 1.0,
+                                0.25, 0.0,  0.0, 0.0, 0.0, 3.0, 1.0};
+    const BlockAliasTable t(w, 4);
+    REQUIRE(t.blocks() == 4);
+    CHECK(t.rows(3) == 2);
+    Rng rng(7, 4);
+    const int draws = 1000000;
+    for (const std::size_t b : {0, 1, 3}) {
+      CAPTURE(b);
+      double total = 0.0;
+      for (std::size_t i = 0; i < t.rows(b); ++i) total += w[4 * b + i];
+      std::vector<long> count(t.rows(b), 0);
+      for (int k = 0; k < draws; ++k) {
+        const std::uint32_t i = t.index(b, rng());
+        REQUIRE(i < t.rows(b));
+        ++count[i];
+      }
+      for (std::size_t i = 0; i < t.rows(b); ++i) {
+        CAPTURE(i);
+        const double p = w[4 * b + i] / total, e = p * draws;
+        if (p == 0.0) CHECK(count[i] == 0);
+        CHECK(std::fabs(static_cast<double>(count[i]) - e) <= 5.0 * std::sqrt(e * (1.0 - p)) + 1.0);
+      }
+    }
+    CHECK_THROWS_AS(BlockAliasTable(w, 0), std::invalid_argument);
+    CHECK_THROWS_AS(BlockAliasTable(std::vector<double>{1.0, -1.0}, 2), std::invalid_argument);
+  }
+
+  TEST_CASE(
+      "InverseCdf: increasing points pick non-decreasing indices with probability w_i / sum w") {
+    const std::vector<double> w{0.0, 1e-3, 2.0, 0.5, 0.0, 7.5, 1.0, 0.25, 3.0, 0.0};
+    const InverseCdf t(w);
+    CHECK(t.total() == doctest::Approx(14.251));
+    // Points spread evenly over [0, 1): index i gets about its share of them, in order.
+    const int points = 1000000;
+    std::vector<long> count(w.size(), 0);
+    std::uint32_t previous = 0;
+    bool ordered = true;
+    for (int k = 0; k < points; ++k) {
+      const std::uint32_t i = t.index((k + 0.5) / points);
+      ordered = ordered && i >= previous;
+      previous = i;
+      ++count[i];
+    }
+    CHECK(ordered);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      CAPTURE(i);
+      if (w[i] == 0.0) CHECK(count[i] == 0);
+      CHECK(std::fabs(static_cast<double>(count[i]) - w[i] / t.total() * points) <= 1.0);
+    }
+    // The ends: t = 0 picks the first positive weight, t just below 1 the last.
+    CHECK(t.index(0.0) == 1);
+    CHECK(t.index(std::nextafter(1.0, 0.0)) == 8);
+    CHECK_THROWS_AS(InverseCdf(std::vector<double>{}), std::invalid_argument);
+    CHECK_THROWS_AS(InverseCdf(std::vector<double>{0.0}), std::invalid_argument);
+    CHECK_THROWS_AS(InverseCdf(std::vector<double>{1.0, std::nan("")}), std::invalid_argument);
   }
 }

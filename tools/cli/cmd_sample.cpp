@@ -48,7 +48,8 @@ struct SampleOptions {
   RunConfig cfg;
   long checkpoint_every = 0;
   bool quiet = false;
-  bool auto_algo = false;  // --algo auto: choose_algo() picks the sampler after the data are read
+  bool shard_data = false;  // --shard-data: under MPI, each process reads only its rows
+  bool auto_algo = false;   // --algo auto: choose_algo() picks the sampler after the data are read
   CLI::App* app = nullptr;
   FaultInjection faults;  // --test-bound-excess (hidden)
 };
@@ -327,8 +328,10 @@ RunResult run_job(const SampleOptions& o, const JobGroup& group, const SampleJob
   Progress progress(cfg.chains);
   std::optional<ProgressDisplay> display;
   if (!o.quiet && group.leader()) {
-    // The leader sees its own chains' gauges: its block, the first and largest (deal_chains).
-    const int shown = (cfg.chains + group.size() - 1) / group.size();
+    // The leader sees its own chains' gauges: its block, the first and largest (deal_chains),
+    // or every chain on a shard of the data.
+    const int shown =
+        data->shard() != nullptr ? cfg.chains : (cfg.chains + group.size() - 1) / group.size();
     const ProgressPlan plan{cfg.warmup * shown, (cfg.warmup + cfg.iters) * shown};
     const auto mode =
         isatty(STDERR_FILENO) ? ProgressDisplay::Mode::live : ProgressDisplay::Mode::plain;
@@ -484,15 +487,26 @@ std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGro
   return choice;
 }
 
+/// --shard-data's limits, checked on every process before the data are read (the same options
+/// everywhere, so the same error).
+void check_shardable(const SampleOptions& o, const SampleJob& job) {
+  if (o.auto_algo || job.cfg.algo != Algo::smh || job.cfg.model != ModelKind::logistic)
+    throw ConfigError(
+        "--shard-data runs --algo smh on logistic regression only: the other samplers' "
+        "iterations, and the pilots of --algo auto, do not go across processes yet");
+  if (!job.data_path.ends_with(".npy"))
+    throw ConfigError("--shard-data reads .npy files (each process its own rows); " +
+                      job.data_path + " is not one");
+}
+
 void sample_job(const SampleOptions& o, const JobGroup& group) {
   std::optional<RunDirLock> lock;  // the leader's, held until the run's files are complete
   SampleJob job;
   group.leader_first([&] { job = prepare_job(o, lock, group.leader()); });
   std::shared_ptr<const Dataset> data;
   const Stopwatch read_clock;
-  group.together([&] {
-    data = std::make_shared<const Dataset>(load_data(job.data_path, label_domain(job.cfg.model)));
-  });
+  if (o.shard_data) check_shardable(o, job);
+  data = group.load(job.data_path, label_domain(job.cfg.model), o.shard_data);
   const double read_seconds = read_clock.seconds();
   std::optional<AlgoChoice> choice;
   std::vector<std::pair<std::string, std::string>> extra = {{"data", job.data_arg}};
@@ -507,14 +521,16 @@ void sample_job(const SampleOptions& o, const JobGroup& group) {
   const std::optional<CheckpointOptions> ck = checkpoint_options(job);
   const RunConfig& cfg = job.cfg;
   if (!o.quiet && group.leader())
-    std::fprintf(
-        stderr,
-        "flymc: %s: %zu rows x %zu features; %s %s, %s kernel, %d chains%s, %ld+%ld "
-        "iterations%s\n",
-        job.data_path.c_str(), data->n(), data->d(), to_string(cfg.model), to_string(cfg.algo),
-        to_string(cfg.kernel), cfg.chains,
-        group.size() > 1 ? (" on " + std::to_string(group.size()) + " processes").c_str() : "",
-        cfg.warmup, cfg.iters, job.resume ? " (resuming)" : "");
+    std::fprintf(stderr,
+                 "flymc: %s: %zu rows x %zu features; %s %s, %s kernel, %d chains%s, %ld+%ld "
+                 "iterations%s\n",
+                 job.data_path.c_str(), data->total_n(), data->d(), to_string(cfg.model),
+                 to_string(cfg.algo), to_string(cfg.kernel), cfg.chains,
+                 group.size() > 1 ? (" on " + std::to_string(group.size()) + " processes" +
+                                     (data->shard() != nullptr ? ", the rows sharded" : ""))
+                                        .c_str()
+                                  : "",
+                 cfg.warmup, cfg.iters, job.resume ? " (resuming)" : "");
   // The pilots' MAP fit (the leader's: the others take the leader's set-up in any case).
   const Precomputed pre{choice ? choice->map : nullptr};
   RunResult r = run_job(o, group, job, sinks, data, ck ? &*ck : nullptr, pre);
@@ -588,6 +604,10 @@ void add_sample_command(CLI::App& app) {
   });
   s->add_option("--out", o->out, "Output directory")->capture_default_str();
   s->add_flag("--quiet", o->quiet, "No progress line or table");
+  s->add_flag("--shard-data", o->shard_data,
+              "Under mpirun: each process reads only its block of the .npy file's rows, and "
+              "every chain runs on every process, one collective test per proposal (--algo smh, "
+              "logistic regression); the draws equal a one-process run's (docs/mpi.md)");
   s->add_option("--checkpoint-every", o->checkpoint_every,
                 "Each chain saves its state every K iterations (warm-up included) in "
                 "OUT/checkpoint; pick K so that saves are seconds apart. SIGINT/SIGTERM then "

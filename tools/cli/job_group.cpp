@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/hdf5/hdf5.hpp"
 #ifdef FLYMC_WITH_MPI
 #include "flymc/mpi/mpi.hpp"
 #endif
@@ -69,10 +70,26 @@ std::string JobGroup::from_leader(const std::string& s) const {
   return out;
 }
 
+std::shared_ptr<const Dataset> JobGroup::load(const std::string& path, LabelDomain labels,
+                                              bool shard) const {
+  if (mpi_ && shard && size_ > 1) return mpi::load_shard(MPI_COMM_WORLD, path, labels);
+  std::shared_ptr<const Dataset> data;
+  together([&] { data = std::make_shared<const Dataset>(load_data(path, labels)); });
+  return data;
+}
+
 RunResult JobGroup::run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                         const SinkFactory& sinks, Progress* progress, const CheckpointOptions* ck,
                         const FaultInjection& faults, const Precomputed& pre) const {
   if (!mpi_) return flymc::run(cfg, std::move(data), sinks, progress, ck, faults, pre);
+  if (data->shard() != nullptr) {
+    RunResult r;
+    together([&] {
+      r = flymc::run(cfg, std::move(data), leader() ? sinks : SinkFactory{}, progress, ck, faults,
+                     pre);
+    });
+    return r;
+  }
   return mpi::run(MPI_COMM_WORLD, cfg, std::move(data), sinks, progress, ck, faults, pre);
 }
 
@@ -109,6 +126,10 @@ void JobGroup::together(const std::function<void()>& f) const { f(); }
 void JobGroup::leader_first(const std::function<void()>& f) const { f(); }
 int JobGroup::from_leader(int v) const { return v; }
 std::string JobGroup::from_leader(const std::string& s) const { return s; }
+std::shared_ptr<const Dataset> JobGroup::load(const std::string& path, LabelDomain labels,
+                                              bool) const {
+  return std::make_shared<const Dataset>(load_data(path, labels));
+}
 RunResult JobGroup::run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                         const SinkFactory& sinks, Progress* progress, const CheckpointOptions* ck,
                         const FaultInjection& faults, const Precomputed& pre) const {

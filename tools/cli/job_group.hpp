@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "flymc/data/dataset.hpp"
 #include "flymc/mcmc/sampler.hpp"
 
 namespace flymc::cli {
@@ -32,8 +33,14 @@ class JobGroup {
   int from_leader(int v) const;
   std::string from_leader(const std::string& s) const;
 
+  /// The data file, read by every process. With `shard` in a group, each process reads only its
+  /// part of an .npy file's rows (flymc::mpi::load_shard); alone, `shard` changes nothing.
+  std::shared_ptr<const Dataset> load(const std::string& path, LabelDomain labels,
+                                      bool shard) const;
+
   /// Runs the job's chains: all of them alone, this process's block in a group; on the leader,
-  /// the whole run (flymc::mpi::run).
+  /// the whole run (flymc::mpi::run). On a shard of the data every process runs every chain
+  /// (their iterations are collective) and only the leader writes the draw files.
   RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const SinkFactory& sinks,
                 Progress* progress, const CheckpointOptions* ck, const FaultInjection& faults,
                 const Precomputed& pre = {}) const;

@@ -32,12 +32,25 @@ inline int run_threads(const RunConfig& cfg) {
 }
 
 /// Calls one_chain(c) for c in [0, nchains) as tasks of an arena of `threads` threads, then
-/// rethrows the first chain's exception (in chain order) if any chain threw.
+/// rethrows the first chain's exception (in chain order) if any chain threw. `in_turn`: one
+/// chain after another in chain order, each with the arena's threads for its own parallel work
+/// (chains on a shard of the data make collective calls, which every process makes in the same
+/// order).
 template <class OneChain>
-void for_each_chain(int nchains, int threads, OneChain&& one_chain) {
+void for_each_chain(int nchains, int threads, OneChain&& one_chain, bool in_turn = false) {
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nchains));
   tbb::task_arena arena(threads);
   arena.execute([&] {
+    if (in_turn) {
+      for (int c = 0; c < nchains; ++c) {
+        try {
+          one_chain(c);
+        } catch (...) {
+          errors[static_cast<std::size_t>(c)] = std::current_exception();
+        }
+      }
+      return;
+    }
     tbb::parallel_for(
         tbb::blocked_range<int>(0, nchains, 1),
         [&](const tbb::blocked_range<int>& r) {
@@ -60,18 +73,23 @@ void for_each_chain(int nchains, int threads, OneChain&& one_chain) {
 /// the ChainResult. The sink is made and closed in the chain's own task. Fills out.chains and
 /// splits the parallel region's wall time between warm-up and sampling in proportion to the
 /// chains' own timers (chains may outnumber threads, so there is no common barrier).
+/// `in_turn`: one chain after another, in chain order (chains on a shard of the data).
 template <class MakeChain>
 void run_independent_chains(const RunConfig& cfg, const SinkFactory& sinks, Progress* progress,
-                            RunResult& out, MakeChain&& make_chain) {
+                            RunResult& out, MakeChain&& make_chain, bool in_turn = false) {
   const int nchains = cfg.chains;
   out.chains.resize(static_cast<std::size_t>(nchains));
   const Stopwatch par_clock;
   if (progress) progress->chains_started.store(true);
-  for_each_chain(nchains, run_threads(cfg), [&](int c) {
-    const auto ci = static_cast<std::size_t>(c);
-    std::unique_ptr<DrawSink> sink = sinks ? sinks(c + 1) : nullptr;
-    out.chains[ci] = make_chain(c + 1, sink.get()).run(progress ? &progress->chains[ci] : nullptr);
-  });
+  for_each_chain(
+      nchains, run_threads(cfg),
+      [&](int c) {
+        const auto ci = static_cast<std::size_t>(c);
+        std::unique_ptr<DrawSink> sink = sinks ? sinks(c + 1) : nullptr;
+        out.chains[ci] =
+            make_chain(c + 1, sink.get()).run(progress ? &progress->chains[ci] : nullptr);
+      },
+      in_turn);
   double w = 0.0, s = 0.0;
   for (const auto& ch : out.chains) {
     w += ch.warmup_seconds;

@@ -124,12 +124,12 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
       throw ConfigError("--test-bound-excess must be finite and >= 0, got " +
                         std::to_string(faults.bound_excess));
     if (!data) throw DataError("no data");
-    // The set-up's sums go across a sharded data set's processes (docs/mpi.md), the samplers'
-    // iterations not yet: a chain would sum only its own process's rows.
-    if (data->shard() != nullptr)
+    // Scalable MH's iterations go across a sharded data set's processes (docs/mpi.md); the
+    // other samplers' do not yet: a chain would sum only its own process's rows.
+    if (data->shard() != nullptr && (cfg.algo != Algo::smh || part != nullptr))
       throw ConfigError(data->source() +
-                        ": sampling data sharded over processes is not built yet (the MAP fit "
-                        "and the bound statistics are)");
+                        ": of the samplers, only --algo smh runs on data sharded over processes "
+                        "so far, and only with all of its chains on every process");
     // Only FlyMC and regular MCMC share their chains between processes so far. (A part that is
     // the whole run, e.g. one MPI process, runs the other samplers as usual.)
     if (part != nullptr && !uses_theta_kernel(cfg.algo) && part->block != ChainBlock{1, cfg.chains})

@@ -60,7 +60,9 @@ std::shared_ptr<RowLink> row_link(MPI_Comm comm);
 /// fold on one rank is thrown on every rank (data/row_fold.hpp). Building a model on a shard
 /// checks its own rows only, so build it inside agree(), or one rank's error leaves the others
 /// waiting in the next fold.
-/// Sampling a shard is refused (ConfigError) until the samplers' iterations go across ranks.
+/// Scalable MH samples a shard: every process calls flymc::run() with the same configuration
+/// (all chains, which run in turn, each proposal's test collective) and gets the one-process
+/// draws; the other samplers refuse a shard (ConfigError).
 std::shared_ptr<const Dataset> load_shard(MPI_Comm comm, const std::string& path,
                                           LabelDomain labels);
 

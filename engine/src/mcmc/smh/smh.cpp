@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
 
 #include "../run_chains.hpp"
@@ -169,6 +170,8 @@ void expand_at_theta_hat(SmhShared& sh) {
   sh.chol = llt.matrixL();
 }
 
+void candidate_tables(SmhShared& sh, std::span<const double> phi);
+
 /// Pass 2: φ_n = (M/6)·‖L⁻¹x_n‖³ = (M/6)·(x_nᵀH⁻¹x_n)^{3/2}, enlarged by a relative 1e-9 so that
 /// rounding in ‖L⁻¹x_n‖ cannot make a bound fall below its remainder.
 void bound_constants(SmhShared& sh) {
@@ -193,12 +196,34 @@ void bound_constants(SmhShared& sh) {
       sh.datum[i].phi = phi[i];
     }
   });
-  sh.phi_sum = sum_rows(ds, [&](std::size_t lo, std::size_t hi) {
-    double s = 0.0;
-    for (std::size_t i = lo; i < hi; ++i) s += phi[i];
-    return s;
-  });
-  sh.alias = AliasTable(phi);
+  candidate_tables(sh, phi);
+}
+
+/// The two stages of drawing a candidate (SmhShared): Φ_b of every block of the data set (a
+/// data-wide fold, so every process of a shard gets all of them), the table over blocks, and a
+/// table within each of this process's blocks.
+void candidate_tables(SmhShared& sh, std::span<const double> phi) {
+  const Dataset& ds = sh.data;
+  sh.block_phi = fold_rows(
+      ds, std::vector<double>{},
+      [&](std::size_t lo, std::size_t hi) {
+        double s = 0.0;
+        for (std::size_t i = lo; i < hi; ++i) s += phi[i];
+        return s;
+      },
+      [](std::vector<double> acc, double s) {
+        acc.push_back(s);
+        return acc;
+      },
+      [](const std::vector<double>& v) { return v; },
+      [](const std::vector<double>& v) { return v; });
+  sh.phi_sum = 0.0;
+  for (const double b : sh.block_phi) sh.phi_sum += b;
+  if (sh.phi_sum > 0.0) sh.block_cdf = InverseCdf(sh.block_phi);
+  const RowShard* shard = ds.shard();
+  sh.first_block = shard != nullptr ? shard->first_row / kReduceGrain : 0;
+  sh.link = shard != nullptr && shard->link->parts() > 1 ? shard->link.get() : nullptr;
+  sh.row_alias = BlockAliasTable(phi, kReduceGrain);
 }
 
 }  // namespace
@@ -229,9 +254,11 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     phases.end(2);  // the expansion at θ̂, then the per-datum bound constants
     out.setup_phases = phases.take();
     out.setup_seconds = setup_clock.seconds();
-    detail::run_independent_chains(cfg, sinks, progress, out, [&](int id, DrawSink* sink) {
-      return detail::SmhChain(sh, id, sink);
-    });
+    out.n = model.data().total_n();
+    // On a shard every proposal's test is collective: the chains run in turn on every process.
+    detail::run_independent_chains(
+        cfg, sinks, progress, out,
+        [&](int id, DrawSink* sink) { return detail::SmhChain(sh, id, sink); }, sh.link != nullptr);
     return out;
   };
   phases.begin("checks");

@@ -8,6 +8,8 @@
 
 #include "../run_chains.hpp"
 #include "flymc/core/clock.hpp"
+#include "flymc/core/parallel.hpp"
+#include "flymc/data/row_fold.hpp"
 #include "flymc/kernels/kernels.hpp"
 
 namespace flymc::detail {
@@ -26,8 +28,9 @@ SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink)
       cfg_(sh.cfg),
       data_(sh.data),
       p_(sh.dim()),
-      n_(data_.n()),
+      total_n_(data_.total_n()),
       pcn_(cfg_.proposal == SmhProposal::pcn),
+      chain_id_(chain_id),
       sink_(sink),
       rng_(cfg_.seed, static_cast<std::uint64_t>(chain_id)),
       // A random walk in u, where the posterior is close to N(0, I): Roberts, Gelman & Gilks's
@@ -87,28 +90,47 @@ double SmhChain::log_quadratic_ratio() const {
   return r;
 }
 
-/// λ_n = −log min(1, exp(r_n(θ') − r_n(θ))) = max(0, r_n(θ) − r_n(θ')).
-double SmhChain::remainder_drop(Index n) {
+/// λ_n = −log min(1, exp(r_n(θ') − r_n(θ))) = max(0, r_n(θ) − r_n(θ')). The caller counts the
+/// two likelihood queries.
+double SmhChain::remainder_drop(Index n) const noexcept {
   const double* x = data_.row(n);
   const SmhDatum& dat = sh_.datum[n];
   const double r = sh_.remainder(dat, kernels::dot(x, theta_.get(), data_.stride()));
   const double r2 = sh_.remainder(dat, kernels::dot(x, theta2_.get(), data_.stride()));
-  res_.counters.queries += 2;  // the datum's likelihood at θ and at θ'
   return std::max(0.0, r - r2);
 }
 
 /// Where the thinned process would propose more candidates than there are data (far from θ̂):
 /// every factor evaluated, accepted with probability Π_n exp(−λ_n), the same factorised
-/// acceptance (never the plain MH ratio).
+/// acceptance (never the plain MH ratio). Σλ is a data-wide sum (across a shard's processes).
 bool SmhChain::all_data_test(double psi, SmhOutcome& o) {
-  double total = 0.0;
-  for (std::size_t i = 0; i < n_; ++i) {
-    const double lam = remainder_drop(static_cast<Index>(i));
-    if (lam > sh_.datum[i].phi * psi) ++o.violations;
-    total += lam;
-  }
-  o.candidates += n_;
-  return std::log(rng_.uniform_pos()) < -total;
+  struct Drops {
+    double lambda = 0.0, violations = 0.0;
+  };
+  const Drops all = fold_rows(
+      data_, Drops{},
+      [&](std::size_t lo, std::size_t hi) {
+        Drops d;
+        for (std::size_t i = lo; i < hi; ++i) {
+          const double lam = remainder_drop(static_cast<Index>(i));
+          if (lam > sh_.datum[i].phi * psi) d.violations += 1.0;
+          d.lambda += lam;
+        }
+        return d;
+      },
+      [](Drops a, Drops b) {
+        return Drops{a.lambda + b.lambda, a.violations + b.violations};
+      },
+      [](Drops d) {
+        return std::vector<double>{d.lambda, d.violations};
+      },
+      [](const std::vector<double>& v) {
+        return Drops{v.at(0), v.at(1)};
+      });
+  o.candidates += total_n_;
+  o.violations += static_cast<std::uint64_t>(all.violations);
+  res_.counters.queries += 2 * total_n_;
+  return std::log(rng_.uniform_pos()) < -all.lambda;
 }
 
 /// Starts loading what datum n's factor reads: its row and its record.
@@ -121,36 +143,78 @@ void SmhChain::prefetch_datum(Index n) const noexcept {
   __builtin_prefetch(rec + sizeof(SmhDatum) - 1);
 }
 
-/// The data's factors by Poisson thinning with rate ψ·Σφ on [0, 1], stopping at the first
-/// rejection. A candidate's reads land anywhere in memory, so candidates are drawn kAhead at a
-/// time: their alias columns are prefetched, then their rows and records, then they are tested
-/// in order, so that the misses of a batch overlap instead of following one another. Candidates
-/// drawn after a rejection are discarded unread; the test's outcome is the same function of the
-/// same independent draws.
+/// The data's factors by Poisson thinning with rate ψ·Σφ on [0, 1), on the proposal's own stream
+/// (keyed by the chain and the proposal's number, so that the chain's stream does not depend on
+/// how many points a test draws). Each point of the process gets its block (its place in the
+/// cumulative Φ: the points come in increasing order, so their blocks do too), the alias word
+/// that picks its row within the block and its thinning uniform. This process tests the
+/// candidates in its own blocks (all of them, unless the data are a shard) in order, stopping at
+/// the first rejection, and the processes' outcomes are combined in block order (combine_tests).
+/// A candidate rejects with probability λ_n / (φ_n·ψ); the proposal passes if none does.
+/// Candidates are taken kAhead at a time: their alias columns are prefetched as they are drawn,
+/// then their rows and records, before any is tested, so that the misses of a batch overlap
+/// instead of following one another; a rejection leaves the later points undrawn.
 bool SmhChain::thinned_test(double psi, double rate, SmhOutcome& o) {
-  constexpr int kAhead = 16;
-  std::array<std::uint64_t, kAhead> word{};
-  std::array<Index, kAhead> idx{};
-  double t = -std::log(rng_.uniform_pos()) / rate;
-  while (t <= 1.0) {
-    int m = 0;
-    for (; m < kAhead && t <= 1.0; ++m, t -= std::log(rng_.uniform_pos()) / rate) {
-      word[m] = rng_();
-      sh_.alias.prefetch(word[m]);
+  Rng points = proposal_stream();
+  const std::size_t first = sh_.first_block, last = first + sh_.blocks_here();
+  LocalTest test;
+  double t = -std::log(points.uniform_pos()) / rate;
+  while (t < 1.0 && !test.rejected) {
+    std::size_t m = 0;
+    for (; m < kAhead && t < 1.0; t -= std::log(points.uniform_pos()) / rate) {
+      const std::uint32_t b = sh_.block_cdf.index(t);
+      const std::uint64_t word = points();
+      const double uniform = points.uniform();
+      if (b < first || b >= last) continue;
+      const auto local = static_cast<std::uint32_t>(b - first);
+      sh_.row_alias.prefetch(local, word);
+      batch_[m++] = {word, uniform, local, 0};
     }
-    for (int k = 0; k < m; ++k) {
-      idx[k] = sh_.alias.index(word[k]);
-      prefetch_datum(idx[k]);
+    for (std::size_t k = 0; k < m; ++k) {
+      Candidate& c = batch_[k];
+      c.row = static_cast<Index>(std::size_t{c.block} * kReduceGrain +
+                                 sh_.row_alias.index(c.block, c.word));
+      prefetch_datum(c.row);
     }
-    for (int k = 0; k < m; ++k) {
-      ++o.candidates;
-      const double lam = remainder_drop(idx[k]);
-      const double bound = sh_.datum[idx[k]].phi * psi;
-      if (lam > bound) ++o.violations;
-      if (rng_.uniform() * bound < lam) return false;  // the datum's factor rejects
+    for (std::size_t k = 0; k < m && !test.rejected; ++k) {
+      const Candidate& c = batch_[k];
+      ++test.evaluated;
+      const double lam = remainder_drop(c.row);
+      const double bound = sh_.datum[c.row].phi * psi;
+      if (lam > bound) ++test.violations;
+      test.rejected = c.uniform * bound < lam;  // the datum's factor rejects
     }
   }
-  return true;
+  return combine_tests(test, o);
+}
+
+/// The stream of the current proposal's thinning points.
+Rng SmhChain::proposal_stream() const noexcept {
+  std::uint64_t s = 0x534d48506f696e74ULL;  // "SMHPoint": apart from the chains' own streams
+  std::uint64_t key = splitmix64(s) ^ static_cast<std::uint64_t>(chain_id_);
+  key = splitmix64(key) ^ proposals_;
+  return Rng(cfg_.seed, splitmix64(key));
+}
+
+/// The proposal's outcome from every process's test, in process (= block) order: the candidates
+/// evaluated up to the first rejection, as one process holding every block would count them.
+/// One collective call per proposal on a shard; none otherwise.
+bool SmhChain::combine_tests(const LocalTest& mine, SmhOutcome& o) {
+  LocalTest all = mine;
+  if (sh_.link != nullptr) {
+    const std::vector<double> parts = sh_.link->gather_in_order(
+        {double(mine.evaluated), double(mine.violations), mine.rejected ? 1.0 : 0.0});
+    all = LocalTest{};
+    for (std::size_t r = 0; r + 2 < parts.size() && !all.rejected; r += 3) {
+      all.evaluated += static_cast<std::uint64_t>(parts[r]);
+      all.violations += static_cast<std::uint64_t>(parts[r + 1]);
+      all.rejected = parts[r + 2] != 0.0;
+    }
+  }
+  o.candidates += all.evaluated;
+  o.violations += all.violations;
+  res_.counters.queries += 2 * all.evaluated;  // each datum's likelihood at θ and at θ'
+  return !all.rejected;
 }
 
 /// ψ with λ_n ≤ φ_n·ψ for every datum (docs/math.md §8): the smaller of the remainders' own
@@ -180,8 +244,8 @@ SmhOutcome SmhChain::accept_test() {
   const double bound = psi();
   const double rate = bound * sh_.phi_sum;
   const PhaseTimer timer(profile_, Phase::likelihood);
-  const bool pass =
-      rate >= static_cast<double>(n_) ? all_data_test(bound, o) : thinned_test(bound, rate, o);
+  const bool pass = rate >= static_cast<double>(total_n_) ? all_data_test(bound, o)
+                                                          : thinned_test(bound, rate, o);
   if (!pass) return o;
   o.rejected_by_data = false;
   o.accept = true;
@@ -206,6 +270,7 @@ void SmhChain::tune_rho(long it, double jump, std::uint64_t candidates) {
 }
 
 void SmhChain::transition(long it) {
+  ++proposals_;
   {
     const PhaseTimer timer(profile_, Phase::proposal);
     propose();

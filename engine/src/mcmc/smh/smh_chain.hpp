@@ -2,14 +2,17 @@
 // Private: the set-up shared by the chains of an SMH run, and one chain (docs/math.md §8). The
 // loop mirrors the approximate samplers' (minibatch/approx_chain.hpp): no bright set, no
 // checkpoints.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "flymc/core/alias_table.hpp"
+#include "flymc/core/inverse_cdf.hpp"
 #include "flymc/core/memory.hpp"
 #include "flymc/core/rng.hpp"
+#include "flymc/core/row_link.hpp"
 #include "flymc/mcmc/adaptation.hpp"
 #include "flymc/mcmc/columns.hpp"
 #include "flymc/mcmc/sampler.hpp"
@@ -50,11 +53,20 @@ struct SmhShared {
   // Per datum, read at random: on huge pages, as the alias table; every field is written by the
   // set-up's parallel passes, which also first-touch the pages.
   std::vector<SmhDatum, HugePageUninitAllocator<SmhDatum>> datum;
-  double phi_sum = 0.0;              // Σ_n φ_n
-  AliasTable alias;                  // draws n with probability φ_n / Σφ
+  double phi_sum = 0.0;  // Σ_n φ_n over the whole data set
+  // A candidate is drawn in two stages, so that a process holding some of the rows (a shard)
+  // draws only its own: a block of kReduceGrain rows with probability Φ_b / Σφ, by every
+  // process, then a row of the block with probability φ_n / Φ_b (an alias table per block),
+  // by the block's holder.
+  std::vector<double> block_phi;     // Φ_b = Σ_{n in block b} φ_n, every block of the data set
+  InverseCdf block_cdf;              // b with probability Φ_b / Σφ, in increasing order
+  BlockAliasTable row_alias;         // this process's blocks: a row of the block
+  std::size_t first_block = 0;       // the data set's index of this process's first block
+  RowLink* link = nullptr;           // the other processes' shards (none: null)
   std::vector<std::string> columns;  // smh_draw_columns
 
   std::size_t dim() const noexcept { return data.d(); }
+  std::size_t blocks_here() const noexcept { return row_alias.blocks(); }
   /// The datum's Taylor expansion and its remainder at predictor x·θ = `dot`.
   smh::Taylor taylor(double label, double dot) const noexcept {
     return student ? smh::student_taylor(*student, label, dot) : smh::logistic_taylor(label * dot);
@@ -88,9 +100,16 @@ class SmhChain {
   double log_quadratic_ratio() const;
   double psi() const;
   SmhOutcome accept_test();
-  double remainder_drop(Index n);  // λ_n = max(0, r_n(θ) − r_n(θ'))
+  double remainder_drop(Index n) const noexcept;  // λ_n = max(0, r_n(θ) − r_n(θ'))
   void prefetch_datum(Index n) const noexcept;
+  /// What this process's candidates of one proposal did (SmhShared: a shard tests its own).
+  struct LocalTest {
+    std::uint64_t evaluated = 0, violations = 0;
+    bool rejected = false;
+  };
   bool thinned_test(double psi, double rate, SmhOutcome& o);
+  Rng proposal_stream() const noexcept;
+  bool combine_tests(const LocalTest& mine, SmhOutcome& o);
   bool all_data_test(double psi, SmhOutcome& o);
   void transition(long it);
   void tune_rho(long it, double jump, std::uint64_t candidates);
@@ -101,10 +120,22 @@ class SmhChain {
   const SmhShared& sh_;
   const RunConfig& cfg_;
   const Dataset& data_;
-  const std::size_t p_, n_;
+  const std::size_t p_, total_n_;  // total_n_: rows of the whole data set (a shard's included)
   const bool pcn_;
+  const int chain_id_;
   DrawSink* sink_;
   Rng rng_;
+  std::uint64_t proposals_ = 0;  // proposals made so far: keys each one's thinning stream
+  // A batch of the candidates in this process's blocks: alias word (the block's table), thinning
+  // uniform, local block, and local row once the word is looked up.
+  struct Candidate {
+    std::uint64_t word;
+    double uniform;
+    std::uint32_t block;
+    Index row;
+  };
+  static constexpr std::size_t kAhead = 16;  // looked up and prefetched together
+  std::array<Candidate, kAhead> batch_{};
   DualAveraging adapt_;
   double step_;  // pCN: ρ; random walk: the step h in u
   // The state and the proposal: u (whitened), δ = L⁻ᵀu, θ = θ̂ + δ padded for the row kernels.

@@ -204,7 +204,7 @@ void bound_constants(SmhShared& sh) {
 /// table within each of this process's blocks.
 void candidate_tables(SmhShared& sh, std::span<const double> phi) {
   const Dataset& ds = sh.data;
-  sh.block_phi = fold_rows(
+  const std::vector<double> block_phi = fold_rows(
       ds, std::vector<double>{},
       [&](std::size_t lo, std::size_t hi) {
         double s = 0.0;
@@ -218,8 +218,8 @@ void candidate_tables(SmhShared& sh, std::span<const double> phi) {
       [](const std::vector<double>& v) { return v; },
       [](const std::vector<double>& v) { return v; });
   sh.phi_sum = 0.0;
-  for (const double b : sh.block_phi) sh.phi_sum += b;
-  if (sh.phi_sum > 0.0) sh.block_cdf = InverseCdf(sh.block_phi);
+  for (const double b : block_phi) sh.phi_sum += b;
+  if (sh.phi_sum > 0.0) sh.block_cdf = InverseCdf(block_phi);
   const RowShard* shard = ds.shard();
   sh.first_block = shard != nullptr ? shard->first_row / kReduceGrain : 0;
   sh.link = shard != nullptr && shard->link->parts() > 1 ? shard->link.get() : nullptr;

@@ -58,8 +58,7 @@ struct SmhShared {
   // draws only its own: a block of kReduceGrain rows with probability Φ_b / Σφ, by every
   // process, then a row of the block with probability φ_n / Φ_b (an alias table per block),
   // by the block's holder.
-  std::vector<double> block_phi;     // Φ_b = Σ_{n in block b} φ_n, every block of the data set
-  InverseCdf block_cdf;              // b with probability Φ_b / Σφ, in increasing order
+  InverseCdf block_cdf;  // b with probability Φ_b / Σφ (Φ_b = Σ_{n in b} φ_n), in increasing order
   BlockAliasTable row_alias;         // this process's blocks: a row of the block
   std::size_t first_block = 0;       // the data set's index of this process's first block
   RowLink* link = nullptr;           // the other processes' shards (none: null)

@@ -629,6 +629,7 @@ TEST_SUITE("unit") {
       void send_to_next(const std::vector<double>&) override {}
       std::vector<double> broadcast_from_last(const std::vector<double>& v) override { return v; }
       std::vector<double> gather_in_order(const std::vector<double>& v) override { return v; }
+      std::vector<double> all_gather(const std::vector<double>& v) override { return v; }
     };
     const auto link = std::make_shared<NoLink>(2), alone = std::make_shared<NoLink>(1);
     flymc::Dataset rows(10, 2, "s");

@@ -7,12 +7,10 @@
 #include <vector>
 
 #include "flymc/core/alias_table.hpp"
-#include "flymc/core/inverse_cdf.hpp"
 #include "flymc/core/rng.hpp"
 
 using flymc::AliasTable;
 using flymc::BlockAliasTable;
-using flymc::InverseCdf;
 using flymc::Rng;
 
 TEST_SUITE("unit") {
@@ -126,35 +124,5 @@ TEST_SUITE("unit") {
     }
     CHECK_THROWS_AS(BlockAliasTable(w, 0), std::invalid_argument);
     CHECK_THROWS_AS(BlockAliasTable(std::vector<double>{1.0, -1.0}, 2), std::invalid_argument);
-  }
-
-  TEST_CASE(
-      "InverseCdf: increasing points pick non-decreasing indices with probability w_i / sum w") {
-    const std::vector<double> w{0.0, 1e-3, 2.0, 0.5, 0.0, 7.5, 1.0, 0.25, 3.0, 0.0};
-    const InverseCdf t(w);
-    CHECK(t.total() == doctest::Approx(14.251));
-    // Points spread evenly over [0, 1): index i gets about its share of them, in order.
-    const int points = 1000000;
-    std::vector<long> count(w.size(), 0);
-    std::uint32_t previous = 0;
-    bool ordered = true;
-    for (int k = 0; k < points; ++k) {
-      const std::uint32_t i = t.index((k + 0.5) / points);
-      ordered = ordered && i >= previous;
-      previous = i;
-      ++count[i];
-    }
-    CHECK(ordered);
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      CAPTURE(i);
-      if (w[i] == 0.0) CHECK(count[i] == 0);
-      CHECK(std::fabs(static_cast<double>(count[i]) - w[i] / t.total() * points) <= 1.0);
-    }
-    // The ends: t = 0 picks the first positive weight, t just below 1 the last.
-    CHECK(t.index(0.0) == 1);
-    CHECK(t.index(std::nextafter(1.0, 0.0)) == 8);
-    CHECK_THROWS_AS(InverseCdf(std::vector<double>{}), std::invalid_argument);
-    CHECK_THROWS_AS(InverseCdf(std::vector<double>{0.0}), std::invalid_argument);
-    CHECK_THROWS_AS(InverseCdf(std::vector<double>{1.0, std::nan("")}), std::invalid_argument);
   }
 }

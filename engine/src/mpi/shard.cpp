@@ -58,6 +58,12 @@ class CommLink final : public RowLink {
     }
     return all;
   }
+  std::vector<double> all_gather(const std::vector<double>& values) override {
+    std::vector<double> all(values.size() * static_cast<std::size_t>(size_));
+    const int count = static_cast<int>(values.size());
+    MPI_Allgather(values.data(), count, MPI_DOUBLE, all.data(), count, MPI_DOUBLE, comm_);
+    return all;
+  }
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -24,6 +24,9 @@ class RowLink {
   virtual std::vector<double> broadcast_from_last(const std::vector<double>& values) = 0;
   /// Every process: every part's `values`, concatenated in part order.
   virtual std::vector<double> gather_in_order(const std::vector<double>& values) = 0;
+  /// gather_in_order when every process sends the same number of values: one collective call,
+  /// for messages sent as often as once per proposal.
+  virtual std::vector<double> all_gather(const std::vector<double>& values) = 0;
 };
 
 }  // namespace flymc

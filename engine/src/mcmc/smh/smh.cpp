@@ -219,7 +219,7 @@ void candidate_tables(SmhShared& sh, std::span<const double> phi) {
       [](const std::vector<double>& v) { return v; });
   sh.phi_sum = 0.0;
   for (const double b : block_phi) sh.phi_sum += b;
-  if (sh.phi_sum > 0.0) sh.block_cdf = InverseCdf(block_phi);
+  if (sh.phi_sum > 0.0) sh.block_alias = AliasTable(block_phi);
   const RowShard* shard = ds.shard();
   sh.first_block = shard != nullptr ? shard->first_row / kReduceGrain : 0;
   sh.link = shard != nullptr && shard->link->parts() > 1 ? shard->link.get() : nullptr;

@@ -145,30 +145,31 @@ void SmhChain::prefetch_datum(Index n) const noexcept {
 
 /// The data's factors by Poisson thinning with rate ψ·Σφ on [0, 1), on the proposal's own stream
 /// (keyed by the chain and the proposal's number, so that the chain's stream does not depend on
-/// how many points a test draws). Each point of the process gets its block (its place in the
-/// cumulative Φ: the points come in increasing order, so their blocks do too), the alias word
-/// that picks its row within the block and its thinning uniform. This process tests the
-/// candidates in its own blocks (all of them, unless the data are a shard) in order, stopping at
-/// the first rejection, and the processes' outcomes are combined in block order (combine_tests).
-/// A candidate rejects with probability λ_n / (φ_n·ψ); the proposal passes if none does.
-/// Candidates are taken kAhead at a time: their alias columns are prefetched as they are drawn,
-/// then their rows and records, before any is tested, so that the misses of a batch overlap
-/// instead of following one another; a rejection leaves the later points undrawn.
+/// how many points a test draws). Point k of the process gets its block (an alias draw over the
+/// Φ_b), the alias word that picks its row within the block and its thinning uniform. This
+/// process tests the candidates in its own blocks (all of them, unless the data are a shard) in
+/// point order, stopping at the first rejection, and the processes' outcomes are combined by
+/// point index (combine_tests). A candidate rejects with probability λ_n / (φ_n·ψ); the proposal
+/// passes if none does. Candidates are taken kAhead at a time: their alias columns are
+/// prefetched as they are drawn, then their rows and records, before any is tested, so that the
+/// misses of a batch overlap instead of following one another; a rejection leaves the later
+/// points undrawn.
 bool SmhChain::thinned_test(double psi, double rate, SmhOutcome& o) {
   Rng points = proposal_stream();
   const std::size_t first = sh_.first_block, last = first + sh_.blocks_here();
   LocalTest test;
   double t = -std::log(points.uniform_pos()) / rate;
-  while (t < 1.0 && !test.rejected) {
+  while (t < 1.0 && !test.rejection) {
     std::size_t m = 0;
     for (; m < kAhead && t < 1.0; t -= std::log(points.uniform_pos()) / rate) {
-      const std::uint32_t b = sh_.block_cdf.index(t);
+      const std::uint64_t point = test.points++;
+      const std::uint32_t b = sh_.block_alias.index(points());
       const std::uint64_t word = points();
       const double uniform = points.uniform();
       if (b < first || b >= last) continue;
       const auto local = static_cast<std::uint32_t>(b - first);
       sh_.row_alias.prefetch(local, word);
-      batch_[m++] = {word, uniform, local, 0};
+      batch_[m++] = {point, word, uniform, local, 0};
     }
     for (std::size_t k = 0; k < m; ++k) {
       Candidate& c = batch_[k];
@@ -176,13 +177,12 @@ bool SmhChain::thinned_test(double psi, double rate, SmhOutcome& o) {
                                  sh_.row_alias.index(c.block, c.word));
       prefetch_datum(c.row);
     }
-    for (std::size_t k = 0; k < m && !test.rejected; ++k) {
+    for (std::size_t k = 0; k < m && !test.rejection; ++k) {
       const Candidate& c = batch_[k];
-      ++test.evaluated;
       const double lam = remainder_drop(c.row);
       const double bound = sh_.datum[c.row].phi * psi;
-      if (lam > bound) ++test.violations;
-      test.rejected = c.uniform * bound < lam;  // the datum's factor rejects
+      if (lam > bound) test.violation_points.push_back(c.point);
+      if (c.uniform * bound < lam) test.rejection = c.point;  // the datum's factor rejects
     }
   }
   return combine_tests(test, o);
@@ -196,25 +196,38 @@ Rng SmhChain::proposal_stream() const noexcept {
   return Rng(cfg_.seed, splitmix64(key));
 }
 
-/// The proposal's outcome from every process's test, in process (= block) order: the candidates
-/// evaluated up to the first rejection, as one process holding every block would count them.
-/// One collective call per proposal on a shard; none otherwise.
+/// The proposal's outcome from every process's test, as one process holding every row counts
+/// it: the first rejecting point is the earliest any process saw, the candidates evaluated are
+/// the points up to it (all of them if none rejects: then every process drew them all), and the
+/// violations are those at or before it. On a shard that is one all-gather per proposal, and a
+/// second where any process saw a violation (never expected: the bounds dominate).
 bool SmhChain::combine_tests(const LocalTest& mine, SmhOutcome& o) {
-  LocalTest all = mine;
+  std::optional<std::uint64_t> rejection = mine.rejection;
+  std::uint64_t violations = mine.violation_points.size();
   if (sh_.link != nullptr) {
-    const std::vector<double> parts = sh_.link->gather_in_order(
-        {double(mine.evaluated), double(mine.violations), mine.rejected ? 1.0 : 0.0});
-    all = LocalTest{};
-    for (std::size_t r = 0; r + 2 < parts.size() && !all.rejected; r += 3) {
-      all.evaluated += static_cast<std::uint64_t>(parts[r]);
-      all.violations += static_cast<std::uint64_t>(parts[r + 1]);
-      all.rejected = parts[r + 2] != 0.0;
+    const std::vector<double> parts = sh_.link->all_gather(
+        {mine.rejection ? static_cast<double>(*mine.rejection) : -1.0, double(violations)});
+    double any_violation = 0.0;
+    for (std::size_t r = 0; r + 1 < parts.size(); r += 2) {
+      if (parts[r] < 0.0) continue;  // no rejection there
+      const auto point = static_cast<std::uint64_t>(parts[r]);
+      if (!rejection || point < *rejection) rejection = point;
+      any_violation += parts[r + 1];
+    }
+    if (any_violation > 0.0) {
+      const auto before =
+          std::count_if(mine.violation_points.begin(), mine.violation_points.end(),
+                        [&](std::uint64_t k) { return !rejection || k <= *rejection; });
+      violations = 0;
+      for (const double v : sh_.link->all_gather({static_cast<double>(before)}))
+        violations += static_cast<std::uint64_t>(v);
     }
   }
-  o.candidates += all.evaluated;
-  o.violations += all.violations;
-  res_.counters.queries += 2 * all.evaluated;  // each datum's likelihood at θ and at θ'
-  return !all.rejected;
+  const std::uint64_t evaluated = rejection ? *rejection + 1 : mine.points;
+  o.candidates += evaluated;
+  o.violations += violations;
+  res_.counters.queries += 2 * evaluated;  // each datum's likelihood at θ and at θ'
+  return !rejection;
 }
 
 /// ψ with λ_n ≤ φ_n·ψ for every datum (docs/math.md §8): the smaller of the remainders' own

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "flymc/core/alias_table.hpp"
-#include "flymc/core/inverse_cdf.hpp"
 #include "flymc/core/memory.hpp"
 #include "flymc/core/rng.hpp"
 #include "flymc/core/row_link.hpp"
@@ -58,7 +57,7 @@ struct SmhShared {
   // draws only its own: a block of kReduceGrain rows with probability Φ_b / Σφ, by every
   // process, then a row of the block with probability φ_n / Φ_b (an alias table per block),
   // by the block's holder.
-  InverseCdf block_cdf;  // b with probability Φ_b / Σφ (Φ_b = Σ_{n in b} φ_n), in increasing order
+  AliasTable block_alias;            // b with probability Φ_b / Σφ (Φ_b = Σ_{n in b} φ_n)
   BlockAliasTable row_alias;         // this process's blocks: a row of the block
   std::size_t first_block = 0;       // the data set's index of this process's first block
   RowLink* link = nullptr;           // the other processes' shards (none: null)
@@ -101,10 +100,12 @@ class SmhChain {
   SmhOutcome accept_test();
   double remainder_drop(Index n) const noexcept;  // λ_n = max(0, r_n(θ) − r_n(θ'))
   void prefetch_datum(Index n) const noexcept;
-  /// What this process's candidates of one proposal did (SmhShared: a shard tests its own).
+  /// What this process's candidates of one proposal did (SmhShared: a shard tests its own),
+  /// by the indices of the thinning process's points, which every process numbers alike.
   struct LocalTest {
-    std::uint64_t evaluated = 0, violations = 0;
-    bool rejected = false;
+    std::uint64_t points = 0;                     // the points drawn (all of them unless rejected)
+    std::optional<std::uint64_t> rejection;       // the point whose factor rejected
+    std::vector<std::uint64_t> violation_points;  // points whose remainder exceeded its bound
   };
   bool thinned_test(double psi, double rate, SmhOutcome& o);
   Rng proposal_stream() const noexcept;
@@ -125,9 +126,10 @@ class SmhChain {
   DrawSink* sink_;
   Rng rng_;
   std::uint64_t proposals_ = 0;  // proposals made so far: keys each one's thinning stream
-  // A batch of the candidates in this process's blocks: alias word (the block's table), thinning
-  // uniform, local block, and local row once the word is looked up.
+  // A batch of the candidates in this process's blocks: the point's index, alias word (the
+  // block's table), thinning uniform, local block, and local row once the word is looked up.
   struct Candidate {
+    std::uint64_t point;
     std::uint64_t word;
     double uniform;
     std::uint32_t block;

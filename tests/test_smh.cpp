@@ -24,27 +24,31 @@ using namespace flymc;
 
 namespace {
 
-/// |r(ŝ + h)| over its bound (M/6)|h|³; `rounding` is the remainder's own rounding error (the
-/// terms it is the difference of, times a few ulps), which only matters where the bound is tiny.
+/// |r(û + h)| over its bound (M/6)|h|³ (r = gap(h) − gap(0), smh::logistic_gap); `rounding` is
+/// the remainder's own rounding error (the terms it is the difference of, times a few ulps),
+/// which only matters where the bound is tiny.
 struct RemainderCheck {
   double ratio = 0.0;
   bool within = true;
 };
-RemainderCheck check_remainder(double s_hat, double h, double m_bound) {
-  const smh::Taylor t = smh::logistic_taylor(s_hat);
-  const double r = smh::logistic_remainder(t, s_hat + h);
+RemainderCheck check_remainder(double u_hat, double h, double m_bound) {
+  const smh::Taylor t = smh::logistic_taylor(u_hat);
+  const double f0 = smh::logistic_gap(t, 0.0);
+  const double r = smh::logistic_gap(t, h) - f0;
   const double bound = m_bound / 6.0 * std::fabs(h * h * h);
-  const double rounding = 8e-16 * (std::fabs(kernels::log_sigmoid(s_hat + h)) + std::fabs(t.f0) +
+  const double rounding = 8e-16 * (std::fabs(kernels::log_sigmoid(u_hat + h)) + std::fabs(f0) +
                                    std::fabs(h * t.f1) + std::fabs(0.5 * t.f2 * h * h));
   return {std::fabs(r) / bound, std::fabs(r) <= bound + rounding};
 }
 
-/// The same for robust regression's Student-t log-likelihood f(s) = log L(y − s).
+/// The same for robust regression's Student-t log-likelihood of the residual u = y − x·θ: at
+/// ŝ = x·θ̂ and x·θ = ŝ + h, û = y − ŝ and u = û − h.
 RemainderCheck check_student(const StudentT& st, double y, double s_hat, double h, double m) {
-  const smh::Taylor e = smh::student_taylor(st, y, s_hat);
-  const double r = smh::student_remainder(st, e, y, s_hat + h);
+  const smh::Taylor e = smh::student_taylor(st, y - s_hat);
+  const double f0 = smh::student_gap(st, e, 0.0);
+  const double r = smh::student_gap(st, e, -h) - f0;
   const double bound = m / 6.0 * std::fabs(h * h * h);
-  const double rounding = 8e-16 * (std::fabs(st.log_lik(y - s_hat - h)) + std::fabs(e.f0) +
+  const double rounding = 8e-16 * (std::fabs(st.log_lik(y - s_hat - h)) + std::fabs(f0) +
                                    std::fabs(h * e.f1) + std::fabs(0.5 * e.f2 * h * h));
   return {std::fabs(r) / bound, std::fabs(r) <= bound + rounding};
 }
@@ -115,18 +119,15 @@ TEST_SUITE("unit") {
             const double y = s_scale * rng.normal();
             const double m2 = std::max(h1 * h1, h2 * h2) * std::fabs(h1 - h2) / 2.0;
             const smh::Taylor tl = smh::logistic_taylor(s_hat);
-            const double dl =
-                smh::logistic_remainder(tl, s_hat + h1) - smh::logistic_remainder(tl, s_hat + h2);
-            const smh::Taylor ts = smh::student_taylor(st, y, s_hat);
-            const double ds = smh::student_remainder(st, ts, y, s_hat + h1) -
-                              smh::student_remainder(st, ts, y, s_hat + h2);
-            // (rounding: each remainder is a difference of terms of about f's size)
+            const double dl = smh::logistic_gap(tl, h1) - smh::logistic_gap(tl, h2);
+            const smh::Taylor ts = smh::student_taylor(st, y - s_hat);
+            const double ds = smh::student_gap(st, ts, -h1) - smh::student_gap(st, ts, -h2);
+            // (rounding: each gap is a difference of terms of about f's size)
             const double hm = std::max(std::fabs(h1), std::fabs(h2));
-            const double tol_l =
-                4e-15 * (std::fabs(tl.f0) + std::fabs(kernels::log_sigmoid(s_hat + h1)) +
-                         std::fabs(kernels::log_sigmoid(s_hat + h2)) + std::fabs(tl.f1 * hm) +
-                         std::fabs(tl.f2 * hm * hm));
-            const double tol_s = 4e-15 * (std::fabs(ts.f0) + std::fabs(st.log_lik(y - s_hat - h1)) +
+            const double tol_l = 4e-15 * (std::fabs(kernels::log_sigmoid(s_hat + h1)) +
+                                          std::fabs(kernels::log_sigmoid(s_hat + h2)) +
+                                          std::fabs(tl.f1 * hm) + std::fabs(tl.f2 * hm * hm));
+            const double tol_s = 4e-15 * (std::fabs(st.log_lik(y - s_hat - h1)) +
                                           std::fabs(st.log_lik(y - s_hat - h2)) +
                                           std::fabs(ts.f1 * hm) + std::fabs(ts.f2 * hm * hm));
             CAPTURE(s_hat);
@@ -158,7 +159,7 @@ TEST_SUITE("unit") {
             CAPTURE(y);
             CAPTURE(s_hat);
             CAPTURE(h);
-            const smh::Taylor e = smh::student_taylor(st, y, s_hat);
+            const smh::Taylor e = smh::student_taylor(st, y - s_hat);
             CHECK(std::isfinite(e.f1));
             CHECK(std::isfinite(e.f2));
             CHECK(check_student(st, y, s_hat, h, m).within);

@@ -1,6 +1,7 @@
 #include "flymc/core/alias_table.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -49,25 +50,38 @@ void detail::build_alias_columns(std::span<const double> w, double total,
   for (std::uint32_t i : small) col[i].prob = 1.0;
 }
 
-BlockAliasTable::BlockAliasTable(std::span<const double> w, std::size_t block) : block_(block) {
+BlockAliasTable::BlockAliasTable(std::span<const double> w, std::size_t block)
+    : BlockAliasTable(w.size(), block, [w](std::size_t first, std::span<double> out) {
+        std::copy_n(w.begin() + static_cast<std::ptrdiff_t>(first), out.size(), out.begin());
+      }) {}
+
+BlockAliasTable::BlockAliasTable(
+    std::size_t n, std::size_t block,
+    const std::function<void(std::size_t first, std::span<double> w)>& weights)
+    : block_(block) {
   if (block == 0 || block > std::numeric_limits<std::uint32_t>::max())
     throw std::invalid_argument("block alias table: blocks of 1 to 2^32 - 1 weights");
-  for (double x : w)
-    if (!(std::isfinite(x) && x >= 0.0))
-      throw std::invalid_argument("block alias table: a weight is negative or not finite");
-  col_.resize(w.size());  // unwritten: each block's task writes (and first touches) its columns
+  col_.resize(n);  // unwritten: each block's task writes (and first touches) its columns
+  std::atomic<bool> bad{false};
   chunked_for(blocks(), 1, [&](std::size_t lo, std::size_t hi) {
+    std::vector<double> w(block_);
     for (std::size_t b = lo; b < hi; ++b) {
       const std::size_t first = b * block_, m = rows(b);
+      const std::span<double> wb = std::span(w).first(m);
+      weights(first, wb);
       double total = 0.0;
-      for (std::size_t i = first; i < first + m; ++i) total += w[i];
+      for (const double x : wb) {
+        if (!(std::isfinite(x) && x >= 0.0)) bad = true;
+        total += x;
+      }
       const std::span<detail::AliasColumn> col = std::span(col_).subspan(first, m);
       if (total > 0.0 && std::isfinite(total))
-        detail::build_alias_columns(w.subspan(first, m), total, col);
+        detail::build_alias_columns(wb, total, col);
       else
         std::fill(col.begin(), col.end(), detail::AliasColumn{1.0, 0});
     }
   });
+  if (bad) throw std::invalid_argument("block alias table: a weight is negative or not finite");
 }
 
 }  // namespace flymc

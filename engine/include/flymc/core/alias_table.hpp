@@ -8,6 +8,7 @@
 /// with its own Rng.
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -76,6 +77,11 @@ class BlockAliasTable {
   /// must never be asked for a draw.
   /// @throw std::invalid_argument for a negative or non-finite weight, or block = 0.
   BlockAliasTable(std::span<const double> w, std::size_t block);
+  /// The same for n weights that `weights(first, w)` writes a block at a time (w: the block's
+  /// rows(b) weights, from index `first`), called once per block from oneTBB's threads: for
+  /// weights kept elsewhere, without an array of all of them.
+  BlockAliasTable(std::size_t n, std::size_t block,
+                  const std::function<void(std::size_t first, std::span<double> w)>& weights);
 
   /// A position in [0, rows of block b), with probability proportional to its weight.
   std::uint32_t index(std::size_t b, std::uint64_t u) const noexcept {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <span>
 #include <string>
 
@@ -23,39 +24,30 @@ namespace flymc {
 
 namespace smh {
 
-Taylor logistic_taylor(double s_hat) noexcept {
-  Taylor t{};
-  t.s_hat = s_hat;
-  t.f0 = kernels::log_sigmoid(s_hat);
-  const double sig_minus = std::exp(kernels::log_sigmoid(-s_hat));  // σ(−ŝ)
-  const double sig_plus = std::exp(t.f0);                           // σ(ŝ)
-  t.f1 = sig_minus;
-  t.f2 = -sig_plus * sig_minus;
-  return t;
+Taylor logistic_taylor(double u_hat) noexcept {
+  // σ(|û|) = 1/(1 + e) and σ(−|û|) = e/(1 + e) with e = exp(−|û|) ≤ 1: one exponential, and
+  // neither probability is formed as 1 − the other, which would lose the small one.
+  const double e = std::exp(-std::fabs(u_hat)), inv = 1.0 / (1.0 + e);
+  const double big = inv, small = e * inv;  // σ(|û|), σ(−|û|)
+  return Taylor{u_hat, u_hat >= 0.0 ? small : big, -big * small};
 }
 
-double logistic_remainder(const Taylor& t, double s) noexcept {
-  const double h = s - t.s_hat;
-  return (kernels::log_sigmoid(s) - t.f0) - h * (t.f1 + 0.5 * t.f2 * h);
+double logistic_gap(const Taylor& t, double h) noexcept {
+  return kernels::log_sigmoid(t.u_hat + h) - h * (t.f1 + 0.5 * t.f2 * h);
 }
 
-Taylor student_taylor(const StudentT& st, double y, double s_hat) noexcept {
-  Taylor e{};
-  e.s_hat = s_hat;
-  e.f0 = st.log_lik(y - s_hat);
-  const double rho = (y - s_hat) * st.inv_sqrt_c;
+Taylor student_taylor(const StudentT& st, double u_hat) noexcept {
+  const double rho = u_hat * st.inv_sqrt_c;
   // ρ/(1 + ρ²) and 1/(1 + ρ²) without forming ρ² where it could overflow.
   const bool big = std::fabs(rho) > 1.0;
   const double q = big ? 1.0 / (rho * rho * (1.0 + 1.0 / (rho * rho))) : 1.0 / (1.0 + rho * rho);
   const double rho_q = big ? 1.0 / (rho + 1.0 / rho) : rho * q;
-  e.f1 = 2.0 * st.a * st.inv_sqrt_c * rho_q;
-  e.f2 = -2.0 * st.a * st.inv_sqrt_c * st.inv_sqrt_c * q * (2.0 * q - 1.0);
-  return e;
+  return Taylor{u_hat, -2.0 * st.a * st.inv_sqrt_c * rho_q,
+                -2.0 * st.a * st.inv_sqrt_c * st.inv_sqrt_c * q * (2.0 * q - 1.0)};
 }
 
-double student_remainder(const StudentT& st, const Taylor& e, double y, double s) noexcept {
-  const double h = s - e.s_hat;
-  return (st.log_lik(y - s) - e.f0) - h * (e.f1 + 0.5 * e.f2 * h);
+double student_gap(const StudentT& st, const Taylor& e, double h) noexcept {
+  return st.log_lik(e.u_hat + h) - h * (e.f1 + 0.5 * e.f2 * h);
 }
 
 double student_m(const StudentT& st) noexcept {
@@ -142,11 +134,11 @@ void expand_at_theta_hat(SmhShared& sh) {
         Vec coef(static_cast<Eigen::Index>(hi - lo));
         for (std::size_t i = 0; i < hi - lo; ++i) {
           const smh::Taylor t = sh.taylor(y[lo + i], s[i]);
-          sh.datum[lo + i].taylor = t;
-          sh.datum[lo + i].label = y[lo + i];
-          // ∂/∂θ of f(t·x·θ) is t·f'·x for logistic regression, f'·x for robust regression;
-          // the curvature is f''·x xᵀ for both (t² = 1).
-          coef[static_cast<Eigen::Index>(i)] = sh.student ? t.f1 : y[lo + i] * t.f1;
+          const double sign = sh.sign(y[lo + i]);
+          sh.datum[lo + i].u_hat = t.u_hat;
+          sh.datum[lo + i].sign = static_cast<float>(sign);
+          // ∂/∂θ of f(u), u = σ·x·θ + const, is σ·f'(u)·x; the curvature is f''(u)·x xᵀ (σ² = 1).
+          coef[static_cast<Eigen::Index>(i)] = sign * t.f1;
           w[i] = -t.f2;
         }
         const RowBlock x = rows(ds, lo, hi);
@@ -170,10 +162,12 @@ void expand_at_theta_hat(SmhShared& sh) {
   sh.chol = llt.matrixL();
 }
 
-void candidate_tables(SmhShared& sh, std::span<const double> phi);
+void candidate_tables(SmhShared& sh);
 
 /// Pass 2: φ_n = (M/6)·‖L⁻¹x_n‖³ = (M/6)·(x_nᵀH⁻¹x_n)^{3/2}, enlarged by a relative 1e-9 so that
-/// rounding in ‖L⁻¹x_n‖ cannot make a bound fall below its remainder.
+/// rounding in ‖L⁻¹x_n‖ cannot make a bound fall below its remainder, then rounded up to a float
+/// (SmhDatum). The candidate tables are built from the rounded values: the thinning is exact
+/// for the bound it draws from, whichever that is, as long as it dominates.
 void bound_constants(SmhShared& sh) {
   const Dataset& ds = sh.data;
   const std::size_t n = ds.n();
@@ -181,7 +175,6 @@ void bound_constants(SmhShared& sh) {
   Mat linv = Mat::Identity(dd, dd);
   sh.chol.triangularView<Eigen::Lower>().solveInPlace(linv);
   const Mat hinv = linv.transpose() * linv;
-  std::vector<double, HugePageUninitAllocator<double>> phi(n);  // every entry written below
   const double c = sh.m / 6.0 * (1.0 + 1e-9);
   chunked_for(n, kReduceGrain, [&](std::size_t lo, std::size_t hi) {
     Mat y(dd, static_cast<Eigen::Index>(hi - lo));  // column i: H⁻¹ x_i
@@ -192,23 +185,27 @@ void bound_constants(SmhShared& sh) {
       const double* yi = y.data() + (i - lo) * static_cast<std::size_t>(dd);
       double q = 0.0;
       for (Eigen::Index j = 0; j < dd; ++j) q += x[j] * yi[j];
-      phi[i] = c * q * std::sqrt(q);
-      sh.datum[i].phi = phi[i];
+      const double exact = c * q * std::sqrt(q);
+      auto up = static_cast<float>(exact);
+      if (static_cast<double>(up) < exact)
+        up = std::nextafter(up, std::numeric_limits<float>::infinity());
+      sh.datum[i].phi = up;
     }
   });
-  candidate_tables(sh, phi);
+  candidate_tables(sh);
 }
 
 /// The two stages of drawing a candidate (SmhShared): Φ_b of every block of the data set (a
 /// data-wide fold, so every process of a shard gets all of them), the table over blocks, and a
 /// table within each of this process's blocks.
-void candidate_tables(SmhShared& sh, std::span<const double> phi) {
+void candidate_tables(SmhShared& sh) {
   const Dataset& ds = sh.data;
+  const auto phi = [&](std::size_t i) { return static_cast<double>(sh.datum[i].phi); };
   const std::vector<double> block_phi = fold_rows(
       ds, std::vector<double>{},
       [&](std::size_t lo, std::size_t hi) {
         double s = 0.0;
-        for (std::size_t i = lo; i < hi; ++i) s += phi[i];
+        for (std::size_t i = lo; i < hi; ++i) s += phi(i);
         return s;
       },
       [](std::vector<double> acc, double s) {
@@ -223,7 +220,11 @@ void candidate_tables(SmhShared& sh, std::span<const double> phi) {
   const RowShard* shard = ds.shard();
   sh.first_block = shard != nullptr ? shard->first_row / kReduceGrain : 0;
   sh.link = shard != nullptr && shard->link->parts() > 1 ? shard->link.get() : nullptr;
-  sh.row_alias = BlockAliasTable(phi, kReduceGrain);
+  // Each block's weights are gathered from the records as its table is built, so that no
+  // N-long array of them is ever held.
+  sh.row_alias = BlockAliasTable(ds.n(), kReduceGrain, [&](std::size_t first, std::span<double> w) {
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = phi(first + i);
+  });
 }
 
 }  // namespace

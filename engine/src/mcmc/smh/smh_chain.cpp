@@ -44,6 +44,8 @@ SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink)
       delta2_(u_),
       theta_(aligned_zeros(data_.stride())),
       theta2_(aligned_zeros(data_.stride())),
+      step_pad_(aligned_zeros(data_.stride())),
+      step2_pad_(aligned_zeros(data_.stride())),
       row_(sh.columns.size()),
       rho_jump_(kRhoGrid.size(), 0.0),
       rho_cost_(kRhoGrid.size(), 0.0) {
@@ -57,6 +59,7 @@ void SmhChain::set_state_from_theta() {
   for (std::size_t j = 0; j < p_; ++j) {
     const auto jj = static_cast<Eigen::Index>(j);
     delta_[jj] = theta_[j] - sh_.theta_hat[jj];
+    step_pad_[j] = delta_[jj];
   }
   u_.noalias() = sh_.chol.transpose() * delta_;
 }
@@ -73,6 +76,7 @@ void SmhChain::propose() {
   for (std::size_t j = 0; j < p_; ++j) {
     const auto jj = static_cast<Eigen::Index>(j);
     theta2_[j] = sh_.theta_hat[jj] + delta2_[jj];
+    step2_pad_[j] = delta2_[jj];
   }
 }
 
@@ -90,14 +94,14 @@ double SmhChain::log_quadratic_ratio() const {
   return r;
 }
 
-/// λ_n = −log min(1, exp(r_n(θ') − r_n(θ))) = max(0, r_n(θ) − r_n(θ')). The caller counts the
-/// two likelihood queries.
+/// λ_n = −log min(1, exp(r_n(θ') − r_n(θ))) = max(0, r_n(θ) − r_n(θ')), a difference of the
+/// datum's gaps (SmhShared::remainder_change). The caller counts the two likelihood queries.
 double SmhChain::remainder_drop(Index n) const noexcept {
   const double* x = data_.row(n);
   const SmhDatum& dat = sh_.datum[n];
-  const double r = sh_.remainder(dat, kernels::dot(x, theta_.get(), data_.stride()));
-  const double r2 = sh_.remainder(dat, kernels::dot(x, theta2_.get(), data_.stride()));
-  return std::max(0.0, r - r2);
+  const double e = kernels::dot(x, step_pad_.get(), data_.stride());
+  const double e2 = kernels::dot(x, step2_pad_.get(), data_.stride());
+  return std::max(0.0, sh_.remainder_change(dat, e, e2));
 }
 
 /// Where the thinned process would propose more candidates than there are data (far from θ̂):
@@ -138,9 +142,7 @@ void SmhChain::prefetch_datum(Index n) const noexcept {
   const auto* row = reinterpret_cast<const char*>(data_.row(n));
   const std::size_t bytes = data_.stride() * sizeof(double);
   for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
-  const auto* rec = reinterpret_cast<const char*>(&sh_.datum[n]);
-  __builtin_prefetch(rec);
-  __builtin_prefetch(rec + sizeof(SmhDatum) - 1);
+  __builtin_prefetch(&sh_.datum[n]);  // aligned to its size: one cache line
 }
 
 /// The data's factors by Poisson thinning with rate ψ·Σφ on [0, 1), on the proposal's own stream
@@ -296,6 +298,7 @@ void SmhChain::transition(long it) {
     u_.swap(u2_);
     delta_.swap(delta2_);
     std::swap(theta_, theta2_);
+    std::swap(step_pad_, step2_pad_);
   } else if (o.rejected_by_data) {
     ++window_rej_data_;
   } else {

@@ -20,13 +20,18 @@
 
 namespace flymc::detail {
 
-/// What a candidate reads besides its row, in one record: its Taylor expansion, its bound and its
-/// label, so that a candidate costs two scattered reads (the row and this), not four.
-struct SmhDatum {
-  smh::Taylor taylor;
-  double phi;    // (M/6)·‖L⁻¹x_n‖³, slightly enlarged (written by the bound pass)
-  double label;  // logistic: t_n = ±1; robust: the response y_n (written by the expansion pass)
+/// What a candidate reads besides its row, in one 16-byte record (never split across cache
+/// lines): where its log-likelihood was expanded (û, in its own variable u, smh::Taylor), the sign
+/// σ with u − û = σ·x·(θ − θ̂), and its bound. The expansion's coefficients are recomputed from û
+/// by the very function whose values the set-up summed into g and H_L, and φ is a float rounded
+/// up (a bound only needs to dominate): the small record keeps an SMH run's memory near the
+/// data's own.
+struct alignas(16) SmhDatum {
+  double u_hat;  // (written by the expansion pass)
+  float phi;     // (M/6)·‖L⁻¹x_n‖³, enlarged (written by the bound pass)
+  float sign;    // σ: logistic t_n = ±1; robust −1 (written by the expansion pass)
 };
+static_assert(sizeof(SmhDatum) == 16);
 
 /// Everything the chains of one SMH run share, read-only: the expansion at θ̂ and the bounds.
 struct SmhShared {
@@ -65,13 +70,23 @@ struct SmhShared {
 
   std::size_t dim() const noexcept { return data.d(); }
   std::size_t blocks_here() const noexcept { return row_alias.blocks(); }
-  /// The datum's Taylor expansion and its remainder at predictor x·θ = `dot`.
-  smh::Taylor taylor(double label, double dot) const noexcept {
-    return student ? smh::student_taylor(*student, label, dot) : smh::logistic_taylor(label * dot);
+  /// The datum's Taylor expansion at predictor x·θ̂ = `s_hat`, in its own variable u.
+  smh::Taylor taylor(double label, double s_hat) const noexcept {
+    return student ? smh::student_taylor(*student, label - s_hat)
+                   : smh::logistic_taylor(label * s_hat);
   }
-  double remainder(const SmhDatum& d, double dot) const noexcept {
-    return student ? smh::student_remainder(*student, d.taylor, d.label, dot)
-                   : smh::logistic_remainder(d.taylor, d.label * dot);
+  /// σ = ∂u/∂(x·θ): the label t for logistic regression, −1 for robust regression (u = y − x·θ).
+  double sign(double label) const noexcept { return student ? -1.0 : label; }
+  /// r_n(θ) − r_n(θ') for the datum, where x_n·(θ − θ̂) = e and x_n·(θ' − θ̂) = e2: the
+  /// difference of its gaps (smh::logistic_gap).
+  double remainder_change(const SmhDatum& d, double e, double e2) const noexcept {
+    const double sign = static_cast<double>(d.sign);
+    if (student) {
+      const smh::Taylor t = smh::student_taylor(*student, d.u_hat);
+      return smh::student_gap(*student, t, sign * e) - smh::student_gap(*student, t, sign * e2);
+    }
+    const smh::Taylor t = smh::logistic_taylor(d.u_hat);
+    return smh::logistic_gap(t, sign * e) - smh::logistic_gap(t, sign * e2);
   }
 };
 
@@ -139,9 +154,10 @@ class SmhChain {
   std::array<Candidate, kAhead> batch_{};
   DualAveraging adapt_;
   double step_;  // pCN: ρ; random walk: the step h in u
-  // The state and the proposal: u (whitened), δ = L⁻ᵀu, θ = θ̂ + δ padded for the row kernels.
+  // The state and the proposal: u (whitened), δ = L⁻ᵀu, θ = θ̂ + δ, and δ again padded for the
+  // row kernels (a candidate needs x·δ, not x·θ).
   Vec u_, u2_, delta_, delta2_;
-  AlignedBuffer theta_, theta2_;
+  AlignedBuffer theta_, theta2_, step_pad_, step2_pad_;
   std::vector<double> row_;
   // Tuning ρ in warm-up (pCN without --pcn-rho): squared jumps in u per unit of cost, per ρ.
   std::vector<double> rho_jump_, rho_cost_;

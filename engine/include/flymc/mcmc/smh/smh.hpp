@@ -22,25 +22,30 @@ namespace smh {
 /// where it is 1/(6√3).
 inline constexpr double kLogisticM = 0.096225044864937627;
 
-/// A datum's log-likelihood f(s) = log σ(s), s = t·x·θ, expanded to second order at ŝ:
-/// f(ŝ), f'(ŝ) = σ(−ŝ) and f''(ŝ) = −σ(ŝ)σ(−ŝ).
+/// A datum's log-likelihood as a function f(u) of its own variable u, which moves with the
+/// predictor x·θ: u = t·x·θ for logistic regression (label t = ±1), u = y − x·θ for robust
+/// regression. So u − û = σ·x·(θ − θ̂), σ = t or −1, and SMH needs only x·(θ − θ̂) per candidate.
+/// Expanded to second order at û: f1 = f'(û), f2 = f''(û). f(û) is not kept: it cancels from
+/// every difference of remainders, which is all the acceptance test uses.
 /// (No default member values: the set-up's per-datum array is left unwritten until its pass
 /// fills it, HugePageUninitAllocator. `Taylor t{}` is all zeros.)
 struct Taylor {
-  double s_hat, f0, f1, f2;
+  double u_hat, f1, f2;
 };
-Taylor logistic_taylor(double s_hat) noexcept;
 
-/// The Taylor remainder r(s) = f(s) − f(ŝ) − f'(ŝ)(s − ŝ) − ½ f''(ŝ)(s − ŝ)². By Taylor's theorem
-/// |r(s)| ≤ (M/6)|s − ŝ|³ with M = kLogisticM.
-double logistic_remainder(const Taylor& t, double s) noexcept;
+/// The remainder r(û + h) = f(û + h) − f(û) − f1·h − ½f2·h² plus the constant f(û): the
+/// "gap" f(û + h) − f1·h − ½f2·h². Differences of gaps are differences of remainders, and
+/// r(û + h) = gap(h) − gap(0). By Taylor's theorem |r(û + h)| ≤ (M/6)|h|³, M = max |f'''|.
+///
+/// Logistic regression: f(u) = log σ(u), f1 = σ(−û), f2 = −σ(û)σ(−û), M = kLogisticM.
+Taylor logistic_taylor(double u_hat) noexcept;
+double logistic_gap(const Taylor& t, double h) noexcept;
 
-/// Robust regression: a datum's log-likelihood f(s) = log L(y − s) as a function of its predictor
-/// s = x·θ (StudentT, models/robust.hpp), expanded to second order at ŝ. With ρ = (y − ŝ)/√c and
-/// q = 1/(1 + ρ²): f'(ŝ) = (2a/√c)·ρq and f''(ŝ) = −(2a/c)·q(2q − 1), finite at every finite ŝ.
-Taylor student_taylor(const StudentT& t, double y, double s_hat) noexcept;
-/// Its remainder at s (as logistic_remainder), |r(s)| ≤ (M/6)|s − ŝ|³ with M = student_m(t).
-double student_remainder(const StudentT& t, const Taylor& e, double y, double s) noexcept;
+/// Robust regression: f(u) = log L(u), the Student-t log-likelihood of the residual u
+/// (StudentT, models/robust.hpp). With ρ = û/√c and q = 1/(1 + ρ²): f1 = −(2a/√c)·ρq and
+/// f2 = −(2a/c)·q(2q − 1), finite at every finite û; M = student_m(t).
+Taylor student_taylor(const StudentT& t, double u_hat) noexcept;
+double student_gap(const StudentT& t, const Taylor& e, double h) noexcept;
 /// M = max |f'''| for the Student-t log-likelihood: f''' = (4a/c^{3/2})·g(ρ) with
 /// g(ρ) = ρ(3 − ρ²)/(1 + ρ²)³, largest in absolute value at ρ = √2 − 1, where g = 0.72855…
 /// (enlarged in the last digits, so that rounding cannot make the bound too small).

@@ -342,7 +342,7 @@ LogisticBound LogisticBound::untuned(const LogisticModel& model, double xi, cons
                                      double slack) {
   if (!(xi >= 0.0) || !std::isfinite(xi))
     throw ConfigError("untuned bound: xi must be finite and >= 0, got " + std::to_string(xi));
-  return LogisticBound(model, std::vector<double>(model.num_data(), xi), anchor, slack);
+  return LogisticBound(model, std::span<const double>(&xi, 1), anchor, slack);
 }
 
 LogisticBound LogisticBound::map_tuned(const LogisticModel& model, const Vec& theta_map,
@@ -353,12 +353,12 @@ LogisticBound LogisticBound::map_tuned(const LogisticModel& model, const Vec& th
   tbb::parallel_for(std::size_t{0}, ds.n(), [&](std::size_t n) {
     xi[n] = std::fabs(kernels::dot(ds.row(n), tp.get(), ds.stride()));
   });
-  return LogisticBound(model, std::move(xi), theta_map, slack);
+  return LogisticBound(model, xi, theta_map, slack);
 }
 
-LogisticBound::LogisticBound(const LogisticModel& model, std::vector<double> xi, const Vec& anchor,
-                             double slack)
-    : data_(model.data_ptr()), xi_(std::move(xi)), slack_(slack) {
+LogisticBound::LogisticBound(const LogisticModel& model, std::span<const double> xi,
+                             const Vec& anchor, double slack)
+    : data_(model.data_ptr()), slack_(slack) {
   const auto t0 = Clock::now();
   if (!(slack >= 0.0) || !std::isfinite(slack))
     throw ConfigError("--bound-slack must be finite and >= 0, got " + std::to_string(slack));
@@ -367,13 +367,16 @@ LogisticBound::LogisticBound(const LogisticModel& model, std::vector<double> xi,
     throw ConfigError("bound anchor has the wrong dimension");
   const std::size_t n = ds.n();
   par_ = aligned_zeros(kPar * n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const double x = xi_[i];
-    const double l = jj_lambda(x);
-    par_[kPar * i] = kernels::log_sigmoid(x) - 0.5 * x + l * x * x - slack;
-    par_[kPar * i + 1] = l;
-    par_[kPar * i + 2] = ds.y()[i];
-  }
+  // The tangent points are not kept: each datum's record holds all that deltas() needs.
+  chunked_for(n, kReduceGrain, [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo; i < hi; ++i) {
+      const double x = xi.size() == 1 ? xi[0] : xi[i];
+      const double l = jj_lambda(x);
+      par_[kPar * i] = kernels::log_sigmoid(x) - 0.5 * x + l * x * x - slack;
+      par_[kPar * i + 1] = l;
+      par_[kPar * i + 2] = ds.y()[i];
+    }
+  });
   theta0_ = anchor;
   AlignedBuffer tp = padded(anchor.data(), ds.d(), ds.stride());
   const auto y = ds.y();

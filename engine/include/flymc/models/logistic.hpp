@@ -5,6 +5,7 @@
 #include <Eigen/Dense>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -134,11 +135,11 @@ class LogisticBound {
 
   double slack() const noexcept { return slack_; }
   const Mat& A() const noexcept { return A_; }
-  const std::vector<double>& xi() const noexcept { return xi_; }
   double setup_seconds() const noexcept { return seconds_; }
 
  private:
-  LogisticBound(const LogisticModel& model, std::vector<double> xi, const Vec& anchor,
+  /// `xi`: each datum's tangent point ξ_n, read only here (N values, or one for every datum).
+  LogisticBound(const LogisticModel& model, std::span<const double> xi, const Vec& anchor,
                 double slack);
   // Per datum {k_n, λ_n, t_n, 0}: deltas() reads all three for data scattered over a set far
   // larger than the caches, so they share one 32-byte record (one cache line, and huge pages
@@ -149,7 +150,6 @@ class LogisticBound {
   double label(std::size_t n) const noexcept { return par_[kPar * n + 2]; }
 
   std::shared_ptr<const Dataset> data_;
-  std::vector<double> xi_;
   AlignedBuffer par_;
   Vec theta0_, g0_;
   Mat A_;

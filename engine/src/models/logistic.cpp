@@ -342,22 +342,23 @@ LogisticBound LogisticBound::untuned(const LogisticModel& model, double xi, cons
                                      double slack) {
   if (!(xi >= 0.0) || !std::isfinite(xi))
     throw ConfigError("untuned bound: xi must be finite and >= 0, got " + std::to_string(xi));
-  return LogisticBound(model, std::span<const double>(&xi, 1), anchor, slack);
+  return LogisticBound(
+      model, [xi](std::size_t) { return xi; }, anchor, slack);
 }
 
 LogisticBound LogisticBound::map_tuned(const LogisticModel& model, const Vec& theta_map,
                                        double slack) {
   const Dataset& ds = model.data();
   AlignedBuffer tp = padded(theta_map.data(), ds.d(), ds.stride());
-  std::vector<double> xi(ds.n());
-  tbb::parallel_for(std::size_t{0}, ds.n(), [&](std::size_t n) {
-    xi[n] = std::fabs(kernels::dot(ds.row(n), tp.get(), ds.stride()));
-  });
+  const auto xi = [&](std::size_t n) {
+    return std::fabs(kernels::dot(ds.row(n), tp.get(), ds.stride()));
+  };
   return LogisticBound(model, xi, theta_map, slack);
 }
 
-LogisticBound::LogisticBound(const LogisticModel& model, std::span<const double> xi,
-                             const Vec& anchor, double slack)
+LogisticBound::LogisticBound(const LogisticModel& model,
+                             const std::function<double(std::size_t)>& xi, const Vec& anchor,
+                             double slack)
     : data_(model.data_ptr()), slack_(slack) {
   const auto t0 = Clock::now();
   if (!(slack >= 0.0) || !std::isfinite(slack))
@@ -370,11 +371,10 @@ LogisticBound::LogisticBound(const LogisticModel& model, std::span<const double>
   // The tangent points are not kept: each datum's record holds all that deltas() needs.
   chunked_for(n, kReduceGrain, [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
-      const double x = xi.size() == 1 ? xi[0] : xi[i];
+      const double x = xi(i);
       const double l = jj_lambda(x);
       par_[kPar * i] = kernels::log_sigmoid(x) - 0.5 * x + l * x * x - slack;
-      par_[kPar * i + 1] = l;
-      par_[kPar * i + 2] = ds.y()[i];
+      par_[kPar * i + 1] = std::copysign(l, ds.y()[i]);
     }
   });
   theta0_ = anchor;

@@ -218,6 +218,8 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
       // bright datum pulling log p(θ | z) to −∞ at its tight point (docs/math.md §1.5).
       out.bound_slack = 0.25 * expected_bright() / static_cast<double>(data.n());
       bc.bound_slack = out.bound_slack;
+      // The bound without slack goes first: never two bounds, each a record per datum, at once.
+      out.bound.reset();
       out.bound.emplace(Bound::make(model, bc, map));
       const double shrink = std::exp(-out.bound_slack);
       for (double& m : dark) m *= shrink;  // B/L with the slack: e^{−ε}·B/L

@@ -3,7 +3,9 @@
 /// Bayesian logistic regression (labels ±1, Gaussian prior N(0, prior_sd² I)) and its
 /// Jaakkola–Jordan lower bound with collapsed sufficient statistics (docs/math.md §2.1).
 #include <Eigen/Dense>
+#include <cmath>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -138,16 +140,18 @@ class LogisticBound {
   double setup_seconds() const noexcept { return seconds_; }
 
  private:
-  /// `xi`: each datum's tangent point ξ_n, read only here (N values, or one for every datum).
-  LogisticBound(const LogisticModel& model, std::span<const double> xi, const Vec& anchor,
-                double slack);
-  // Per datum {k_n, λ_n, t_n, 0}: deltas() reads all three for data scattered over a set far
-  // larger than the caches, so they share one 32-byte record (one cache line, and huge pages
-  // for a large N through aligned_zeros) instead of three arrays.
-  static constexpr std::size_t kPar = 4;
+  /// `xi(n)`: datum n's tangent point ξ_n, asked for once per datum from oneTBB's threads while
+  /// the records are filled, so that no N-long array of them is held.
+  LogisticBound(const LogisticModel& model, const std::function<double(std::size_t)>& xi,
+                const Vec& anchor, double slack);
+  // Per datum {k_n, t_n·λ_n}: deltas() reads k_n, λ_n and the label t_n = ±1 for data scattered
+  // over a set far larger than the caches, so they share one 16-byte record (one cache line, and
+  // huge pages for a large N through aligned_zeros) instead of three arrays. λ_n > 0 for every
+  // finite ξ_n, so the label rides on its sign.
+  static constexpr std::size_t kPar = 2;
   double kn(std::size_t n) const noexcept { return par_[kPar * n]; }
-  double lam(std::size_t n) const noexcept { return par_[kPar * n + 1]; }
-  double label(std::size_t n) const noexcept { return par_[kPar * n + 2]; }
+  double lam(std::size_t n) const noexcept { return std::fabs(par_[kPar * n + 1]); }
+  double label(std::size_t n) const noexcept { return std::copysign(1.0, par_[kPar * n + 1]); }
 
   std::shared_ptr<const Dataset> data_;
   AlignedBuffer par_;

@@ -211,10 +211,10 @@ bool SmhChain::combine_tests(const LocalTest& mine, SmhOutcome& o) {
         {mine.rejection ? static_cast<double>(*mine.rejection) : -1.0, double(violations)});
     double any_violation = 0.0;
     for (std::size_t r = 0; r + 1 < parts.size(); r += 2) {
+      any_violation += parts[r + 1];
       if (parts[r] < 0.0) continue;  // no rejection there
       const auto point = static_cast<std::uint64_t>(parts[r]);
       if (!rejection || point < *rejection) rejection = point;
-      any_violation += parts[r + 1];
     }
     if (any_violation > 0.0) {
       const auto before =

@@ -27,6 +27,7 @@
 #include "flymc/diagnostics/diagnostics.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/sampler.hpp"
+#include "storage.hpp"
 #include "tall.hpp"
 
 namespace {
@@ -700,6 +701,8 @@ int main(int argc, char** argv) {
   bench::add_tall_command(app, tall);
   bench::CompareOptions cmp;
   bench::add_compare_command(app, cmp);
+  bench::StorageOptions storage;
+  bench::add_storage_command(app, storage);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

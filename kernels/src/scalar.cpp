@@ -55,61 +55,139 @@ void log_expm1(const double* x, double* out, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) out[i] = log_expm1(x[i]);
 }
 
-double dot(const double* a, const double* b, std::size_t stride) noexcept {
+namespace {
+
+template <class T>
+double dot_t(const T* a, const double* b, std::size_t stride) noexcept {
   double s = 0.0;
-  for (std::size_t j = 0; j < stride; ++j) s += a[j] * b[j];
+  for (std::size_t j = 0; j < stride; ++j) s += static_cast<double>(a[j]) * b[j];
   return s;
 }
 
-void dots_packed(const double* rows, std::size_t nrows, std::size_t stride, const double* theta,
-                 double* out) noexcept {
-  for (std::size_t i = 0; i < nrows; ++i) out[i] = dot(rows + i * stride, theta, stride);
+template <class T>
+void dots_packed_t(const T* rows, std::size_t nrows, std::size_t stride, const double* theta,
+                   double* out) noexcept {
+  for (std::size_t i = 0; i < nrows; ++i) out[i] = dot_t(rows + i * stride, theta, stride);
 }
 
-void dots_gather(const double* base, std::size_t stride, const Index* idx, std::size_t k,
-                 const double* theta, double* out) noexcept {
+template <class T>
+void dots_gather_t(const T* base, std::size_t stride, const Index* idx, std::size_t k,
+                   const double* theta, double* out) noexcept {
   for (std::size_t i = 0; i < k; ++i) {
-    out[i] = dot(base + std::size_t(idx[i]) * stride, theta, stride);
+    out[i] = dot_t(base + std::size_t(idx[i]) * stride, theta, stride);
   }
 }
 
-double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t stride,
-                              const double* y, const double* theta) noexcept {
+template <class T>
+double sum_log_sigmoid_signed_t(const T* rows, std::size_t nrows, std::size_t stride,
+                                const double* y, const double* theta) noexcept {
   double s = 0.0;
   for (std::size_t i = 0; i < nrows; ++i) {
-    s += log_sigmoid(y[i] * dot(rows + i * stride, theta, stride));
+    s += log_sigmoid(y[i] * dot_t(rows + i * stride, theta, stride));
   }
   return s;
 }
 
+template <class T>
+void dots_packed_multi_t(const T* rows, std::size_t nrows, std::size_t stride, const double* thetas,
+                         std::size_t m, std::size_t tstride, double* out) noexcept {
+  for (std::size_t i = 0; i < nrows; ++i)
+    for (std::size_t k = 0; k < m; ++k)
+      out[i * m + k] = dot_t(rows + i * stride, thetas + k * tstride, stride);
+}
+
+template <class T>
+void dots_gather_multi_t(const T* base, std::size_t stride, const Index* idx, std::size_t k,
+                         const double* thetas, std::size_t m, std::size_t tstride,
+                         double* out) noexcept {
+  for (std::size_t i = 0; i < k; ++i)
+    for (std::size_t c = 0; c < m; ++c)
+      out[i * m + c] = dot_t(base + std::size_t(idx[i]) * stride, thetas + c * tstride, stride);
+}
+
+}  // namespace
+
+double dot(const double* a, const double* b, std::size_t stride) noexcept {
+  return dot_t(a, b, stride);
+}
+void dots_packed(const double* rows, std::size_t nrows, std::size_t stride, const double* theta,
+                 double* out) noexcept {
+  dots_packed_t(rows, nrows, stride, theta, out);
+}
+void dots_gather(const double* base, std::size_t stride, const Index* idx, std::size_t k,
+                 const double* theta, double* out) noexcept {
+  dots_gather_t(base, stride, idx, k, theta, out);
+}
+double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t stride,
+                              const double* y, const double* theta) noexcept {
+  return sum_log_sigmoid_signed_t(rows, nrows, stride, y, theta);
+}
 void dots_packed_multi(const double* rows, std::size_t nrows, std::size_t stride,
                        const double* thetas, std::size_t m, std::size_t tstride,
                        double* out) noexcept {
-  for (std::size_t i = 0; i < nrows; ++i)
-    for (std::size_t k = 0; k < m; ++k)
-      out[i * m + k] = dot(rows + i * stride, thetas + k * tstride, stride);
+  dots_packed_multi_t(rows, nrows, stride, thetas, m, tstride, out);
 }
-
 void dots_gather_multi(const double* base, std::size_t stride, const Index* idx, std::size_t k,
                        const double* thetas, std::size_t m, std::size_t tstride,
                        double* out) noexcept {
-  for (std::size_t i = 0; i < k; ++i)
-    for (std::size_t c = 0; c < m; ++c)
-      out[i * m + c] = dot(base + std::size_t(idx[i]) * stride, thetas + c * tstride, stride);
+  dots_gather_multi_t(base, stride, idx, k, thetas, m, tstride, out);
 }
+double dot(const float* a, const double* b, std::size_t stride) noexcept {
+  return dot_t(a, b, stride);
+}
+void dots_packed(const float* rows, std::size_t nrows, std::size_t stride, const double* theta,
+                 double* out) noexcept {
+  dots_packed_t(rows, nrows, stride, theta, out);
+}
+void dots_gather(const float* base, std::size_t stride, const Index* idx, std::size_t k,
+                 const double* theta, double* out) noexcept {
+  dots_gather_t(base, stride, idx, k, theta, out);
+}
+double sum_log_sigmoid_signed(const float* rows, std::size_t nrows, std::size_t stride,
+                              const double* y, const double* theta) noexcept {
+  return sum_log_sigmoid_signed_t(rows, nrows, stride, y, theta);
+}
+void dots_packed_multi(const float* rows, std::size_t nrows, std::size_t stride,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept {
+  dots_packed_multi_t(rows, nrows, stride, thetas, m, tstride, out);
+}
+void dots_gather_multi(const float* base, std::size_t stride, const Index* idx, std::size_t k,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept {
+  dots_gather_multi_t(base, stride, idx, k, thetas, m, tstride, out);
+}
+
+namespace {
+template <class T>
+void weighted_row_sum_cols_t(const T* rows, std::size_t nrows, std::size_t stride,
+                             std::size_t width, const double* c, std::size_t cstride,
+                             double* out) noexcept {
+  for (std::size_t i = 0; i < nrows; ++i) {
+    const double w = c[i * cstride];
+    const T* r = rows + i * stride;
+    for (std::size_t j = 0; j < width; ++j) out[j] += w * static_cast<double>(r[j]);
+  }
+}
+}  // namespace
 
 void weighted_row_sum(const double* rows, std::size_t nrows, std::size_t stride, const double* c,
                       std::size_t cstride, double* out) noexcept {
-  weighted_row_sum_cols(rows, nrows, stride, stride, c, cstride, out);
+  weighted_row_sum_cols_t(rows, nrows, stride, stride, c, cstride, out);
 }
 void weighted_row_sum_cols(const double* rows, std::size_t nrows, std::size_t stride,
                            std::size_t width, const double* c, std::size_t cstride,
                            double* out) noexcept {
-  for (std::size_t i = 0; i < nrows; ++i) {
-    const double w = c[i * cstride];
-    const double* r = rows + i * stride;
-    for (std::size_t j = 0; j < width; ++j) out[j] += w * r[j];
-  }
+  weighted_row_sum_cols_t(rows, nrows, stride, width, c, cstride, out);
+}
+void weighted_row_sum(const float* rows, std::size_t nrows, std::size_t stride, const double* c,
+                      std::size_t cstride, double* out) noexcept {
+  weighted_row_sum_cols_t(rows, nrows, stride, stride, c, cstride, out);
+}
+void weighted_row_sum_cols(const float* rows, std::size_t nrows, std::size_t stride,
+                           std::size_t width, const double* c, std::size_t cstride,
+                           double* out) noexcept {
+  weighted_row_sum_cols_t(rows, nrows, stride, width, c, cstride, out);
 }
 
 }  // namespace flymc::kernels::scalar

@@ -75,6 +75,8 @@ inline __m512d set1<__m512d>(double x) noexcept {
   return _mm512_set1_pd(x);
 }
 inline vd loadu(const double* p) noexcept { return _mm512_loadu_pd(p); }
+/// kLanes floats widened to doubles (exactly: every float is a double).
+inline vd loadu(const float* p) noexcept { return _mm512_cvtps_pd(_mm256_loadu_ps(p)); }
 inline void storeu(double* p, vd v) noexcept { _mm512_storeu_pd(p, v); }
 
 inline vd add(vd a, vd b) noexcept { return _mm512_add_pd(a, b); }
@@ -175,6 +177,8 @@ inline __m256d set1<__m256d>(double x) noexcept {
   return _mm256_set1_pd(x);
 }
 inline vd loadu(const double* p) noexcept { return _mm256_loadu_pd(p); }
+/// kLanes floats widened to doubles (exactly: every float is a double).
+inline vd loadu(const float* p) noexcept { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
 inline void storeu(double* p, vd v) noexcept { _mm256_storeu_pd(p, v); }
 
 inline vd add(vd a, vd b) noexcept { return _mm256_add_pd(a, b); }

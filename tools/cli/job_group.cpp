@@ -71,10 +71,10 @@ std::string JobGroup::from_leader(const std::string& s) const {
 }
 
 std::shared_ptr<const Dataset> JobGroup::load(const std::string& path, LabelDomain labels,
-                                              bool shard) const {
-  if (mpi_ && shard && size_ > 1) return mpi::load_shard(MPI_COMM_WORLD, path, labels);
+                                              bool shard, Storage storage) const {
+  if (mpi_ && shard && size_ > 1) return mpi::load_shard(MPI_COMM_WORLD, path, labels, storage);
   std::shared_ptr<const Dataset> data;
-  together([&] { data = std::make_shared<const Dataset>(load_data(path, labels)); });
+  together([&] { data = std::make_shared<const Dataset>(load_data(path, labels, storage)); });
   return data;
 }
 
@@ -126,9 +126,9 @@ void JobGroup::together(const std::function<void()>& f) const { f(); }
 void JobGroup::leader_first(const std::function<void()>& f) const { f(); }
 int JobGroup::from_leader(int v) const { return v; }
 std::string JobGroup::from_leader(const std::string& s) const { return s; }
-std::shared_ptr<const Dataset> JobGroup::load(const std::string& path, LabelDomain labels,
-                                              bool) const {
-  return std::make_shared<const Dataset>(load_data(path, labels));
+std::shared_ptr<const Dataset> JobGroup::load(const std::string& path, LabelDomain labels, bool,
+                                              Storage storage) const {
+  return std::make_shared<const Dataset>(load_data(path, labels, storage));
 }
 RunResult JobGroup::run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                         const SinkFactory& sinks, Progress* progress, const CheckpointOptions* ck,

@@ -35,8 +35,8 @@ class JobGroup {
 
   /// The data file, read by every process. With `shard` in a group, each process reads only its
   /// part of an .npy file's rows (flymc::mpi::load_shard); alone, `shard` changes nothing.
-  std::shared_ptr<const Dataset> load(const std::string& path, LabelDomain labels,
-                                      bool shard) const;
+  std::shared_ptr<const Dataset> load(const std::string& path, LabelDomain labels, bool shard,
+                                      Storage storage) const;
 
   /// Runs the job's chains: all of them alone, this process's block in a group; on the leader,
   /// the whole run (flymc::mpi::run). On a shard of the data every process runs every chain

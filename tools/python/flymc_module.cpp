@@ -33,13 +33,16 @@ Array as_array(const py::object& v, const char* name, int ndim, const char* what
 }
 
 /// The run's data from X (N × D) and y (N), checked as the data files are (dataset_from_arrays).
-std::shared_ptr<const Dataset> arrays_dataset(const Array& x, const Array& y, ModelKind model) {
+std::shared_ptr<const Dataset> arrays_dataset(const Array& x, const Array& y, ModelKind model,
+                                              Storage storage) {
   if (y.shape(0) != x.shape(0))
     throw DataError("X has " + std::to_string(x.shape(0)) + " rows but y has " +
                     std::to_string(y.shape(0)) + " labels");
   const auto n = static_cast<std::size_t>(x.shape(0)), d = static_cast<std::size_t>(x.shape(1));
-  return std::make_shared<const Dataset>(
+  auto ds = std::make_shared<Dataset>(
       dataset_from_arrays({x.data(), n * d}, {y.data(), n}, d, label_domain(model), "X, y"));
+  if (storage == Storage::f32) ds->store_as_f32();
+  return ds;
 }
 
 Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& kwargs) {
@@ -60,7 +63,7 @@ Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& 
     // The chains run on oneTBB's threads and touch no Python object (the sinks fill `tables`),
     // so other Python threads run meanwhile. x and y stay referenced, hence alive, throughout.
     py::gil_scoped_release unlocked;
-    const auto data = arrays_dataset(x, y, cfg.model);
+    const auto data = arrays_dataset(x, y, cfg.model, cfg.storage);
     if (auto_algo) {
       choice = choose_algo(cfg, data);
       cfg = choice->best().config;
@@ -91,11 +94,12 @@ py::tuple load(const std::string& path, const std::string& model) {
   std::optional<Dataset> ds;
   {
     py::gil_scoped_release unlocked;
-    ds.emplace(load_data(path, label_domain(cfg.model)));
+    ds.emplace(load_data(path, label_domain(cfg.model), cfg.storage));
   }
   const std::size_t n = ds->n(), d = ds->d();
   py::array_t<double> x({py::ssize_t(n), py::ssize_t(d)});
-  for (std::size_t i = 0; i < n; ++i) std::copy_n(ds->row(i), d, x.mutable_data() + i * d);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < d; ++j) x.mutable_data()[i * d + j] = ds->value(i, j);
   py::array_t<double> y(py::ssize_t(n), ds->y().data());
   return py::make_tuple(x, y);
 }

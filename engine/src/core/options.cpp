@@ -130,6 +130,10 @@ std::vector<OptionInfo> run_and_sampler_options() {
       {"thin", "thin", &C::thin, "Keep every K-th draw"},
       {"seed", "seed", &C::seed, "Random seed (an integer >= 0)"},
       {"threads", "threads", &C::threads, "Worker threads (0: all cores)", kAllAlgos, false},
+      {"storage", "storage", choice<&C::storage>(),
+       "How the data's features are held: f64, or f32 (half the memory and bandwidth; the "
+       "values are rounded to float as they are read, and the run is exact for the rounded "
+       "data)"},
       {"prior-sd", "prior_sd", &C::prior_sd,
        "Prior standard deviation of every coefficient (Gaussian or Laplace)"},
       {"nu", "student_nu", &C::student_nu, "Robust regression: Student-t degrees of freedom",

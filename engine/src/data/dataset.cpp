@@ -1,13 +1,17 @@
 #include "flymc/data/dataset.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/core/format.hpp"
 #include "flymc/core/hash.hpp"
 #include "flymc/core/parallel.hpp"
+#include "flymc/kernels/kernels.hpp"
 
 namespace flymc {
 
@@ -25,13 +29,151 @@ AlignedBuffer aligned_zeros(std::size_t count) {
   return AlignedBuffer(static_cast<double*>(p));
 }
 
-Dataset::Dataset(std::size_t n, std::size_t d, std::string source)
+namespace {
+/// Doubles of a block that holds `values` features of `storage`.
+std::size_t block_doubles(std::size_t values, Storage storage) {
+  return storage == Storage::f32 ? (values + 1) / 2 : values;
+}
+
+/// Per-thread pool of scratch blocks (few: a thread holds a lease or two at a time).
+struct ScratchPool {
+  static constexpr std::size_t kKeep = 4;
+  std::vector<std::pair<std::size_t, AlignedBuffer>> free;
+};
+ScratchPool& scratch_pool() {
+  thread_local ScratchPool pool;
+  return pool;
+}
+}  // namespace
+
+detail::ScratchLease::ScratchLease(std::size_t count) {
+  auto& free = scratch_pool().free;
+  for (auto it = free.begin(); it != free.end(); ++it)
+    if (it->first >= count) {
+      capacity_ = it->first;
+      buf_ = std::move(it->second);
+      free.erase(it);
+      return;
+    }
+  capacity_ = count;
+  buf_ = aligned_zeros(count);
+}
+
+detail::ScratchLease::~ScratchLease() {
+  if (!buf_) return;
+  auto& free = scratch_pool().free;
+  if (free.size() < ScratchPool::kKeep) free.emplace_back(capacity_, std::move(buf_));
+}
+
+Dataset::Dataset(std::size_t n, std::size_t d, std::string source, Storage storage)
     : n_(n),
       d_(d),
       stride_(padded_stride(d)),
+      storage_(storage),
       source_(std::move(source)),
-      x_(aligned_zeros(n * padded_stride(d))),
+      x_(aligned_zeros(block_doubles(n * padded_stride(d), storage))),
       y_(n, 0.0) {}
+
+RowsF64 Dataset::rows(std::size_t lo, std::size_t hi) const {
+  if (storage_ == Storage::f64) return RowsF64(row(lo), stride_);
+  detail::ScratchLease lease((hi - lo) * stride_);
+  const float* src = row_f32(lo);
+  double* dst = lease.get();
+  for (std::size_t k = 0; k < (hi - lo) * stride_; ++k) dst[k] = src[k];
+  return RowsF64(std::move(lease), stride_);
+}
+
+const double* Dataset::row_f64(std::size_t i, double* buf) const noexcept {
+  if (storage_ == Storage::f64) return row(i);
+  const float* src = row_f32(i);
+  for (std::size_t j = 0; j < stride_; ++j) buf[j] = src[j];
+  return buf;
+}
+
+void Dataset::copy_row(std::size_t i, double* dst) const noexcept {
+  if (storage_ == Storage::f64) {
+    std::memcpy(dst, row(i), stride_ * sizeof(double));
+  } else {
+    const float* src = row_f32(i);
+    for (std::size_t j = 0; j < stride_; ++j) dst[j] = src[j];
+  }
+}
+
+double Dataset::dot(std::size_t i, const double* theta) const noexcept {
+  return storage_ == Storage::f32 ? kernels::dot(row_f32(i), theta, stride_)
+                                  : kernels::dot(row(i), theta, stride_);
+}
+
+void Dataset::dots(std::size_t lo, std::size_t hi, const double* theta,
+                   double* out) const noexcept {
+  if (storage_ == Storage::f32)
+    kernels::dots_packed(row_f32(lo), hi - lo, stride_, theta, out);
+  else
+    kernels::dots_packed(row(lo), hi - lo, stride_, theta, out);
+}
+
+void Dataset::dots_multi(std::size_t lo, std::size_t hi, const double* thetas, std::size_t m,
+                         std::size_t tstride, double* out) const noexcept {
+  if (storage_ == Storage::f32)
+    kernels::dots_packed_multi(row_f32(lo), hi - lo, stride_, thetas, m, tstride, out);
+  else
+    kernels::dots_packed_multi(row(lo), hi - lo, stride_, thetas, m, tstride, out);
+}
+
+void Dataset::dots_gather(const Index* idx, std::size_t k, const double* theta,
+                          double* out) const noexcept {
+  if (storage_ == Storage::f32)
+    kernels::dots_gather(xf(), stride_, idx, k, theta, out);
+  else
+    kernels::dots_gather(x_.get(), stride_, idx, k, theta, out);
+}
+
+void Dataset::dots_gather_multi(const Index* idx, std::size_t k, const double* thetas,
+                                std::size_t m, std::size_t tstride, double* out) const noexcept {
+  if (storage_ == Storage::f32)
+    kernels::dots_gather_multi(xf(), stride_, idx, k, thetas, m, tstride, out);
+  else
+    kernels::dots_gather_multi(x_.get(), stride_, idx, k, thetas, m, tstride, out);
+}
+
+void Dataset::weighted_row_sum(std::size_t lo, std::size_t hi, const double* c, std::size_t cstride,
+                               double* out) const noexcept {
+  if (storage_ == Storage::f32)
+    kernels::weighted_row_sum(row_f32(lo), hi - lo, stride_, c, cstride, out);
+  else
+    kernels::weighted_row_sum(row(lo), hi - lo, stride_, c, cstride, out);
+}
+
+double Dataset::sum_log_sigmoid_signed(std::size_t lo, std::size_t hi,
+                                       const double* theta) const noexcept {
+  return storage_ == Storage::f32
+             ? kernels::sum_log_sigmoid_signed(row_f32(lo), hi - lo, stride_, y_.data() + lo, theta)
+             : kernels::sum_log_sigmoid_signed(row(lo), hi - lo, stride_, y_.data() + lo, theta);
+}
+
+void Dataset::store_as_f32() {
+  if (storage_ == Storage::f32) return;
+  AlignedBuffer f = aligned_zeros(block_doubles(n_ * stride_, Storage::f32));
+  auto* dst = reinterpret_cast<float*>(f.get());
+  const double* src = x_.get();
+  const std::size_t chunks = (n_ + kReduceGrain - 1) / kReduceGrain;
+  std::vector<std::size_t> overflow(chunks, SIZE_MAX);  // per chunk: first value too large
+  chunked_for(n_, kReduceGrain, [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t k = lo * stride_; k < hi * stride_; ++k) {
+      dst[k] = static_cast<float>(src[k]);
+      if (std::isinf(dst[k]) && overflow[lo / kReduceGrain] == SIZE_MAX)
+        overflow[lo / kReduceGrain] = k;
+    }
+  });
+  for (const std::size_t k : overflow)
+    if (k != SIZE_MAX)
+      throw DataError(source_ + ": data row " + std::to_string(k / stride_) + " (0-based): field " +
+                      std::to_string(k % stride_ + 2) + " (x" + std::to_string(k % stride_ + 1) +
+                      "): " + number_text(src[k]) +
+                      " is beyond float32's range (3.4e38); use --storage f64");
+  x_ = std::move(f);
+  storage_ = Storage::f32;
+}
 
 std::pair<std::size_t, std::size_t> shard_rows(std::size_t total_rows, int part, int parts) {
   const std::size_t chunks = (total_rows + kReduceGrain - 1) / kReduceGrain;
@@ -62,18 +204,24 @@ std::uint64_t data_fingerprint(const Dataset& data) {
   return deterministic_reduce(
       n, kReduceGrain, hash_pair(n, data.d()),
       [&](std::size_t lo, std::size_t hi) {
-        const std::uint64_t hx = hash_bytes(data.row(lo), (hi - lo) * stride * sizeof(double), lo);
+        // The values as doubles: a float data set has the fingerprint of its values widened.
+        const RowsF64 rows = data.rows(lo, hi);
+        const std::uint64_t hx = hash_bytes(rows.data(), (hi - lo) * stride * sizeof(double), lo);
         return hash_bytes(y.data() + lo, (hi - lo) * sizeof(double), hx);
       },
       hash_combine);
 }
 
 std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vector<Index>& rows) {
-  auto out = std::make_shared<Dataset>(rows.size(), data.d(), data.source());
+  auto out = std::make_shared<Dataset>(rows.size(), data.d(), data.source(), data.storage());
   std::vector<double>& y = out->mutable_y();
   y.resize(rows.size());
+  const std::size_t bytes = data.row_bytes();
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    std::memcpy(out->mutable_row(i), data.row(rows[i]), data.stride() * sizeof(double));
+    if (data.storage() == Storage::f32)
+      std::memcpy(out->mutable_row_f32(i), data.row_f32(rows[i]), bytes);
+    else
+      std::memcpy(out->mutable_row(i), data.row(rows[i]), bytes);
     y[i] = data.y()[rows[i]];
   }
   return out;
@@ -89,7 +237,7 @@ std::shared_ptr<const Dataset> gather_rows(const Dataset& data, const std::vecto
   for (const Index r : rows)
     if (r >= lo && r < hi) {
       mine.push_back(data.y()[r - lo]);
-      mine.insert(mine.end(), data.row(r - lo), data.row(r - lo) + d);
+      for (std::size_t j = 0; j < d; ++j) mine.push_back(data.value(r - lo, j));
     }
   const std::vector<double> all = s->link->gather_in_order(mine);
   if (all.size() != rows.size() * (d + 1))
@@ -101,6 +249,7 @@ std::shared_ptr<const Dataset> gather_rows(const Dataset& data, const std::vecto
     y[i] = all[i * (d + 1)];
     std::memcpy(out->mutable_row(i), all.data() + i * (d + 1) + 1, d * sizeof(double));
   }
+  if (data.storage() == Storage::f32) out->store_as_f32();  // exact: the values were floats
   return out;
 }
 

@@ -324,8 +324,10 @@ void read_npy_rows(const InputFile& f, const NpyLayout& L, const detail::LoaderB
     std::vector<char>& buf = buffers.local();
     buf.resize((r1 - r0) * row_bytes);
     f.read_at(buf.data(), data_off + r0 * row_bytes, buf.size());
+    const bool f32 = ds.storage() == Storage::f32;
     for (std::size_t r = r0; r < r1; ++r) {
-      double* x = ds.mutable_row(r);
+      double* x = f32 ? nullptr : ds.mutable_row(r);
+      float* xf = f32 ? ds.mutable_row_f32(r) : nullptr;
       const char* rowp = buf.data() + (r - r0) * row_bytes;
       for (std::size_t c = 0; c < ncols; ++c) {
         double v;
@@ -342,8 +344,14 @@ void read_npy_rows(const InputFile& f, const NpyLayout& L, const detail::LoaderB
         }
         if (c == 0) {
           y[r] = v;
-        } else {
+        } else if (!f32) {
           x[c - 1] = v;
+        } else {
+          xf[c - 1] = static_cast<float>(v);
+          if (std::isinf(xf[c - 1])) {  // finite, but beyond float's range
+            bad[blk] = {r * ncols + c, v};
+            return;
+          }
         }
       }
     }
@@ -358,14 +366,17 @@ void read_npy_rows(const InputFile& f, const NpyLayout& L, const detail::LoaderB
   }
   for (const auto& [flat, v] : bad) {
     if (flat == none) continue;
-    fail(RowLocator{path, false, first}.prefix(flat / ncols, flat % ncols + 1) +
-         (std::isnan(v) ? "NaN" : "Inf") + " is not allowed");
+    const std::string where = RowLocator{path, false, first}.prefix(flat / ncols, flat % ncols + 1);
+    if (std::isfinite(v))
+      fail(where + num_text(v) + " is beyond float32's range (3.4e38); use --storage f64");
+    fail(where + (std::isnan(v) ? "NaN" : "Inf") + " is not allowed");
   }
 }
 
-Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlocks& blocks) {
+Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlocks& blocks,
+                 Storage storage = Storage::f64) {
   const NpyLayout L = read_npy_layout(f);
-  Dataset ds(L.n, L.ncols - 1, f.path());
+  Dataset ds(L.n, L.ncols - 1, f.path(), storage);
   read_npy_rows(f, L, blocks, 0, ds);
   check_labels(ds.mutable_y(), labels, RowLocator{f.path(), false, 0});
   return ds;
@@ -373,11 +384,12 @@ Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlo
 
 }  // namespace
 
-NpyRows load_npy_part(const std::string& path, LabelDomain labels, int part, int parts) {
+NpyRows load_npy_part(const std::string& path, LabelDomain labels, int part, int parts,
+                      Storage storage) {
   const InputFile f(path);
   const NpyLayout L = read_npy_layout(f);
   const auto [first, last] = shard_rows(L.n, part, parts);
-  NpyRows out{Dataset(last - first, L.ncols - 1, path), first, L.n};
+  NpyRows out{Dataset(last - first, L.ncols - 1, path, storage), first, L.n};
   read_npy_rows(f, L, detail::LoaderBlocks{}, first, out.data);
   const auto y = out.data.y();
   if (labels == LabelDomain::binary)
@@ -389,8 +401,8 @@ NpyRows load_npy_part(const std::string& path, LabelDomain labels, int part, int
   return out;
 }
 
-Dataset load_npy(const std::string& path, LabelDomain labels) {
-  return npy_from(InputFile(path), labels, {});
+Dataset load_npy(const std::string& path, LabelDomain labels, Storage storage) {
+  return npy_from(InputFile(path), labels, {}, storage);
 }
 Dataset parse_npy(std::string_view text, const std::string& name, LabelDomain labels) {
   return npy_from(InputFile(text, name), labels, {});
@@ -400,7 +412,7 @@ Dataset detail::parse_npy_blocks(std::string_view text, const std::string& name,
   return npy_from(InputFile(text, name), labels, blocks);
 }
 
-Dataset load_dataset(const std::string& path, LabelDomain labels) {
+Dataset load_dataset(const std::string& path, LabelDomain labels, Storage storage) {
   const std::size_t dot = path.find_last_of('.');
   const std::size_t slash = path.find_last_of('/');
   std::string ext;
@@ -408,8 +420,13 @@ Dataset load_dataset(const std::string& path, LabelDomain labels) {
     ext = path.substr(dot);
     for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
+  if (ext == ".npy") return load_npy(path, labels, storage);
+  if (storage == Storage::f32) {
+    Dataset ds = load_dataset(path, labels, Storage::f64);
+    ds.store_as_f32();
+    return ds;
+  }
   if (ext == ".csv") return load_csv(path, labels);
-  if (ext == ".npy") return load_npy(path, labels);
   if (ext == ".svm" || ext == ".libsvm" || ext == ".svmlight") return load_libsvm(path, labels);
   fail(path + ": unknown data file type " + (ext.empty() ? "(no extension)" : "'" + ext + "'") +
        "; expected .csv, .npy or libsvm text (.svm, .libsvm, .svmlight)");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "flymc/core/atomic_file.hpp"
+#include "flymc/core/parallel.hpp"
 #include "flymc/data/loaders.hpp"
 
 namespace flymc {
@@ -159,16 +160,19 @@ std::optional<DataFormat> data_format_of(std::string_view path) {
   return std::nullopt;
 }
 
-void save_csv(const Dataset& ds, const std::string& path) {
-  DataWriter w(path, DataFormat::csv, ds.n(), ds.d());
-  w.append(ds.y().data(), ds.data(), ds.stride(), ds.n());
+namespace {
+void save_as(const Dataset& ds, const std::string& path, DataFormat format) {
+  DataWriter w(path, format, ds.n(), ds.d());
+  for (std::size_t lo = 0; lo < ds.n(); lo += kReduceGrain) {  // float rows widened per chunk
+    const std::size_t hi = std::min(ds.n(), lo + kReduceGrain);
+    w.append(ds.y().data() + lo, ds.rows(lo, hi).data(), ds.stride(), hi - lo);
+  }
   w.commit();
 }
+}  // namespace
 
-void save_npy(const Dataset& ds, const std::string& path) {
-  DataWriter w(path, DataFormat::npy, ds.n(), ds.d());
-  w.append(ds.y().data(), ds.data(), ds.stride(), ds.n());
-  w.commit();
-}
+void save_csv(const Dataset& ds, const std::string& path) { save_as(ds, path, DataFormat::csv); }
+
+void save_npy(const Dataset& ds, const std::string& path) { save_as(ds, path, DataFormat::npy); }
 
 }  // namespace flymc

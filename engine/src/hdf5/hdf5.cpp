@@ -147,8 +147,11 @@ Dataset load_hdf5(const std::string& spec, LabelDomain labels) {
   return read_dataset(ds, spec, labels);
 }
 
-Dataset load_data(const std::string& spec, LabelDomain labels) {
-  return hdf5_location(spec) ? load_hdf5(spec, labels) : load_dataset(spec, labels);
+Dataset load_data(const std::string& spec, LabelDomain labels, Storage storage) {
+  if (!hdf5_location(spec)) return load_dataset(spec, labels, storage);
+  Dataset ds = load_hdf5(spec, labels);
+  if (storage == Storage::f32) ds.store_as_f32();
+  return ds;
 }
 
 void save_hdf5(const Dataset& ds, const Hdf5Location& loc) {
@@ -167,7 +170,7 @@ void save_hdf5(const Dataset& ds, const Hdf5Location& loc) {
   std::vector<double> rows(ds.n() * (ds.d() + 1));
   for (std::size_t i = 0; i < ds.n(); ++i) {
     rows[i * (ds.d() + 1)] = ds.y()[i];
-    std::copy(ds.row(i), ds.row(i) + ds.d(), rows.data() + i * (ds.d() + 1) + 1);
+    for (std::size_t j = 0; j < ds.d(); ++j) rows[i * (ds.d() + 1) + 1 + j] = ds.value(i, j);
   }
   if (H5Dwrite(set.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) < 0)
     throw Error(loc.file + ": write failed", 74);

@@ -124,6 +124,12 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
       throw ConfigError("--test-bound-excess must be finite and >= 0, got " +
                         std::to_string(faults.bound_excess));
     if (!data) throw DataError("no data");
+    if (data->storage() != cfg.storage) {
+      auto name = [](Storage s) { return s == Storage::f32 ? "f32" : "f64"; };
+      throw ConfigError(data->source() + ": the data's features are held as " +
+                        name(data->storage()) + " but the run says --storage " + name(cfg.storage) +
+                        " (load them with that storage)");
+    }
     // Scalable MH's iterations go across a sharded data set's processes (docs/mpi.md); the
     // other samplers' do not yet: a chain would sum only its own process's rows.
     if (data->shard() != nullptr && (cfg.algo != Algo::smh || part != nullptr))

@@ -50,18 +50,19 @@ Partial chunk_stats(const Dataset& ds, const double* theta_p, std::size_t lo, st
   std::vector<double> dots(kBlock), roots(kBlock);
   for (std::size_t b0 = lo; b0 < hi; b0 += kBlock) {
     const std::size_t m = std::min(kBlock, hi - b0);
-    kernels::dots_packed(ds.row(b0), m, stride, theta_p, dots.data());
+    const RowsF64 rows = ds.rows(b0, b0 + m);
+    kernels::dots_packed(rows.data(), m, stride, theta_p, dots.data());
     for (std::size_t i = 0; i < m; ++i) {
       const std::size_t n = b0 + i;
       double sf, sg, w;
       fn(n, dots[i], sf, sg, w);
       p.f += sf;
-      const double* x = ds.row(n);
+      const double* x = rows.row(i);
       for (std::size_t j = 0; j < d; ++j) p.g[static_cast<Eigen::Index>(j)] += sg * x[j];
       if (want_h) roots[i] = std::sqrt(w);
     }
     if (want_h)
-      blas::syrk_scaled_rows(ds.row(b0), m, d, stride, roots.data(), block.get(), p.h.data());
+      blas::syrk_scaled_rows(rows.data(), m, d, stride, roots.data(), block.get(), p.h.data());
   }
   return p;
 }
@@ -111,7 +112,7 @@ void symmetrize_upper(Mat& h) { h.triangularView<Eigen::StrictlyLower>() = h.tra
 
 /// Σ log σ(t_n x_n·θ) over rows [lo, hi) (θ padded in `tp`).
 double chunk_log_lik(const Dataset& ds, const double* tp, std::size_t lo, std::size_t hi) {
-  return kernels::sum_log_sigmoid_signed(ds.row(lo), hi - lo, ds.stride(), ds.y().data() + lo, tp);
+  return ds.sum_log_sigmoid_signed(lo, hi, tp);
 }
 
 /// Σ log σ(t_n x_n·θ) over all rows, in fixed chunks (the same at any thread count, and over
@@ -175,7 +176,7 @@ double LogisticModel::log_lik_grad(const double* theta, double* grad) const {
         alignas(64) double a[kGradBlock], ls[kGradBlock], c[kGradBlock];
         for (std::size_t b0 = lo; b0 < hi; b0 += kGradBlock) {
           const std::size_t m = std::min(kGradBlock, hi - b0);
-          kernels::dots_packed(ds.row(b0), m, stride, theta, a);
+          ds.dots(b0, b0 + m, theta, a);
           for (std::size_t i = 0; i < m; ++i) a[i] *= y[b0 + i];
           kernels::log_sigmoid(a, ls, m);
           // ∂ log σ(a)/∂(x·θ) = t σ(−a) = t exp(log σ(a) − a).
@@ -185,7 +186,7 @@ double LogisticModel::log_lik_grad(const double* theta, double* grad) const {
           }
           kernels::exp(c, c, m);
           for (std::size_t i = 0; i < m; ++i) c[i] *= y[b0 + i];
-          kernels::weighted_row_sum(ds.row(b0), m, stride, c, 1, p.g.data());
+          ds.weighted_row_sum(b0, b0 + m, c, 1, p.g.data());
         }
         return p;
       },
@@ -350,9 +351,7 @@ LogisticBound LogisticBound::map_tuned(const LogisticModel& model, const Vec& th
                                        double slack) {
   const Dataset& ds = model.data();
   AlignedBuffer tp = padded(theta_map.data(), ds.d(), ds.stride());
-  const auto xi = [&](std::size_t n) {
-    return std::fabs(kernels::dot(ds.row(n), tp.get(), ds.stride()));
-  };
+  const auto xi = [&](std::size_t n) { return std::fabs(ds.dot(n, tp.get())); };
   return LogisticBound(model, xi, theta_map, slack);
 }
 

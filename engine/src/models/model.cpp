@@ -54,17 +54,15 @@ void detail::check_features(const Dataset& ds, const std::string& model) {
   const std::size_t first_bad = deterministic_reduce(
       ds.n(), kReduceGrain, none,
       [&](std::size_t lo, std::size_t hi) {
-        for (std::size_t i = lo; i < hi; ++i) {
-          const double* x = ds.row(i);
+        for (std::size_t i = lo; i < hi; ++i)
           for (std::size_t j = 0; j < d; ++j)
-            if (!(std::fabs(x[j]) <= kMaxFeature)) return i * d + j;
-        }
+            if (!(std::fabs(ds.value(i, j)) <= kMaxFeature)) return i * d + j;
         return none;
       },
       [](std::size_t a, std::size_t b) { return std::min(a, b); });
   if (first_bad == none) return;
   const std::size_t row = first_bad / d, col = first_bad % d;
-  const std::string value = number_text(ds.row(row)[col]);
+  const std::string value = number_text(ds.value(row, col));
   const std::size_t first = ds.shard() != nullptr ? ds.shard()->first_row : 0;  // the file's row
   throw DataError(ds.source() + ": row " + std::to_string(first + row + 1) + ": field " +
                   std::to_string(col + 2) + " (x" + std::to_string(col + 1) + "): feature " +

@@ -103,9 +103,9 @@ Stats data_stats(const Dataset& ds, const double* theta_p, bool want_grad, int n
         BlockOut out{want_grad ? gc : nullptr, {hw0, hw1}};
         for (std::size_t b0 = lo; b0 < hi; b0 += kBlock) {
           const std::size_t m = std::min(kBlock, hi - b0);
-          kernels::dots_packed(ds.row(b0), m, stride, theta_p, psi);
+          ds.dots(b0, b0 + m, theta_p, psi);
           p.f += fn(b0, m, static_cast<const double*>(psi), out);
-          if (want_grad) kernels::weighted_row_sum(ds.row(b0), m, stride, gc, 1, p.g.data());
+          if (want_grad) ds.weighted_row_sum(b0, b0 + m, gc, 1, p.g.data());
           for (int k = 0; k < nh; ++k) {
             std::size_t np = 0, nn = 0;
             for (std::size_t i = 0; i < m; ++i) {
@@ -114,8 +114,8 @@ Stats data_stats(const Dataset& ds, const double* theta_p, bool want_grad, int n
               double* dst =
                   w < 0.0 ? neg_rows.get() + nn++ * stride : pos_rows.get() + np++ * stride;
               const double sw = std::sqrt(std::fabs(w));  // NaN stays NaN
-              const double* x = ds.row(b0 + i);
-              for (std::size_t j = 0; j < d; ++j) dst[j] = sw * x[j];
+              ds.copy_row(b0 + i, dst);
+              for (std::size_t j = 0; j < d; ++j) dst[j] *= sw;
             }
             blas::syrk_accumulate(pos_rows.get(), np, d, stride, p.h[k].data());
             if (nn > 0) {
@@ -249,7 +249,6 @@ std::vector<std::string> RobustModel::param_names() const {
 
 double RobustModel::log_lik(const double* theta) const {
   const Dataset& ds = *data_;
-  const std::size_t stride = ds.stride();
   const auto y = ds.y();
   // Σ log1p(r²/c) per chunk, then N·C − a·Σ: one multiplication for the whole sum.
   const double sum = deterministic_reduce(
@@ -259,7 +258,7 @@ double RobustModel::log_lik(const double* theta) const {
         double s = 0.0;
         for (std::size_t b0 = lo; b0 < hi; b0 += kBlock) {
           const std::size_t m = std::min(kBlock, hi - b0);
-          kernels::dots_packed(ds.row(b0), m, stride, theta, rs);
+          ds.dots(b0, b0 + m, theta, rs);
           for (std::size_t i = 0; i < m; ++i) rs[i] = y[b0 + i] - rs[i];
           log1p_r2c(t_, rs, l, m);
           for (std::size_t i = 0; i < m; ++i) s += l[i];
@@ -507,8 +506,7 @@ RobustBound RobustBound::map_tuned(const RobustModel& model, const Vec& theta_ma
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, ds.n(), kReduceGrain),
                     [&](const tbb::blocked_range<std::size_t>& rg) {
                       const std::size_t m = rg.size();
-                      kernels::dots_packed(ds.row(rg.begin()), m, ds.stride(), tp.get(),
-                                           xi.data() + rg.begin());
+                      ds.dots(rg.begin(), rg.begin() + m, tp.get(), xi.data() + rg.begin());
                       for (std::size_t n = rg.begin(); n < rg.end(); ++n)
                         xi[n] = std::fabs(y[n] - xi[n]);
                     });

@@ -224,8 +224,9 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const Vec* tangent, const 
         alignas(64) double psi0[kBlockVals], a[kBlockVals], c[kBlockVals];
         for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
           const std::size_t m = std::min(mb, hi - b0);
+          const RowsF64 rows = ds.rows(b0, b0 + m);
           if (tangent != nullptr) {
-            kernels::dots_packed_multi(ds.row(b0), m, stride, tangent_pad.get(), K, stride, psi0);
+            kernels::dots_packed_multi(rows.data(), m, stride, tangent_pad.get(), K, stride, psi0);
             sb.compute(psi0, m, K);
           }
           for (std::size_t i = 0; i < m; ++i) {
@@ -237,7 +238,7 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const Vec* tangent, const 
             r[2 * K] = tangent != nullptr ? sb.m[i] : 0.0;
             r[2 * K + 1] = tangent != nullptr ? sb.l[i] : log_k;
           }
-          kernels::dots_packed_multi(ds.row(b0), m, stride, anchor_pad_.get(), K, stride, a);
+          kernels::dots_packed_multi(rows.data(), m, stride, anchor_pad_.get(), K, stride, a);
           for (std::size_t i = 0; i < m; ++i) {
             const double* r = rec_.data() + (b0 + i) * R;
             const double* x = a + i * K;
@@ -250,8 +251,8 @@ SoftmaxBound::SoftmaxBound(const SoftmaxModel& model, const Vec* tangent, const 
             c[i * K + cls] += 1.0;
           }
           for (std::size_t k = 0; k < K; ++k)
-            kernels::weighted_row_sum(ds.row(b0), m, stride, c + k, K, st.g.data() + k * stride);
-          blas::syrk_accumulate(ds.row(b0), m, d, stride, st.s.data());
+            kernels::weighted_row_sum(rows.data(), m, stride, c + k, K, st.g.data() + k * stride);
+          blas::syrk_accumulate(rows.data(), m, d, stride, st.s.data());
         }
         return st;
       },
@@ -363,8 +364,8 @@ CurvatureChoice choose_curvature(double* r, std::uint16_t* ord, const double* M,
 
 /// The pair matrices A_kl += Σ w_{n,kl} x_n x_nᵀ over one block: rows scaled by √|w| and split
 /// by the sign of w, A += Q₊ᵀQ₊ − Q₋ᵀQ₋ (one SYRK each).
-void accumulate_pair_matrices(const Dataset& ds, std::size_t b0, std::size_t m, std::size_t npairs,
-                              std::size_t d, std::size_t stride, TightScratch& s, double* a_all) {
+void accumulate_pair_matrices(const double* rows, std::size_t m, std::size_t npairs, std::size_t d,
+                              std::size_t stride, TightScratch& s, double* a_all) {
   for (std::size_t pair = 0; pair < npairs; ++pair) {
     std::size_t np = 0, nn = 0;
     for (std::size_t i = 0; i < m; ++i) {
@@ -372,7 +373,7 @@ void accumulate_pair_matrices(const Dataset& ds, std::size_t b0, std::size_t m, 
       if (wi == 0.0) continue;
       double* dst = wi > 0.0 ? s.qpos.get() + (np++) * stride : s.qneg.get() + (nn++) * stride;
       const double sc = std::sqrt(std::fabs(wi));
-      const double* x = ds.row(b0 + i);
+      const double* x = rows + i * stride;
       for (std::size_t j = 0; j < d; ++j) dst[j] = sc * x[j];
     }
     double* a = a_all + pair * d * d;
@@ -420,22 +421,23 @@ struct SoftmaxBound::TightPass {
   }
 
   void block(std::size_t b0, std::size_t m, TightScratch& s, TightSums& st) const {
-    kernels::dots_packed_multi(ds.row(b0), m, stride, b.anchor_pad_.get(), K, stride, s.psi);
+    const RowsF64 rows = ds.rows(b0, b0 + m);
+    kernels::dots_packed_multi(rows.data(), m, stride, b.anchor_pad_.get(), K, stride, s.psi);
     if (tuned) s.sb.compute(s.psi, m, K);
-    laplace_moments(b0, m, s);
+    laplace_moments(rows.data(), m, s);
     for (std::size_t i = 0; i < m; ++i) datum(b0 + i, i, s, st);
     for (std::size_t k = 0; k < K; ++k)
-      kernels::weighted_row_sum(ds.row(b0), m, stride, s.coef + k, K, st.g.data() + k * stride);
-    accumulate_pair_matrices(ds, b0, m, npairs, d, stride, s, st.a.data());
+      kernels::weighted_row_sum(rows.data(), m, stride, s.coef + k, K, st.g.data() + k * stride);
+    accumulate_pair_matrices(rows.data(), m, npairs, d, stride, s, st.a.data());
   }
 
   /// Cov(ψ_n)[k,l] = x_nᵀ C_kl x_n, C_kl the (k,l) D×D block of the Laplace covariance.
-  void laplace_moments(std::size_t b0, std::size_t m, TightScratch& s) const {
+  void laplace_moments(const double* rows, std::size_t m, TightScratch& s) const {
     for (std::size_t k = 0; k < K; ++k)
       for (std::size_t l = k; l < K; ++l) {
-        blas::gemm_at_xt(cov + (l * d) * ldc + k * d, ldc, ds.row(b0), m, d, stride, s.ybuf.data());
+        blas::gemm_at_xt(cov + (l * d) * ldc + k * d, ldc, rows, m, d, stride, s.ybuf.data());
         for (std::size_t i = 0; i < m; ++i) {
-          const double* x = ds.row(b0 + i);
+          const double* x = rows + i * stride;
           const double* yi = s.ybuf.data() + i * d;
           double acc = 0.0;
           for (std::size_t j = 0; j < d; ++j) acc += x[j] * yi[j];

@@ -76,7 +76,7 @@ double SoftmaxModel::log_lik(const double* theta) const {
         double f = 0.0;
         for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
           const std::size_t m = std::min(mb, hi - b0);
-          kernels::dots_packed_multi(ds.row(b0), m, stride, theta, K, stride, psi);
+          ds.dots_multi(b0, b0 + m, theta, K, stride, psi);
           sb.compute(psi, m, K);
           // log L_n = (ψ_y − m) − l: exact 0 − l when y is the argmax.
           for (std::size_t i = 0; i < m; ++i) f += (psi[i * K + y[b0 + i]] - sb.m[i]) - sb.l[i];
@@ -101,7 +101,7 @@ double SoftmaxModel::log_lik_grad(const double* theta, double* grad) const {
         // L2 (≤ 256 rows), by the K weighted row sums.
         for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
           const std::size_t m = std::min(mb, hi - b0);
-          kernels::dots_packed_multi(ds.row(b0), m, stride, theta, K, stride, psi);
+          ds.dots_multi(b0, b0 + m, theta, K, stride, psi);
           sb.compute(psi, m, K);
           for (std::size_t i = 0; i < m; ++i) {
             const std::uint32_t c = y[b0 + i];
@@ -112,8 +112,7 @@ double SoftmaxModel::log_lik_grad(const double* theta, double* grad) const {
             p[c] += 1.0;
           }
           for (std::size_t k = 0; k < K; ++k)
-            kernels::weighted_row_sum(ds.row(b0), m, stride, sb.p + k, K,
-                                      part.g.data() + k * stride);
+            ds.weighted_row_sum(b0, b0 + m, sb.p + k, K, part.g.data() + k * stride);
         }
         return part;
       },
@@ -151,7 +150,8 @@ MapResult SoftmaxModel::newton(const Prior& prior, Vec theta, double tol, int ma
           AlignedBuffer q = want_hess ? aligned_zeros(mb * stride) : AlignedBuffer();
           for (std::size_t b0 = lo; b0 < hi; b0 += mb) {
             const std::size_t m = std::min(mb, hi - b0);
-            kernels::dots_packed_multi(ds.row(b0), m, stride, tp.get(), K, stride, psi);
+            const RowsF64 rows = ds.rows(b0, b0 + m);
+            kernels::dots_packed_multi(rows.data(), m, stride, tp.get(), K, stride, psi);
             sb.compute(psi, m, K);
             for (std::size_t i = 0; i < m; ++i)
               st.f += (psi[i * K + y[b0 + i]] - sb.m[i]) - sb.l[i];
@@ -159,7 +159,7 @@ MapResult SoftmaxModel::newton(const Prior& prior, Vec theta, double tol, int ma
               for (std::size_t i = 0; i < m * K; ++i) c[i] = -sb.p[i];
               for (std::size_t i = 0; i < m; ++i) c[i * K + y[b0 + i]] += 1.0;
               for (std::size_t k = 0; k < K; ++k)
-                kernels::weighted_row_sum(ds.row(b0), m, stride, c + k, K,
+                kernels::weighted_row_sum(rows.data(), m, stride, c + k, K,
                                           st.g.data() + k * stride);
             }
             if (!want_hess) continue;
@@ -168,7 +168,7 @@ MapResult SoftmaxModel::newton(const Prior& prior, Vec theta, double tol, int ma
               for (std::size_t l = k + 1; l < K; ++l, ++pair) {
                 for (std::size_t i = 0; i < m; ++i) {
                   const double w = std::sqrt(sb.p[i * K + k] * sb.p[i * K + l]);
-                  const double* x = ds.row(b0 + i);
+                  const double* x = rows.row(i);
                   double* s = q.get() + i * stride;
                   for (std::size_t j = 0; j < d; ++j) s[j] = w * x[j];
                 }

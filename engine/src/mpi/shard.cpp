@@ -104,11 +104,11 @@ void check_one_coding(const std::string& path, RowLink& link, const NpyRows& par
 std::shared_ptr<RowLink> row_link(MPI_Comm comm) { return std::make_shared<CommLink>(comm); }
 
 std::shared_ptr<const Dataset> load_shard(MPI_Comm comm, const std::string& path,
-                                          LabelDomain labels) {
+                                          LabelDomain labels, Storage storage) {
   auto link = row_link(comm);
   std::shared_ptr<Dataset> data;
   NpyRows part;
-  agree(comm, [&] { part = load_npy_part(path, labels, link->part(), link->parts()); });
+  agree(comm, [&] { part = load_npy_part(path, labels, link->part(), link->parts(), storage); });
   agree(comm, [&] {
     check_one_coding(path, *link, part);
     data = std::make_shared<Dataset>(std::move(part.data));

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "flymc/core/storage.hpp"
+
 namespace flymc {
 
 /// FlyMC, regular full-data MCMC, one of the approximate subsampling samplers: minibatch
@@ -162,6 +164,8 @@ struct RunConfig {
   long thin = 1;       ///< keep every thin-th sampling iteration
   std::uint64_t seed = 1;
   int threads = 0;  ///< 0: all cores
+  /// How the data's features are held (the loaders read them so; run() checks the data agree).
+  Storage storage = Storage::f64;
   double prior_sd = 1.0;
   double student_nu = 4.0;   ///< robust regression: Student-t degrees of freedom ν (paper: 4)
   double noise_scale = 1.0;  ///< robust regression: the Student-t scale s

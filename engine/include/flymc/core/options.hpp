@@ -61,6 +61,7 @@ inline constexpr EnumName<PdmpPrecondition> kPdmpPreconditionNames[] = {
     {PdmpPrecondition::laplace, "laplace"},
     {PdmpPrecondition::laplace_diag, "laplace-diag"},
     {PdmpPrecondition::none, "none"}};
+inline constexpr EnumName<Storage> kStorageNames[] = {{Storage::f64, "f64"}, {Storage::f32, "f32"}};
 
 /// The name table of enum E (the argument only selects the overload).
 constexpr std::span<const EnumName<Algo>> enum_names(Algo) noexcept { return kAlgoNames; }
@@ -91,6 +92,8 @@ constexpr std::span<const EnumName<SmhProposal>> enum_names(SmhProposal) noexcep
 constexpr std::span<const EnumName<PdmpPrecondition>> enum_names(PdmpPrecondition) noexcept {
   return kPdmpPreconditionNames;
 }
+
+constexpr std::span<const EnumName<Storage>> enum_names(Storage) noexcept { return kStorageNames; }
 
 /// The name of `v`, "?" for a value outside the table.
 template <class E>

@@ -41,7 +41,9 @@ namespace flymc {
 /// Loads a CSV file (see the file comment for the format). The Dataset's source() is `path`.
 Dataset load_csv(const std::string& path, LabelDomain labels);
 /// Loads an NPY file (see the file comment for the format). The Dataset's source() is `path`.
-Dataset load_npy(const std::string& path, LabelDomain labels);
+/// With float storage the values are rounded as each block is read (no double copy is held); a
+/// finite value beyond float's range is a DataError naming its row and field.
+Dataset load_npy(const std::string& path, LabelDomain labels, Storage storage = Storage::f64);
 inline constexpr std::size_t none_row = static_cast<std::size_t>(-1);
 /// Part `part` of `parts` of an NPY file's rows (shard_rows() deals them), read and checked as
 /// load_npy reads and checks them (messages name the file's row numbers), and nothing else of the
@@ -55,7 +57,8 @@ struct NpyRows {
   std::size_t first_zero = none_row;   ///< file row of the first label 0 (binary labels)
   std::size_t first_minus = none_row;  ///< file row of the first label -1 (binary labels)
 };
-NpyRows load_npy_part(const std::string& path, LabelDomain labels, int part, int parts);
+NpyRows load_npy_part(const std::string& path, LabelDomain labels, int part, int parts,
+                      Storage storage = Storage::f64);
 /// Parses CSV text held in memory exactly as load_csv parses a file; `name` stands for the path
 /// in messages and is the Dataset's source().
 Dataset parse_csv(std::string_view text, const std::string& name, LabelDomain labels);
@@ -66,8 +69,9 @@ Dataset load_libsvm(const std::string& path, LabelDomain labels);
 /// Parses libsvm text held in memory exactly as load_libsvm parses a file.
 Dataset parse_libsvm(std::string_view text, const std::string& name, LabelDomain labels);
 /// Dispatches on the extension: ".csv", ".npy", or ".svm", ".libsvm", ".svmlight"
-/// (case-insensitive); anything else is a DataError.
-Dataset load_dataset(const std::string& path, LabelDomain labels);
+/// (case-insensitive); anything else is a DataError. With float storage, formats other than NPY
+/// are read as doubles and then rounded (Dataset::store_as_f32).
+Dataset load_dataset(const std::string& path, LabelDomain labels, Storage storage = Storage::f64);
 
 /// A data set from arrays in memory (the Python module's NumPy arrays): `x` holds N rows of `d`
 /// features, row-major, `y` the N labels. Values are checked as the loaders check a file's (NaN

@@ -32,7 +32,7 @@ Dataset load_hdf5(const std::string& spec, LabelDomain labels);
 
 /// What the command line loads a `--data` argument with: load_hdf5 for an HDF5 spec, else
 /// load_dataset (CSV, NPY, libsvm by extension).
-Dataset load_data(const std::string& spec, LabelDomain labels);
+Dataset load_data(const std::string& spec, LabelDomain labels, Storage storage = Storage::f64);
 
 /// Writes `ds` as a float64 (N, D+1) dataset `loc.dataset` (its groups created) in a new file
 /// `loc.file` (an existing file is replaced). For tests and conversions.

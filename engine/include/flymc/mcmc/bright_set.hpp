@@ -151,7 +151,7 @@ class BrightSet {
     bits_[n >> 6] |= std::uint64_t{1} << (n & 63);
     idx_[nb_] = n;
     pos_.insert(n, static_cast<Index>(nb_));
-    std::memcpy(rows_.get() + nb_ * stride_, data_->row(n), stride_ * sizeof(double));
+    data_->copy_row(n, rows_.get() + nb_ * stride_);
     llt_[nb_] = log_lt;
     if (k_ > 0) {
       for (std::size_t k = 0; k < k_; ++k) coef_[nb_ * k_ + k] = coef != nullptr ? coef[k] : 0.0;
@@ -212,13 +212,15 @@ class BrightSet {
     std::size_t ones = 0;
     for (std::uint64_t w : bits_) ones += static_cast<std::size_t>(std::popcount(w));
     if (ones != nb_) throw std::logic_error("BrightSet: membership bits do not count size()");
+    const AlignedBuffer row = aligned_zeros(stride_);
     for (std::size_t i = 0; i < nb_; ++i) {
       const Index n = idx_[i];
       if (n >= n_ || !is_bright(n)) throw std::logic_error("BrightSet: a listed datum is dark");
       if (!pos_.contains(n) || pos_.find(n) != i)
         throw std::logic_error("BrightSet: position of " + std::to_string(n) +
                                " != " + std::to_string(i));
-      if (std::memcmp(rows_.get() + i * stride_, data_->row(n), stride_ * sizeof(double)) != 0)
+      data_->copy_row(n, row.get());
+      if (std::memcmp(rows_.get() + i * stride_, row.get(), stride_ * sizeof(double)) != 0)
         throw std::logic_error("BrightSet: packed row " + std::to_string(i) + " is stale");
     }
   }

@@ -14,13 +14,21 @@ namespace flymc {
 inline void gather_predictors(std::size_t K, const Dataset& data, const Index* idx, std::size_t k,
                               const double* theta_pad, double* out) noexcept {
   if (K == 1) {
-    kernels::dots_gather(data.data(), data.stride(), idx, k, theta_pad, out);
+    data.dots_gather(idx, k, theta_pad, out);
   } else {
-    kernels::dots_gather_multi(data.data(), data.stride(), idx, k, theta_pad, K, data.stride(),
-                               out);
+    data.dots_gather_multi(idx, k, theta_pad, K, data.stride(), out);
   }
 }
-/// The same for contiguous rows.
+/// The same for rows [lo, hi) of `data`.
+inline void range_predictors(std::size_t K, const Dataset& data, std::size_t lo, std::size_t hi,
+                             const double* theta_pad, double* out) noexcept {
+  if (K == 1) {
+    data.dots(lo, hi, theta_pad, out);
+  } else {
+    data.dots_multi(lo, hi, theta_pad, K, data.stride(), out);
+  }
+}
+/// The same for contiguous rows of doubles.
 inline void packed_predictors(std::size_t K, const double* rows, std::size_t nrows,
                               std::size_t stride, const double* theta_pad, double* out) noexcept {
   if (K == 1) {

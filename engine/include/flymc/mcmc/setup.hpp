@@ -48,7 +48,7 @@ std::vector<double> mean_dark_probability(const Bound& bound, const Dataset& dat
     for (std::size_t i = 0; i < len; ++i) idx[i] = static_cast<Index>(lo + i);
     std::vector<double> preds(len * K), delta(len);
     for (std::size_t t = 0; t < m; ++t) {
-      packed_predictors(K, data.row(lo), len, data.stride(), pads[t].get(), preds.data());
+      range_predictors(K, data, lo, lo + len, pads[t].get(), preds.data());
       bound.deltas(idx.data(), preds.data(), len, delta.data());
       for (std::size_t i = 0; i < len; ++i) delta[i] = -delta[i];
       kernels::exp(delta.data(), delta.data(), len);

@@ -47,7 +47,7 @@ inline constexpr std::size_t kPrefetchBlock = 64;
 /// BM_EngineImplicitZ / BM_EngineExplicitZ at N = 12,000).
 inline constexpr std::size_t kPrefetchMinBytes = std::size_t{8} << 20;
 inline bool worth_prefetching(const Dataset& data) noexcept {
-  return data.n() * data.stride() * sizeof(double) >= kPrefetchMinBytes;
+  return data.n() * data.row_bytes() >= kPrefetchMinBytes;
 }
 
 /// Starts loading everything a z-update reads for the data idx[0, k): every cache line of the

@@ -64,7 +64,7 @@ std::shared_ptr<RowLink> row_link(MPI_Comm comm);
 /// (all chains, which run in turn, each proposal's test collective) and gets the one-process
 /// draws; the other samplers refuse a shard (ConfigError).
 std::shared_ptr<const Dataset> load_shard(MPI_Comm comm, const std::string& path,
-                                          LabelDomain labels);
+                                          LabelDomain labels, Storage storage = Storage::f64);
 
 /// Runs the `cfg.chains` chains of one run on the processes of `comm` (collective). Every
 /// process passes the same configuration and the same data (checked), its own sinks (each makes

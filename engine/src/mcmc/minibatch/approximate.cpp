@@ -58,8 +58,8 @@ void ApproxChain::metric_step(double scale, double* out) {
 void ApproxChain::batch_log_ratios(const Index* idx, std::size_t k, double* out) {
   a_.resize(k);
   b_.resize(k);
-  kernels::dots_gather(data_.data(), data_.stride(), idx, k, prop_pad_.get(), b_.data());
-  kernels::dots_gather(data_.data(), data_.stride(), idx, k, cur_pad_.get(), a_.data());
+  data_.dots_gather(idx, k, prop_pad_.get(), b_.data());
+  data_.dots_gather(idx, k, cur_pad_.get(), a_.data());
   const auto y = data_.y();
   for (std::size_t i = 0; i < k; ++i) {
     a_[i] *= y[idx[i]];
@@ -74,14 +74,19 @@ void ApproxChain::batch_log_ratios(const Index* idx, std::size_t k, double* out)
 /// grad += Σ_i ∇ log σ(t_i x_i·θ) = Σ_i t_i σ(−t_i a_i) x_i over the data idx[0..k).
 void ApproxChain::batch_gradient(const Index* idx, std::size_t k, double* grad) {
   a_.resize(k);
-  kernels::dots_gather(data_.data(), data_.stride(), idx, k, cur_pad_.get(), a_.data());
+  data_.dots_gather(idx, k, cur_pad_.get(), a_.data());
   const auto y = data_.y();
   for (std::size_t i = 0; i < k; ++i) a_[i] *= -y[idx[i]];
   kernels::log_sigmoid(a_.data(), a_.data(), k);  // log σ(−t a)
+  auto add = [&](const auto* x, double c) {       // a row of doubles or floats
+    for (std::size_t j = 0; j < p_; ++j) grad[j] += c * static_cast<double>(x[j]);
+  };
   for (std::size_t i = 0; i < k; ++i) {
     const double c = y[idx[i]] * std::exp(a_[i]);
-    const double* x = data_.row(idx[i]);
-    for (std::size_t j = 0; j < p_; ++j) grad[j] += c * x[j];
+    if (data_.storage() == Storage::f32)
+      add(data_.row_f32(idx[i]), c);
+    else
+      add(data_.row(idx[i]), c);
   }
   res_.counters.queries += k;
   ++res_.counters.grad_evals;

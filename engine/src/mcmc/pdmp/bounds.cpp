@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "flymc/core/parallel.hpp"
 #include "flymc/kernels/kernels.hpp"
 
 namespace flymc::pdmp {
@@ -41,11 +42,11 @@ LogisticPdmpConstants LogisticPdmpConstants::make(const LogisticModel& model, co
   c.theta_map.assign(theta_map.data(), theta_map.data() + c.p);
   c.grad_lik_map.assign(c.p, 0.0);
   c.coef_map.resize(c.n);
-  AlignedBuffer tp = aligned_zeros(ds.stride());
+  AlignedBuffer tp = aligned_zeros(ds.stride()), buf = aligned_zeros(ds.stride());
   std::copy(c.theta_map.begin(), c.theta_map.end(), tp.get());
   const auto y = ds.y();
   for (std::size_t i = 0; i < c.n; ++i) {
-    const double* x = ds.row(i);
+    const double* x = ds.row_f64(i, buf.get());
     double norm2 = 0.0;
     for (std::size_t j = 0; j < c.p; ++j) norm2 += x[j] * x[j];
     const double norm = std::sqrt(norm2);
@@ -63,10 +64,14 @@ void LogisticPdmpConstants::fill_curvature(const LogisticModel& model) {
   using Stride = Eigen::OuterStride<>;
   const Dataset& ds = model.data();
   const auto pp = static_cast<Eigen::Index>(p);
-  const Eigen::Map<const RowMat, 0, Stride> x(ds.data(), static_cast<Eigen::Index>(n), pp,
-                                              Stride(static_cast<Eigen::Index>(ds.stride())));
   curvature = Mat::Zero(pp, pp);
-  curvature.selfadjointView<Eigen::Lower>().rankUpdate(x.transpose(), 0.25);
+  for (std::size_t lo = 0; lo < n; lo += kReduceGrain) {  // in chunks: rows may be floats
+    const std::size_t hi = std::min(n, lo + kReduceGrain);
+    const RowsF64 rows = ds.rows(lo, hi);
+    const Eigen::Map<const RowMat, 0, Stride> x(rows.data(), static_cast<Eigen::Index>(hi - lo), pp,
+                                                Stride(static_cast<Eigen::Index>(ds.stride())));
+    curvature.selfadjointView<Eigen::Lower>().rankUpdate(x.transpose(), 0.25);
+  }
   curvature = curvature.selfadjointView<Eigen::Lower>();
   if (q.size() == 0) {
     curvature.diagonal().array() += precision;
@@ -82,7 +87,7 @@ void LogisticPdmpConstants::fill_zigzag(const LogisticModel& model, bool control
   for (std::size_t j = 0; j < p; ++j) {
     double total = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
-      w[i] = std::fabs(ds.row(i)[j]) * (control_variates ? norm[i] : 1.0);
+      w[i] = std::fabs(ds.value(i, j)) * (control_variates ? norm[i] : 1.0);
       total += w[i];
     }
     if (total > 0.0) pick[j] = AliasTable(w);

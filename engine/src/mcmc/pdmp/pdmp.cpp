@@ -1,5 +1,6 @@
 #include "flymc/mcmc/pdmp/pdmp.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -8,6 +9,7 @@
 #include "bouncy.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/core/parallel.hpp"
 #include "zigzag.hpp"
 
 namespace flymc {
@@ -44,13 +46,18 @@ Mat chain_transform(const RunConfig& cfg, const MapResult& map) {
 std::shared_ptr<const Dataset> transformed_data(const Dataset& ds, const Mat& t) {
   using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Stride = Eigen::OuterStride<>;
+  // Doubles even from float storage: the products of the stored values, not rounded again.
   auto out = std::make_shared<Dataset>(ds.n(), ds.d(), ds.source());
-  const auto n = static_cast<Eigen::Index>(ds.n()), p = static_cast<Eigen::Index>(ds.d());
-  const Eigen::Map<const RowMat, 0, Stride> x(ds.data(), n, p,
-                                              Stride(static_cast<Eigen::Index>(ds.stride())));
-  Eigen::Map<RowMat, 0, Stride> y(out->mutable_row(0), n, p,
-                                  Stride(static_cast<Eigen::Index>(out->stride())));
-  y.noalias() = x * t;
+  const auto p = static_cast<Eigen::Index>(ds.d());
+  const Stride stride(static_cast<Eigen::Index>(ds.stride()));
+  for (std::size_t lo = 0; lo < ds.n(); lo += kReduceGrain) {  // in chunks: rows may be floats
+    const std::size_t hi = std::min(ds.n(), lo + kReduceGrain);
+    const auto m = static_cast<Eigen::Index>(hi - lo);
+    const RowsF64 rows = ds.rows(lo, hi);
+    const Eigen::Map<const RowMat, 0, Stride> x(rows.data(), m, p, stride);
+    Eigen::Map<RowMat, 0, Stride> y(out->mutable_row(lo), m, p, stride);
+    y.noalias() = x * t;
+  }
   out->mutable_y().assign(ds.y().begin(), ds.y().end());
   return out;
 }

@@ -26,7 +26,7 @@ const double* PdmpShared::to_theta(const double* u, double* theta) const noexcep
 
 void DatumGradients::coefficients(const Index* idx, std::size_t k, const double* theta_pad,
                                   double* coef) {
-  kernels::dots_gather(data_.data(), data_.stride(), idx, k, theta_pad, coef);
+  data_.dots_gather(idx, k, theta_pad, coef);
   const auto y = data_.y();
   for (std::size_t i = 0; i < k; ++i) coef[i] = pdmp::logistic_coef(y[idx[i]], coef[i]);
   counters_.queries += k;
@@ -34,22 +34,26 @@ void DatumGradients::coefficients(const Index* idx, std::size_t k, const double*
 
 double DatumGradients::coefficient(Index j, const double* theta_pad) {
   ++counters_.queries;
-  return pdmp::logistic_coef(data_.y()[j], kernels::dot(data_.row(j), theta_pad, data_.stride()));
+  return pdmp::logistic_coef(data_.y()[j], data_.dot(j, theta_pad));
 }
 
 void DatumGradients::accumulate(const Index* idx, std::size_t k, const double* coef, double scale,
                                 double* grad) const noexcept {
   const std::size_t p = data_.d();
+  auto add = [&](const auto* x, double c) {  // a row of doubles or floats
+    for (std::size_t j = 0; j < p; ++j) grad[j] += c * static_cast<double>(x[j]);
+  };
   for (std::size_t i = 0; i < k; ++i) {
-    const double c = scale * coef[i];
-    const double* x = data_.row(idx[i]);
-    for (std::size_t j = 0; j < p; ++j) grad[j] += c * x[j];
+    if (data_.storage() == Storage::f32)
+      add(data_.row_f32(idx[i]), scale * coef[i]);
+    else
+      add(data_.row(idx[i]), scale * coef[i]);
   }
 }
 
 void DatumGradients::projections(const Index* idx, std::size_t k, const double* coef,
                                  const double* w_pad, double* proj) {
-  kernels::dots_gather(data_.data(), data_.stride(), idx, k, w_pad, proj);
+  data_.dots_gather(idx, k, w_pad, proj);
   for (std::size_t i = 0; i < k; ++i) proj[i] *= coef[i];
 }
 

@@ -109,7 +109,7 @@ double ZigZagChain::estimate(std::size_t j) {
   std::copy(theta_.begin(), theta_.end(), theta_pad_.get());
   const Index J = take_datum(j);
   const double coef = grads_.coefficient(J, theta_pad_.get());
-  const double sign = sh_.model.data().row(J)[j] > 0.0 ? 1.0 : -1.0;  // w_Jj > 0: x_Jj ≠ 0
+  const double sign = sh_.model.data().value(J, j) > 0.0 ? 1.0 : -1.0;  // w_Jj > 0: x_Jj ≠ 0
   if (!cv_) return prior + coef * sign * c.pick[j].total();
   return prior + (coef - c.coef_map[J]) * sign * (c.pick[j].total() / c.norm[J]);
 }

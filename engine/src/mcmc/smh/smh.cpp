@@ -65,8 +65,9 @@ using RowBlock =
     Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
                Eigen::OuterStride<>>;
 
-RowBlock rows(const Dataset& ds, std::size_t lo, std::size_t hi) {
-  return RowBlock(ds.row(lo), static_cast<Eigen::Index>(hi - lo), static_cast<Eigen::Index>(ds.d()),
+/// Rows [lo, hi) of `ds` (widened in `x`) as an (hi − lo) × D matrix.
+RowBlock rows(const Dataset& ds, const RowsF64& x, std::size_t lo, std::size_t hi) {
+  return RowBlock(x.data(), static_cast<Eigen::Index>(hi - lo), static_cast<Eigen::Index>(ds.d()),
                   Eigen::OuterStride<>(static_cast<Eigen::Index>(ds.stride())));
 }
 
@@ -76,11 +77,11 @@ struct Expansion {
   Mat h;
 };
 
-/// Adds Σ_i w_i x_i x_iᵀ over rows [lo, lo + w.size()) of `ds` to h's upper triangle (BLAS
-/// SYRK on rows scaled by √|w_i|). The logistic weights are never negative; robust regression's
-/// are where a residual is beyond √c (the Student-t log-likelihood is convex there), and those
-/// rows are subtracted as a second rank update.
-void add_weighted_outer(Mat& h, const Dataset& ds, std::size_t lo, const std::vector<double>& w) {
+/// Adds Σ_i w_i x_i x_iᵀ over the rows `x` (w.size() of them, `ds`'s stride) to h's upper triangle
+/// (BLAS SYRK on rows scaled by √|w_i|). The logistic weights are never negative; robust
+/// regression's are where a residual is beyond √c (the Student-t log-likelihood is convex there),
+/// and those rows are subtracted as a second rank update.
+void add_weighted_outer(Mat& h, const Dataset& ds, const double* x, const std::vector<double>& w) {
   const std::size_t d = ds.d(), stride = ds.stride();
   constexpr std::size_t kBlock = blas::kSyrkRows;
   AlignedBuffer block = aligned_zeros(kBlock * stride);
@@ -91,7 +92,7 @@ void add_weighted_outer(Mat& h, const Dataset& ds, std::size_t lo, const std::ve
     for (std::size_t b0 = 0; b0 < w.size(); b0 += kBlock) {
       const std::size_t m = std::min(kBlock, w.size() - b0);
       for (std::size_t i = 0; i < m; ++i) roots[i] = std::sqrt(std::max(sign * w[b0 + i], 0.0));
-      blas::syrk_scaled_rows(ds.row(lo + b0), m, d, stride, roots.data(), block.get(), h.data(),
+      blas::syrk_scaled_rows(x + b0 * stride, m, d, stride, roots.data(), block.get(), h.data(),
                              sign);
     }
   }
@@ -129,7 +130,8 @@ void expand_at_theta_hat(SmhShared& sh) {
       ds, Expansion{},
       [&](std::size_t lo, std::size_t hi) {
         std::vector<double> s(hi - lo), w(hi - lo);
-        kernels::dots_packed(ds.row(lo), hi - lo, ds.stride(), th.get(), s.data());
+        const RowsF64 xr = ds.rows(lo, hi);
+        kernels::dots_packed(xr.data(), hi - lo, ds.stride(), th.get(), s.data());
         Expansion part{Vec::Zero(dd), Mat::Zero(dd, dd)};
         Vec coef(static_cast<Eigen::Index>(hi - lo));
         for (std::size_t i = 0; i < hi - lo; ++i) {
@@ -141,9 +143,9 @@ void expand_at_theta_hat(SmhShared& sh) {
           coef[static_cast<Eigen::Index>(i)] = sign * t.f1;
           w[i] = -t.f2;
         }
-        const RowBlock x = rows(ds, lo, hi);
+        const RowBlock x = rows(ds, xr, lo, hi);
         part.g.noalias() = x.transpose() * coef;
-        add_weighted_outer(part.h, ds, lo, w);
+        add_weighted_outer(part.h, ds, xr.data(), w);
         return part;
       },
       [](Expansion acc, Expansion part) {
@@ -178,10 +180,11 @@ void bound_constants(SmhShared& sh) {
   const double c = sh.m / 6.0 * (1.0 + 1e-9);
   chunked_for(n, kReduceGrain, [&](std::size_t lo, std::size_t hi) {
     Mat y(dd, static_cast<Eigen::Index>(hi - lo));  // column i: H⁻¹ x_i
-    blas::gemm_at_xt(hinv.data(), static_cast<std::size_t>(dd), ds.row(lo), hi - lo,
+    const RowsF64 xr = ds.rows(lo, hi);
+    blas::gemm_at_xt(hinv.data(), static_cast<std::size_t>(dd), xr.data(), hi - lo,
                      static_cast<std::size_t>(dd), ds.stride(), y.data());
     for (std::size_t i = lo; i < hi; ++i) {
-      const double* x = ds.row(i);
+      const double* x = xr.row(i - lo);
       const double* yi = y.data() + (i - lo) * static_cast<std::size_t>(dd);
       double q = 0.0;
       for (Eigen::Index j = 0; j < dd; ++j) q += x[j] * yi[j];

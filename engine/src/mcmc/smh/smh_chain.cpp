@@ -97,10 +97,9 @@ double SmhChain::log_quadratic_ratio() const {
 /// λ_n = −log min(1, exp(r_n(θ') − r_n(θ))) = max(0, r_n(θ) − r_n(θ')), a difference of the
 /// datum's gaps (SmhShared::remainder_change). The caller counts the two likelihood queries.
 double SmhChain::remainder_drop(Index n) const noexcept {
-  const double* x = data_.row(n);
   const SmhDatum& dat = sh_.datum[n];
-  const double e = kernels::dot(x, step_pad_.get(), data_.stride());
-  const double e2 = kernels::dot(x, step2_pad_.get(), data_.stride());
+  const double e = data_.dot(n, step_pad_.get());
+  const double e2 = data_.dot(n, step2_pad_.get());
   return std::max(0.0, sh_.remainder_change(dat, e, e2));
 }
 
@@ -139,9 +138,7 @@ bool SmhChain::all_data_test(double psi, SmhOutcome& o) {
 
 /// Starts loading what datum n's factor reads: its row and its record.
 void SmhChain::prefetch_datum(Index n) const noexcept {
-  const auto* row = reinterpret_cast<const char*>(data_.row(n));
-  const std::size_t bytes = data_.stride() * sizeof(double);
-  for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
+  data_.prefetch_row(n);
   __builtin_prefetch(&sh_.datum[n]);  // aligned to its size: one cache line
 }
 

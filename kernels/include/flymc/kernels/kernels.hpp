@@ -91,6 +91,28 @@ void weighted_row_sum_cols(const double* rows, std::size_t nrows, std::size_t st
 double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t stride,
                               const double* y, const double* theta) noexcept;
 
+/// The dot-product kernels above over rows stored as floats (θ stays double): each value is
+/// widened as it is loaded, so the results are bit-identical to those of the same kernel on the
+/// rows converted to doubles (`--storage f32`: half the bytes read, the same arithmetic).
+double dot(const float* a, const double* b, std::size_t stride) noexcept;
+void dots_packed(const float* rows, std::size_t nrows, std::size_t stride, const double* theta,
+                 double* out) noexcept;
+void dots_gather(const float* base, std::size_t stride, const Index* idx, std::size_t k,
+                 const double* theta, double* out) noexcept;
+void dots_packed_multi(const float* rows, std::size_t nrows, std::size_t stride,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept;
+void dots_gather_multi(const float* base, std::size_t stride, const Index* idx, std::size_t k,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept;
+double sum_log_sigmoid_signed(const float* rows, std::size_t nrows, std::size_t stride,
+                              const double* y, const double* theta) noexcept;
+void weighted_row_sum(const float* rows, std::size_t nrows, std::size_t stride, const double* c,
+                      std::size_t cstride, double* out) noexcept;
+void weighted_row_sum_cols(const float* rows, std::size_t nrows, std::size_t stride,
+                           std::size_t width, const double* c, std::size_t cstride,
+                           double* out) noexcept;
+
 /// Number of doubles per SIMD register in the compiled path (8, 4 or 1).
 std::size_t simd_lanes() noexcept;
 
@@ -120,6 +142,24 @@ void dots_packed_multi(const double* rows, std::size_t nrows, std::size_t stride
 void dots_gather_multi(const double* base, std::size_t stride, const Index* idx, std::size_t k,
                        const double* thetas, std::size_t m, std::size_t tstride,
                        double* out) noexcept;
+double dot(const float* a, const double* b, std::size_t stride) noexcept;
+void dots_packed(const float* rows, std::size_t nrows, std::size_t stride, const double* theta,
+                 double* out) noexcept;
+void dots_gather(const float* base, std::size_t stride, const Index* idx, std::size_t k,
+                 const double* theta, double* out) noexcept;
+double sum_log_sigmoid_signed(const float* rows, std::size_t nrows, std::size_t stride,
+                              const double* y, const double* theta) noexcept;
+void dots_packed_multi(const float* rows, std::size_t nrows, std::size_t stride,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept;
+void dots_gather_multi(const float* base, std::size_t stride, const Index* idx, std::size_t k,
+                       const double* thetas, std::size_t m, std::size_t tstride,
+                       double* out) noexcept;
+void weighted_row_sum(const float* rows, std::size_t nrows, std::size_t stride, const double* c,
+                      std::size_t cstride, double* out) noexcept;
+void weighted_row_sum_cols(const float* rows, std::size_t nrows, std::size_t stride,
+                           std::size_t width, const double* c, std::size_t cstride,
+                           double* out) noexcept;
 void weighted_row_sum(const double* rows, std::size_t nrows, std::size_t stride, const double* c,
                       std::size_t cstride, double* out) noexcept;
 void weighted_row_sum_cols(const double* rows, std::size_t nrows, std::size_t stride,

@@ -416,6 +416,32 @@ TEST_SUITE("unit") {
     CHECK(r.code == 64);
     r = run_cli("sample --bogus", dir);
     CHECK(r.code == 64);
+    r = run_cli("sample --data " + (dir / "ok.csv").string() + " --storage f16", dir);
+    CHECK(r.code == 64);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("flymc sample --storage f32: the draw file and summary say so; values beyond float") {
+    const fs::path dir = temp_dir("storage");
+    const std::string data = (dir / "d.npy").string();
+    flymc::save_npy(*flymc::test::logistic_data(300, 3, 5), data);
+    Result r = run_cli("sample --data " + data + " --algo smh --chains 1 --warmup 50 --iters 50 " +
+                           "--storage f32 --quiet --out " + (dir / "o").string(),
+                       dir);
+    CHECK(r.code == 0);
+    std::ifstream sj(dir / "o" / "summary.json");
+    const auto summary = nlohmann::json::parse(sj);
+    CHECK(summary["config"]["storage"] == "f32");
+    CHECK(flymc::test::read_without_timing((dir / "o" / "chain-1.csv").string())
+              .find("storage=f32") != std::string::npos);
+    flymc::Dataset big(4, 2, "big");
+    for (std::size_t i = 0; i < 4; ++i) big.mutable_y()[i] = 1.0;
+    big.mutable_row(2)[0] = -4e38;
+    flymc::save_npy(big, data);
+    r = run_cli("sample --data " + data + " --storage f32 --out " + (dir / "o2").string(), dir);
+    CHECK(r.code == 65);
+    CHECK(r.err.find("d.npy: row 2: field 2 (x1)") != std::string::npos);
+    CHECK(r.err.find("--storage f64") != std::string::npos);
     fs::remove_all(dir);
   }
 

@@ -4,7 +4,7 @@
     tools/bench-report.py --out docs/benchmarks.md docs/bench/*.json
     tools/bench-report.py --self-test
 
-Inputs: the JSON of `flymc-bench table1|tall|scaling|chains --json F` (a "benchmark" key names which;
+Inputs: the JSON of `flymc-bench table1|tall|compare|scaling|storage|chains --json F` (a "benchmark" key names which;
 older files are recognised by their keys) and Google Benchmark's `--benchmark_format=json` output
 of `flymc_bm`. The hand-written text of the page lives in docs/bench/intro.md (placed first) and
 docs/bench/notes.md (placed last), if present. Python 3 standard library only.
@@ -222,9 +222,30 @@ def compare_section(doc, name):
             f"approximate one's also holds its bias. Source: `{name}`. " + machine_line(doc))
 
 
+def storage_section(doc, name):
+    runs = [r for r in doc["rows"] if "storage" in r]
+    shifts = {r["algo"]: r["max_mean_z_f32_vs_f64"] for r in doc["rows"]
+              if "max_mean_z_f32_vs_f64" in r}
+    body = table(
+        ["algorithm", "storage", "round", "data GB", "read s", "set-up s", "sampling s",
+         "µs/iter", "min ESS", "max R̂", "min ESS/s", "total s"],
+        [[r["algo"], r["storage"], str(r["round"]), fmt(r["data_bytes"] / 1e9),
+          fmt(r["read_seconds"]), fmt(r["setup_seconds"]), fmt(r["sampling_seconds"]),
+          fmt(r["us_per_iter"]), fmt(r["min_ess_bulk"]), fmt(r["max_rhat"], 4),
+          fmt(r["min_ess_per_second"]), fmt(r["end_to_end_seconds"])] for r in runs])
+    shift = "; ".join(f"{a} {fmt(z)}" for a, z in shifts.items())
+    return (f"#### Float storage against float64: {doc.get('dataset', '?')} "
+            f"({doc['chains']} chains, {doc['warmup']:,} + {doc['iters']:,} iterations)\n\n" +
+            body + "\n\nThe same seed on both storages, in alternating order over the rounds. "
+            "Posterior shift of f32 (largest |mean difference| / combined MCSE over the "
+            f"parameters, last round): {shift}. total s: reading, set-up, warm-up and sampling. "
+            f"Source: `{name}`. " + machine_line(doc))
+
+
 SECTIONS = {"table1": table1_section, "scaling": scaling_section, "chains": chains_section,
-            "tall": tall_section, "compare": compare_section, "micro": micro_section}
-ORDER = ["table1", "tall", "compare", "scaling", "chains", "micro"]
+            "tall": tall_section, "compare": compare_section, "micro": micro_section,
+            "storage": storage_section}
+ORDER = ["table1", "tall", "compare", "scaling", "storage", "chains", "micro"]
 
 
 def report(files, intro="", notes=""):
@@ -294,11 +315,18 @@ def self_test():
                      "queries_per_ess": 2.5e6, "mean_error_sd_max": 0.9, "mean_z_max": 4.5,
                      "sd_error_rel_max": 0.2, "min_ess_bulk": 15.0, "max_rhat": 1.1,
                      "batch_mean": 210.0, "bound_violations": 0, "chains": 2, "iters": 1000}]}
+    sto = {"benchmark": "storage", "dataset": "s.npy", "machine": t1["machine"], "chains": 2,
+           "warmup": 1000, "iters": 4000,
+           "rows": [{"algo": "smh", "storage": "f32", "round": 1, "data_bytes": 2.0e9,
+                     "read_seconds": 1.5, "setup_seconds": 3.0, "sampling_seconds": 0.5,
+                     "us_per_iter": 100.0, "min_ess_bulk": 4000.0, "max_rhat": 1.001,
+                     "min_ess_per_second": 8000.0, "end_to_end_seconds": 5.0},
+                    {"algo": "smh", "max_mean_z_f32_vs_f64": 1.25}]}
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         paths = []
         for name, doc in (("t1.json", t1), ("bm.json", micro), ("tall.json", tall),
-                          ("tall2.json", tall2), ("cmp.json", cmp)):
+                          ("tall2.json", tall2), ("cmp.json", cmp), ("sto.json", sto)):
             paths.append(os.path.join(d, name))
             with open(paths[-1], "w") as f:
                 json.dump(doc, f)
@@ -320,6 +348,8 @@ def self_test():
         "| minibatch-mh | no | 0.5 | 2,500,000 | 0.9 | 4.5 | 0.2 | 15 | 1.1 | 210 | 0 | 2 × 1,000 |"
         in text,
         text.index("#### Tall data") < text.index("#### Every sampler") < text.index("#### Micro"),
+        "| smh | f32 | 1 | 2 | 1.5 | 3 | 0.5 | 100 | 4,000 | 1.001 | 8,000 | 5 |" in text,
+        "last round): smh 1.25." in text,
     ]
     if not all(checks):
         print(text)

@@ -223,6 +223,17 @@ TEST_SUITE("unit") {
     CHECK(a.queries_per_iter() < 0.05 * 2.0 * 20000.0);
   }
 
+  TEST_CASE("SMH counts the violations of a bound made too small (--test-bound-excess)") {
+    auto ds = test::logistic_data(3000, 4, 9);
+    RunConfig c = smh_config(SmhProposal::pcn);
+    FaultInjection faults;
+    faults.bound_excess = 3.0;  // every φ_n divided by e³
+    const RunResult bad = run(c, ds, {}, nullptr, nullptr, faults);
+    CHECK(bad.bound_violations() > 0);
+    const RunResult good = run(c, ds);
+    CHECK(good.bound_violations() == 0);
+  }
+
   TEST_CASE("SMH refuses other models, and a pCN rho below 0 or not below 1") {
     auto ds = test::logistic_data(200, 3, 4);
     RunConfig c = smh_config(SmhProposal::pcn);

@@ -197,6 +197,24 @@ TEST_SUITE("mpi") {
       REQUIRE_MESSAGE(s.code == 0, s.err);
       flymc::test::check_same_run(dir / "one", out, 2);
     }
+    // Bounds made 20 times too small (a test hook): violations are common, on ranks that
+    // rejected and on ranks that did not, and every rank must count them as one process does.
+    const std::string bad = "sample --data " + (dir / "d.npy").string() +
+                            " --algo smh --chains 2 --warmup 200 --iters 300 --seed 7 --quiet "
+                            "--shard-data --test-bound-excess 3 --out ";
+    s = run_one(bad + (dir / "one-bad").string(), dir);
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    const auto one_bad = nlohmann::json::parse(slurp(dir / "one-bad" / "summary.json"));
+    CHECK(one_bad["run"]["bound_violations"].get<double>() > 0.0);
+    for (const int ranks : {2, 4}) {
+      CAPTURE(ranks);
+      const fs::path out = dir / ("bad-np" + std::to_string(ranks));
+      s = run_mpi(ranks, bad + out.string(), dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      flymc::test::check_same_run(dir / "one-bad", out, 2);
+      const auto j = nlohmann::json::parse(slurp(out / "summary.json"));
+      CHECK(j["run"]["bound_violations"] == one_bad["run"]["bound_violations"]);
+    }
     // What it does not run yet: every process gives the one clear error.
     s = run_mpi(2, "sample --data " + (dir / "d.npy").string() + " --shard-data --out x", dir);
     CHECK(s.code == 78);

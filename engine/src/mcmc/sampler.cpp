@@ -144,7 +144,8 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     if (part != nullptr) detail::check_block(part->block, cfg.chains);
   });
   if (is_pdmp(cfg.algo)) return run_pdmp(cfg, std::move(data), sinks, progress, checkpoint, pre);
-  if (cfg.algo == Algo::smh) return run_smh(cfg, std::move(data), sinks, progress, checkpoint, pre);
+  if (cfg.algo == Algo::smh)
+    return run_smh(cfg, std::move(data), sinks, progress, checkpoint, pre, faults);
   if (!uses_theta_kernel(cfg.algo))
     return run_approximate(cfg, std::move(data), sinks, progress, checkpoint, pre);
   switch (cfg.model) {

@@ -170,14 +170,14 @@ void candidate_tables(SmhShared& sh);
 /// rounding in ‖L⁻¹x_n‖ cannot make a bound fall below its remainder, then rounded up to a float
 /// (SmhDatum). The candidate tables are built from the rounded values: the thinning is exact
 /// for the bound it draws from, whichever that is, as long as it dominates.
-void bound_constants(SmhShared& sh) {
+void bound_constants(SmhShared& sh, double bound_excess) {
   const Dataset& ds = sh.data;
   const std::size_t n = ds.n();
   const auto dd = static_cast<Eigen::Index>(ds.d());
   Mat linv = Mat::Identity(dd, dd);
   sh.chol.triangularView<Eigen::Lower>().solveInPlace(linv);
   const Mat hinv = linv.transpose() * linv;
-  const double c = sh.m / 6.0 * (1.0 + 1e-9);
+  const double c = sh.m / 6.0 * (1.0 + 1e-9) * std::exp(-bound_excess);
   chunked_for(n, kReduceGrain, [&](std::size_t lo, std::size_t hi) {
     Mat y(dd, static_cast<Eigen::Index>(hi - lo));  // column i: H⁻¹ x_i
     const RowsF64 xr = ds.rows(lo, hi);
@@ -232,18 +232,18 @@ void candidate_tables(SmhShared& sh) {
 
 }  // namespace
 
-void build_smh_shared(SmhShared& sh) {
+void build_smh_shared(SmhShared& sh, double bound_excess) {
   sh.theta_hat = sh.map.theta;
   sh.precision = sh.prior.precision();
   expand_at_theta_hat(sh);
-  bound_constants(sh);
+  bound_constants(sh, bound_excess);
 }
 
 }  // namespace detail
 
 RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                   const SinkFactory& sinks, Progress* progress, const CheckpointOptions* checkpoint,
-                  const Precomputed& pre) {
+                  const Precomputed& pre, const FaultInjection& faults) {
   if (cfg.model == ModelKind::softmax)
     throw ConfigError("--algo smh runs logistic and robust regression, not softmax");
   const Stopwatch setup_clock;
@@ -254,7 +254,7 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     phases.begin("statistics");
     detail::SmhShared sh(cfg, model.data(), model.prior(), out.map, student);
     sh.columns = smh_draw_columns(out.names);
-    detail::build_smh_shared(sh);
+    detail::build_smh_shared(sh, faults.bound_excess);
     phases.end(2);  // the expansion at θ̂, then the per-datum bound constants
     out.setup_phases = phases.take();
     out.setup_seconds = setup_clock.seconds();

@@ -199,7 +199,9 @@ Rng SmhChain::proposal_stream() const noexcept {
 /// it: the first rejecting point is the earliest any process saw, the candidates evaluated are
 /// the points up to it (all of them if none rejects: then every process drew them all), and the
 /// violations are those at or before it. On a shard that is one all-gather per proposal, and a
-/// second where any process saw a violation (never expected: the bounds dominate).
+/// second where any process saw a violation (never expected: the bounds dominate; a violating
+/// candidate always rejects, since its uniform is below 1, so such a process rejected too, and
+/// its later violations must not count when another process rejected earlier).
 bool SmhChain::combine_tests(const LocalTest& mine, SmhOutcome& o) {
   std::optional<std::uint64_t> rejection = mine.rejection;
   std::uint64_t violations = mine.violation_points.size();

@@ -92,7 +92,9 @@ struct SmhShared {
 
 /// Builds the expansion and the bounds at θ_MAP in two passes over the data (chunks on oneTBB,
 /// bit-identical at any thread count). @throw ConfigError if H is not positive definite.
-void build_smh_shared(SmhShared& sh);
+/// `bound_excess` > 0 (a test hook, --test-bound-excess) divides every φ_n by e^bound_excess: a
+/// bound too small, whose violations the chains must count as one process would.
+void build_smh_shared(SmhShared& sh, double bound_excess = 0.0);
 
 /// What one proposal's acceptance test did.
 struct SmhOutcome {

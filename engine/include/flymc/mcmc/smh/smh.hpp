@@ -56,9 +56,10 @@ double student_m(const StudentT& t) noexcept;
 /// Runs `--algo smh` (logistic or robust regression; the chains as run() runs them, the draw
 /// files' SMH columns: docs/output.md). Each chain starts where the other samplers start (θ_MAP
 /// plus jitter, or a prior draw).
+/// `faults.bound_excess` makes every bound e^bound_excess times too small (a test hook).
 /// @throw ConfigError for another model, or when asked to checkpoint.
 RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                   const SinkFactory& sinks, Progress* progress, const CheckpointOptions* checkpoint,
-                  const Precomputed& pre = {});
+                  const Precomputed& pre = {}, const FaultInjection& faults = {});
 
 }  // namespace flymc

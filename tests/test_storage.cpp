@@ -113,12 +113,13 @@ TEST_SUITE("unit") {
       CHECK(same_bits(a, b));
       CHECK(kernels::sum_log_sigmoid_signed(xf.data(), rows, stride, y.data(), th.data()) ==
             kernels::sum_log_sigmoid_signed(xw.data(), rows, stride, y.data(), th.data()));
+      const std::vector<double> w = random_values(2 * rows, 7);  // a weight per row, 2 apart
       std::vector<double> ga(stride, 0.5), gb(stride, 0.5);
-      kernels::weighted_row_sum(xf.data(), rows, stride, th.data(), 1, ga.data());
-      kernels::weighted_row_sum(xw.data(), rows, stride, th.data(), 1, gb.data());
+      kernels::weighted_row_sum(xf.data(), rows, stride, w.data(), 1, ga.data());
+      kernels::weighted_row_sum(xw.data(), rows, stride, w.data(), 1, gb.data());
       CHECK(same_bits(ga, gb));
-      kernels::scalar::weighted_row_sum(xf.data(), rows, stride, th.data(), 2, ga.data());
-      kernels::scalar::weighted_row_sum(xw.data(), rows, stride, th.data(), 2, gb.data());
+      kernels::scalar::weighted_row_sum(xf.data(), rows, stride, w.data(), 2, ga.data());
+      kernels::scalar::weighted_row_sum(xw.data(), rows, stride, w.data(), 2, gb.data());
       CHECK(same_bits(ga, gb));
       kernels::scalar::dots_gather(xf.data(), stride, idx.data(), k, th.data(), a.data());
       kernels::scalar::dots_gather(xw.data(), stride, idx.data(), k, th.data(), b.data());

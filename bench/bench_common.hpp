@@ -115,6 +115,21 @@ inline double seconds_per_1000_ess(const RunResult& r, double min_ess_bulk) {
                             : std::numeric_limits<double>::infinity();
 }
 
+/// Each parameter's summary (mean, MCSE, ...) of a run.
+inline std::vector<ParamSummary> summaries(const RunResult& r) {
+  std::vector<ParamSummary> out;
+  for (std::size_t j = 0; j < r.dim; ++j) out.push_back(summarize(r.coordinate(j)));
+  return out;
+}
+
+/// The largest |mean_a − mean_b| / √(mcse_a² + mcse_b²) over the parameters.
+inline double max_mean_z(const std::vector<ParamSummary>& a, const std::vector<ParamSummary>& b) {
+  double z = 0.0;
+  for (std::size_t j = 0; j < a.size(); ++j)
+    z = std::max(z, std::fabs(a[j].mean - b[j].mean) / std::hypot(a[j].mcse_mean, b[j].mcse_mean));
+  return z;
+}
+
 /// Writes {"benchmark": name, "machine": ..., then `body`'s keys} to `path`.
 /// @throw Error (exit 73) if the file cannot be created.
 inline void write_json(const std::string& path, const std::string& name, nlohmann::json body) {

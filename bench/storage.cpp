@@ -67,16 +67,6 @@ StorageRun measure(const StorageOptions& o, const std::string& algo, Storage sto
   return r;
 }
 
-/// The largest |mean_a − mean_b| / √(mcse_a² + mcse_b²) over the parameters.
-double max_mean_z(const RunResult& a, const RunResult& b) {
-  double z = 0.0;
-  for (std::size_t j = 0; j < a.dim; ++j) {
-    const ParamSummary x = summarize(a.coordinate(j)), y = summarize(b.coordinate(j));
-    z = std::max(z, std::fabs(x.mean - y.mean) / std::hypot(x.mcse_mean, y.mcse_mean));
-  }
-  return z;
-}
-
 nlohmann::json run_json(const StorageRun& r, Storage storage, int round) {
   const RunResult& x = r.result;
   return {{"storage", enum_name(storage)},
@@ -122,7 +112,7 @@ void storage_bench(const StorageOptions& o) {
         last[s == Storage::f32 ? 1 : 0] = std::move(r);
       }
     }
-    const double z = max_mean_z(last[0].result, last[1].result);
+    const double z = max_mean_z(summaries(last[0].result), summaries(last[1].result));
     std::printf("%-6s posterior shift of f32 against f64: max |mean difference| / MCSE = %.2f\n",
                 algo.c_str(), z);
     rows.push_back({{"algo", algo}, {"max_mean_z_f32_vs_f64", z}});

@@ -95,20 +95,8 @@ TallRow measure(const TallOptions& o, const std::string& algo, RunConfig cfg,
   row.min_ess = e;
   row.max_rhat = max_rhat(row.result);
   row.ess_per_second = e / row.result.sampling_seconds;
-  for (std::size_t j = 0; j < row.result.dim; ++j)
-    row.summary.push_back(summarize(row.result.coordinate(j)));
+  row.summary = summaries(row.result);
   return row;
-}
-
-/// The largest |mean_a − mean_b| / √(mcse_a² + mcse_b²) over the parameters.
-double max_mean_z(const TallRow& a, const TallRow& b) {
-  double z = 0.0;
-  for (std::size_t j = 0; j < a.summary.size(); ++j) {
-    const ParamSummary &x = a.summary[j], &y = b.summary[j];
-    const double se = std::hypot(x.mcse_mean, y.mcse_mean);
-    z = std::max(z, std::fabs(x.mean - y.mean) / se);
-  }
-  return z;
 }
 
 KernelKind kernel(const std::string& k) {
@@ -192,7 +180,7 @@ nlohmann::json row_json(const TallRow& r, const Dataset& data, double best_regul
       {"accept_rate", res.accept_rate()},
       {"divergences", res.divergences()},
       {"speedup_vs_best_regular", r.ess_per_second / best_regular},
-      {"max_mean_z_vs_best_regular", best ? max_mean_z(r, *best) : 0.0}};
+      {"max_mean_z_vs_best_regular", best ? max_mean_z(r.summary, best->summary) : 0.0}};
 }
 
 /// `--algo auto` on the same data and options: every candidate's predicted ESS/s beside the

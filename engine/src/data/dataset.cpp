@@ -85,8 +85,7 @@ RowsF64 Dataset::rows(std::size_t lo, std::size_t hi) const {
 
 const double* Dataset::row_f64(std::size_t i, double* buf) const noexcept {
   if (storage_ == Storage::f64) return row(i);
-  const float* src = row_f32(i);
-  for (std::size_t j = 0; j < stride_; ++j) buf[j] = src[j];
+  copy_row(i, buf);
   return buf;
 }
 

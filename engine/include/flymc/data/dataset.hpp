@@ -150,6 +150,13 @@ class Dataset {
   /// out[i·m + c] = x_{idx[i]}·θ_c (kernels::dots_gather_multi).
   void dots_gather_multi(const Index* idx, std::size_t k, const double* thetas, std::size_t m,
                          std::size_t tstride, double* out) const noexcept;
+  /// out[j] += c·x_ij for j < d(): one row's term of a gradient, whatever the storage.
+  void add_row(std::size_t i, double c, double* out) const noexcept {
+    if (storage_ == Storage::f32)
+      add_scaled(row_f32(i), c, out);
+    else
+      add_scaled(row(i), c, out);
+  }
   /// out[j] += Σ_r c[r·cstride]·x_{lo+r}[j], j < stride() (kernels::weighted_row_sum).
   void weighted_row_sum(std::size_t lo, std::size_t hi, const double* c, std::size_t cstride,
                         double* out) const noexcept;
@@ -184,6 +191,10 @@ class Dataset {
 
  private:
   float* xf() const noexcept { return reinterpret_cast<float*>(x_.get()); }
+  template <class T>
+  void add_scaled(const T* x, double c, double* out) const noexcept {
+    for (std::size_t j = 0; j < d_; ++j) out[j] += c * static_cast<double>(x[j]);
+  }
 
   std::size_t n_ = 0, d_ = 0, stride_ = 0;
   Storage storage_ = Storage::f64;

@@ -141,21 +141,12 @@ class FlyTarget {
   void apply_flips(const FlipLog& log, double* grad) const noexcept {
     const Dataset& ds = model_->data();
     const std::size_t K = lay_.k, D = lay_.d;
-    auto add_row = [&](const auto* x, const double* co, double sign) {  // doubles or floats
-      for (std::size_t k = 0; k < K; ++k) {
-        const double w = sign * co[k];
-        if (w == 0.0) continue;
-        double* g = grad + k * D;
-        for (std::size_t j = 0; j < D; ++j) g[j] += w * static_cast<double>(x[j]);
-      }
-    };
     auto add = [&](const std::vector<Index>& idx, const std::vector<double>& co, double sign) {
-      for (std::size_t i = 0; i < idx.size(); ++i) {
-        if (ds.storage() == Storage::f32)
-          add_row(ds.row_f32(idx[i]), co.data() + i * K, sign);
-        else
-          add_row(ds.row(idx[i]), co.data() + i * K, sign);
-      }
+      for (std::size_t i = 0; i < idx.size(); ++i)
+        for (std::size_t k = 0; k < K; ++k) {
+          const double w = sign * co[i * K + k];
+          if (w != 0.0) ds.add_row(idx[i], w, grad + k * D);
+        }
     };
     add(log.off, log.off_coef, -1.0);
     add(log.on, log.on_coef, 1.0);

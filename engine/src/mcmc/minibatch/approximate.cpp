@@ -78,16 +78,7 @@ void ApproxChain::batch_gradient(const Index* idx, std::size_t k, double* grad) 
   const auto y = data_.y();
   for (std::size_t i = 0; i < k; ++i) a_[i] *= -y[idx[i]];
   kernels::log_sigmoid(a_.data(), a_.data(), k);  // log σ(−t a)
-  auto add = [&](const auto* x, double c) {       // a row of doubles or floats
-    for (std::size_t j = 0; j < p_; ++j) grad[j] += c * static_cast<double>(x[j]);
-  };
-  for (std::size_t i = 0; i < k; ++i) {
-    const double c = y[idx[i]] * std::exp(a_[i]);
-    if (data_.storage() == Storage::f32)
-      add(data_.row_f32(idx[i]), c);
-    else
-      add(data_.row(idx[i]), c);
-  }
+  for (std::size_t i = 0; i < k; ++i) data_.add_row(idx[i], y[idx[i]] * std::exp(a_[i]), grad);
   res_.counters.queries += k;
   ++res_.counters.grad_evals;
 }

@@ -39,16 +39,7 @@ double DatumGradients::coefficient(Index j, const double* theta_pad) {
 
 void DatumGradients::accumulate(const Index* idx, std::size_t k, const double* coef, double scale,
                                 double* grad) const noexcept {
-  const std::size_t p = data_.d();
-  auto add = [&](const auto* x, double c) {  // a row of doubles or floats
-    for (std::size_t j = 0; j < p; ++j) grad[j] += c * static_cast<double>(x[j]);
-  };
-  for (std::size_t i = 0; i < k; ++i) {
-    if (data_.storage() == Storage::f32)
-      add(data_.row_f32(idx[i]), scale * coef[i]);
-    else
-      add(data_.row(idx[i]), scale * coef[i]);
-  }
+  for (std::size_t i = 0; i < k; ++i) data_.add_row(idx[i], scale * coef[i], grad);
 }
 
 void DatumGradients::projections(const Index* idx, std::size_t k, const double* coef,

@@ -147,7 +147,8 @@ TEST_SUITE("unit") {
     wrong->covariance = Mat::Identity(2, 2);
     for (const Algo algo : {Algo::flymc, Algo::smh}) {
       one.algo = algo;
-      CHECK_THROWS_AS(run(one, data, {}, nullptr, nullptr, {}, Precomputed{wrong}), ConfigError);
+      CHECK_THROWS_AS(run(one, data, {}, nullptr, nullptr, {}, Precomputed{wrong, nullptr}),
+                      ConfigError);
     }
   }
 

@@ -155,9 +155,11 @@ TEST_SUITE("unit") {
     CHECK(theta[0] > 0.0);
   }
 
-  TEST_CASE("MAP on tall data: a subsample's MAP starts Newton a few passes from the end") {
+  TEST_CASE("MAP on tall data: from a subsample's MAP, gradient passes and one Hessian pass") {
     // 400,000 rows: the search first finds the MAP of every 4th row, its likelihood weighted by
-    // 4, then finishes on all rows. One row fewer is below the threshold: Newton from θ = 0.
+    // 4, then finishes on all rows with steps that keep the subsample's curvature (a gradient
+    // pass each) and forms all the rows' Hessian once, at the end. One row fewer is below the
+    // threshold: Newton from θ = 0, a Hessian each pass.
     auto ds = test::logistic_data(400000, 8, 11);
     LogisticModel model(ds, 2.0);
     const MapResult map = model.find_map();
@@ -165,10 +167,16 @@ TEST_SUITE("unit") {
     for (std::size_t i = 0; i < most.size(); ++i) most[i] = static_cast<Index>(i);
     const MapResult from_zero = LogisticModel(subset_rows(*ds, most), 2.0).find_map();
     CHECK(from_zero.passes >= 6);
+    CHECK(from_zero.curvature_passes >= 6);
     const Vec g = model.grad_log_post(map.theta);
     CHECK(g.dot(map.covariance * g) < 1e-12);  // the Newton decrement: converged
+    CHECK(map.curvature_passes == 1);
     CHECK(map.passes >= 2);
-    CHECK(map.passes <= 4);
+    CHECK(map.passes <= 10);
+    // The likelihood's curvature at θ_MAP, kept for SMH's expansion there, is the covariance's.
+    Mat prec = map.lik_curvature;
+    prec.diagonal().array() += 0.25;
+    CHECK((map.covariance * prec - Mat::Identity(8, 8)).cwiseAbs().maxCoeff() < 1e-10);
     // The covariance is the inverse negative Hessian at θ_MAP (rows' weights σ(a)σ(−a)).
     Mat h = Mat::Zero(8, 8);
     for (std::size_t n = 0; n < ds->n(); n += 13) {

@@ -234,6 +234,51 @@ TEST_SUITE("unit") {
     CHECK(good.bound_violations() == 0);
   }
 
+  TEST_CASE(
+      "SMH takes over the expansion and bounds a run on the same data and fit left, only those") {
+    // --algo auto's SMH pilot leaves them (SetupCache) for the SMH run it chooses.
+    const auto ds = test::logistic_data(3000, 4, 9);
+    RunConfig c = smh_config(SmhProposal::pcn);
+    c.warmup = 100;
+    c.iters = 300;
+    const auto statistics_passes = [](const RunResult& r) {
+      for (const SetupPhase& p : r.setup_phases)
+        if (p.name == "statistics") return p.passes;
+      return -2;
+    };
+    const RunResult own = run(c, ds);
+    CHECK(statistics_passes(own) == 1);  // the MAP search left the curvature at θ̂
+    auto cache = std::make_shared<SetupCache>();
+    RunConfig pilot = c;
+    pilot.seed = 99;
+    const RunResult first = run(pilot, ds, {}, nullptr, nullptr, {}, Precomputed{nullptr, cache});
+    REQUIRE(cache->smh != nullptr);
+    const auto built = cache->smh;
+    const auto fit = std::make_shared<const MapResult>(first.map);
+    const RunResult taken = run(c, ds, {}, nullptr, nullptr, {}, Precomputed{fit, cache});
+    CHECK(statistics_passes(taken) == 0);
+    REQUIRE(taken.chains.size() == own.chains.size());
+    for (std::size_t k = 0; k < own.chains.size(); ++k)
+      CHECK(taken.chains[k].draws == own.chains[k].draws);
+    CHECK(cache->smh == built);
+    // Another prior, other data with the same rows, a bound made too small: built anew.
+    RunConfig wider = c;
+    wider.prior_sd = 2.0;
+    CHECK(statistics_passes(
+              run(wider, ds, {}, nullptr, nullptr, {}, Precomputed{nullptr, cache})) == 1);
+    CHECK(cache->smh != built);
+    cache->smh = built;
+    const auto same_rows = test::logistic_data(3000, 4, 9);
+    CHECK(statistics_passes(run(c, same_rows, {}, nullptr, nullptr, {}, Precomputed{fit, cache})) ==
+          1);
+    cache->smh = built;
+    FaultInjection faults;
+    faults.bound_excess = 0.5;
+    const RunResult small = run(c, ds, {}, nullptr, nullptr, faults, Precomputed{fit, cache});
+    CHECK(statistics_passes(small) == 1);
+    CHECK(small.bound_violations() > 0);
+  }
+
   TEST_CASE("SMH refuses other models, and a pCN rho below 0 or not below 1") {
     auto ds = test::logistic_data(200, 3, 4);
     RunConfig c = smh_config(SmhProposal::pcn);

@@ -81,17 +81,15 @@ int main(int argc, char** argv) {
   // Scalable MH's set-up at θ̂ over the parts: the expansion's gradient and Cholesky factor and
   // the bounds' sum are the whole data set's, each part's per-datum bounds its rows'.
   const flymc::RunConfig cfg;
-  flymc::detail::SmhShared sh_one(cfg, *whole, prior, one, std::nullopt);
-  flymc::detail::build_smh_shared(sh_one);
-  flymc::detail::SmhShared sh_part(cfg, *part, prior, sharded, std::nullopt);
-  flymc::detail::build_smh_shared(sh_part);
-  check(same_bits(sh_one.grad, sh_part.grad), "SMH: the gradient at theta_hat differs", rank);
-  check(same_bits(sh_one.chol, sh_part.chol), "SMH: the Cholesky factor differs", rank);
-  check(sh_one.phi_sum == sh_part.phi_sum, "SMH: the bounds' sum differs", rank);
+  const auto sh_one = flymc::detail::build_smh_statistics(whole, prior, one, std::nullopt);
+  const auto sh_part = flymc::detail::build_smh_statistics(part, prior, sharded, std::nullopt);
+  check(same_bits(sh_one->grad, sh_part->grad), "SMH: the gradient at theta_hat differs", rank);
+  check(same_bits(sh_one->chol, sh_part->chol), "SMH: the Cholesky factor differs", rank);
+  check(sh_one->phi_sum == sh_part->phi_sum, "SMH: the bounds' sum differs", rank);
   const std::size_t first = part->shard()->first_row;
-  bool same_phi = sh_part.datum.size() == part->n();
+  bool same_phi = sh_part->datum.size() == part->n();
   for (std::size_t i = 0; same_phi && i < part->n(); ++i)
-    same_phi = sh_part.datum[i].phi == sh_one.datum[first + i].phi;
+    same_phi = sh_part->datum[i].phi == sh_one->datum[first + i].phi;
   check(same_phi, "SMH: a datum's bound differs from the same row's in one process", rank);
 
   // A failure on one rank inside a fold (here rank 1, before it takes rank 0's accumulator)

@@ -532,7 +532,7 @@ void sample_job(const SampleOptions& o, const JobGroup& group) {
                                   : "",
                  cfg.warmup, cfg.iters, job.resume ? " (resuming)" : "");
   // The pilots' MAP fit (the leader's: the others take the leader's set-up in any case).
-  const Precomputed pre{choice ? choice->map : nullptr};
+  const Precomputed pre = choice ? Precomputed{choice->map, choice->cache} : Precomputed{};
   RunResult r = run_job(o, group, job, sinks, data, ck ? &*ck : nullptr, pre);
   // From the file to the chains' start: reading the data and the pilots come before run().
   std::vector<SetupPhase> before = {{"read", read_seconds, 1}};

@@ -69,7 +69,7 @@ Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& 
       cfg = choice->best().config;
     }
     r = run(cfg, data, memory_sinks(tables), nullptr, nullptr, {},
-            Precomputed{choice ? choice->map : nullptr});
+            choice ? Precomputed{choice->map, choice->cache} : Precomputed{});
   }
   if (choice && choice->pilots_short &&
       PyErr_WarnEx(

@@ -51,6 +51,14 @@ void gemm_at_xt(const double* a, std::size_t lda, const double* x, std::size_t r
               static_cast<int>(d));
 }
 
+void trmm_lower_rows(const double* t, std::size_t d, double* x, std::size_t rows,
+                     std::size_t ldx) noexcept {
+  if (rows == 0) return;
+  // Row-major X (rows × d, leading dimension ldx) is column-major Xᵀ (d × rows): Xᵀ ← T·Xᵀ.
+  cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, static_cast<int>(d),
+              static_cast<int>(rows), 1.0, t, static_cast<int>(d), x, static_cast<int>(ldx));
+}
+
 bool top_eigenpairs(double* a, std::size_t d, std::size_t k, double* values, double* vectors) {
   if (k == 0 || k > d) return false;
   const int n = static_cast<int>(d), il = n - static_cast<int>(k) + 1, iu = n;

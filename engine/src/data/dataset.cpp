@@ -17,8 +17,18 @@ namespace flymc {
 
 void AlignedFree::operator()(double* p) const noexcept { std::free(p); }
 
+namespace {
+std::size_t aligned_bytes(std::size_t count) {
+  return std::max<std::size_t>(64, ((count * sizeof(double) + 63) / 64) * 64);
+}
+}  // namespace
+
+AlignedBuffer aligned_uninit(std::size_t count) {
+  return AlignedBuffer(static_cast<double*>(huge_page_alloc(aligned_bytes(count))));
+}
+
 AlignedBuffer aligned_zeros(std::size_t count) {
-  const std::size_t bytes = std::max<std::size_t>(64, ((count * sizeof(double) + 63) / 64) * 64);
+  const std::size_t bytes = aligned_bytes(count);
   void* p = huge_page_alloc(bytes);
   // Zeroed in pieces on every core: the first touch of a data matrix of gigabytes (its page
   // faults and the zeroing) is then shared out instead of being one thread's.

@@ -56,23 +56,27 @@ double seconds_per_query(const RunResult& r) {
   return std::max(r.sampling_seconds, 1e-9) / std::max(q, 1.0);
 }
 
-/// The MAP fit on all the data, found by the first run there and taken by every later one.
+/// The MAP fit on all the data, found by the first run there and taken by every later one, and
+/// the set-up the runs there leave (SetupCache).
 class SharedMap {
  public:
   explicit SharedMap(std::shared_ptr<const Dataset> all) : all_(std::move(all)) {}
   /// What a run on `data` may take over (nothing on a subset).
   Precomputed for_data(const std::shared_ptr<const Dataset>& data) const {
-    return Precomputed{data == all_ ? map_ : nullptr};
+    if (data != all_) return {};
+    return Precomputed{map_, cache_};
   }
   /// Keeps the MAP fit of a run on `data` if it is the first on all the data.
   void keep(const std::shared_ptr<const Dataset>& data, const RunResult& r) {
     if (data == all_ && !map_) map_ = std::make_shared<const MapResult>(r.map);
   }
   std::shared_ptr<const MapResult> map() const { return map_; }
+  std::shared_ptr<SetupCache> cache() const { return cache_; }
 
  private:
   std::shared_ptr<const Dataset> all_;
   std::shared_ptr<const MapResult> map_;
+  std::shared_ptr<SetupCache> cache_ = std::make_shared<SetupCache>();
 };
 
 /// Runs `c` on `data`, sharing the MAP fit through `shared`.
@@ -301,6 +305,9 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
   out.predicted_speedup = best_regular > 0.0 ? out.best().ess_per_second / best_regular : 0.0;
   out.pilot_seconds = seconds_since(start);
   out.map = shared.map();
+  out.cache = shared.cache();
+  // Only what the chosen sampler takes stays in memory beside its run.
+  if (out.algo() != Algo::smh) out.cache->smh.reset();
   return out;
 }
 

@@ -85,7 +85,7 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     if (ck != nullptr && !ck->resume && sync.leader())
       start_manifest(*ck, cfg, *data, fingerprint, out.map, setup_clock.seconds());
   });
-  phases.end();
+  phases.end(setup_opt->passes);
   const RunSetup<M>& setup = *setup_opt;
   out.bound_slack = setup.bound_slack;
   out.q_dark_to_bright = setup.q_dark_to_bright;

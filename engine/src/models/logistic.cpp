@@ -212,8 +212,9 @@ Vec LogisticModel::grad_log_post(const Vec& theta) const {
 namespace {
 
 /// A MAP search on this many rows or more first finds the MAP of a strided subsample of
-/// kWarmStartRows rows, its likelihood weighted up to N rows, and starts from there: the full
-/// data's Newton steps, a pass each, then start within a few steps of convergence instead of at 0.
+/// kWarmStartRows rows, its likelihood weighted up to N rows, and starts from there with steps
+/// that freeze the curvature at the subsample's (frozen_newton), so that the full data's
+/// Hessian, a pass several times dearer than a gradient's, is formed once, at the end.
 constexpr std::size_t kWarmStartRows = 100000;
 constexpr std::size_t kWarmStartMinRows = 4 * kWarmStartRows;
 
@@ -247,11 +248,12 @@ Partial newton_stats(const Dataset& ds, const double* tp, double weight) {
 /// reads the data once (the statistics at the point a full step lands on serve the next step),
 /// and once more per halving of a step the line search rejects. Returns θ_MAP, the log posterior
 /// there and the Laplace covariance (the likelihood's negative Hessian plus the prior precision,
-/// inverted).
+/// inverted). With `start_converged`, a start whose Newton decrement already meets the tolerance
+/// is returned as it is, after the one pass that gives its curvature.
 MapResult newton_on(const Dataset& ds, double weight, const Prior& prior, Vec theta, double tol,
-                    int max_iter) {
+                    int max_iter, bool start_converged = false) {
   const std::size_t dim = ds.d();
-  int passes = 0;
+  int passes = 0, curvature_passes = 0;
   const auto d = static_cast<Eigen::Index>(dim);
   AlignedBuffer tp = aligned_zeros(ds.stride());
   auto place = [&](const Vec& th) {
@@ -260,6 +262,7 @@ MapResult newton_on(const Dataset& ds, double weight, const Prior& prior, Vec th
   auto stats = [&](const Vec& th) {
     place(th);
     ++passes;
+    ++curvature_passes;
     Partial p = newton_stats(ds, tp.get(), weight);
     p.f += prior.log_density(th.data(), dim);
     return p;
@@ -278,6 +281,9 @@ MapResult newton_on(const Dataset& ds, double weight, const Prior& prior, Vec th
     Mat neg_hess = at.h;
     for (Eigen::Index j = 0; j < d; ++j) neg_hess(j, j) += prior.map_curvature(theta[j]);
     const Vec step = Eigen::LLT<Mat>(neg_hess).solve(g);
+    // A start that an earlier search has taken to convergence stays: the pass at it was for its
+    // curvature.
+    if (start_converged && it == 0 && !(g.dot(step) > 2.0 * tol)) break;
     // The line search's first trial is the full step; its pass also yields the next statistics.
     std::optional<Partial> full;
     auto trial = [&](const Vec& th) {
@@ -297,11 +303,52 @@ MapResult newton_on(const Dataset& ds, double weight, const Prior& prior, Vec th
   Mat h = at.h;
   h.diagonal().array() += prior.precision();
   r.covariance = h.llt().solve(Mat::Identity(d, d));
+  r.lik_curvature = std::move(at.h);
   r.log_post = f;
   r.iterations = it;
   r.seconds = 0.0;
   r.passes = passes;
+  r.curvature_passes = curvature_passes;
   return r;
+}
+
+/// A tall data set's MAP search between the warm start and the pass for the curvature: Newton
+/// steps with the curvature frozen at `cov` (the warm start's Laplace covariance, its likelihood
+/// weighted up to N rows), each one pass of `lik_grad(θ, grad)` (the log-likelihood, returned,
+/// and its gradient: memory-bound, no outer products). A step shrinks the error by about
+/// ‖I − cov·H‖, small where the subsample's curvature is close to all the data's; the steps
+/// stop on gᵀ·cov·g as newton_on stops on the Newton decrement, the last tiny step taken.
+/// Adds its passes to `passes`.
+template <class LikGrad>
+Vec frozen_newton(LikGrad&& lik_grad, const Prior& prior, Vec theta, const Mat& cov, double tol,
+                  int max_iter, int& passes) {
+  const std::size_t dim = static_cast<std::size_t>(theta.size());
+  struct Point {
+    Vec theta, g;  // where, and the log posterior's gradient there
+    double f = 0.0;
+  };
+  auto at_point = [&](const Vec& th) {
+    ++passes;
+    Point p{th, Vec(th.size()), 0.0};
+    p.f = lik_grad(th, p.g.data()) + prior.log_density(th.data(), dim);
+    prior.add_gradient(th.data(), dim, p.g.data());
+    return p;
+  };
+  Point at = at_point(theta);
+  for (int it = 0; it < max_iter; ++it) {
+    const Vec step = cov * at.g;
+    Point last;
+    auto trial = [&](const Vec& th) {
+      last = at_point(th);
+      return last.f;
+    };
+    double f = at.f;
+    const detail::NewtonMove move = detail::newton_move(trial, theta, f, at.g, step, tol);
+    if (move == detail::NewtonMove::stalled) break;
+    if (theta != at.theta) at = theta == last.theta ? std::move(last) : at_point(theta);
+    if (move == detail::NewtonMove::converged) break;
+  }
+  return theta;
 }
 
 /// Every (N / kWarmStartRows)-th row, kWarmStartRows of them.
@@ -318,15 +365,26 @@ MapResult LogisticModel::find_map(double tol, int max_iter) const {
   const Stopwatch clock;
   const Dataset& ds = *data_;
   Vec start = Vec::Zero(static_cast<Eigen::Index>(dim()));
-  if (ds.total_n() >= kWarmStartMinRows) {  // a shard decides as its whole data set does
+  const bool tall = ds.total_n() >= kWarmStartMinRows;  // a shard decides as its whole data does
+  int passes = 0;
+  if (tall) {
     const auto sub = gather_rows(ds, strided_rows(ds.total_n()));
     const double weight = static_cast<double>(ds.total_n()) / static_cast<double>(sub->n());
-    start =
-        newton_on(*sub, weight, Prior{PriorKind::gaussian, prior_.sd}, start, tol, max_iter).theta;
+    const Prior gaussian{PriorKind::gaussian, prior_.sd};
+    const MapResult warm = newton_on(*sub, weight, gaussian, start, tol, max_iter);
+    AlignedBuffer tp = aligned_zeros(stride()), gp = aligned_zeros(stride());
+    const auto lik_grad = [&](const Vec& th, double* g) {
+      std::copy(th.data(), th.data() + th.size(), tp.get());
+      const double f = log_lik_grad(tp.get(), gp.get());
+      std::copy(gp.get(), gp.get() + th.size(), g);
+      return f;
+    };
+    start = frozen_newton(lik_grad, gaussian, warm.theta, warm.covariance, tol, max_iter, passes);
   }
   MapResult r = detail::two_stage_map(prior_, start, [&](const Prior& prior, const Vec& from) {
-    return newton_on(ds, 1.0, prior, from, tol, max_iter);
+    return newton_on(ds, 1.0, prior, from, tol, max_iter, tall);
   });
+  if (r.passes >= 0) r.passes += passes;
   r.seconds = clock.seconds();
   return r;
 }
@@ -344,20 +402,19 @@ LogisticBound LogisticBound::untuned(const LogisticModel& model, double xi, cons
   if (!(xi >= 0.0) || !std::isfinite(xi))
     throw ConfigError("untuned bound: xi must be finite and >= 0, got " + std::to_string(xi));
   return LogisticBound(
-      model, [xi](std::size_t) { return xi; }, anchor, slack);
+      model, [xi](std::size_t, double) { return xi; }, anchor, slack);
 }
 
 LogisticBound LogisticBound::map_tuned(const LogisticModel& model, const Vec& theta_map,
                                        double slack) {
-  const Dataset& ds = model.data();
-  AlignedBuffer tp = padded(theta_map.data(), ds.d(), ds.stride());
-  const auto xi = [&](std::size_t n) { return std::fabs(ds.dot(n, tp.get())); };
-  return LogisticBound(model, xi, theta_map, slack);
+  // Anchored at θ_MAP, the pass's own dot product is ±ξ_n.
+  return LogisticBound(
+      model, [](std::size_t, double dot) { return std::fabs(dot); }, theta_map, slack);
 }
 
 LogisticBound::LogisticBound(const LogisticModel& model,
-                             const std::function<double(std::size_t)>& xi, const Vec& anchor,
-                             double slack)
+                             const std::function<double(std::size_t, double)>& xi,
+                             const Vec& anchor, double slack)
     : data_(model.data_ptr()), slack_(slack) {
   const auto t0 = Clock::now();
   if (!(slack >= 0.0) || !std::isfinite(slack))
@@ -365,23 +422,20 @@ LogisticBound::LogisticBound(const LogisticModel& model,
   const Dataset& ds = *data_;
   if (static_cast<std::size_t>(anchor.size()) != ds.d())
     throw ConfigError("bound anchor has the wrong dimension");
-  const std::size_t n = ds.n();
-  par_ = aligned_zeros(kPar * n);
-  // The tangent points are not kept: each datum's record holds all that deltas() needs.
-  chunked_for(n, kReduceGrain, [&](std::size_t lo, std::size_t hi) {
-    for (std::size_t i = lo; i < hi; ++i) {
-      const double x = xi(i);
-      const double l = jj_lambda(x);
-      par_[kPar * i] = kernels::log_sigmoid(x) - 0.5 * x + l * x * x - slack;
-      par_[kPar * i + 1] = std::copysign(l, ds.y()[i]);
-    }
-  });
+  // Every record is written by the pass below, which first touches its pages on every core.
+  par_ = aligned_uninit(kPar * ds.n());
   theta0_ = anchor;
   AlignedBuffer tp = padded(anchor.data(), ds.d(), ds.stride());
   const auto y = ds.y();
-  // One pass: f0 = Σ log B_n(θ0), ∇ = Σ (t_n/2 − 2λ_n x_n·θ0) x_n, A = Σ λ_n x_n x_nᵀ.
+  // One pass: each datum's record {k_n, t_n·λ_n} from its tangent point (the tangent points are
+  // not kept: the record holds all that deltas() needs), then f0 = Σ log B_n(θ0),
+  // ∇ = Σ (t_n/2 − 2λ_n x_n·θ0) x_n and A = Σ λ_n x_n x_nᵀ.
   Partial p = data_stats(ds, tp.get(), true,
                          [&](std::size_t m, double dot, double& sf, double& sg, double& w) {
+                           const double x = xi(m, dot);
+                           const double l = jj_lambda(x);
+                           par_[kPar * m] = kernels::log_sigmoid(x) - 0.5 * x + l * x * x - slack;
+                           par_[kPar * m + 1] = std::copysign(l, y[m]);
                            const double a = y[m] * dot;
                            sf = kn(m) + 0.5 * a - lam(m) * a * a;
                            sg = 0.5 * y[m] - 2.0 * lam(m) * dot;
@@ -486,6 +540,25 @@ void LogisticBound::add_slack(const std::vector<double>& eps) {
     par_[kPar * i] -= eps[i];
     f0_ -= eps[i];
   }
+}
+
+void LogisticBound::add_uniform_slack(double eps) {
+  if (!(eps >= 0.0 && std::isfinite(eps)))
+    throw ConfigError("--bound-slack must be finite and >= 0, got " + std::to_string(eps));
+  const Dataset& ds = *data_;
+  chunked_for(ds.n(), kReduceGrain, [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo; i < hi; ++i) par_[kPar * i] -= eps;
+  });
+  slack_ += eps;
+  const auto y = ds.y();
+  f0_ = data_stats(ds, theta0_pad_.get(), false,
+                   [&](std::size_t m, double dot, double& sf, double& sg, double& w) {
+                     const double a = y[m] * dot;
+                     sf = kn(m) + 0.5 * a - lam(m) * a * a;
+                     sg = 0.0;
+                     w = 0.0;
+                   })
+            .f;
 }
 
 double LogisticBound::log_bound(Index n, double dot) const noexcept {

@@ -54,9 +54,16 @@ void detail::check_features(const Dataset& ds, const std::string& model) {
   const std::size_t first_bad = deterministic_reduce(
       ds.n(), kReduceGrain, none,
       [&](std::size_t lo, std::size_t hi) {
-        for (std::size_t i = lo; i < hi; ++i)
+        const RowsF64 x = ds.rows(lo, hi);
+        for (std::size_t i = lo; i < hi; ++i) {
+          const double* r = x.row(i - lo);
+          // Without an early exit, so that the row's test runs as vector compares.
+          bool ok = true;
+          for (std::size_t j = 0; j < d; ++j) ok &= std::fabs(r[j]) <= kMaxFeature;
+          if (ok) continue;
           for (std::size_t j = 0; j < d; ++j)
-            if (!(std::fabs(ds.value(i, j)) <= kMaxFeature)) return i * d + j;
+            if (!(std::fabs(r[j]) <= kMaxFeature)) return i * d + j;
+        }
         return none;
       },
       [](std::size_t a, std::size_t b) { return std::min(a, b); });

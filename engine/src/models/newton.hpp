@@ -55,10 +55,11 @@ MapResult two_stage_map(const Prior& prior, const Vec& start, Stage&& stage) {
   const Stopwatch clock;
   MapResult r = stage(Prior{PriorKind::gaussian, prior.sd}, start);
   if (prior.kind != PriorKind::gaussian) {
-    const int it = r.iterations, passes = r.passes;
+    const int it = r.iterations, passes = r.passes, curvature_passes = r.curvature_passes;
     r = stage(prior, r.theta);
     r.iterations += it;
     if (r.passes >= 0 && passes >= 0) r.passes += passes;
+    if (r.curvature_passes >= 0 && curvature_passes >= 0) r.curvature_passes += curvature_passes;
   }
   r.seconds = clock.seconds();
   return r;

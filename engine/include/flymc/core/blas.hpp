@@ -33,6 +33,12 @@ void syrk_scaled_rows(const double* x, std::size_t rows, std::size_t d, std::siz
 void gemm_at_xt(const double* a, std::size_t lda, const double* x, std::size_t rows, std::size_t d,
                 std::size_t ldx, double* y) noexcept;
 
+/// x_i ← T x_i for `rows` rows x_i of `d` entries, `ldx` apart (in place), T lower triangular
+/// (column-major d×d, leading dimension d): one triangular product (TRMM), d²/2 multiply-adds a
+/// row.
+void trmm_lower_rows(const double* t, std::size_t d, double* x, std::size_t rows,
+                     std::size_t ldx) noexcept;
+
 /// The `k` largest eigenvalues of the symmetric d×d matrix A (column-major, upper triangle read;
 /// A is overwritten) in ascending order into `values`, and, unless `vectors` is null, their unit
 /// eigenvectors as the columns of `vectors` (column-major d×k). LAPACK's DSYEVR (relatively robust

@@ -30,6 +30,9 @@ struct AlignedFree {
 using AlignedBuffer = std::unique_ptr<double[], AlignedFree>;
 /// Allocates `count` doubles, 64-byte aligned, zero-filled. Throws std::bad_alloc.
 AlignedBuffer aligned_zeros(std::size_t count);
+/// The same, unwritten: for an array that a parallel pass fills completely, whose pages that
+/// pass then first touches on every core.
+AlignedBuffer aligned_uninit(std::size_t count);
 
 namespace detail {
 /// A block of doubles lent from a per-thread pool and given back when destroyed: the scratch a

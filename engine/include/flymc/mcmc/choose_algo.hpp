@@ -29,6 +29,8 @@
 
 namespace flymc {
 
+struct SetupCache;  // flymc/mcmc/sampler.hpp
+
 /// The pilots' lengths and time limit.
 struct AutoOptions {
   /// NUTS: long enough that the step size settles and the ESS of the slowest coordinate is
@@ -88,6 +90,9 @@ struct AlgoChoice {
   /// The MAP fit on all the data the pilots shared; hand it to the chosen run (Precomputed) so
   /// that it does not search again. Null when no pilot ran on all the data.
   std::shared_ptr<const MapResult> map;
+  /// The set-up the pilots on all the data built that the chosen sampler can take over (its SMH
+  /// pilot's expansion and bounds); hand it to the chosen run with the map (Precomputed).
+  std::shared_ptr<SetupCache> cache;
   /// The winner's or the runner-up's pilot ended short of min_pilot_ess within its time: the
   /// comparison that decided is rough.
   bool pilots_short = false;
@@ -106,8 +111,8 @@ std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& 
 
 /// Runs a pilot of every candidate not skipped and picks the fastest. The pilots use random
 /// streams of their own, so a run of the chosen candidate's config with cfg.seed (and
-/// Precomputed{choice.map}) draws exactly what the same options given by hand would. The first
-/// run on all the data finds θ_MAP; the later ones take it (Precomputed).
+/// Precomputed{choice.map, choice.cache}) draws exactly what the same options given by hand would.
+/// The first run on all the data finds θ_MAP; the later ones take it (Precomputed).
 /// @throw ConfigError, DataError as run() does.
 AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
                        const AutoOptions& opt = {});

@@ -199,6 +199,18 @@ struct FaultInjection {
   double bound_excess = 0.0;
 };
 
+namespace detail {
+struct SmhStatistics;
+}
+
+/// Set-up one run builds that a later run may take over (`--algo auto`: its SMH pilot's
+/// expansion and bounds go to the SMH run it chooses). Each entry records what it was built from
+/// (data set, likelihood, prior, MAP fit), and a run takes it only if that is its own; otherwise
+/// it builds its own and leaves it here. For runs made one after another, not concurrently.
+struct SetupCache {
+  std::shared_ptr<const detail::SmhStatistics> smh;  ///< SMH's expansion at θ̂ and its bounds
+};
+
 /// Work a run may take over from an earlier run on the same data set and model options (model,
 /// prior, likelihood parameters) instead of repeating it: `--algo auto` hands the MAP fit of its
 /// first full-data run to the pilots after it and to the run it chooses, each of which would
@@ -206,6 +218,7 @@ struct FaultInjection {
 /// match; run() checks the dimension. The draws are those of a run that found it itself.
 struct Precomputed {
   std::shared_ptr<const MapResult> map;  ///< θ_MAP and the Laplace covariance (null: find them)
+  std::shared_ptr<SetupCache> cache;     ///< set-up to take over or to leave (null: neither)
 };
 
 /// Runs `cfg` (its model, algorithm and θ-kernel) over `data`. Throws ConfigError for an invalid

@@ -151,7 +151,20 @@ struct RunSetup {
   std::optional<ZRates> rates;             ///< per-datum z-proposal rates (RunConfig::q_per_datum)
   double bound_slack = 0.0;                ///< ε, resolved if automatic
   double q_dark_to_bright = 0.0;           ///< q, resolved if automatic
+  int passes = 0;  ///< passes over the data rows that built all this (-1: not counted)
 };
+
+/// Passes over the data rows that Bound::make makes: Bound::kBuildPasses, or -1 (not counted).
+template <class Bound>
+constexpr int bound_build_passes() {
+  if constexpr (requires { Bound::kBuildPasses; })
+    return Bound::kBuildPasses;
+  else
+    return -1;
+}
+
+/// a + b passes, -1 if either is not counted.
+constexpr int add_passes(int a, int b) { return a < 0 || b < 0 ? -1 : a + b; }
 
 /// The initial metric of every chain of a run set up as `setup`.
 template <FireflyModel M>
@@ -200,6 +213,7 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
   RunConfig bc = cfg;
   bc.bound_slack = out.bound_slack;
   out.bound.emplace(Bound::make(model, bc, map));
+  out.passes = bound_build_passes<Bound>();
   const bool auto_slack = !cfg.bound_slack;
   const bool per_datum = cfg.z == ZUpdate::implicit && cfg.q_per_datum;
   const bool auto_q =
@@ -208,6 +222,7 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
   if (auto_slack || per_datum || auto_q || scaled_slack) {
     std::vector<double> dark =
         mean_dark_probability(*out.bound, data, model.layout(), laplace_draws(map, cfg.seed));
+    out.passes = add_passes(out.passes, 1);
     auto expected_bright = [&dark] {
       double bright = 0.0;
       for (double m : dark) bright += 1.0 - m;
@@ -218,9 +233,15 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
       // bright datum pulling log p(θ | z) to −∞ at its tight point (docs/math.md §1.5).
       out.bound_slack = 0.25 * expected_bright() / static_cast<double>(data.n());
       bc.bound_slack = out.bound_slack;
-      // The bound without slack goes first: never two bounds, each a record per datum, at once.
-      out.bound.reset();
-      out.bound.emplace(Bound::make(model, bc, map));
+      if constexpr (requires(Bound & b) { b.add_uniform_slack(0.0); }) {
+        out.bound->add_uniform_slack(out.bound_slack);
+        out.passes = add_passes(out.passes, 1);
+      } else {
+        // The bound without slack goes first: never two bounds, each a record per datum, at once.
+        out.bound.reset();
+        out.bound.emplace(Bound::make(model, bc, map));
+        out.passes = add_passes(out.passes, bound_build_passes<Bound>());
+      }
       const double shrink = std::exp(-out.bound_slack);
       for (double& m : dark) m *= shrink;  // B/L with the slack: e^{−ε}·B/L
     }

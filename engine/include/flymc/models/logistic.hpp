@@ -90,6 +90,8 @@ class LogisticBound {
   /// The bound `cfg` asks for (cfg.bound: MAP-tuned at map.theta, or untuned with
   /// cfg.untuned_xi; cfg.bound_slack), as the sampler builds it.
   static LogisticBound make(const LogisticModel& model, const RunConfig& cfg, const MapResult& map);
+  /// make() reads the data once.
+  static constexpr int kBuildPasses = 1;
   /// Untuned: ξ_n = xi for every datum (paper: 1.5). The anchor only affects rounding.
   static LogisticBound untuned(const LogisticModel& model, double xi, const Vec& anchor,
                                double slack = 0.0);
@@ -120,6 +122,11 @@ class LogisticBound {
   /// Lowers log B_n by eps[n] ≥ 0 besides the slack ε (RunConfig::slack_scale): still a lower
   /// bound, each datum's constant k_n and the collapsed constant absorb it.
   void add_slack(const std::vector<double>& eps);
+  /// Lowers every log B_n by `eps` ≥ 0 and adds it to the slack. From a bound built with slack
+  /// 0 this is the bound built with slack `eps`, bit for bit: its constants are c_n − eps either
+  /// way, and f0 is summed again as the construction sums it, in one pass over the data without
+  /// the outer products of A (which the slack leaves unchanged).
+  void add_uniform_slack(double eps);
   /// log B_n(θ) for one datum given its dot product (tests and diagnostics).
   double log_bound(Index n, double dot) const noexcept;
   /// log L_n(θ) for one datum given its dot product.
@@ -139,13 +146,14 @@ class LogisticBound {
   double setup_seconds() const noexcept { return seconds_; }
 
  private:
-  /// `xi(n)`: datum n's tangent point ξ_n, asked for once per datum from oneTBB's threads while
-  /// the records are filled, so that no N-long array of them is held.
-  LogisticBound(const LogisticModel& model, const std::function<double(std::size_t)>& xi,
+  /// `xi(n, a)`: datum n's tangent point ξ_n given a = x_n·anchor, asked for once per datum from
+  /// oneTBB's threads in the pass that fills the records and sums the collapsed statistics, so
+  /// that no N-long array of them is held and the data are read once.
+  LogisticBound(const LogisticModel& model, const std::function<double(std::size_t, double)>& xi,
                 const Vec& anchor, double slack);
   // Per datum {k_n, t_n·λ_n}: deltas() reads k_n, λ_n and the label t_n = ±1 for data scattered
   // over a set far larger than the caches, so they share one 16-byte record (one cache line, and
-  // huge pages for a large N through aligned_zeros) instead of three arrays. λ_n > 0 for every
+  // huge pages for a large N through aligned_uninit) instead of three arrays. λ_n > 0 for every
   // finite ξ_n, so the label rides on its sign.
   static constexpr std::size_t kPar = 2;
   double kn(std::size_t n) const noexcept { return par_[kPar * n]; }

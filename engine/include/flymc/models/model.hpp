@@ -39,6 +39,13 @@ struct MapResult {
   /// Passes the search made over all the data rows (-1 where a model does not count them;
   /// passes over a subsample are not counted, their time is in `seconds`).
   int passes = -1;
+  /// Of those, the passes that also formed the Hessian (D² multiply-adds a row, where the others
+  /// read each row for a few dot products); -1 where a model does not count them.
+  int curvature_passes = -1;
+  /// −∇² of the log-likelihood alone at θ_MAP, where the search formed it there exactly (the
+  /// Hessian of logistic regression's Newton steps); empty otherwise. A caller that needs the
+  /// likelihood's curvature at θ_MAP (SMH's expansion) takes it instead of another pass.
+  Mat lik_curvature;
 };
 
 /// Outcome of comparing bounds with likelihoods (a bound's deltas()). Δ_n = log L_n − log B_n is

@@ -71,12 +71,6 @@ RowBlock rows(const Dataset& ds, const RowsF64& x, std::size_t lo, std::size_t h
                   Eigen::OuterStride<>(static_cast<Eigen::Index>(ds.stride())));
 }
 
-/// A chunk's part of the expansion: g and H_L = Σ w_n x_n x_nᵀ (w_n = −f''(ŝ_n)).
-struct Expansion {
-  Vec g;
-  Mat h;
-};
-
 /// Adds Σ_i w_i x_i x_iᵀ over the rows `x` (w.size() of them, `ds`'s stride) to h's upper triangle
 /// (BLAS SYRK on rows scaled by √|w_i|). The logistic weights are never negative; robust
 /// regression's are where a residual is beyond √c (the Student-t log-likelihood is convex there),
@@ -98,41 +92,105 @@ void add_weighted_outer(Mat& h, const Dataset& ds, const double* x, const std::v
   }
 }
 
-/// An Expansion as doubles for a sharded data set's processes: d, then g, then h.
-std::vector<double> pack_expansion(const Expansion& e) {
-  std::vector<double> v{double(e.g.size())};
-  v.insert(v.end(), e.g.data(), e.g.data() + e.g.size());
-  v.insert(v.end(), e.h.data(), e.h.data() + e.h.size());
+/// A matrix or vector as doubles for a sharded data set's processes: its rows, columns, values.
+std::vector<double> pack_matrix(const Mat& m) {
+  std::vector<double> v{double(m.rows()), double(m.cols())};
+  v.insert(v.end(), m.data(), m.data() + m.size());
   return v;
 }
 
-Expansion unpack_expansion(const std::vector<double>& v) {
-  const auto d = static_cast<Eigen::Index>(v.at(0));
-  if (v.size() != static_cast<std::size_t>(1 + d + (d > 0 ? d * d : 0)))
-    throw Error("--algo smh: a shard's expansion has the wrong size");
-  Expansion e;
-  e.g = Eigen::Map<const Vec>(v.data() + 1, d);
-  if (d > 0) e.h = Eigen::Map<const Mat>(v.data() + 1 + d, d, d);
-  return e;
+Mat unpack_matrix(const std::vector<double>& v) {
+  const auto r = static_cast<Eigen::Index>(v.at(0)), c = static_cast<Eigen::Index>(v.at(1));
+  if (v.size() != static_cast<std::size_t>(2 + r * c))
+    throw Error("--algo smh: a shard's partial sum has the wrong size");
+  return Eigen::Map<const Mat>(v.data() + 2, r, c);
 }
 
-/// Pass 1: ŝ_n and the Taylor coefficients per datum; g and H_L summed in chunk order (over the
-/// whole data set if it is a shard).
-void expand_at_theta_hat(SmhShared& sh) {
-  const Dataset& ds = sh.data;
-  const std::size_t n = ds.n(), d = ds.d();
-  AlignedBuffer th = aligned_zeros(ds.stride());
-  std::copy(sh.theta_hat.data(), sh.theta_hat.data() + d, th.get());
+/// The data's predictors at θ̂, ŝ_n = x_n·θ̂, of rows [lo, hi) (widened in `xr`).
+std::vector<double> predictors(const SmhStatistics& sh, const RowsF64& xr, std::size_t lo,
+                               std::size_t hi, const double* theta_p) {
+  std::vector<double> s(hi - lo);
+  kernels::dots_packed(xr.data(), hi - lo, sh.data->stride(), theta_p, s.data());
+  return s;
+}
+
+/// θ̂ padded to the data's stride.
+AlignedBuffer padded_theta_hat(const SmhStatistics& sh) {
+  AlignedBuffer th = aligned_zeros(sh.data->stride());
+  std::copy(sh.theta_hat.data(), sh.theta_hat.data() + sh.dim(), th.get());
+  return th;
+}
+
+/// H_L = −Σ_n f''(ŝ_n) x_n x_nᵀ, full, in a pass of its own (summed in chunk order, over the
+/// whole data set if it is a shard): for a MAP search that did not leave it.
+Mat curvature_pass(const SmhStatistics& sh) {
+  const Dataset& ds = *sh.data;
+  const AlignedBuffer th = padded_theta_hat(sh);
+  const auto y = ds.y();
+  const auto dd = static_cast<Eigen::Index>(ds.d());
+  Mat h = fold_rows(
+      ds, Mat{},
+      [&](std::size_t lo, std::size_t hi) {
+        const RowsF64 xr = ds.rows(lo, hi);
+        const std::vector<double> s = predictors(sh, xr, lo, hi, th.get());
+        std::vector<double> w(hi - lo);
+        for (std::size_t i = 0; i < hi - lo; ++i) w[i] = -sh.taylor(y[lo + i], s[i]).f2;
+        Mat part = Mat::Zero(dd, dd);
+        add_weighted_outer(part, ds, xr.data(), w);
+        return part;
+      },
+      [](Mat acc, Mat part) { return acc.size() == 0 ? part : Mat(acc + part); }, pack_matrix,
+      unpack_matrix);
+  return h.selfadjointView<Eigen::Upper>();
+}
+
+void candidate_tables(SmhStatistics& sh);
+
+/// φ_n = (M/6)·‖L⁻¹x_n‖³ for rows `x` (`rows` of them, the data's stride) into `out`, by one
+/// triangular product with `linv` = L⁻¹ on an L2-sized copy of each block of rows (d²/2
+/// multiply-adds a row, half of x_nᵀ·(H⁻¹x_n)'s); `c` = (M/6)·(1 + 1e-9)·e^(−excess).
+void bound_block(const SmhStatistics& sh, const Mat& linv, const double* x, std::size_t rows,
+                 double c, SmhDatum* out) {
+  const std::size_t d = sh.dim(), stride = sh.data->stride();
+  constexpr std::size_t kBlock = blas::kSyrkRows;
+  const detail::ScratchLease z(kBlock * stride);
+  for (std::size_t b0 = 0; b0 < rows; b0 += kBlock) {
+    const std::size_t m = std::min(kBlock, rows - b0);
+    std::copy(x + b0 * stride, x + (b0 + m) * stride, z.get());
+    blas::trmm_lower_rows(linv.data(), d, z.get(), m, stride);
+    for (std::size_t i = 0; i < m; ++i) {
+      const double* zi = z.get() + i * stride;
+      double q = 0.0;
+      for (std::size_t j = 0; j < d; ++j) q += zi[j] * zi[j];
+      const double exact = c * q * std::sqrt(q);
+      auto up = static_cast<float>(exact);
+      if (static_cast<double>(up) < exact)
+        up = std::nextafter(up, std::numeric_limits<float>::infinity());
+      out[b0 + i].phi = up;
+    }
+  }
+}
+
+/// The pass with H known: per datum ŝ_n's Taylor expansion (û, σ) and its bound
+/// φ_n = (M/6)·‖L⁻¹x_n‖³ = (M/6)·(x_nᵀH⁻¹x_n)^{3/2}, enlarged by a relative 1e-9 so that
+/// rounding in ‖L⁻¹x_n‖ cannot make a bound fall below its remainder, then rounded up to a float
+/// (SmhDatum); and g summed in chunk order (over the whole data set if it is a shard). The
+/// candidate tables are built from the rounded values: the thinning is exact for the bound it
+/// draws from, whichever that is, as long as it dominates.
+void expand_and_bound(SmhStatistics& sh) {
+  const Dataset& ds = *sh.data;
+  const std::size_t n = ds.n();
+  const AlignedBuffer th = padded_theta_hat(sh);
   sh.datum.resize(n);
   const auto y = ds.y();
-  const auto dd = static_cast<Eigen::Index>(d);
-  Expansion total = fold_rows(
-      ds, Expansion{},
+  const double c = sh.m / 6.0 * (1.0 + 1e-9) * std::exp(-sh.bound_excess);
+  Mat linv = Mat::Identity(sh.chol.rows(), sh.chol.cols());
+  sh.chol.triangularView<Eigen::Lower>().solveInPlace(linv);
+  const Mat g = fold_rows(
+      ds, Mat{},
       [&](std::size_t lo, std::size_t hi) {
-        std::vector<double> s(hi - lo), w(hi - lo);
         const RowsF64 xr = ds.rows(lo, hi);
-        kernels::dots_packed(xr.data(), hi - lo, ds.stride(), th.get(), s.data());
-        Expansion part{Vec::Zero(dd), Mat::Zero(dd, dd)};
+        const std::vector<double> s = predictors(sh, xr, lo, hi, th.get());
         Vec coef(static_cast<Eigen::Index>(hi - lo));
         for (std::size_t i = 0; i < hi - lo; ++i) {
           const smh::Taylor t = sh.taylor(y[lo + i], s[i]);
@@ -141,68 +199,21 @@ void expand_at_theta_hat(SmhShared& sh) {
           sh.datum[lo + i].sign = static_cast<float>(sign);
           // ∂/∂θ of f(u), u = σ·x·θ + const, is σ·f'(u)·x; the curvature is f''(u)·x xᵀ (σ² = 1).
           coef[static_cast<Eigen::Index>(i)] = sign * t.f1;
-          w[i] = -t.f2;
         }
-        const RowBlock x = rows(ds, xr, lo, hi);
-        part.g.noalias() = x.transpose() * coef;
-        add_weighted_outer(part.h, ds, xr.data(), w);
-        return part;
+        bound_block(sh, linv, xr.data(), hi - lo, c, sh.datum.data() + lo);
+        return Mat(rows(ds, xr, lo, hi).transpose() * coef);
       },
-      [](Expansion acc, Expansion part) {
-        if (acc.g.size() == 0) return part;
-        acc.g += part.g;
-        acc.h += part.h;
-        return acc;
-      },
-      pack_expansion, unpack_expansion);
-  sh.grad = total.g;
-  Mat h = total.h.selfadjointView<Eigen::Upper>();
-  h.diagonal().array() += sh.precision;
-  const Eigen::LLT<Mat> llt(h);
-  if (llt.info() != Eigen::Success)
-    throw ConfigError("--algo smh: the Hessian at the MAP is not positive definite");
-  sh.chol = llt.matrixL();
-}
-
-void candidate_tables(SmhShared& sh);
-
-/// Pass 2: φ_n = (M/6)·‖L⁻¹x_n‖³ = (M/6)·(x_nᵀH⁻¹x_n)^{3/2}, enlarged by a relative 1e-9 so that
-/// rounding in ‖L⁻¹x_n‖ cannot make a bound fall below its remainder, then rounded up to a float
-/// (SmhDatum). The candidate tables are built from the rounded values: the thinning is exact
-/// for the bound it draws from, whichever that is, as long as it dominates.
-void bound_constants(SmhShared& sh, double bound_excess) {
-  const Dataset& ds = sh.data;
-  const std::size_t n = ds.n();
-  const auto dd = static_cast<Eigen::Index>(ds.d());
-  Mat linv = Mat::Identity(dd, dd);
-  sh.chol.triangularView<Eigen::Lower>().solveInPlace(linv);
-  const Mat hinv = linv.transpose() * linv;
-  const double c = sh.m / 6.0 * (1.0 + 1e-9) * std::exp(-bound_excess);
-  chunked_for(n, kReduceGrain, [&](std::size_t lo, std::size_t hi) {
-    Mat y(dd, static_cast<Eigen::Index>(hi - lo));  // column i: H⁻¹ x_i
-    const RowsF64 xr = ds.rows(lo, hi);
-    blas::gemm_at_xt(hinv.data(), static_cast<std::size_t>(dd), xr.data(), hi - lo,
-                     static_cast<std::size_t>(dd), ds.stride(), y.data());
-    for (std::size_t i = lo; i < hi; ++i) {
-      const double* x = xr.row(i - lo);
-      const double* yi = y.data() + (i - lo) * static_cast<std::size_t>(dd);
-      double q = 0.0;
-      for (Eigen::Index j = 0; j < dd; ++j) q += x[j] * yi[j];
-      const double exact = c * q * std::sqrt(q);
-      auto up = static_cast<float>(exact);
-      if (static_cast<double>(up) < exact)
-        up = std::nextafter(up, std::numeric_limits<float>::infinity());
-      sh.datum[i].phi = up;
-    }
-  });
+      [](Mat acc, Mat part) { return acc.size() == 0 ? part : Mat(acc + part); }, pack_matrix,
+      unpack_matrix);
+  sh.grad = g.col(0);
   candidate_tables(sh);
 }
 
 /// The two stages of drawing a candidate (SmhShared): Φ_b of every block of the data set (a
 /// data-wide fold, so every process of a shard gets all of them), the table over blocks, and a
 /// table within each of this process's blocks.
-void candidate_tables(SmhShared& sh) {
-  const Dataset& ds = sh.data;
+void candidate_tables(SmhStatistics& sh) {
+  const Dataset& ds = *sh.data;
   const auto phi = [&](std::size_t i) { return static_cast<double>(sh.datum[i].phi); };
   const std::vector<double> block_phi = fold_rows(
       ds, std::vector<double>{},
@@ -232,11 +243,25 @@ void candidate_tables(SmhShared& sh) {
 
 }  // namespace
 
-void build_smh_shared(SmhShared& sh, double bound_excess) {
-  sh.theta_hat = sh.map.theta;
-  sh.precision = sh.prior.precision();
-  expand_at_theta_hat(sh);
-  bound_constants(sh, bound_excess);
+std::shared_ptr<const SmhStatistics> build_smh_statistics(std::shared_ptr<const Dataset> data,
+                                                          const Prior& prior, const MapResult& map,
+                                                          std::optional<StudentT> student,
+                                                          double bound_excess) {
+  auto sh = std::make_shared<SmhStatistics>(std::move(data), prior, student, bound_excess);
+  sh->theta_hat = map.theta;
+  sh->precision = prior.precision();
+  // Logistic regression's MAP search formed the curvature at θ̂ with the same weights,
+  // σ(ŝ)σ(−ŝ) = −f''(ŝ) (smh::logistic_taylor); robust regression's did not.
+  const bool taken = !student && map.lik_curvature.size() != 0;
+  Mat h = taken ? map.lik_curvature : curvature_pass(*sh);
+  h.diagonal().array() += sh->precision;
+  const Eigen::LLT<Mat> llt(h);
+  if (llt.info() != Eigen::Success)
+    throw ConfigError("--algo smh: the Hessian at the MAP is not positive definite");
+  sh->chol = llt.matrixL();
+  sh->passes = taken ? 1 : 2;
+  expand_and_bound(*sh);
+  return sh;
 }
 
 }  // namespace detail
@@ -252,17 +277,27 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     phases.end(1);  // "checks": building the model checked the labels and features
     RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint, pre, phases);
     phases.begin("statistics");
-    detail::SmhShared sh(cfg, model.data(), model.prior(), out.map, student);
-    sh.columns = smh_draw_columns(out.names);
-    detail::build_smh_shared(sh, faults.bound_excess);
-    phases.end(2);  // the expansion at θ̂, then the per-datum bound constants
+    std::shared_ptr<const detail::SmhStatistics> stats;
+    if (pre.cache && pre.cache->smh &&
+        pre.cache->smh->fits(data, model.prior(), student, out.map, faults.bound_excess))
+      stats = pre.cache->smh;
+    const bool taken = stats != nullptr;
+    if (!taken) {
+      stats =
+          detail::build_smh_statistics(data, model.prior(), out.map, student, faults.bound_excess);
+      if (pre.cache) pre.cache->smh = stats;
+    }
+    phases.end(taken ? 0 : stats->passes);
+    const detail::SmhShared sh{cfg,     model.data(), model.prior(),
+                               out.map, stats,        smh_draw_columns(out.names)};
     out.setup_phases = phases.take();
     out.setup_seconds = setup_clock.seconds();
     out.n = model.data().total_n();
     // On a shard every proposal's test is collective: the chains run in turn on every process.
     detail::run_independent_chains(
         cfg, sinks, progress, out,
-        [&](int id, DrawSink* sink) { return detail::SmhChain(sh, id, sink); }, sh.link != nullptr);
+        [&](int id, DrawSink* sink) { return detail::SmhChain(sh, id, sink); },
+        stats->link != nullptr);
     return out;
   };
   phases.begin("checks");

@@ -25,6 +25,7 @@ constexpr long kMinTuningWarmup = 50;
 
 SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink)
     : sh_(sh),
+      st_(*sh.stats),
       cfg_(sh.cfg),
       data_(sh.data),
       p_(sh.dim()),
@@ -58,10 +59,10 @@ SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink)
 void SmhChain::set_state_from_theta() {
   for (std::size_t j = 0; j < p_; ++j) {
     const auto jj = static_cast<Eigen::Index>(j);
-    delta_[jj] = theta_[j] - sh_.theta_hat[jj];
+    delta_[jj] = theta_[j] - st_.theta_hat[jj];
     step_pad_[j] = delta_[jj];
   }
-  u_.noalias() = sh_.chol.transpose() * delta_;
+  u_.noalias() = st_.chol.transpose() * delta_;
 }
 
 /// u' from u, then δ' = L⁻ᵀu' and θ' = θ̂ + δ' (O(d²): one triangular solve).
@@ -72,10 +73,10 @@ void SmhChain::propose() {
   } else {
     u2_ = u_ + step_ * u2_;
   }
-  delta2_ = sh_.chol.transpose().triangularView<Eigen::Upper>().solve(u2_);
+  delta2_ = st_.chol.transpose().triangularView<Eigen::Upper>().solve(u2_);
   for (std::size_t j = 0; j < p_; ++j) {
     const auto jj = static_cast<Eigen::Index>(j);
-    theta2_[j] = sh_.theta_hat[jj] + delta2_[jj];
+    theta2_[j] = st_.theta_hat[jj] + delta2_[jj];
     step2_pad_[j] = delta2_[jj];
   }
 }
@@ -84,11 +85,11 @@ void SmhChain::propose() {
 /// proposal ratio. With δᵀH_Lδ = ‖u‖² − p‖δ‖² it costs O(d) once δ' is known.
 double SmhChain::log_quadratic_ratio() const {
   const Prior& prior = sh_.prior;
-  const double p = sh_.precision;
+  const double p = st_.precision;
   const double quad2 = u2_.squaredNorm() - p * delta2_.squaredNorm();
   const double quad = u_.squaredNorm() - p * delta_.squaredNorm();
   double r = prior.log_density(theta2_.get(), p_) - prior.log_density(theta_.get(), p_) +
-             sh_.grad.dot(delta2_ - delta_) - 0.5 * (quad2 - quad);
+             st_.grad.dot(delta2_ - delta_) - 0.5 * (quad2 - quad);
   // pCN is reversible with respect to N(0, I) in u: q(u | u')/q(u' | u) = φ(u)/φ(u').
   if (pcn_) r += 0.5 * (u2_.squaredNorm() - u_.squaredNorm());
   return r;
@@ -97,10 +98,10 @@ double SmhChain::log_quadratic_ratio() const {
 /// λ_n = −log min(1, exp(r_n(θ') − r_n(θ))) = max(0, r_n(θ) − r_n(θ')), a difference of the
 /// datum's gaps (SmhShared::remainder_change). The caller counts the two likelihood queries.
 double SmhChain::remainder_drop(Index n) const noexcept {
-  const SmhDatum& dat = sh_.datum[n];
+  const SmhDatum& dat = st_.datum[n];
   const double e = data_.dot(n, step_pad_.get());
   const double e2 = data_.dot(n, step2_pad_.get());
-  return std::max(0.0, sh_.remainder_change(dat, e, e2));
+  return std::max(0.0, st_.remainder_change(dat, e, e2));
 }
 
 /// Where the thinned process would propose more candidates than there are data (far from θ̂):
@@ -116,7 +117,7 @@ bool SmhChain::all_data_test(double psi, SmhOutcome& o) {
         Drops d;
         for (std::size_t i = lo; i < hi; ++i) {
           const double lam = remainder_drop(static_cast<Index>(i));
-          if (lam > sh_.datum[i].phi * psi) d.violations += 1.0;
+          if (lam > st_.datum[i].phi * psi) d.violations += 1.0;
           d.lambda += lam;
         }
         return d;
@@ -139,7 +140,7 @@ bool SmhChain::all_data_test(double psi, SmhOutcome& o) {
 /// Starts loading what datum n's factor reads: its row and its record.
 void SmhChain::prefetch_datum(Index n) const noexcept {
   data_.prefetch_row(n);
-  __builtin_prefetch(&sh_.datum[n]);  // aligned to its size: one cache line
+  __builtin_prefetch(&st_.datum[n]);  // aligned to its size: one cache line
 }
 
 /// The data's factors by Poisson thinning with rate ψ·Σφ on [0, 1), on the proposal's own stream
@@ -155,31 +156,31 @@ void SmhChain::prefetch_datum(Index n) const noexcept {
 /// points undrawn.
 bool SmhChain::thinned_test(double psi, double rate, SmhOutcome& o) {
   Rng points = proposal_stream();
-  const std::size_t first = sh_.first_block, last = first + sh_.blocks_here();
+  const std::size_t first = st_.first_block, last = first + st_.blocks_here();
   LocalTest test;
   double t = -std::log(points.uniform_pos()) / rate;
   while (t < 1.0 && !test.rejection) {
     std::size_t m = 0;
     for (; m < kAhead && t < 1.0; t -= std::log(points.uniform_pos()) / rate) {
       const std::uint64_t point = test.points++;
-      const std::uint32_t b = sh_.block_alias.index(points());
+      const std::uint32_t b = st_.block_alias.index(points());
       const std::uint64_t word = points();
       const double uniform = points.uniform();
       if (b < first || b >= last) continue;
       const auto local = static_cast<std::uint32_t>(b - first);
-      sh_.row_alias.prefetch(local, word);
+      st_.row_alias.prefetch(local, word);
       batch_[m++] = {point, word, uniform, local, 0};
     }
     for (std::size_t k = 0; k < m; ++k) {
       Candidate& c = batch_[k];
       c.row = static_cast<Index>(std::size_t{c.block} * kReduceGrain +
-                                 sh_.row_alias.index(c.block, c.word));
+                                 st_.row_alias.index(c.block, c.word));
       prefetch_datum(c.row);
     }
     for (std::size_t k = 0; k < m && !test.rejection; ++k) {
       const Candidate& c = batch_[k];
       const double lam = remainder_drop(c.row);
-      const double bound = sh_.datum[c.row].phi * psi;
+      const double bound = st_.datum[c.row].phi * psi;
       if (lam > bound) test.violation_points.push_back(c.point);
       if (c.uniform * bound < lam) test.rejection = c.point;  // the datum's factor rejects
     }
@@ -205,8 +206,8 @@ Rng SmhChain::proposal_stream() const noexcept {
 bool SmhChain::combine_tests(const LocalTest& mine, SmhOutcome& o) {
   std::optional<std::uint64_t> rejection = mine.rejection;
   std::uint64_t violations = mine.violation_points.size();
-  if (sh_.link != nullptr) {
-    const std::vector<double> parts = sh_.link->all_gather(
+  if (st_.link != nullptr) {
+    const std::vector<double> parts = st_.link->all_gather(
         {mine.rejection ? static_cast<double>(*mine.rejection) : -1.0, double(violations)});
     double any_violation = 0.0;
     for (std::size_t r = 0; r + 1 < parts.size(); r += 2) {
@@ -220,7 +221,7 @@ bool SmhChain::combine_tests(const LocalTest& mine, SmhOutcome& o) {
           std::count_if(mine.violation_points.begin(), mine.violation_points.end(),
                         [&](std::uint64_t k) { return !rejection || k <= *rejection; });
       violations = 0;
-      for (const double v : sh_.link->all_gather({static_cast<double>(before)}))
+      for (const double v : st_.link->all_gather({static_cast<double>(before)}))
         violations += static_cast<std::uint64_t>(v);
     }
   }
@@ -256,7 +257,7 @@ SmhOutcome SmhChain::accept_test() {
   if (lr < 0.0 && std::log(rng_.uniform_pos()) >= lr) return o;
   o.rejected_by_data = true;
   const double bound = psi();
-  const double rate = bound * sh_.phi_sum;
+  const double rate = bound * st_.phi_sum;
   const PhaseTimer timer(profile_, Phase::likelihood);
   const bool pass = rate >= static_cast<double>(total_n_) ? all_data_test(bound, o)
                                                           : thinned_test(bound, rate, o);
@@ -333,7 +334,7 @@ void SmhChain::end_warmup() {
   if (sink_) {
     const auto pp = static_cast<Eigen::Index>(p_);
     Mat linv = Mat::Identity(pp, pp);
-    sh_.chol.triangularView<Eigen::Lower>().solveInPlace(linv);
+    st_.chol.triangularView<Eigen::Lower>().solveInPlace(linv);
     const Mat cov = linv.transpose() * linv;
     std::vector<double> inv(cov.data(), cov.data() + cov.size());
     sink_->adaptation(step_, inv, true);

@@ -4,6 +4,7 @@
 // checkpoints.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,43 +34,56 @@ struct alignas(16) SmhDatum {
 };
 static_assert(sizeof(SmhDatum) == 16);
 
-/// Everything the chains of one SMH run share, read-only: the expansion at θ̂ and the bounds.
-struct SmhShared {
+/// The expansion at θ̂ and the bounds (docs/math.md §8): built once from a data set, a model's
+/// likelihood and prior and a MAP fit, read-only after. A later run on the same (`--algo auto`'s
+/// SMH pilot, then its run: SetupCache) takes them over instead of building them again.
+struct SmhStatistics {
   /// `student`: robust regression's likelihood; empty: logistic regression.
-  SmhShared(const RunConfig& c, const Dataset& d, const Prior& p, const MapResult& fit,
-            std::optional<StudentT> student_t)
-      : cfg(c),
-        data(d),
+  SmhStatistics(std::shared_ptr<const Dataset> d, const Prior& p, std::optional<StudentT> student_t,
+                double excess)
+      : source(d),
+        data(d.get()),
         prior(p),
-        map(fit),
         student(student_t),
-        m(student ? smh::student_m(*student) : smh::kLogisticM) {}
-  const RunConfig& cfg;
-  const Dataset& data;
-  const Prior& prior;
-  const MapResult& map;
+        m(student ? smh::student_m(*student) : smh::kLogisticM),
+        bound_excess(excess) {}
+  // What they were built from (fits()). Held weakly: a cache does not keep a data set alive, and
+  // a data set freed cannot be mistaken for a later one at the same address.
+  const std::weak_ptr<const Dataset> source;
+  const Dataset* data;
+  const Prior prior;
   const std::optional<StudentT> student;
-  const double m;          // max |f'''| of a datum's log-likelihood in its predictor
+  const double m;  // max |f'''| of a datum's log-likelihood in its predictor
+  const double bound_excess;
   Vec theta_hat;           // the expansion point θ̂ (θ_MAP)
   Vec grad;                // g = Σ_n f'(ŝ_n) t_n x_n, the likelihood's gradient at θ̂
   double precision = 1.0;  // p in H = H_L + p·I (the prior's precision)
   Mat chol;                // L, H = L·Lᵀ, H_L = −Σ_n f''(ŝ_n) x_n x_nᵀ
   // Per datum, read at random: on huge pages, as the alias table; every field is written by the
-  // set-up's parallel passes, which also first-touch the pages.
+  // set-up's parallel pass, which also first-touches the pages.
   std::vector<SmhDatum, HugePageUninitAllocator<SmhDatum>> datum;
   double phi_sum = 0.0;  // Σ_n φ_n over the whole data set
   // A candidate is drawn in two stages, so that a process holding some of the rows (a shard)
   // draws only its own: a block of kReduceGrain rows with probability Φ_b / Σφ, by every
   // process, then a row of the block with probability φ_n / Φ_b (an alias table per block),
   // by the block's holder.
-  AliasTable block_alias;            // b with probability Φ_b / Σφ (Φ_b = Σ_{n in b} φ_n)
-  BlockAliasTable row_alias;         // this process's blocks: a row of the block
-  std::size_t first_block = 0;       // the data set's index of this process's first block
-  RowLink* link = nullptr;           // the other processes' shards (none: null)
-  std::vector<std::string> columns;  // smh_draw_columns
+  AliasTable block_alias;       // b with probability Φ_b / Σφ (Φ_b = Σ_{n in b} φ_n)
+  BlockAliasTable row_alias;    // this process's blocks: a row of the block
+  std::size_t first_block = 0;  // the data set's index of this process's first block
+  RowLink* link = nullptr;      // the other processes' shards (none: null)
+  int passes = 0;               // passes over the data rows that built all this
 
-  std::size_t dim() const noexcept { return data.d(); }
+  std::size_t dim() const noexcept { return data->d(); }
   std::size_t blocks_here() const noexcept { return row_alias.blocks(); }
+  /// Built from this data set, likelihood, prior, MAP fit and bound_excess.
+  bool fits(const std::shared_ptr<const Dataset>& d, const Prior& p,
+            const std::optional<StudentT>& st, const MapResult& map, double excess) const noexcept {
+    const bool same_student = st.has_value() == student.has_value() &&
+                              (!st || (st->nu == student->nu && st->scale == student->scale));
+    return d != nullptr && d == source.lock() && p.kind == prior.kind && p.sd == prior.sd &&
+           same_student && excess == bound_excess && map.theta.size() == theta_hat.size() &&
+           map.theta == theta_hat;
+  }
   /// The datum's Taylor expansion at predictor x·θ̂ = `s_hat`, in its own variable u.
   smh::Taylor taylor(double label, double s_hat) const noexcept {
     return student ? smh::student_taylor(*student, label - s_hat)
@@ -90,11 +104,28 @@ struct SmhShared {
   }
 };
 
-/// Builds the expansion and the bounds at θ_MAP in two passes over the data (chunks on oneTBB,
-/// bit-identical at any thread count). @throw ConfigError if H is not positive definite.
-/// `bound_excess` > 0 (a test hook, --test-bound-excess) divides every φ_n by e^bound_excess: a
-/// bound too small, whose violations the chains must count as one process would.
-void build_smh_shared(SmhShared& sh, double bound_excess = 0.0);
+/// Builds the expansion and the bounds at map.theta (chunks on oneTBB, bit-identical at any
+/// thread count): in one pass over the data when the MAP search left the likelihood's curvature
+/// there (MapResult::lik_curvature), else in two. @throw ConfigError if H is not positive
+/// definite. `bound_excess` > 0 (a test hook, --test-bound-excess) divides every φ_n by
+/// e^bound_excess: a bound too small, whose violations the chains must count as one process
+/// would.
+std::shared_ptr<const SmhStatistics> build_smh_statistics(std::shared_ptr<const Dataset> data,
+                                                          const Prior& prior, const MapResult& map,
+                                                          std::optional<StudentT> student,
+                                                          double bound_excess = 0.0);
+
+/// Everything the chains of one SMH run share, read-only.
+struct SmhShared {
+  const RunConfig& cfg;
+  const Dataset& data;
+  const Prior& prior;
+  const MapResult& map;
+  std::shared_ptr<const SmhStatistics> stats;  // the expansion at θ̂ and the bounds
+  std::vector<std::string> columns;            // smh_draw_columns
+
+  std::size_t dim() const noexcept { return data.d(); }
+};
 
 /// What one proposal's acceptance test did.
 struct SmhOutcome {
@@ -135,6 +166,7 @@ class SmhChain {
   void set_state_from_theta();
 
   const SmhShared& sh_;
+  const SmhStatistics& st_;  // *sh_.stats
   const RunConfig& cfg_;
   const Dataset& data_;
   const std::size_t p_, total_n_;  // total_n_: rows of the whole data set (a shard's included)

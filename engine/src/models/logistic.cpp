@@ -217,6 +217,10 @@ namespace {
 /// Hessian, a pass several times dearer than a gradient's, is formed once, at the end.
 constexpr std::size_t kWarmStartRows = 100000;
 constexpr std::size_t kWarmStartMinRows = 4 * kWarmStartRows;
+/// At most this many frozen-curvature steps: where the subsample's curvature is far from all the
+/// data's they contract slowly, and Newton's steps (a Hessian pass each, worth several gradient
+/// passes) finish the search from where they stopped.
+constexpr int kFrozenSteps = 12;
 
 /// What one Newton step needs at θ (padded in `tp`), in one pass over `ds`: the log-likelihood
 /// (summed as sum_log_lik sums it, chunk by chunk, so that the line search compares
@@ -379,7 +383,8 @@ MapResult LogisticModel::find_map(double tol, int max_iter) const {
       std::copy(gp.get(), gp.get() + th.size(), g);
       return f;
     };
-    start = frozen_newton(lik_grad, gaussian, warm.theta, warm.covariance, tol, max_iter, passes);
+    start = frozen_newton(lik_grad, gaussian, warm.theta, warm.covariance, tol,
+                          std::min(max_iter, kFrozenSteps), passes);
   }
   MapResult r = detail::two_stage_map(prior_, start, [&](const Prior& prior, const Vec& from) {
     return newton_on(ds, 1.0, prior, from, tol, max_iter, tall);

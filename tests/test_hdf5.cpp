@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/core/parallel.hpp"
 #include "flymc/data/loaders.hpp"
+#include "flymc/datagen/datagen.hpp"
 #include "flymc/hdf5/hdf5.hpp"
 #include "flymc/io/stan_csv.hpp"
 #include "test_util.hpp"
@@ -116,6 +118,63 @@ TEST_SUITE("unit") {
     write_raw(p + "/lab.h5", "/d", 2, d3, H5T_NATIVE_DOUBLE, v3);
     CHECK(h5_error(p + "/lab.h5:/d", LabelDomain::binary)
               .rfind(p + "/lab.h5:/d: row 1: field 1", 0) == 0);
+  }
+
+  TEST_CASE("load_hdf5_part: the parts are load_hdf5's rows, read by hyperslab, bad rows named") {
+    // The HDF5 twin of load_npy_part (an MPI process's rows, --shard-data).
+    const flymc::test::TempDir tmp("hdf5-part");
+    const std::string spec = tmp.path() + "/d.h5:/g/d";
+    const std::size_t n = 5 * flymc::kReduceGrain + 17;  // six chunks, the last short
+    flymc::Dataset ds = flymc::synth_logistic(n, 4, 3);
+    for (double& y : ds.mutable_y()) y = y > 0.0 ? 1.0 : 0.0;  // the {0,1} coding
+    flymc::save_hdf5(ds, *flymc::hdf5_location(spec));
+    const flymc::Dataset whole = flymc::load_hdf5(spec, LabelDomain::binary);
+    for (const int parts : {1, 3, 7}) {
+      CAPTURE(parts);
+      std::size_t next = 0;
+      for (int p = 0; p < parts; ++p) {
+        const flymc::FilePart part = flymc::load_data_part(spec, LabelDomain::binary, p, parts);
+        const auto [first, last] = flymc::shard_rows(n, p, parts);
+        CHECK(part.first_row == first);
+        CHECK(first == next);
+        CHECK(part.file_rows == n);
+        REQUIRE(part.data.n() == last - first);
+        for (std::size_t i = 0; i < part.data.n(); ++i) {
+          CHECK(part.data.y()[i] == whole.y()[first + i]);
+          for (std::size_t j = 0; j < ds.stride(); ++j)
+            REQUIRE(part.data.row(i)[j] == whole.row(first + i)[j]);
+        }
+        CHECK((part.data.n() == 0 || part.first_zero != flymc::none_row));
+        next = last;
+      }
+      CHECK(next == n);
+    }
+    // Float storage: the part's rows rounded as the whole file's are.
+    const flymc::FilePart f32 =
+        flymc::load_hdf5_part(spec, LabelDomain::binary, 1, 3, flymc::Storage::f32);
+    CHECK(f32.data.storage() == flymc::Storage::f32);
+    CHECK(f32.data.value(5, 2) ==
+          static_cast<double>(static_cast<float>(whole.value(f32.first_row + 5, 2))));
+    // A bad value is named by the file's row (0-based, as load_hdf5 names it).
+    ds.mutable_row(4 * flymc::kReduceGrain + 3)[1] = NAN;
+    flymc::save_hdf5(ds, *flymc::hdf5_location(spec));
+    std::string error;
+    try {
+      (void)flymc::load_hdf5_part(spec, LabelDomain::binary, 2, 3);
+    } catch (const flymc::DataError& e) {
+      error = e.what();
+    }
+    CHECK(error == spec + ": row " + std::to_string(4 * flymc::kReduceGrain + 3) +
+                       ": field 3 (x2): not finite (nan)");
+    // CSV rows cannot be found without reading all before them: refused, named.
+    flymc::save_csv(whole, tmp.path() + "/d.csv");
+    try {
+      (void)flymc::load_data_part(tmp.path() + "/d.csv", LabelDomain::binary, 0, 2);
+      error.clear();
+    } catch (const flymc::DataError& e) {
+      error = e.what();
+    }
+    CHECK(error.rfind(tmp.path() + "/d.csv: a process reads its own rows from .npy files", 0) == 0);
   }
 
   TEST_CASE("flymc sample draws the same from a data set's CSV, libsvm and HDF5 files" *

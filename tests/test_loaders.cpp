@@ -589,7 +589,7 @@ TEST_SUITE("unit") {
       CAPTURE(parts);
       std::size_t next = 0;
       for (int p = 0; p < parts; ++p) {
-        const flymc::NpyRows part =
+        const flymc::FilePart part =
             flymc::load_npy_part(tmp / "d.npy", LabelDomain::binary, p, parts);
         const auto [first, last] = flymc::shard_rows(n, p, parts);
         CHECK(part.first_row == first);

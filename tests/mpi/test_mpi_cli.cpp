@@ -17,6 +17,7 @@
 
 #include "cli_process.hpp"
 #include "flymc/data/loaders.hpp"
+#include "flymc/hdf5/hdf5.hpp"
 #include "flymc/io/output.hpp"
 #include "flymc/io/stan_csv.hpp"
 #include "test_util.hpp"
@@ -215,6 +216,20 @@ TEST_SUITE("mpi") {
       const auto j = nlohmann::json::parse(slurp(out / "summary.json"));
       CHECK(j["run"]["bound_violations"] == one_bad["run"]["bound_violations"]);
     }
+    // An HDF5 data set: each rank reads its rows by hyperslab, and the draws are one process's.
+    flymc::save_hdf5(*flymc::test::logistic_data(20000, 6, 3), {(dir / "d.h5").string(), "/d"});
+    const std::string h5 = "sample --data " + (dir / "d.h5").string() +
+                           ":/d --algo smh --chains 2 --warmup 200 --iters 1500 --seed 7 --quiet "
+                           "--shard-data --out ";
+    s = run_one(h5 + (dir / "h5-one").string(), dir);
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    for (const int ranks : {2, 4}) {
+      CAPTURE(ranks);
+      const fs::path out = dir / ("h5-np" + std::to_string(ranks));
+      s = run_mpi(ranks, h5 + out.string(), dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      flymc::test::check_same_run(dir / "h5-one", out, 2);
+    }
     // What it does not run yet: every process gives the one clear error.
     s = run_mpi(2, "sample --data " + (dir / "d.npy").string() + " --shard-data --out x", dir);
     CHECK(s.code == 78);
@@ -223,7 +238,7 @@ TEST_SUITE("mpi") {
     s = run_mpi(2, "sample --data " + (dir / "d.csv").string() + " --algo smh --shard-data --out x",
                 dir);
     CHECK(s.code == 78);
-    CHECK(s.err.find("--shard-data reads .npy files") != std::string::npos);
+    CHECK(s.err.find("--shard-data reads .npy files and HDF5 data sets") != std::string::npos);
     fs::remove_all(dir);
   }
 

@@ -494,9 +494,11 @@ void check_shardable(const SampleOptions& o, const SampleJob& job) {
     throw ConfigError(
         "--shard-data runs --algo smh on logistic regression only: the other samplers' "
         "iterations, and the pilots of --algo auto, do not go across processes yet");
-  if (!job.data_path.ends_with(".npy"))
-    throw ConfigError("--shard-data reads .npy files (each process its own rows); " +
-                      job.data_path + " is not one");
+  if (!job.data_path.ends_with(".npy") && !hdf5_location(job.data_path))
+    throw ConfigError(
+        "--shard-data reads .npy files and HDF5 data sets (each process its own "
+        "rows); " +
+        job.data_path + " is neither");
 }
 
 void sample_job(const SampleOptions& o, const JobGroup& group) {
@@ -605,7 +607,8 @@ void add_sample_command(CLI::App& app) {
   s->add_option("--out", o->out, "Output directory")->capture_default_str();
   s->add_flag("--quiet", o->quiet, "No progress line or table");
   s->add_flag("--shard-data", o->shard_data,
-              "Under mpirun: each process reads only its block of the .npy file's rows, and "
+              "Under mpirun: each process reads only its block of the .npy file's (or HDF5 "
+              "data set's) rows, and "
               "every chain runs on every process, one collective test per proposal (--algo smh, "
               "logistic regression); the draws equal a one-process run's (docs/mpi.md)");
   s->add_option("--checkpoint-every", o->checkpoint_every,

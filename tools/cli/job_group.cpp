@@ -72,7 +72,8 @@ std::string JobGroup::from_leader(const std::string& s) const {
 
 std::shared_ptr<const Dataset> JobGroup::load(const std::string& path, LabelDomain labels,
                                               bool shard, Storage storage) const {
-  if (mpi_ && shard && size_ > 1) return mpi::load_shard(MPI_COMM_WORLD, path, labels, storage);
+  if (mpi_ && shard && size_ > 1)
+    return mpi::load_shard(MPI_COMM_WORLD, path, labels, storage, load_data_part);
   std::shared_ptr<const Dataset> data;
   together([&] { data = std::make_shared<const Dataset>(load_data(path, labels, storage)); });
   return data;

@@ -34,7 +34,8 @@ class JobGroup {
   std::string from_leader(const std::string& s) const;
 
   /// The data file, read by every process. With `shard` in a group, each process reads only its
-  /// part of an .npy file's rows (flymc::mpi::load_shard); alone, `shard` changes nothing.
+  /// part of an .npy file's or HDF5 data set's rows (flymc::mpi::load_shard); alone, `shard`
+  /// changes nothing.
   std::shared_ptr<const Dataset> load(const std::string& path, LabelDomain labels, bool shard,
                                       Storage storage) const;
 

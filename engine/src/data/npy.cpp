@@ -384,20 +384,25 @@ Dataset npy_from(const InputFile& f, LabelDomain labels, const detail::LoaderBlo
 
 }  // namespace
 
-NpyRows load_npy_part(const std::string& path, LabelDomain labels, int part, int parts,
-                      Storage storage) {
+void check_part_labels(FilePart& part, LabelDomain labels) {
+  const auto y = part.data.y();
+  if (labels == LabelDomain::binary)
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      if (y[i] == 0.0 && part.first_zero == none_row) part.first_zero = part.first_row + i;
+      if (y[i] == -1.0 && part.first_minus == none_row) part.first_minus = part.first_row + i;
+    }
+  check_labels(part.data.mutable_y(), labels,
+               RowLocator{part.data.source(), false, part.first_row});
+}
+
+FilePart load_npy_part(const std::string& path, LabelDomain labels, int part, int parts,
+                       Storage storage) {
   const InputFile f(path);
   const NpyLayout L = read_npy_layout(f);
   const auto [first, last] = shard_rows(L.n, part, parts);
-  NpyRows out{Dataset(last - first, L.ncols - 1, path, storage), first, L.n};
+  FilePart out{Dataset(last - first, L.ncols - 1, path, storage), first, L.n};
   read_npy_rows(f, L, detail::LoaderBlocks{}, first, out.data);
-  const auto y = out.data.y();
-  if (labels == LabelDomain::binary)
-    for (std::size_t i = 0; i < y.size(); ++i) {
-      if (y[i] == 0.0 && out.first_zero == none_row) out.first_zero = first + i;
-      if (y[i] == -1.0 && out.first_minus == none_row) out.first_minus = first + i;
-    }
-  check_labels(out.data.mutable_y(), labels, RowLocator{path, false, first});
+  check_part_labels(out, labels);
   return out;
 }
 

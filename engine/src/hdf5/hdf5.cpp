@@ -98,26 +98,44 @@ void read_rows(const Handle& ds, std::size_t r0, std::size_t count, std::size_t 
          std::to_string(r0 + count - 1));
 }
 
-Dataset read_dataset(const Handle& ds, const std::string& spec, LabelDomain labels) {
-  const auto [n, cols] = shape_of(ds, spec);
-  Dataset out(n, cols - 1, spec);
+/// Rows [first, last) of a dataset of `cols` columns, every value checked finite (messages name
+/// the file's rows); labels as stored.
+Dataset read_range(const Handle& ds, const std::string& spec, std::size_t first, std::size_t last,
+                   std::size_t cols) {
+  Dataset out(last - first, cols - 1, spec);
   const loader_detail::RowLocator loc{spec, false, 0};
   const std::size_t block = std::max<std::size_t>(1, (std::size_t{4} << 20) / cols);
   std::vector<double> buf;
-  for (std::size_t r0 = 0; r0 < n; r0 += block) {
-    const std::size_t count = std::min(block, n - r0);
+  for (std::size_t r0 = first; r0 < last; r0 += block) {
+    const std::size_t count = std::min(block, last - r0);
     read_rows(ds, r0, count, cols, buf, spec);
     for (std::size_t i = 0; i < count; ++i) {
       const double* v = buf.data() + i * cols;
       for (std::size_t k = 0; k < cols; ++k)
         if (!std::isfinite(v[k]))
           fail(loc.prefix(r0 + i, k + 1) + "not finite (" + loader_detail::num_text(v[k]) + ")");
-      out.mutable_y()[r0 + i] = v[0];
-      std::copy(v + 1, v + cols, out.mutable_row(r0 + i));
+      out.mutable_y()[r0 - first + i] = v[0];
+      std::copy(v + 1, v + cols, out.mutable_row(r0 - first + i));
     }
   }
-  loader_detail::check_labels(out.mutable_y(), labels, loc);
   return out;
+}
+
+/// Opens `spec`'s file and dataset (libhdf5 locked meanwhile) and returns fn(dataset).
+template <class Fn>
+auto with_dataset(const std::string& spec, Fn&& fn) {
+  const std::optional<Hdf5Location> loc = hdf5_location(spec);
+  if (!loc) fail(spec + ": not an HDF5 data set (expected file.h5:/path/to/dataset)");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(loc->file, ec))
+    fail(loc->file + ": cannot open: " + (ec ? ec.message() : "no such file"));
+  const std::lock_guard<std::mutex> lock(hdf5_mutex());
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  if (H5Fis_hdf5(loc->file.c_str()) <= 0) fail(loc->file + ": not an HDF5 file");
+  const Handle file(H5Fopen(loc->file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.ok()) fail(loc->file + ": cannot open as HDF5");
+  const Handle ds = open_dataset(*loc, file, spec);
+  return fn(ds);
 }
 
 }  // namespace
@@ -133,18 +151,34 @@ std::optional<Hdf5Location> hdf5_location(std::string_view spec) {
 }
 
 Dataset load_hdf5(const std::string& spec, LabelDomain labels) {
-  const std::optional<Hdf5Location> loc = hdf5_location(spec);
-  if (!loc) fail(spec + ": not an HDF5 data set (expected file.h5:/path/to/dataset)");
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(loc->file, ec))
-    fail(loc->file + ": cannot open: " + (ec ? ec.message() : "no such file"));
-  const std::lock_guard<std::mutex> lock(hdf5_mutex());
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  if (H5Fis_hdf5(loc->file.c_str()) <= 0) fail(loc->file + ": not an HDF5 file");
-  const Handle file(H5Fopen(loc->file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-  if (!file.ok()) fail(loc->file + ": cannot open as HDF5");
-  const Handle ds = open_dataset(*loc, file, spec);
-  return read_dataset(ds, spec, labels);
+  Dataset out = with_dataset(spec, [&](const Handle& ds) {
+    const auto [n, cols] = shape_of(ds, spec);
+    return read_range(ds, spec, 0, n, cols);
+  });
+  loader_detail::check_labels(out.mutable_y(), labels, loader_detail::RowLocator{spec, false, 0});
+  return out;
+}
+
+FilePart load_hdf5_part(const std::string& spec, LabelDomain labels, int part, int parts,
+                        Storage storage) {
+  FilePart out = with_dataset(spec, [&](const Handle& ds) {
+    const auto [n, cols] = shape_of(ds, spec);
+    const auto [first, last] = shard_rows(n, part, parts);
+    return FilePart{read_range(ds, spec, first, last, cols), first, n};
+  });
+  check_part_labels(out, labels);
+  if (storage == Storage::f32) out.data.store_as_f32();
+  return out;
+}
+
+FilePart load_data_part(const std::string& spec, LabelDomain labels, int part, int parts,
+                        Storage storage) {
+  if (hdf5_location(spec)) return load_hdf5_part(spec, labels, part, parts, storage);
+  if (data_format_of(spec) == DataFormat::npy)
+    return load_npy_part(spec, labels, part, parts, storage);
+  fail(spec +
+       ": a process reads its own rows from .npy files and HDF5 data sets only (the rows "
+       "of CSV and libsvm files cannot be found without reading all that comes before)");
 }
 
 Dataset load_data(const std::string& spec, LabelDomain labels, Storage storage) {

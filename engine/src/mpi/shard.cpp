@@ -82,7 +82,7 @@ std::size_t lowest(const std::vector<double>& pairs, std::size_t offset) {
 }
 
 /// Fails as the one-process loader does when the parts' binary labels use both codings.
-void check_one_coding(const std::string& path, RowLink& link, const NpyRows& part) {
+void check_one_coding(const std::string& path, RowLink& link, const FilePart& part) {
   const std::vector<double> pairs =
       link.gather_in_order({row_value(part.first_zero), row_value(part.first_minus)});
   const std::size_t zero = lowest(pairs, 0), minus = lowest(pairs, 1);
@@ -104,11 +104,12 @@ void check_one_coding(const std::string& path, RowLink& link, const NpyRows& par
 std::shared_ptr<RowLink> row_link(MPI_Comm comm) { return std::make_shared<CommLink>(comm); }
 
 std::shared_ptr<const Dataset> load_shard(MPI_Comm comm, const std::string& path,
-                                          LabelDomain labels, Storage storage) {
+                                          LabelDomain labels, Storage storage,
+                                          const PartLoader& load_part) {
   auto link = row_link(comm);
   std::shared_ptr<Dataset> data;
-  NpyRows part;
-  agree(comm, [&] { part = load_npy_part(path, labels, link->part(), link->parts(), storage); });
+  FilePart part;
+  agree(comm, [&] { part = load_part(path, labels, link->part(), link->parts(), storage); });
   agree(comm, [&] {
     check_one_coding(path, *link, part);
     data = std::make_shared<Dataset>(std::move(part.data));

@@ -45,20 +45,25 @@ Dataset load_csv(const std::string& path, LabelDomain labels);
 /// finite value beyond float's range is a DataError naming its row and field.
 Dataset load_npy(const std::string& path, LabelDomain labels, Storage storage = Storage::f64);
 inline constexpr std::size_t none_row = static_cast<std::size_t>(-1);
-/// Part `part` of `parts` of an NPY file's rows (shard_rows() deals them), read and checked as
-/// load_npy reads and checks them (messages name the file's row numbers), and nothing else of the
-/// file: one process's part of a data set too large for one. Binary labels are recoded within
-/// the part; since the coding must be the same in every part, the first label 0 and the first
-/// label -1 are reported for the processes to compare.
-struct NpyRows {
+/// Part `part` of `parts` of a data file's rows (shard_rows() deals them), read and checked as
+/// the whole file's loader reads and checks them (messages name the file's row numbers), and
+/// nothing else of the file: one process's part of a data set too large for one. Binary labels
+/// are recoded within the part; since the coding must be the same in every part, the first label
+/// 0 and the first label -1 are reported for the processes to compare.
+struct FilePart {
   Dataset data;
   std::size_t first_row = 0;           ///< file row of data's row 0
   std::size_t file_rows = 0;           ///< rows in the whole file
   std::size_t first_zero = none_row;   ///< file row of the first label 0 (binary labels)
   std::size_t first_minus = none_row;  ///< file row of the first label -1 (binary labels)
 };
-NpyRows load_npy_part(const std::string& path, LabelDomain labels, int part, int parts,
-                      Storage storage = Storage::f64);
+/// A FilePart's labels checked as `labels` asks, binary ones recoded within the part after their
+/// codings are noted (first_zero, first_minus).
+/// @throw DataError naming the file's row of a label the domain does not take.
+void check_part_labels(FilePart& part, LabelDomain labels);
+/// The part of an NPY file: its rows only are read (one seek).
+FilePart load_npy_part(const std::string& path, LabelDomain labels, int part, int parts,
+                       Storage storage = Storage::f64);
 /// Parses CSV text held in memory exactly as load_csv parses a file; `name` stands for the path
 /// in messages and is the Dataset's source().
 Dataset parse_csv(std::string_view text, const std::string& name, LabelDomain labels);

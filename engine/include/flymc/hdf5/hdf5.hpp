@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "flymc/data/dataset.hpp"
+#include "flymc/data/loaders.hpp"
 
 namespace flymc {
 
@@ -29,6 +30,19 @@ std::optional<Hdf5Location> hdf5_location(std::string_view spec);
 /// Loads the HDF5 dataset `spec` names (see hdf5_location). The Dataset's source() is `spec`.
 /// @throw DataError as described in the file comment.
 Dataset load_hdf5(const std::string& spec, LabelDomain labels);
+
+/// Part `part` of `parts` of the HDF5 dataset's rows, as load_npy_part reads an NPY file's
+/// (flymc/data/loaders.hpp): only those rows are read (hyperslabs), checked as load_hdf5 checks
+/// them, messages naming the file's rows.
+FilePart load_hdf5_part(const std::string& spec, LabelDomain labels, int part, int parts,
+                        Storage storage = Storage::f64);
+
+/// What `mpirun ... flymc sample --shard-data` reads a process's part with: load_hdf5_part for an
+/// HDF5 spec, load_npy_part for an .npy file.
+/// @throw DataError for the other formats (CSV and libsvm rows cannot be found without reading
+///   what comes before them).
+FilePart load_data_part(const std::string& spec, LabelDomain labels, int part, int parts,
+                        Storage storage = Storage::f64);
 
 /// What the command line loads a `--data` argument with: load_hdf5 for an HDF5 spec, else
 /// load_dataset (CSV, NPY, libsvm by extension).

@@ -19,6 +19,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/row_link.hpp"
 #include "flymc/data/dataset.hpp"
+#include "flymc/data/loaders.hpp"
 #include "flymc/mcmc/run_part.hpp"
 #include "flymc/mcmc/sampler.hpp"
 
@@ -49,11 +50,12 @@ int broadcast(MPI_Comm comm, int value);
 /// (data/row_fold.hpp). Free it before MPI_Finalize, or it is left to the finalization.
 std::shared_ptr<RowLink> row_link(MPI_Comm comm);
 
-/// This process's part of an NPY file's rows (shard_rows(): runs of whole reduction chunks dealt
-/// in rank order), as a shard of the whole data set linked over `comm`. Only those rows are read.
-/// The data-wide sums of the set-up over it (LogisticModel::find_map, its bound statistics) are
-/// then collective over `comm` and give every process one process's result bit for bit.
-/// Collective. @throw RankError on every process if any part of the file is bad, or if the
+/// This process's part of a data file's rows (an NPY file's, or an HDF5 data set's through
+/// load_data_part; shard_rows(): runs of whole reduction chunks dealt in rank order), as a shard of
+/// the whole data set linked over `comm`. Only those rows are read. The data-wide sums of the
+/// set-up over it (LogisticModel::find_map, its bound statistics) are then collective over `comm`
+/// and give every process one process's result bit for bit. Collective. @throw RankError on every
+/// process if any part of the file is bad, or if the
 ///   parts' binary labels use both codings (as load_npy would say; when one part mixes them
 ///   after another part's other coding, the row named may differ from load_npy's).
 /// Everything that sums over the shard (find_map, the bounds) is collective; an error inside a
@@ -63,8 +65,13 @@ std::shared_ptr<RowLink> row_link(MPI_Comm comm);
 /// Scalable MH samples a shard: every process calls flymc::run() with the same configuration
 /// (all chains, which run in turn, each proposal's test collective) and gets the one-process
 /// draws; the other samplers refuse a shard (ConfigError).
+/// `load_part` reads one process's part (load_npy_part; the command line passes
+/// load_data_part, flymc/hdf5/hdf5.hpp, which also reads HDF5 data sets).
+using PartLoader = std::function<FilePart(const std::string& path, LabelDomain labels, int part,
+                                          int parts, Storage storage)>;
 std::shared_ptr<const Dataset> load_shard(MPI_Comm comm, const std::string& path,
-                                          LabelDomain labels, Storage storage = Storage::f64);
+                                          LabelDomain labels, Storage storage = Storage::f64,
+                                          const PartLoader& load_part = load_npy_part);
 
 /// Runs the `cfg.chains` chains of one run on the processes of `comm` (collective). Every
 /// process passes the same configuration and the same data (checked), its own sinks (each makes

@@ -441,8 +441,7 @@ LogisticBound::LogisticBound(const LogisticModel& model,
                            const double l = jj_lambda(x);
                            par_[kPar * m] = kernels::log_sigmoid(x) - 0.5 * x + l * x * x - slack;
                            par_[kPar * m + 1] = std::copysign(l, y[m]);
-                           const double a = y[m] * dot;
-                           sf = kn(m) + 0.5 * a - lam(m) * a * a;
+                           sf = log_bound(static_cast<Index>(m), dot);
                            sg = 0.5 * y[m] - 2.0 * lam(m) * dot;
                            w = lam(m);
                          });
@@ -555,11 +554,9 @@ void LogisticBound::add_uniform_slack(double eps) {
     for (std::size_t i = lo; i < hi; ++i) par_[kPar * i] -= eps;
   });
   slack_ += eps;
-  const auto y = ds.y();
   f0_ = data_stats(ds, theta0_pad_.get(), false,
                    [&](std::size_t m, double dot, double& sf, double& sg, double& w) {
-                     const double a = y[m] * dot;
-                     sf = kn(m) + 0.5 * a - lam(m) * a * a;
+                     sf = log_bound(static_cast<Index>(m), dot);
                      sg = 0.0;
                      w = 0.0;
                    })

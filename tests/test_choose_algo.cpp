@@ -75,10 +75,10 @@ TEST_SUITE("unit") {
     // Zig-Zag's cost model rules it out in 20 dimensions; it takes logistic regression only, so
     // robust regression keeps the others.
     CHECK_FALSE(auto_candidates(cfg, *test::logistic_data(100, 20, 2)).back().skipped.empty());
-    // A checkpointed run keeps only the samplers that can checkpoint (FlyMC, regular MCMC).
+    // A checkpointed run keeps only the samplers that can checkpoint (FlyMC, regular MCMC, SMH).
     for (const AutoCandidate& a : auto_candidates(cfg, *data, true)) {
       CAPTURE(a.name);
-      CHECK(a.skipped.empty() == uses_theta_kernel(a.config.algo));
+      CHECK(a.skipped.empty() == (uses_theta_kernel(a.config.algo) || a.name == "smh-pcn"));
     }
     RunConfig robust = cfg;
     robust.model = ModelKind::robust;

@@ -226,7 +226,7 @@ void check_writable(const std::string& dir) {
 /// Options `--resume DIR` may be combined with; everything else comes from the checkpoint.
 bool allowed_with_resume(const std::string& name) {
   return name == "--resume" || name == "--threads" || name == "--quiet" ||
-         name == "--checkpoint-every" || name == "--help";
+         name == "--checkpoint-every" || name == "--shard-data" || name == "--help";
 }
 
 /// What one `flymc sample` invocation runs: the configuration (from the options, or from the
@@ -268,7 +268,7 @@ SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock, b
   job.resume = !o.resume.empty();
   job.every = o.checkpoint_every;
   const bool every_given = o.app->get_option("--checkpoint-every")->count() > 0;
-  if (every_given && !uses_theta_kernel(job.cfg.algo))
+  if (every_given && !can_checkpoint(job.cfg.algo))
     throw ConfigError(std::string("--algo ") + to_string(job.cfg.algo) +
                       " cannot checkpoint or resume yet: leave out --checkpoint-every");
   if (every_given && job.every < 1)

@@ -11,6 +11,7 @@
 #include "flymc/core/format.hpp"
 #include "flymc/core/hash.hpp"
 #include "flymc/core/parallel.hpp"
+#include "flymc/data/row_fold.hpp"
 #include "flymc/kernels/kernels.hpp"
 
 namespace flymc {
@@ -208,17 +209,28 @@ void Dataset::set_shard(RowShard s) {
 }
 
 std::uint64_t data_fingerprint(const Dataset& data) {
-  const std::size_t n = data.n(), stride = data.stride();
+  const std::size_t stride = data.stride();
+  const std::size_t first = data.shard() != nullptr ? data.shard()->first_row : 0;
   const auto y = data.y();
-  return deterministic_reduce(
-      n, kReduceGrain, hash_pair(n, data.d()),
+  // The whole data set's, on any part of a shard: each chunk is hashed with its row index in the
+  // whole set and the fold continues across the parts (row_fold.hpp), so a run sharded over any
+  // number of processes has one process's fingerprint.
+  const auto pack = [](std::uint64_t h) {
+    return std::vector<double>{double(h >> 32), double(h & 0xffffffffULL)};
+  };
+  const auto unpack = [](const std::vector<double>& v) {
+    return (static_cast<std::uint64_t>(v.at(0)) << 32) | static_cast<std::uint64_t>(v.at(1));
+  };
+  return fold_rows(
+      data, hash_pair(data.total_n(), data.d()),
       [&](std::size_t lo, std::size_t hi) {
         // The values as doubles: a float data set has the fingerprint of its values widened.
         const RowsF64 rows = data.rows(lo, hi);
-        const std::uint64_t hx = hash_bytes(rows.data(), (hi - lo) * stride * sizeof(double), lo);
+        const std::uint64_t hx =
+            hash_bytes(rows.data(), (hi - lo) * stride * sizeof(double), first + lo);
         return hash_bytes(y.data() + lo, (hi - lo) * sizeof(double), hx);
       },
-      hash_combine);
+      hash_combine, pack, unpack);
 }
 
 std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vector<Index>& rows) {

@@ -266,6 +266,7 @@ std::vector<unsigned char> encode_checkpoint(const RunManifest& m) {
   w.put(m.map.log_post);
   w.put<std::int64_t>(m.map.iterations);
   w.put(m.map.seconds);
+  w.put_array(m.map.lik_curvature.data(), static_cast<std::size_t>(m.map.lik_curvature.size()));
   w.put(m.setup_seconds);
   w.put_string(m.simd);
   return frame(kKindRun, w.bytes());
@@ -296,6 +297,11 @@ RunManifest decode_run_manifest(std::span<const unsigned char> bytes, const std:
   m.map.log_post = r.get<double>();
   m.map.iterations = static_cast<int>(r.get<std::int64_t>());
   m.map.seconds = r.get<double>();
+  // SMH builds its statistics from this curvature: a resumed run takes it, not another pass
+  // whose sums could differ in their last bits.
+  const auto curv = r.get_array<double>();
+  if (!curv.empty() && curv.size() != p * p) r.fail("MAP likelihood curvature has the wrong size");
+  if (!curv.empty()) m.map.lik_curvature = Eigen::Map<const Mat>(curv.data(), pp, pp);
   m.setup_seconds = r.get<double>();
   m.simd = r.get_string();
   r.expect_end();

@@ -394,6 +394,7 @@ class Chain {
     session_times(warm, samp);
     ses_.warmup = warm;
     ses_.sampling = samp;
+    seg_start_ = Clock::now();  // the open segment is in ses_ now: the final save must not add it again
     res_.step_size = kernel_.step_size();
     res_.warmup_seconds = prev_.warmup + warm;
     res_.sampling_seconds = prev_.sampling + samp;

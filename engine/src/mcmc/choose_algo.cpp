@@ -220,7 +220,7 @@ std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& 
                  " coefficients";
   if (checkpointed)
     for (AutoCandidate& a : out)
-      if (a.skipped.empty() && !uses_theta_kernel(a.config.algo))
+      if (a.skipped.empty() && !can_checkpoint(a.config.algo))
         a.skipped = "cannot checkpoint yet (--checkpoint-every)";
   return out;
 }

@@ -138,15 +138,20 @@ RunResult start_uncheckpointed_run(const RunConfig& cfg, const M& model,
 /// The iteration loop of a chain that makes its own moves (the approximate samplers, SMH): warm-up
 /// iterations, then sampling ones with a kept draw every thin-th, the gauge every 16 iterations;
 /// the warm-up and sampling wall times go to `res`. `end_warmup()`, `transition(it)`,
-/// `record(it)` and `publish(gauge, iterations)` are the chain's.
-template <class EndWarmup, class Transition, class Record, class Publish>
-void own_moves_loop(const RunConfig& cfg, ChainResult& res, ChainGauge* gauge,
-                    EndWarmup&& end_warmup, Transition&& transition, Record&& record,
-                    Publish&& publish) {
+/// `record(it)` and `publish(gauge, iterations)` are the chain's. A resumed chain starts at
+/// iteration `first`; `stop_at_top(it)`, asked before each iteration's work, ends the loop early
+/// when it returns true (a checkpointed chain saves its state there).
+template <class EndWarmup, class Transition, class Record, class Publish,
+          class StopAtTop = bool (*)(long)>
+void own_moves_loop(
+    const RunConfig& cfg, ChainResult& res, ChainGauge* gauge, EndWarmup&& end_warmup,
+    Transition&& transition, Record&& record, Publish&& publish, long first = 0,
+    StopAtTop&& stop_at_top = [](long) { return false; }) {
   const long total = cfg.warmup + cfg.iters;
   Stopwatch warm_clock;
   Clock::time_point sampling_start = Clock::now();
-  for (long it = 0; it < total; ++it) {
+  for (long it = first; it < total; ++it) {
+    if (stop_at_top(it)) break;
     if (it == cfg.warmup) {
       end_warmup();
       res.warmup_seconds = warm_clock.seconds();

@@ -52,10 +52,10 @@ void check_manifest(const RunManifest& m, const std::string& where, bool resumin
                     const RunConfig& cfg, const Dataset& data, std::uint64_t fingerprint,
                     std::size_t dim, std::vector<std::string>& warnings) {
   const std::string whose = resuming ? "the checkpointed run" : "the leader process";
-  if (m.n != data.n() || m.d != data.d() || m.data_hash != fingerprint)
+  if (m.n != data.total_n() || m.d != data.d() || m.data_hash != fingerprint)
     throw DataError(data.source() + ": the data differ from those of " + whose + " (" +
                     std::to_string(m.n) + " x " + std::to_string(m.d) +
-                    " with another fingerprint in " + where + ", now " + std::to_string(data.n()) +
+                    " with another fingerprint in " + where + ", now " + std::to_string(data.total_n()) +
                     " x " + std::to_string(data.d()) + ")" +
                     (resuming ? ": resume with the original data file" : ""));
   if (!same_stored_options(cfg, m.config))
@@ -99,7 +99,7 @@ void start_manifest(const CheckpointOptions& ck, const RunConfig& cfg, const Dat
   m.checkpoint_every = ck.every;
   m.data_arg = ck.data_arg;
   m.data_path = ck.data_path;
-  m.n = data.n();
+  m.n = data.total_n();
   m.d = data.d();
   m.data_hash = fingerprint;
   m.map = map;
@@ -110,7 +110,8 @@ void start_manifest(const CheckpointOptions& ck, const RunConfig& cfg, const Dat
 
 ChainSessions open_sessions(const RunConfig& cfg, ChainBlock block, const CheckpointOptions* ck,
                             const SinkFactory& sinks, const std::vector<std::string>& columns,
-                            std::size_t n, std::size_t p, std::size_t k, int threads) {
+                            std::size_t n, std::size_t p, std::size_t k, int threads,
+                            bool keeps_draws) {
   const auto nc = static_cast<std::size_t>(block.count);
   ChainSessions cs;
   cs.sinks.resize(nc);
@@ -127,6 +128,10 @@ ChainSessions open_sessions(const RunConfig& cfg, ChainBlock block, const Checkp
     if (!cs.states[c]) continue;  // never saved: the chain starts afresh
     const ChainState& st = *cs.states[c];
     check_chain_state(st, cfg, n, p, k, *ck->store);
+    if (!keeps_draws) {
+      ses.state = &st;
+      continue;
+    }
     if (!cs.sinks[c])
       throw ConfigError("resuming needs a draw sink for chain " + std::to_string(id));
     ses.rows = cs.sinks[c]->resume(columns, st.sink_position);

@@ -149,10 +149,13 @@ struct ChainSessions {
 };
 
 /// Makes the sink of every chain of `block` and, on resume, loads and checks every such chain's
-/// state and draw file before any chain runs. Entry i is chain block.first + i.
+/// state and draw file before any chain runs. Entry i is chain block.first + i. `keeps_draws`
+/// false: a process of a sharded run that only follows the chains (no sinks, no draw files:
+/// their states alone).
 ChainSessions open_sessions(const RunConfig& cfg, ChainBlock block, const CheckpointOptions* ck,
                             const SinkFactory& sinks, const std::vector<std::string>& columns,
-                            std::size_t n, std::size_t p, std::size_t k, int threads);
+                            std::size_t n, std::size_t p, std::size_t k, int threads,
+                            bool keeps_draws = true);
 
 /// Splits the wall time of the parallel region between z set-up, warm-up and sampling in
 /// proportion to the chains' own timers (chains may outnumber threads, so there is no common

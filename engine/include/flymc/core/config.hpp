@@ -45,9 +45,11 @@ inline bool is_pdmp(Algo a) noexcept {
   return a == Algo::bps || a == Algo::lipsbps || a == Algo::sbps || a == Algo::psbps ||
          a == Algo::zigzag_ss || a == Algo::zigzag_cv;
 }
-/// Whether the algorithm moves θ with a θ-kernel (FlyMC and regular MCMC), keeps a bright set and
-/// can checkpoint; the other samplers make their own moves.
+/// Whether the algorithm moves θ with a θ-kernel (FlyMC and regular MCMC) and keeps a bright set;
+/// the other samplers make their own moves.
 inline bool uses_theta_kernel(Algo a) noexcept { return a == Algo::flymc || a == Algo::full; }
+/// Whether the sampler's chains save their state and resume (--checkpoint-every, --resume).
+inline bool can_checkpoint(Algo a) noexcept { return uses_theta_kernel(a) || a == Algo::smh; }
 /// Whether the sampler estimates gradients or acceptance tests from batches of --batch-size data.
 inline bool uses_batches(Algo a) noexcept {
   return a == Algo::minibatch_mh || a == Algo::sgld || a == Algo::lipsbps || a == Algo::sbps ||

@@ -93,6 +93,31 @@ T fold_rows(const Dataset& ds, T init, ChunkFn&& chunk_fn, Combine&& combine, Pa
   return unpack(std::vector<double>(result.begin() + 1, result.end()));
 }
 
+/// Runs f() on every process of a shard of `ds` (collectively) and agrees on its outcome: an
+/// error on any process is thrown on every one, the first part's in part order, with its message
+/// and exit code, so that none goes on to a collective step the others will not reach. Without a
+/// shard (or with one part) it is f().
+template <class F>
+void agree_on_parts(const Dataset& ds, F&& f) {
+  const RowShard* s = ds.shard();
+  if (s == nullptr || s->link->parts() == 1) return f();
+  std::vector<double> mine = {0.0};
+  try {
+    f();
+  } catch (...) {
+    mine = detail::failed_fold(std::current_exception());
+  }
+  mine.insert(mine.begin(), double(mine.size()));  // each part's message behind its length
+  const std::vector<double> all = s->link->gather_in_order(mine);
+  for (std::size_t at = 0; at < all.size();) {
+    const auto len = static_cast<std::size_t>(all[at]);
+    if (all[at + 1] != 0.0)
+      detail::throw_failed_fold(std::vector<double>(all.begin() + static_cast<long>(at + 1),
+                                                    all.begin() + static_cast<long>(at + 1 + len)));
+    at += 1 + len;
+  }
+}
+
 /// fold_rows of a sum of doubles.
 template <class ChunkFn>
 double sum_rows(const Dataset& ds, ChunkFn&& chunk_fn) {

@@ -43,7 +43,8 @@
 
 namespace flymc {
 
-/// 10: the data's storage (f64 or f32) in the stored configuration. 9: `--metric auto` resolves to
+/// 11: the MAP fit's likelihood curvature in the manifest (SMH's statistics), and scalable MH's
+/// chain states. 10: the data's storage (f64 or f32) in the stored configuration. 9: `--metric auto` resolves to
 /// dense for the gradient kernels (a stored "auto" meant diag for them before). 8: the
 /// configuration as every option that affects the draws, each named (core/options.hpp), so the
 /// approximate samplers' options are stored too. 7: a chain's bright set as its bright indices
@@ -53,7 +54,7 @@ namespace flymc {
 /// grouped as ChainState (counters with slice failures); no test hooks in the stored configuration.
 /// 3: the softmax bound kind in the stored configuration; 2: models, θ-kernels and their adaptation
 /// state (metric, windows); 1 held RW-MH only.
-inline constexpr std::uint32_t kCheckpointFormat = 10;
+inline constexpr std::uint32_t kCheckpointFormat = 11;
 
 std::vector<unsigned char> encode_checkpoint(const RunManifest& m);
 std::vector<unsigned char> encode_checkpoint(const ChainState& c);

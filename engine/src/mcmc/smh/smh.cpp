@@ -266,6 +266,48 @@ std::shared_ptr<const SmhStatistics> build_smh_statistics(std::shared_ptr<const 
 
 }  // namespace detail
 
+namespace detail {
+namespace {
+
+/// The checkpointing of an SMH run, checked (null: off). On a shard only the first part keeps the
+/// draws, so only it needs a sink per chain; every process must checkpoint alike.
+const CheckpointOptions* smh_checkpoint(const Dataset& data, const CheckpointOptions* checkpoint,
+                                        const SinkFactory& sinks, bool keeps_draws) {
+  const CheckpointOptions* ck = nullptr;
+  agree_on_parts(data, [&] {
+    ck = keeps_draws ? checked_checkpoint(checkpoint, sinks)
+                     : (checkpoint != nullptr && checkpoint->store ? checkpoint : nullptr);
+  });
+  if (data.shard() == nullptr || data.shard()->link->parts() == 1) return ck;
+  const std::vector<double> all = data.shard()->link->all_gather({ck != nullptr ? 1.0 : 0.0});
+  if (std::any_of(all.begin(), all.end(), [&](double v) { return v != all.front(); }))
+    throw ConfigError(
+        "--algo smh on a shard: every process must checkpoint, or none (CheckpointOptions)");
+  return ck;
+}
+
+/// The chains of one SMH run, each saving and resuming its state where `ck` asks (ChainSession).
+/// On a shard every process runs every chain, one after another (each proposal's test is
+/// collective).
+void run_smh_chains(const SmhShared& sh, ChainSessions& cs, Progress* progress, int threads,
+                    RunResult& out) {
+  out.chains.resize(static_cast<std::size_t>(sh.cfg.chains));
+  if (progress) progress->chains_started.store(true);
+  for_each_chain(
+      sh.cfg.chains, threads,
+      [&](int c) {
+        const auto ci = static_cast<std::size_t>(c);
+        out.chains[ci] = SmhChain(sh, c + 1, cs.sinks[ci].get(), cs.sessions[ci])
+                             .run(progress ? &progress->chains[ci] : nullptr);
+        cs.sinks[ci].reset();  // closes the file in the chain's own task
+      },
+      sh.link != nullptr);
+  for (const ChainResult& c : out.chains) out.stopped = out.stopped || c.stopped;
+}
+
+}  // namespace
+}  // namespace detail
+
 RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                   const SinkFactory& sinks, Progress* progress, const CheckpointOptions* checkpoint,
                   const Precomputed& pre, const FaultInjection& faults) {
@@ -273,9 +315,35 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     throw ConfigError("--algo smh runs logistic and robust regression, not softmax");
   const Stopwatch setup_clock;
   detail::SetupClock phases(progress);
+  const RowShard* shard = data->shard();
+  RowLink* link = shard != nullptr && shard->link->parts() > 1 ? shard->link.get() : nullptr;
+  const bool leader = link == nullptr || link->part() == 0;
   auto sample = [&](const auto& model, std::optional<StudentT> student) {
-    phases.end(1);  // "checks": building the model checked the labels and features
-    RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint, pre, phases);
+    // "checks": building the model checked the labels and features; a checkpointed run also
+    // takes the data's fingerprint.
+    const CheckpointOptions* ck = detail::smh_checkpoint(*data, checkpoint, sinks, leader);
+    const std::uint64_t fingerprint = ck != nullptr ? data_fingerprint(*data) : 0;
+    phases.end(ck != nullptr ? 2 : 1);
+    RunResult out;
+    out.config = cfg;
+    out.n = data->total_n();
+    out.dim = model.dim();
+    out.names = model.param_names();
+    phases.begin("map");
+    // Resuming, every process takes the checkpoint's MAP fit (with the likelihood's curvature,
+    // so that the statistics are the first session's bit for bit).
+    std::optional<RunManifest> manifest;
+    bool found = false;
+    if (ck != nullptr && ck->resume) {
+      agree_on_parts(*data, [&] {
+        manifest = detail::load_matching_manifest(*ck, cfg, *data, fingerprint, model.dim(),
+                                                  out.warnings);
+      });
+      out.map = manifest->map;
+    } else {
+      out.map = detail::start_map(model, pre, found);
+    }
+    phases.end(found ? out.map.passes : 0);
     phases.begin("statistics");
     std::shared_ptr<const detail::SmhStatistics> stats;
     if (pre.cache && pre.cache->smh &&
@@ -288,16 +356,28 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
       if (pre.cache) pre.cache->smh = stats;
     }
     phases.end(taken ? 0 : stats->passes);
-    const detail::SmhShared sh{cfg,     model.data(), model.prior(),
-                               out.map, stats,        smh_draw_columns(out.names)};
+    phases.begin("chains");
+    const detail::SmhShared sh{cfg,   model.data(), model.prior(),
+                               out.map, stats,      smh_draw_columns(out.names),
+                               faults,  link,       leader};
+    const int threads = detail::run_threads(cfg);
+    detail::ChainSessions cs;
+    agree_on_parts(*data, [&] {
+      if (ck != nullptr && !ck->resume && leader)
+        detail::start_manifest(*ck, cfg, *data, fingerprint, out.map, setup_clock.seconds());
+      cs = detail::open_sessions(cfg, ChainBlock{1, cfg.chains}, ck,
+                                 leader ? sinks : SinkFactory{}, sh.columns, data->n(), out.dim, 0,
+                                 threads, leader);
+    });
+    if (link != nullptr)
+      for (detail::ChainSession& ses : cs.sessions) ses.concurrency = 1.0;  // in turn
+    phases.end();
     out.setup_phases = phases.take();
-    out.setup_seconds = setup_clock.seconds();
-    out.n = model.data().total_n();
-    // On a shard every proposal's test is collective: the chains run in turn on every process.
-    detail::run_independent_chains(
-        cfg, sinks, progress, out,
-        [&](int id, DrawSink* sink) { return detail::SmhChain(sh, id, sink); },
-        stats->link != nullptr);
+    const double setup_serial = setup_clock.seconds();
+    if (manifest) out.setup_seconds = manifest->setup_seconds;
+    const Stopwatch par_clock;
+    detail::run_smh_chains(sh, cs, progress, threads, out);
+    detail::apportion_wall_time(out, cs, setup_serial, par_clock.seconds());
     return out;
   };
   phases.begin("checks");

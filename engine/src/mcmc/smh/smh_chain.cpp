@@ -5,9 +5,11 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "../run_chains.hpp"
 #include "flymc/core/clock.hpp"
+#include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"
 #include "flymc/data/row_fold.hpp"
 #include "flymc/kernels/kernels.hpp"
@@ -20,10 +22,15 @@ namespace {
 constexpr std::array<double, 5> kRhoGrid = {0.0, 0.5, 0.8, 0.9, 0.95};
 /// Too short a warm-up to compare them: ρ stays at the grid's first value.
 constexpr long kMinTuningWarmup = 50;
+/// On a shard, the processes agree on a stop request (a signal reaches each at its own moment)
+/// every this many iterations, so that all of them stop at the same one.
+constexpr long kStopPoll = 256;
+/// The dual averaging's state (DualAveraging::State) in a saved chain.
+constexpr std::size_t kAdaptValues = 9;
 
 }  // namespace
 
-SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink)
+SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink, ChainSession& ses)
     : sh_(sh),
       st_(*sh.stats),
       cfg_(sh.cfg),
@@ -33,6 +40,8 @@ SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink)
       pcn_(cfg_.proposal == SmhProposal::pcn),
       chain_id_(chain_id),
       sink_(sink),
+      ses_(ses),
+      ck_(ses.ck),
       rng_(cfg_.seed, static_cast<std::uint64_t>(chain_id)),
       // A random walk in u, where the posterior is close to N(0, I): Roberts, Gelman & Gilks's
       // 2.38/√d to start, then dual averaging toward the RW target acceptance.
@@ -324,6 +333,10 @@ void SmhChain::transition(long it) {
 /// End of warm-up: the random walk freezes its averaged step; pCN keeps the ρ with the most
 /// squared jump distance per unit of cost. The adaptation block records the step and H⁻¹.
 void SmhChain::end_warmup() {
+  const auto now = Clock::now();
+  ses_.warmup += seconds_between(seg_start_, now);
+  seg_start_ = now;
+  in_warmup_ = false;
   if (!pcn_ && cfg_.warmup > 0) step_ = adapt_.final_step_size();
   if (pcn_ && !cfg_.pcn_rho && cfg_.warmup >= kMinTuningWarmup) {
     std::size_t best = 0;
@@ -375,23 +388,211 @@ void SmhChain::record(long it) {
 }
 
 ChainResult SmhChain::run(ChainGauge* gauge) {
+  const ChainState* st = ses_.state;
+  if (st != nullptr && st->finished) return finished_earlier(*st, gauge);
+  if (st == nullptr && stop_requested(0)) {  // stopped before it started: nothing to save
+    res_.stopped = true;
+    res_.kept = 0;
+    return std::move(res_);
+  }
   res_.draws.reserve(res_.kept * p_);
   res_.lp.reserve(res_.kept);
-  initial_theta(cfg_, sh_.map, sh_.prior.sd, rng_, theta_.get());
-  set_state_from_theta();
-  if (sink_) sink_->begin(sh_.columns);
+  long it0 = 0;
+  if (st != nullptr) {
+    it0 = restore(*st);
+    if (gauge) gauge->publish(it0);
+  } else {
+    initial_theta(cfg_, sh_.map, sh_.prior.sd, rng_, theta_.get());
+    set_state_from_theta();
+    if (sink_) sink_->begin(sh_.columns);
+  }
+  const long every = ck_ != nullptr ? ck_->every : 0;
+  next_save_ = every > 0 ? (it0 / every + 1) * every : std::numeric_limits<long>::max();
+  saved_at_ = st != nullptr ? it0 : -1;
+  session_first_ = it0;
+  seg_start_ = Clock::now();
+  in_warmup_ = it0 <= cfg_.warmup;
   own_moves_loop(
       cfg_, res_, gauge, [this] { end_warmup(); }, [this](long it) { transition(it); },
       [this](long it) { record(it); },
       [this](ChainGauge& g, long iterations) {
-        g.publish(iterations, gauge_accept_, iterations, std::numeric_limits<double>::quiet_NaN());
-      });
-  const double iters = static_cast<double>(std::max(1L, cfg_.iters));
+        g.publish(iterations, gauge_accept_, iterations - session_first_,
+                  std::numeric_limits<double>::quiet_NaN());
+      },
+      it0, [this](long it) { return ck_ != nullptr && checkpoint_or_stop(it); });
+  double warm = 0.0, samp = 0.0;
+  session_times(warm, samp);
+  ses_.warmup = warm;
+  ses_.sampling = samp;
+  seg_start_ = Clock::now();  // the open segment is in ses_ now: the final save must not add it again
+  res_.warmup_seconds = prev_.warmup + warm;
+  res_.sampling_seconds = prev_.sampling + samp;
   res_.step_size = step_;
+  res_.counters.profile = nullptr;  // points into res_, which is moved out
+  if (res_.stopped) {
+    res_.kept = res_.lp.size();
+    return std::move(res_);
+  }
+  const double iters = static_cast<double>(std::max(1L, cfg_.iters));
   res_.accept_rate = accept_sum_ / iters;
   res_.bright_mean = std::numeric_limits<double>::quiet_NaN();
   res_.sampling_queries = res_.counters.queries - queries_at_sampling_;
   if (sink_) sink_->end(res_.warmup_seconds, res_.sampling_seconds, res_.counters);
+  if (ck_ != nullptr) save(cfg_.warmup + cfg_.iters, true);
+  return std::move(res_);
+}
+
+/// This session's seconds in warm-up and in sampling, up to now.
+void SmhChain::session_times(double& warm, double& samp) const {
+  const double open = seconds_between(seg_start_, Clock::now());
+  warm = ses_.warmup + (in_warmup_ ? open : 0.0);
+  samp = ses_.sampling + (in_warmup_ ? 0.0 : open);
+}
+
+/// A stop asked for at the top of iteration `it`: the fault hook's iteration, or a signal. On a
+/// shard every process must stop at the same iteration (each proposal's test is collective), so
+/// the signal is polled every kStopPoll iterations with one all-gather.
+bool SmhChain::stop_requested(long it) {
+  if (ck_ == nullptr) return false;
+  if (it == sh_.faults.stop_at) return true;
+  const bool mine = ck_->stop != nullptr && ck_->stop->load(std::memory_order_relaxed);
+  if (sh_.link == nullptr) return mine;
+  if (it % kStopPoll != 0) return false;
+  const std::vector<double> all = sh_.link->all_gather({mine ? 1.0 : 0.0});
+  return std::any_of(all.begin(), all.end(), [](double v) { return v != 0.0; });
+}
+
+/// Saves the state when due and handles stop requests; true when the chain must stop.
+bool SmhChain::checkpoint_or_stop(long it) {
+  if (it == next_save_) {
+    save(it, false);
+    saved_at_ = it;
+    next_save_ += ck_->every;
+  }
+  if (!stop_requested(it)) return false;
+  if (!sh_.faults.stop_without_saving && saved_at_ != it) save(it, false);
+  res_.stopped = true;
+  return true;
+}
+
+/// What a chain's state holds beyond ChainState's common fields (its kernel_state): the dual
+/// averaging's state, the ρ-tuning sums, u and δ as the chain holds them (recomputing them from θ
+/// would round differently), and the draw file's window counts.
+std::vector<double> SmhChain::saved_moves() const {
+  const DualAveraging::State a = adapt_.state();
+  std::vector<double> v = {a.mu, a.target, a.gamma, a.t0, a.kappa, a.t, a.h_bar, a.log_eps,
+                           a.log_eps_bar};
+  v.insert(v.end(), rho_jump_.begin(), rho_jump_.end());
+  v.insert(v.end(), rho_cost_.begin(), rho_cost_.end());
+  v.insert(v.end(), u_.data(), u_.data() + u_.size());
+  v.insert(v.end(), delta_.data(), delta_.data() + delta_.size());
+  for (const std::uint64_t c : {window_cand_, window_rej_quad_, window_rej_data_, window_viol_})
+    v.push_back(static_cast<double>(c));  // counts below 2^53: exact
+  return v;
+}
+
+void SmhChain::load_moves(const std::vector<double>& v, std::size_t expected) {
+  if (v.size() != expected)
+    throw ConfigError("chain " + std::to_string(chain_id_) +
+                      "'s saved state does not fit scalable MH's (" + std::to_string(v.size()) +
+                      " values, expected " + std::to_string(expected) + ")");
+  auto at = v.begin();
+  auto take = [&at](std::size_t k) {
+    auto from = at;
+    at += static_cast<std::ptrdiff_t>(k);
+    return from;
+  };
+  const auto a = take(kAdaptValues);
+  adapt_.set_state({a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]});
+  std::copy_n(take(rho_jump_.size()), rho_jump_.size(), rho_jump_.begin());
+  std::copy_n(take(rho_cost_.size()), rho_cost_.size(), rho_cost_.begin());
+  std::copy_n(take(p_), p_, u_.data());
+  std::copy_n(take(p_), p_, delta_.data());
+  const auto w = take(4);
+  window_cand_ = static_cast<std::uint64_t>(w[0]);
+  window_rej_quad_ = static_cast<std::uint64_t>(w[1]);
+  window_rej_data_ = static_cast<std::uint64_t>(w[2]);
+  window_viol_ = static_cast<std::uint64_t>(w[3]);
+}
+
+/// The chain's state after `it` iterations, saved after the draw file is durable. On a shard only
+/// the process that keeps the draws saves (every process holds the same state).
+void SmhChain::save(long it, bool finished) {
+  if (!sh_.keeps_draws) return;
+  ChainState c;
+  c.chain_id = chain_id_;
+  c.finished = finished;
+  c.sink_position = sink_->sync();  // the draw file is durable before the state that cites it
+  c.kept = res_.lp.size();
+  c.rng = rng_.state();
+  c.theta.assign(theta_.get(), theta_.get() + p_);
+  c.step_size = step_;
+  c.kernel_state = saved_moves();
+  c.tally.iteration = it;
+  c.tally.window_steps = window_steps_;
+  c.tally.window_accept = window_accept_;
+  c.tally.accept_sum = accept_sum_;
+  c.tally.queries_at_sampling = queries_at_sampling_;
+  c.tally.queries_at_row = queries_at_row_;
+  c.counters = res_.counters;
+  c.counters.profile = nullptr;
+  double warm = 0.0, samp = 0.0;
+  session_times(warm, samp);
+  c.timers.warmup = prev_.warmup + warm;
+  c.timers.sampling = prev_.sampling + samp;
+  c.timers.wall_warmup = prev_.wall_warmup + warm / ses_.concurrency;
+  c.timers.wall_sampling = prev_.wall_sampling + samp / ses_.concurrency;
+  ck_->store->save_chain(c);
+}
+
+namespace {
+
+/// The draw file's rows as kept draws: lp__ then the sampler's columns, then θ.
+void restore_smh_draws(std::size_t p, std::vector<std::vector<double>>& rows, ChainResult& res) {
+  for (const auto& r : rows) {
+    res.lp.push_back(r[0]);
+    res.draws.insert(res.draws.end(), r.end() - static_cast<std::ptrdiff_t>(p), r.end());
+  }
+  rows.clear();
+  rows.shrink_to_fit();
+}
+
+}  // namespace
+
+/// A chain resumed from `st`: every value the loop reads, as it was. Returns the iteration to
+/// continue from.
+long SmhChain::restore(const ChainState& st) {
+  rng_.set_state(st.rng);
+  std::copy(st.theta.begin(), st.theta.end(), theta_.get());
+  step_ = st.step_size;
+  load_moves(st.kernel_state, kAdaptValues + rho_jump_.size() + rho_cost_.size() + 2 * p_ + 4);
+  for (std::size_t j = 0; j < p_; ++j) step_pad_[j] = delta_[static_cast<Eigen::Index>(j)];
+  proposals_ = static_cast<std::uint64_t>(st.tally.iteration);  // one proposal per iteration
+  window_steps_ = st.tally.window_steps;
+  window_accept_ = st.tally.window_accept;
+  accept_sum_ = st.tally.accept_sum;
+  queries_at_sampling_ = st.tally.queries_at_sampling;
+  queries_at_row_ = st.tally.queries_at_row;
+  Profile* profile = res_.counters.profile;
+  res_.counters = st.counters;
+  res_.counters.profile = profile;
+  prev_ = st.timers;
+  restore_smh_draws(p_, ses_.rows, res_);
+  return st.tally.iteration;
+}
+
+/// A chain that finished in an earlier session: its results from the state and the draw file.
+ChainResult SmhChain::finished_earlier(const ChainState& st, ChainGauge* gauge) {
+  restore_smh_draws(p_, ses_.rows, res_);
+  res_.step_size = st.step_size;
+  res_.counters = st.counters;
+  res_.counters.profile = nullptr;
+  res_.accept_rate = st.tally.accept_sum / static_cast<double>(std::max(1L, cfg_.iters));
+  res_.bright_mean = std::numeric_limits<double>::quiet_NaN();
+  res_.sampling_queries = st.counters.queries - st.tally.queries_at_sampling;
+  res_.warmup_seconds = st.timers.warmup;
+  res_.sampling_seconds = st.timers.sampling;
+  if (gauge) gauge->publish(cfg_.warmup + cfg_.iters);
   return std::move(res_);
 }
 

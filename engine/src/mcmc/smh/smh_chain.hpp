@@ -1,7 +1,7 @@
 #pragma once
 // Private: the set-up shared by the chains of an SMH run, and one chain (docs/math.md §8). The
-// loop mirrors the approximate samplers' (minibatch/approx_chain.hpp): no bright set, no
-// checkpoints.
+// loop mirrors the approximate samplers' (minibatch/approx_chain.hpp), with no bright set; its
+// chains save their state and resume as FlyMC's do (chain_state.hpp).
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -18,6 +18,7 @@
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/smh/smh.hpp"
 #include "flymc/models/model.hpp"
+#include "../run_start.hpp"
 
 namespace flymc::detail {
 
@@ -123,6 +124,11 @@ struct SmhShared {
   const MapResult& map;
   std::shared_ptr<const SmhStatistics> stats;  // the expansion at θ̂ and the bounds
   std::vector<std::string> columns;            // smh_draw_columns
+  const FaultInjection& faults;
+  // On a shard: the other processes (null: none), and whether this one keeps the draws and
+  // saves the chains' states (the first part; every process holds the same state).
+  RowLink* link = nullptr;
+  bool keeps_draws = true;
 
   std::size_t dim() const noexcept { return data.d(); }
 };
@@ -138,10 +144,19 @@ struct SmhOutcome {
 /// One chain. An iteration is one proposal and its factorised acceptance test.
 class SmhChain {
  public:
-  SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink);
+  /// `ses`: checkpointing and, resuming, the saved state and the draw file's rows.
+  SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink, ChainSession& ses);
   ChainResult run(ChainGauge* gauge);
 
  private:
+  long restore(const ChainState& st);
+  ChainResult finished_earlier(const ChainState& st, ChainGauge* gauge);
+  bool stop_requested(long it);
+  bool checkpoint_or_stop(long it);
+  void save(long it, bool finished);
+  std::vector<double> saved_moves() const;
+  void load_moves(const std::vector<double>& v, std::size_t expected);
+  void session_times(double& warm, double& samp) const;
   void propose();
   double log_quadratic_ratio() const;
   double psi() const;
@@ -173,6 +188,8 @@ class SmhChain {
   const bool pcn_;
   const int chain_id_;
   DrawSink* sink_;
+  ChainSession& ses_;
+  const CheckpointOptions* ck_;  // ses_.ck
   Rng rng_;
   std::uint64_t proposals_ = 0;  // proposals made so far: keys each one's thinning stream
   // A batch of the candidates in this process's blocks: the point's index, alias word (the
@@ -202,6 +219,12 @@ class SmhChain {
   double gauge_accept_ = 0.0;
   std::uint64_t queries_at_row_ = 0, queries_at_sampling_ = 0;
   ChainResult res_;
+  // Checkpoints: the next iteration to save at, the last saved, this session's first iteration
+  // and start, whether it is still in warm-up, and the timers of earlier sessions.
+  long next_save_ = 0, saved_at_ = -1, session_first_ = 0;
+  Clock::time_point seg_start_{};
+  bool in_warmup_ = true;
+  ChainTimers prev_;
   // flymc-profile's phases: proposal, the quadratic factor (prior_bound), the data's factors
   // (likelihood), the kept draws (output).
   Profile* profile_ = nullptr;

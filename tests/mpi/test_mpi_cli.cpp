@@ -2,7 +2,8 @@
 // the one-process run's draw files bit for bit and its pooled summary; a rank killed mid-run
 // takes the job down and --resume (on any number of ranks) continues every chain to the
 // uninterrupted run's draws; the run-directory lock still keeps a second job out; scalable MH on
-// data sharded over the ranks (--shard-data) gives the one-process draws. CTest label "mpi";
+// data sharded over the ranks (--shard-data) gives the one-process draws, and stopped, resumes
+// on any number of ranks to them. CTest label "mpi";
 // each test runs in its own temporary directory.
 #include <doctest/doctest.h>
 #include <signal.h>
@@ -239,6 +240,39 @@ TEST_SUITE("mpi") {
                 dir);
     CHECK(s.code == 78);
     CHECK(s.err.find("--shard-data reads .npy files and HDF5 data sets") != std::string::npos);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE(
+      "--shard-data with checkpoints: SIGTERM stops every rank at one iteration; --resume "
+      "on 4 ranks, or in one process, continues to the one-process draws") {
+    const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "shard-ck");
+    flymc::save_npy(*flymc::test::logistic_data(20000, 6, 3), (dir / "d.npy").string());
+    // About a second on 2 ranks: stopped a few milliseconds after chain 1's first save.
+    const std::string base = "sample --data " + (dir / "d.npy").string() +
+                             " --algo smh --chains 2 --warmup 500 --iters 400000 --thin 20 "
+                             "--seed 9 --quiet --shard-data";
+    Status s = run_one(base + " --out " + (dir / "one").string(), dir);
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    const fs::path out = dir / "run";
+    const pid_t job = spawn_mpi(2, base + " --checkpoint-every 1000 --out " + out.string(), dir);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!fs::exists(out / "checkpoint" / "chain-1.ckpt") &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ::kill(job, SIGTERM);  // mpirun passes it to every rank
+    s = wait_at_most(job, dir, 60.0);
+    // Every rank stopped at the same iteration (they agree on a stop request), saved and
+    // ended; a rank stopping alone would have left the other waiting in a proposal's test.
+    CHECK(s.err.find("stopped by SIGTERM") != std::string::npos);
+    CHECK(!fs::exists(out / "summary.json"));
+    fs::copy(out, dir / "run2", fs::copy_options::recursive);
+    s = run_mpi(4, "sample --resume " + out.string() + " --shard-data --quiet", dir);
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    flymc::test::check_same_run(dir / "one", out, 2);
+    s = run_one("sample --resume " + (dir / "run2").string() + " --quiet", dir);
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    flymc::test::check_same_run(dir / "one", dir / "run2", 2);
     fs::remove_all(dir);
   }
 

@@ -277,9 +277,10 @@ SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock, b
   if (job.resume) {
     for (const CLI::Option* opt : o.app->get_options())
       if (opt->count() > 0 && !allowed_with_resume(opt->get_name()))
-        throw UsageError(opt->get_name() +
-                         " cannot be given with --resume: the run's options come from its "
-                         "checkpoint (only --threads, --checkpoint-every and --quiet may change)");
+        throw UsageError(
+            opt->get_name() +
+            " cannot be given with --resume: the run's options come from its "
+            "checkpoint (only --threads, --checkpoint-every, --quiet and --shard-data may change)");
     job.out = o.resume;
     std::error_code ec;
     if (!std::filesystem::is_directory(job.out, ec))

@@ -2,7 +2,9 @@
 // `mpirun -np R shard_check DIR`: every rank reads only its part of an NPY file, and the logistic
 // MAP search over the parts (each Newton pass's sums handed from rank to rank in row order)
 // equals, bit for bit, the search over the whole file in one process, for any R; so does scalable
-// MH's set-up at that MAP (the expansion, the per-datum bounds and their sum). A file whose
+// MH's set-up at that MAP (the expansion, the per-datum bounds and their sum); so do robust
+// regression's MAP search, log-likelihood and SMH set-up (its two-pass path), and a bad response
+// is named by the same file row on every rank. A file whose
 // binary labels use one coding in one part and the other in another is refused on every rank with
 // the message the one-process loader gives. Exit 0 if all holds; each failure is printed.
 #include <mpi.h>
@@ -16,6 +18,7 @@
 #include "flymc/datagen/datagen.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/models/logistic.hpp"
+#include "flymc/models/robust.hpp"
 #include "flymc/mpi/mpi.hpp"
 #include "mcmc/smh/smh_chain.hpp"
 
@@ -43,6 +46,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const std::string dir = argc > 1 ? argv[1] : ".";
   const std::string tall = dir + "/shard_tall.npy", mixed = dir + "/shard_mixed.npy";
+  const std::string robust = dir + "/shard_robust.npy", bad = dir + "/shard_robust_bad.npy";
   if (rank == 0) {
     // Above the MAP search's warm-start threshold (400,000 rows), so its subsample is gathered
     // from the parts too; not a whole number of chunks, so the last part is short.
@@ -52,6 +56,10 @@ int main(int argc, char** argv) {
     m.mutable_y()[5] = 0.0;              // {0,1} coding in the first part ...
     m.mutable_y()[3 * 4096 + 2] = -1.0;  // ... {-1,+1} in the last
     flymc::save_npy(m, mixed);
+    flymc::Dataset r = flymc::synth_robust(4 * 4096 + 77, 5, 3);
+    flymc::save_npy(r, robust);
+    r.mutable_y()[3 * 4096 + 9] = 1e200;  // beyond what robust regression's sums take
+    flymc::save_npy(r, bad);
   }
   MPI_Barrier(MPI_COMM_WORLD);
 
@@ -91,6 +99,42 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; same_phi && i < part->n(); ++i)
     same_phi = sh_part->datum[i].phi == sh_one->datum[first + i].phi;
   check(same_phi, "SMH: a datum's bound differs from the same row's in one process", rank);
+
+  // Robust regression: the MAP search (Newton and MM steps, every pass a fold), the
+  // log-likelihood, and SMH's set-up, which here makes its own curvature pass.
+  {
+    auto r_whole =
+        std::make_shared<const flymc::Dataset>(flymc::load_npy(robust, flymc::LabelDomain::any));
+    auto r_part = flymc::mpi::load_shard(MPI_COMM_WORLD, robust, flymc::LabelDomain::any);
+    const flymc::RobustModel r_one(r_whole, prior, 4.0, 1.0), r_sh(r_part, prior, 4.0, 1.0);
+    const flymc::MapResult ro = r_one.find_map(), rs = r_sh.find_map();
+    check(same_bits(ro.theta, rs.theta), "robust: theta_MAP differs", rank);
+    check(same_bits(ro.covariance, rs.covariance), "robust: the covariance differs", rank);
+    flymc::AlignedBuffer rt = flymc::aligned_zeros(r_whole->stride());
+    for (std::size_t j = 0; j < r_whole->d(); ++j) rt[j] = 0.5 * ro.theta[Eigen::Index(j)];
+    check(r_one.log_lik(rt.get()) == r_sh.log_lik(rt.get()), "robust: log L differs", rank);
+    const auto s1 = flymc::detail::build_smh_statistics(r_whole, prior, ro, r_one.student());
+    const auto s2 = flymc::detail::build_smh_statistics(r_part, prior, rs, r_sh.student());
+    check(same_bits(s1->grad, s2->grad) && same_bits(s1->chol, s2->chol) &&
+              s1->phi_sum == s2->phi_sum,
+          "robust: SMH's set-up differs", rank);
+    std::string want, got_bad;
+    try {
+      (void)flymc::RobustModel(
+          std::make_shared<const flymc::Dataset>(flymc::load_npy(bad, flymc::LabelDomain::any)),
+          prior, 4.0, 1.0);
+    } catch (const flymc::Error& e) {
+      want = e.what();
+    }
+    auto bad_part = flymc::mpi::load_shard(MPI_COMM_WORLD, bad, flymc::LabelDomain::any);
+    try {
+      (void)flymc::RobustModel(bad_part, prior, 4.0, 1.0);
+    } catch (const flymc::Error& e) {
+      got_bad = e.what();
+    }
+    check(!want.empty() && want == got_bad,
+          "robust: a bad response: expected \"" + want + "\", got \"" + got_bad + "\"", rank);
+  }
 
   // A failure on one rank inside a fold (here rank 1, before it takes rank 0's accumulator)
   // reaches every rank with its message and code instead of leaving the others waiting, and the

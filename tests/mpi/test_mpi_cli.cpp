@@ -181,7 +181,9 @@ TEST_SUITE("mpi") {
     fs::remove_all(dir);
   }
 
-  TEST_CASE("--shard-data: SMH on 1, 2 and 4 ranks, each reading its rows, draws as one process") {
+  TEST_CASE(
+      "--shard-data: SMH on 1, 2 and 4 ranks, each reading its rows, draws as one process "
+      "(logistic and robust regression)") {
     const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "shard");
     // Five blocks of 4,096 rows (the last one short): on 4 ranks one holds two, the rest one.
     flymc::save_npy(*flymc::test::logistic_data(20000, 6, 3), (dir / "d.npy").string());
@@ -230,6 +232,21 @@ TEST_SUITE("mpi") {
       s = run_mpi(ranks, h5 + out.string(), dir);
       REQUIRE_MESSAGE(s.code == 0, s.err);
       flymc::test::check_same_run(dir / "h5-one", out, 2);
+    }
+    // Robust regression: its MAP search (Newton and MM steps) and SMH's two-pass set-up fold
+    // across the ranks as logistic regression's do.
+    flymc::save_npy(*flymc::test::robust_data(20000, 6, 3), (dir / "r.npy").string());
+    const std::string rob = "sample --data " + (dir / "r.npy").string() +
+                            " --model robust --algo smh --chains 2 --warmup 200 --iters 1500 "
+                            "--seed 7 --quiet --shard-data --out ";
+    s = run_one(rob + (dir / "r-one").string(), dir);
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    for (const int ranks : {2, 4}) {
+      CAPTURE(ranks);
+      const fs::path out = dir / ("r-np" + std::to_string(ranks));
+      s = run_mpi(ranks, rob + out.string(), dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      flymc::test::check_same_run(dir / "r-one", out, 2);
     }
     // What it does not run yet: every process gives the one clear error.
     s = run_mpi(2, "sample --data " + (dir / "d.npy").string() + " --shard-data --out x", dir);

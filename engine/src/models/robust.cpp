@@ -17,6 +17,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
 #include "flymc/core/parallel.hpp"
+#include "flymc/data/row_fold.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "model_checks.hpp"
 
@@ -78,7 +79,39 @@ struct BlockOut {
   double* hw[2];
 };
 
-/// One deterministic parallel pass over the data at padded θ. For each block of rows
+/// Stats as doubles for the processes of a sharded data set: f, g's size and g, then per
+/// curvature its size and values (row_fold.hpp).
+std::vector<double> pack_stats(const Stats& s) {
+  std::vector<double> v{s.f, double(s.g.size())};
+  v.insert(v.end(), s.g.begin(), s.g.end());
+  for (const Mat& h : s.h) {
+    v.push_back(double(h.rows()));
+    v.insert(v.end(), h.data(), h.data() + h.size());
+  }
+  return v;
+}
+
+Stats unpack_stats(const std::vector<double>& v) {
+  Stats s;
+  std::size_t at = 0;
+  auto next = [&]() {
+    if (at >= v.size()) throw Error("robust regression: a shard's partial sums are too short");
+    return v[at++];
+  };
+  s.f = next();
+  const auto ng = static_cast<std::size_t>(next());
+  for (std::size_t j = 0; j < ng; ++j) s.g.push_back(next());
+  for (Mat& h : s.h) {
+    const auto r = static_cast<Eigen::Index>(next());
+    h.resize(r, r);
+    for (Eigen::Index k = 0; k < r * r; ++k) h.data()[k] = next();
+  }
+  if (at != v.size()) throw Error("robust regression: a shard's partial sums are too long");
+  return s;
+}
+
+/// One deterministic parallel pass over the data at padded θ (over the whole data set if `ds`
+/// is a shard: the fold goes on across its processes). For each block of rows
 /// [n0, n0 + m) the functor fn(n0, m, psi, out) sees the predictors psi[i] = x_{n0+i}·θ, returns
 /// the block's share of Stats::f and fills out.gc (if want_grad) and out.hw[k] (k < nh).
 /// Outer products are summed by SYRK on rows scaled by √|w|, rows of negative weight apart:
@@ -87,8 +120,8 @@ template <class Fn>
 Stats data_stats(const Dataset& ds, const double* theta_p, bool want_grad, int nh, Fn&& fn) {
   const std::size_t d = ds.d(), stride = ds.stride();
   const auto dd = static_cast<Eigen::Index>(d);
-  return deterministic_reduce(
-      ds.n(), kReduceGrain, Stats(),
+  return fold_rows(
+      ds, Stats(),
       [&](std::size_t lo, std::size_t hi) {
         Stats p;
         p.g.assign(stride, 0.0);
@@ -134,7 +167,8 @@ Stats data_stats(const Dataset& ds, const double* theta_p, bool want_grad, int n
         for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += p.g[j];
         for (int k = 0; k < nh; ++k) acc.h[k] += p.h[k];
         return acc;
-      });
+      },
+      pack_stats, unpack_stats);
 }
 
 /// Largest response magnitude accepted, as for features (detail::kMaxFeature): the collapsed
@@ -145,20 +179,30 @@ constexpr double kMaxResponse = detail::kMaxFeature;
 /// then checks the features (detail::check_features). Loaded files never hold non-finite values,
 /// but data sets built in memory may.
 void check_data(const Dataset& ds) {
-  detail::refuse_shard(ds, "robust regression");
-  constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+  // The first bad row of the whole data set (its file's row: on a shard every process names
+  // the same one).
+  struct Bad {
+    double row = -1.0, value = 0.0;  // row: the whole data set's index; -1: none
+  };
+  const std::size_t first = ds.shard() != nullptr ? ds.shard()->first_row : 0;
   const auto y = ds.y();
-  const std::size_t first_bad = deterministic_reduce(
-      ds.n(), kReduceGrain, none,
+  const Bad bad = fold_rows(
+      ds, Bad{},
       [&](std::size_t lo, std::size_t hi) {
         for (std::size_t i = lo; i < hi; ++i)
-          if (!(std::fabs(y[i]) <= kMaxResponse)) return i;
-        return none;
+          if (!(std::fabs(y[i]) <= kMaxResponse)) return Bad{double(first + i), y[i]};
+        return Bad{};
       },
-      [](std::size_t a, std::size_t b) { return std::min(a, b); });
-  if (first_bad != none)
-    throw DataError(ds.source() + ": row " + std::to_string(first_bad + 1) +
-                    ": field 1 (response): " + number_text(y[first_bad]) +
+      [](Bad a, Bad b) { return a.row >= 0.0 ? a : b; },
+      [](Bad b) {
+        return std::vector<double>{b.row, b.value};
+      },
+      [](const std::vector<double>& v) {
+        return Bad{v.at(0), v.at(1)};
+      });
+  if (bad.row >= 0.0)
+    throw DataError(ds.source() + ": row " + std::to_string(std::size_t(bad.row) + 1) +
+                    ": field 1 (response): " + number_text(bad.value) +
                     " is not finite or exceeds 1e100 in magnitude; robust regression needs sums "
                     "of w*r^2 that fit a double (rescale the response)");
   detail::check_features(ds, "robust regression");
@@ -233,7 +277,7 @@ double StudentT::log_lik(double r) const noexcept { return log_norm - a * log1p_
 // ----------------------------------------------------------------------------------------------
 RobustModel::RobustModel(std::shared_ptr<const Dataset> data, Prior prior, double nu, double scale)
     : data_(std::move(data)), prior_(prior), t_(nu, scale) {
-  if (!data_ || data_->n() == 0 || data_->d() == 0)
+  if (!data_ || data_->total_n() == 0 || data_->d() == 0)  // a shard's part may be empty
     throw DataError("robust regression needs at least one row and one feature");
   if (!(prior.sd >= 1e-150 && prior.sd <= 1e150))
     throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + number_text(prior.sd));
@@ -250,29 +294,27 @@ std::vector<std::string> RobustModel::param_names() const {
 double RobustModel::log_lik(const double* theta) const {
   const Dataset& ds = *data_;
   const auto y = ds.y();
-  // Σ log1p(r²/c) per chunk, then N·C − a·Σ: one multiplication for the whole sum.
-  const double sum = deterministic_reduce(
-      ds.n(), kReduceGrain, 0.0,
-      [&](std::size_t lo, std::size_t hi) {
-        alignas(64) double rs[kBlock], l[kBlock];
-        double s = 0.0;
-        for (std::size_t b0 = lo; b0 < hi; b0 += kBlock) {
-          const std::size_t m = std::min(kBlock, hi - b0);
-          ds.dots(b0, b0 + m, theta, rs);
-          for (std::size_t i = 0; i < m; ++i) rs[i] = y[b0 + i] - rs[i];
-          log1p_r2c(t_, rs, l, m);
-          for (std::size_t i = 0; i < m; ++i) s += l[i];
-        }
-        return s;
-      },
-      [](double a, double b) { return a + b; });
-  return static_cast<double>(ds.n()) * t_.log_norm - t_.a * sum;
+  // Σ log1p(r²/c) per chunk, then N·C − a·Σ: one multiplication for the whole sum (over the
+  // whole data set if `ds` is a shard).
+  const double sum = sum_rows(ds, [&](std::size_t lo, std::size_t hi) {
+    alignas(64) double rs[kBlock], l[kBlock];
+    double s = 0.0;
+    for (std::size_t b0 = lo; b0 < hi; b0 += kBlock) {
+      const std::size_t m = std::min(kBlock, hi - b0);
+      ds.dots(b0, b0 + m, theta, rs);
+      for (std::size_t i = 0; i < m; ++i) rs[i] = y[b0 + i] - rs[i];
+      log1p_r2c(t_, rs, l, m);
+      for (std::size_t i = 0; i < m; ++i) s += l[i];
+    }
+    return s;
+  });
+  return static_cast<double>(ds.total_n()) * t_.log_norm - t_.a * sum;
 }
 
 double RobustModel::log_lik_grad(const double* theta, double* grad) const {
   const Stats s = curvature_stats(*data_, t_, theta, true, false, false);
   std::copy(s.g.begin(), s.g.end(), grad);
-  return static_cast<double>(data_->n()) * t_.log_norm - t_.a * s.f;
+  return static_cast<double>(data_->total_n()) * t_.log_norm - t_.a * s.f;
 }
 
 Vec RobustModel::grad_log_post(const Vec& theta) const {
@@ -524,6 +566,7 @@ RobustBound::RobustBound(const RobustModel& model, std::vector<double> xi, const
   if (!(slack >= 0.0) || !std::isfinite(slack))
     throw ConfigError("--bound-slack must be finite and >= 0, got " + number_text(slack));
   const Dataset& ds = *data_;
+  detail::refuse_shard(ds, "robust regression's FlyMC bound");
   if (static_cast<std::size_t>(anchor.size()) != ds.d())
     throw ConfigError("bound anchor has the wrong dimension");
   for (double x : xi_)

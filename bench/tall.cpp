@@ -128,11 +128,14 @@ std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const D
   }
   if (model_kind(o.model) != ModelKind::softmax)
     for (const std::string& p : split_list(o.smh)) {
-      const auto proposal = parse_enum<SmhProposal>(p);
-      if (!proposal) throw UsageError("tall: --smh: pcn, rw");
+      // A trailing 3 asks for the third-order expansion (--smh-order 3): rows smh-pcn3, smh-rw3.
+      const bool third = !p.empty() && p.back() == '3';
+      const auto proposal = parse_enum<SmhProposal>(third ? p.substr(0, p.size() - 1) : p);
+      if (!proposal) throw UsageError("tall: --smh: pcn, rw, pcn3, rw3");
       RunConfig c = algo_config(o, Algo::smh, KernelKind::rwmh, false);
       c.metric = Metric::automatic;  // SMH scales its proposals by the Laplace fit itself
       c.proposal = *proposal;
+      c.smh_order = third ? 3 : 2;
       c.warmup = o.warmup_smh;
       c.iters = o.pilot_smh;
       rows.push_back(measure(o, "smh-" + p, c, data));
@@ -326,8 +329,8 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
   t->add_option("--pilot-flymc", o.pilot_flymc, "FlyMC's pilot iterations (x10 for rwmh)")
       ->capture_default_str();
   t->add_option("--smh", o.smh,
-                "scalable MH's proposals, comma-separated: pcn, rw (logistic regression; empty: "
-                "none)")
+                "scalable MH's proposals, comma-separated: pcn, rw, and pcn3, rw3 with the "
+                "third-order expansion (--smh-order 3; logistic regression; empty: none)")
       ->capture_default_str();
   t->add_option("--warmup-smh", o.warmup_smh)->capture_default_str();
   t->add_option("--pilot-smh", o.pilot_smh, "scalable MH's pilot iterations")

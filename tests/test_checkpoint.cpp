@@ -7,12 +7,12 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
-#include <optional>
 #include <fstream>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -411,6 +411,7 @@ TEST_SUITE("unit") {
       Algo algo;
       ZUpdate z;
       SmhProposal proposal = SmhProposal::pcn;
+      int smh_order = 2;
     };
     // Scalable MH: pCN tunes ρ over the second half of warm-up (iterations 150-299 here), where
     // its first session stops; the random walk adapts its step by dual averaging.
@@ -418,7 +419,8 @@ TEST_SUITE("unit") {
                           {"flymc explicit", Algo::flymc, ZUpdate::explicit_},
                           {"full", Algo::full, ZUpdate::implicit},
                           {"smh pcn", Algo::smh, ZUpdate::implicit, SmhProposal::pcn},
-                          {"smh rw", Algo::smh, ZUpdate::implicit, SmhProposal::rw}};
+                          {"smh rw", Algo::smh, ZUpdate::implicit, SmhProposal::rw},
+                          {"smh pcn order 3", Algo::smh, ZUpdate::implicit, SmhProposal::pcn, 3}};
     for (const Case& k : cases) {
       const std::string name = k.name;
       CAPTURE(name);
@@ -427,6 +429,7 @@ TEST_SUITE("unit") {
       cfg.algo = k.algo;
       cfg.z = k.z;
       cfg.proposal = k.proposal;
+      cfg.smh_order = k.smh_order;
       cfg.chains = 3;
       cfg.warmup = 300;
       cfg.iters = k.algo == Algo::full ? 600 : 1500;

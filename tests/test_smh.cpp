@@ -17,6 +17,7 @@
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/robust.hpp"
 #include "flymc/validate/validate.hpp"
+#include "mcmc/smh/smh_chain.hpp"
 #include "sbc_util.hpp"
 #include "test_util.hpp"
 
@@ -50,6 +51,18 @@ RemainderCheck check_student(const StudentT& st, double y, double s_hat, double 
   const double bound = m / 6.0 * std::fabs(h * h * h);
   const double rounding = 8e-16 * (std::fabs(st.log_lik(y - s_hat - h)) + std::fabs(f0) +
                                    std::fabs(h * e.f1) + std::fabs(0.5 * e.f2 * h * h));
+  return {std::fabs(r) / bound, std::fabs(r) <= bound + rounding};
+}
+
+/// The third-order expansion's remainder against its bound (M4/24)·h⁴ (smh::logistic_gap3).
+RemainderCheck check_remainder3(double u_hat, double h, double m4) {
+  const smh::Taylor t = smh::logistic_taylor(u_hat);
+  const double f0 = smh::logistic_gap3(t, 0.0);
+  const double r = smh::logistic_gap3(t, h) - f0;
+  const double bound = m4 / 24.0 * h * h * h * h;
+  const double rounding =
+      8e-16 * (std::fabs(kernels::log_sigmoid(u_hat + h)) + std::fabs(f0) + std::fabs(h * t.f1) +
+               std::fabs(0.5 * t.f2 * h * h) + std::fabs(t.f3 * h * h * h / 6.0));
   return {std::fabs(r) / bound, std::fabs(r) <= bound + rounding};
 }
 
@@ -102,6 +115,85 @@ TEST_SUITE("unit") {
     for (int k = 0; k < 200 && !mutant_caught; ++k)
       mutant_caught = !check_remainder(1.317, 1e-3 * (k + 1), 0.9 * smh::kLogisticM).within;
     CHECK(mutant_caught);
+  }
+
+  TEST_CASE("SMH order 3: f3 is log sigma's third derivative, and the quartic bound dominates") {
+    // f‴ by central differences of f'' = −σ(u)σ(−u), where it is accurate.
+    for (double u : {-6.0, -1.317, -0.3, 0.0, 0.2, 1.0, 4.0}) {
+      const double e = 1e-4;
+      auto f2 = [](double v) { return smh::logistic_taylor(v).f2; };
+      CAPTURE(u);
+      CHECK(smh::logistic_taylor(u).f3 ==
+            doctest::Approx((f2(u + e) - f2(u - e)) / (2 * e)).epsilon(1e-6));
+    }
+    Rng rng(17, 1);
+    const double scales[] = {1e-3, 1e-2, 0.3, 3.0, 40.0, 800.0};
+    std::size_t points = 0;
+    for (double s_scale : scales)
+      for (double h_scale : scales)
+        for (int k = 0; k < 300; ++k) {
+          const double s_hat = s_scale * rng.normal(), h = h_scale * rng.normal();
+          if (h == 0.0) continue;
+          CAPTURE(s_hat);
+          CAPTURE(h);
+          CHECK(check_remainder3(s_hat, h, smh::kLogisticM4).within);
+          ++points;
+        }
+    CHECK(points > 10000);
+    // Tight at û = 0, where |f⁗| = M4, for small steps: a constant 10% too small is exceeded.
+    double worst = 0.0;
+    for (int k = 0; k < 400; ++k) {
+      const double h = (k % 2 == 0 ? 1.0 : -1.0) * 2e-2 * (0.5 + rng.uniform());
+      const RemainderCheck r = check_remainder3(1e-3 * rng.normal(), h, smh::kLogisticM4);
+      CHECK(r.within);
+      worst = std::max(worst, r.ratio);
+    }
+    CHECK(worst > 1.0 / 1.1);
+    bool mutant_caught = false;
+    for (int k = 0; k < 200 && !mutant_caught; ++k)
+      mutant_caught = !check_remainder3(0.0, 1e-2 * (k + 1), 0.9 * smh::kLogisticM4).within;
+    CHECK(mutant_caught);
+    // The mean-value bound short moves use: |r(h1) − r(h2)| ≤ (M4/6)·max(|h1|, |h2|)³·|h1 − h2|.
+    for (int k = 0; k < 3000; ++k) {
+      const double s_hat = 3.0 * rng.normal(),
+                   h1 = std::pow(10.0, 2.0 * rng.normal()) * rng.normal();
+      const double h2 = h1 + (k % 3 == 0 ? 1e-3 : 0.3) * std::fabs(h1) * rng.normal();
+      const smh::Taylor t = smh::logistic_taylor(s_hat);
+      const double d = smh::logistic_gap3(t, h1) - smh::logistic_gap3(t, h2);
+      const double hm = std::max(std::fabs(h1), std::fabs(h2));
+      const double tol =
+          4e-15 * (std::fabs(kernels::log_sigmoid(s_hat + h1)) +
+                   std::fabs(kernels::log_sigmoid(s_hat + h2)) + std::fabs(t.f1 * hm) +
+                   std::fabs(t.f2 * hm * hm) + std::fabs(t.f3 * hm * hm * hm));
+      CAPTURE(s_hat);
+      CAPTURE(h1);
+      CAPTURE(h2);
+      CHECK(std::fabs(d) <= smh::kLogisticM4 / 6.0 * hm * hm * hm * std::fabs(h1 - h2) + tol);
+    }
+  }
+
+  TEST_CASE("SMH order 3: the collapsed tensor gives the data's summed cubic terms") {
+    // ⅙·T̃(u, u, u) from the set-up equals Σ_n ⅙·σ_n f‴(û_n)(x̃_n·u)³ summed directly.
+    const auto ds = test::logistic_data(900, 4, 21);
+    const Prior prior{PriorKind::gaussian, 1.0};
+    const MapResult map = LogisticModel(ds, prior).find_map();
+    const auto st = detail::build_smh_statistics(ds, prior, map, std::nullopt, 0.0, 3);
+    REQUIRE(st->cubic.size() == smh::cubic_size(4));
+    const Mat linv = st->chol.triangularView<Eigen::Lower>().solve(Mat::Identity(4, 4));
+    Rng rng(5, 2);
+    for (int k = 0; k < 5; ++k) {
+      Vec u(4);
+      for (Eigen::Index j = 0; j < 4; ++j) u[j] = 2.0 * rng.normal();
+      double direct = 0.0;
+      for (std::size_t n = 0; n < ds->n(); ++n) {
+        const Eigen::Map<const Vec> x(ds->row(n), 4);
+        const double t = ds->y()[n], s_hat = t * x.dot(map.theta);
+        const double h = (linv * x).dot(u);
+        direct += t * smh::logistic_taylor(s_hat).f3 * h * h * h;
+      }
+      CHECK(smh::cubic_form(st->cubic.data(), u.data(), 4) ==
+            doctest::Approx(direct).epsilon(1e-10));
+    }
   }
 
   TEST_CASE("SMH: the mean-value bound dominates the remainders' difference, both models") {
@@ -190,9 +282,17 @@ TEST_SUITE("unit") {
   TEST_CASE("SMH: draws do not depend on the thread count; few data per proposal; no violation" *
             doctest::test_suite("threaded")) {
     auto ds = test::logistic_data(20000, 5, 3);
-    for (SmhProposal prop : {SmhProposal::pcn, SmhProposal::rw}) {
+    struct Case {
+      SmhProposal prop;
+      int order;
+    };
+    for (const Case cs : {Case{SmhProposal::pcn, 2}, Case{SmhProposal::rw, 2},
+                          Case{SmhProposal::pcn, 3}, Case{SmhProposal::rw, 3}}) {
+      const SmhProposal prop = cs.prop;
       CAPTURE(to_string(prop));
+      CAPTURE(cs.order);
       RunConfig c = smh_config(prop);
+      c.smh_order = cs.order;
       c.threads = 1;
       const RunResult a = run(c, ds);
       c.threads = 2;
@@ -291,11 +391,19 @@ TEST_SUITE("unit") {
     CHECK_THROWS_AS(c.validate(), ConfigError);
     c.model = ModelKind::robust;
     CHECK_NOTHROW(c.validate());
+    c.smh_order = 3;  // no fourth-derivative bound for the Student-t likelihood
+    CHECK_THROWS_AS(c.validate(), ConfigError);
+    c.model = ModelKind::logistic;
+    CHECK_NOTHROW(c.validate());
+    c.smh_order = 4;
+    CHECK_THROWS_AS(c.validate(), ConfigError);
   }
 }
 
 TEST_SUITE("statistical") {
-  TEST_CASE("SMH (pcn and rw) matches the exact posterior by quadrature") {
+  TEST_CASE(
+      "SMH (pcn and rw; pcn with the third-order expansion) matches the exact posterior by "
+      "quadrature") {
     // D = 2 (a feature and a bias): mean and sd by quadrature; each within 4.5 batch-means MCSEs.
     // The chains start from prior draws, far from θ̂, where the thinned process would propose
     // more candidates than data and every factor is evaluated instead.
@@ -303,9 +411,17 @@ TEST_SUITE("statistical") {
     LogisticModel model(ds, 1.0);
     const MapResult map = model.find_map();
     const test::Moments exact = test::posterior_quadrature(model, map);
-    for (SmhProposal prop : {SmhProposal::pcn, SmhProposal::rw}) {
+    struct Case {
+      SmhProposal prop;
+      int order;
+    };
+    for (const Case k :
+         {Case{SmhProposal::pcn, 2}, Case{SmhProposal::rw, 2}, Case{SmhProposal::pcn, 3}}) {
+      const SmhProposal prop = k.prop;
       CAPTURE(to_string(prop));
+      CAPTURE(k.order);
       RunConfig cfg = smh_config(prop);
+      cfg.smh_order = k.order;
       cfg.warmup = 2000;
       cfg.iters = 60000;
       cfg.seed = 2024;
@@ -352,6 +468,11 @@ TEST_SUITE("statistical") {
 
   TEST_CASE("SBC: scalable MH with pCN proposals is calibrated") {
     check_smh_sbc(smh_sbc(SmhProposal::pcn, 5, 301));
+  }
+  TEST_CASE("SBC: scalable MH with the third-order expansion and pCN proposals is calibrated") {
+    SbcOptions o = smh_sbc(SmhProposal::pcn, 5, 307);
+    o.run.smh_order = 3;
+    check_smh_sbc(o);
   }
   TEST_CASE("SBC: scalable MH with whitened random-walk proposals is calibrated") {
     check_smh_sbc(smh_sbc(SmhProposal::rw, 60, 302));

@@ -111,6 +111,12 @@ void RunConfig::validate_approximate() const {
         "--target-accept must be below 0.5 with --algo minibatch-mh (Barker's acceptance "
         "approaches 1/2 only as the step vanishes), got " +
         number_text(*target_accept));
+  if (smh_order != 2 && smh_order != 3)
+    throw ConfigError("--smh-order must be 2 or 3, got " + std::to_string(smh_order));
+  if (algo == Algo::smh && smh_order == 3 && model != ModelKind::logistic)
+    throw ConfigError(
+        "--smh-order 3 runs logistic regression only (the Student-t likelihood's fourth "
+        "derivative bound is not derived): use --smh-order 2");
   if (pcn_rho && !(*pcn_rho >= 0.0 && *pcn_rho < 1.0))
     throw ConfigError("--pcn-rho must be in [0, 1) (or auto), got " + number_text(*pcn_rho));
   if (!uses_theta_kernel(algo) && kernel != KernelKind::rwmh)

@@ -214,6 +214,12 @@ std::vector<OptionInfo> other_sampler_options() {
        true,
        true,
        {0.0, 1.0, false, true}},
+      {"smh-order", "smh_order", &C::smh_order,
+       "smh: order of the control variates' Taylor expansion at the MAP: 2 (gradient and "
+       "Hessian; D^2 multiply-adds per proposal) or 3 (also the third derivatives: D^3/6 more per "
+       "proposal, fourth-order remainders, so far fewer candidate data on tall data; logistic "
+       "regression only)",
+       algo_bit(Algo::smh)},
       {"pdmp-spacing", "pdmp_spacing", &C::pdmp_spacing,
        "Piecewise-deterministic samplers: path time between draws (one draw per iteration; "
        "--warmup iterations of path time are discarded); auto: the mean Laplace sd in the "

@@ -228,6 +228,11 @@ struct RunConfig {
   /// a small grid with the most squared jump distance per unit of cost; the θ-kernel:
   /// √(1 − ρ²) = min(1, the adapted step)).
   std::optional<double> pcn_rho;
+  /// smh: the order of the control variates' Taylor expansion at θ̂ (docs/math.md §8): 2 (the
+  /// gradient and Hessian at θ̂; O(D²) per proposal) or 3 (also the third derivatives, collapsed
+  /// into a symmetric tensor: O(D³/6) per proposal, remainders of fourth order, so far fewer
+  /// candidates on tall data; logistic regression only).
+  int smh_order = 2;
   /// Piecewise-deterministic samplers: path time between successive discrete draws (an
   /// iteration is one such interval, so --warmup and --iters count them). Unset: the automatic
   /// time scale of docs/math.md §7.5, from the Laplace fit.

@@ -29,11 +29,30 @@ Taylor logistic_taylor(double u_hat) noexcept {
   // neither probability is formed as 1 − the other, which would lose the small one.
   const double e = std::exp(-std::fabs(u_hat)), inv = 1.0 / (1.0 + e);
   const double big = inv, small = e * inv;  // σ(|û|), σ(−|û|)
-  return Taylor{u_hat, u_hat >= 0.0 ? small : big, -big * small};
+  // σ(−û) − σ(û) = ∓(1 − e)/(1 + e), with 1 − e from expm1 (no cancellation near û = 0).
+  const double diff = -std::expm1(-std::fabs(u_hat)) * inv;
+  const double f2 = -big * small;
+  return Taylor{u_hat, u_hat >= 0.0 ? small : big, f2, u_hat >= 0.0 ? -f2 * diff : f2 * diff};
 }
 
 double logistic_gap(const Taylor& t, double h) noexcept {
   return kernels::log_sigmoid(t.u_hat + h) - h * (t.f1 + 0.5 * t.f2 * h);
+}
+
+double logistic_gap3(const Taylor& t, double h) noexcept {
+  return kernels::log_sigmoid(t.u_hat + h) - h * (t.f1 + h * (0.5 * t.f2 + t.f3 * h / 6.0));
+}
+
+double cubic_form(const double* t, const double* u, std::size_t d) noexcept {
+  double s = 0.0;
+  for (std::size_t a = 0; a < d; ++a)
+    for (std::size_t b = a; b < d; ++b) {
+      double dot = 0.0;
+      for (std::size_t k = b; k < d; ++k) dot += t[k - b] * u[k];
+      s += u[a] * u[b] * dot;
+      t += d - b;
+    }
+  return s;
 }
 
 Taylor student_taylor(const StudentT& st, double u_hat) noexcept {
@@ -146,11 +165,35 @@ Mat curvature_pass(const SmhStatistics& sh) {
 
 void candidate_tables(SmhStatistics& sh);
 
-/// φ_n = (M/6)·‖L⁻¹x_n‖³ for rows `x` (`rows` of them, the data's stride) into `out`, by one
-/// triangular product with `linv` = L⁻¹ on an L2-sized copy of each block of rows (d²/2
-/// multiply-adds a row, half of x_nᵀ·(H⁻¹x_n)'s); `c` = (M/6)·(1 + 1e-9)·e^(−excess).
+/// t += w·z⊗z⊗z over the entries a ≤ b ≤ k (SmhStatistics::cubic's order, before the entries
+/// are multiplied by their index orders).
+void add_cubic(const double* z, std::size_t d, double w, double* t) {
+  for (std::size_t a = 0; a < d; ++a) {
+    const double wa = w * z[a];
+    for (std::size_t b = a; b < d; ++b) {
+      const double wab = wa * z[b];
+      for (std::size_t k = b; k < d; ++k) t[k - b] += wab * z[k];
+      t += d - b;
+    }
+  }
+}
+
+/// Each entry a ≤ b ≤ k times the number of index orders it stands for in T(u, u, u): 6 if the
+/// three differ, 3 if two are equal, 1 if all are.
+void count_index_orders(std::vector<double>& t, std::size_t d) {
+  std::size_t at = 0;
+  for (std::size_t a = 0; a < d; ++a)
+    for (std::size_t b = a; b < d; ++b)
+      for (std::size_t k = b; k < d; ++k, ++at)
+        t[at] *= a == b && b == k ? 1.0 : (a == b || b == k ? 3.0 : 6.0);
+}
+
+/// φ_n = (M/6)·‖L⁻¹x_n‖³ (order 2) or (M/24)·‖L⁻¹x_n‖⁴ (order 3) for rows `x` (`rows` of them,
+/// the data's stride) into `out`, by one triangular product with `linv` = L⁻¹ on an L2-sized
+/// copy of each block of rows (d²/2 multiply-adds a row, half of x_nᵀ·(H⁻¹x_n)'s); `c` = (M/6 or
+/// M/24)·(1 + 1e-9)·e^(−excess). Order 3 also adds w3_n·x̃_n⊗x̃_n⊗x̃_n to `cubic`.
 void bound_block(const SmhStatistics& sh, const Mat& linv, const double* x, std::size_t rows,
-                 double c, SmhDatum* out) {
+                 double c, SmhDatum* out, const double* w3, double* cubic) {
   const std::size_t d = sh.dim(), stride = sh.data->stride();
   constexpr std::size_t kBlock = blas::kSyrkRows;
   const detail::ScratchLease z(kBlock * stride);
@@ -162,7 +205,8 @@ void bound_block(const SmhStatistics& sh, const Mat& linv, const double* x, std:
       const double* zi = z.get() + i * stride;
       double q = 0.0;
       for (std::size_t j = 0; j < d; ++j) q += zi[j] * zi[j];
-      const double exact = c * q * std::sqrt(q);
+      const double exact = sh.order == 3 ? c * q * q : c * q * std::sqrt(q);
+      if (sh.order == 3) add_cubic(zi, d, w3[b0 + i], cubic);
       auto up = static_cast<float>(exact);
       if (static_cast<double>(up) < exact)
         up = std::nextafter(up, std::numeric_limits<float>::infinity());
@@ -177,35 +221,70 @@ void bound_block(const SmhStatistics& sh, const Mat& linv, const double* x, std:
 /// (SmhDatum); and g summed in chunk order (over the whole data set if it is a shard). The
 /// candidate tables are built from the rounded values: the thinning is exact for the bound it
 /// draws from, whichever that is, as long as it dominates.
+/// What one chunk of the set-up's pass sums: g's share and, for order 3, the tensor's.
+struct ExpandPartial {
+  Mat g;
+  std::vector<double> cubic;
+};
+
+std::vector<double> pack_partial(const ExpandPartial& p) {
+  std::vector<double> v = pack_matrix(p.g);
+  v.insert(v.end(), p.cubic.begin(), p.cubic.end());
+  return v;
+}
+
+ExpandPartial unpack_partial(const std::vector<double>& v, std::size_t cubic_entries) {
+  if (v.size() < cubic_entries) throw Error("--algo smh: a shard's partial sum is too short");
+  const auto split = v.end() - static_cast<std::ptrdiff_t>(cubic_entries);
+  return {unpack_matrix(std::vector<double>(v.begin(), split)),
+          std::vector<double>(split, v.end())};
+}
+
 void expand_and_bound(SmhStatistics& sh) {
   const Dataset& ds = *sh.data;
   const std::size_t n = ds.n();
   const AlignedBuffer th = padded_theta_hat(sh);
   sh.datum.resize(n);
   const auto y = ds.y();
-  const double c = sh.m / 6.0 * (1.0 + 1e-9) * std::exp(-sh.bound_excess);
+  const double c = sh.m / (sh.order == 3 ? 24.0 : 6.0) * (1.0 + 1e-9) * std::exp(-sh.bound_excess);
+  const std::size_t cubic_entries = sh.order == 3 ? smh::cubic_size(sh.dim()) : 0;
   Mat linv = Mat::Identity(sh.chol.rows(), sh.chol.cols());
   sh.chol.triangularView<Eigen::Lower>().solveInPlace(linv);
-  const Mat g = fold_rows(
-      ds, Mat{},
+  ExpandPartial all = fold_rows(
+      ds, ExpandPartial{},
       [&](std::size_t lo, std::size_t hi) {
         const RowsF64 xr = ds.rows(lo, hi);
         const std::vector<double> s = predictors(sh, xr, lo, hi, th.get());
         Vec coef(static_cast<Eigen::Index>(hi - lo));
+        std::vector<double> w3(sh.order == 3 ? hi - lo : 0);
         for (std::size_t i = 0; i < hi - lo; ++i) {
           const smh::Taylor t = sh.taylor(y[lo + i], s[i]);
           const double sign = sh.sign(y[lo + i]);
           sh.datum[lo + i].u_hat = t.u_hat;
           sh.datum[lo + i].sign = static_cast<float>(sign);
-          // ∂/∂θ of f(u), u = σ·x·θ + const, is σ·f'(u)·x; the curvature is f''(u)·x xᵀ (σ² = 1).
+          // ∂/∂θ of f(u), u = σ·x·θ + const, is σ·f'(u)·x; the curvature is f''(u)·x xᵀ (σ² = 1),
+          // the third derivatives σ·f‴(u)·x⊗x⊗x (σ³ = σ).
           coef[static_cast<Eigen::Index>(i)] = sign * t.f1;
+          if (sh.order == 3) w3[i] = sign * t.f3;
         }
-        bound_block(sh, linv, xr.data(), hi - lo, c, sh.datum.data() + lo);
-        return Mat(rows(ds, xr, lo, hi).transpose() * coef);
+        ExpandPartial part{Mat(), std::vector<double>(cubic_entries, 0.0)};
+        bound_block(sh, linv, xr.data(), hi - lo, c, sh.datum.data() + lo, w3.data(),
+                    part.cubic.data());
+        part.g = rows(ds, xr, lo, hi).transpose() * coef;
+        return part;
       },
-      [](Mat acc, Mat part) { return acc.size() == 0 ? part : Mat(acc + part); }, pack_matrix,
-      unpack_matrix);
-  sh.grad = g.col(0);
+      [](ExpandPartial acc, ExpandPartial part) {
+        if (acc.g.size() == 0) return part;
+        acc.g += part.g;
+        for (std::size_t k = 0; k < acc.cubic.size(); ++k) acc.cubic[k] += part.cubic[k];
+        return acc;
+      },
+      pack_partial, [&](const std::vector<double>& v) { return unpack_partial(v, cubic_entries); });
+  sh.grad = all.g.col(0);
+  if (sh.order == 3) {
+    count_index_orders(all.cubic, sh.dim());
+    sh.cubic = std::move(all.cubic);
+  }
   candidate_tables(sh);
 }
 
@@ -246,8 +325,10 @@ void candidate_tables(SmhStatistics& sh) {
 std::shared_ptr<const SmhStatistics> build_smh_statistics(std::shared_ptr<const Dataset> data,
                                                           const Prior& prior, const MapResult& map,
                                                           std::optional<StudentT> student,
-                                                          double bound_excess) {
-  auto sh = std::make_shared<SmhStatistics>(std::move(data), prior, student, bound_excess);
+                                                          double bound_excess, int order) {
+  if (order == 3 && student)
+    throw ConfigError("--smh-order 3 runs logistic regression only: use --smh-order 2");
+  auto sh = std::make_shared<SmhStatistics>(std::move(data), prior, student, bound_excess, order);
   sh->theta_hat = map.theta;
   sh->precision = prior.precision();
   // Logistic regression's MAP search formed the curvature at θ̂ with the same weights,
@@ -336,8 +417,8 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     bool found = false;
     if (ck != nullptr && ck->resume) {
       agree_on_parts(*data, [&] {
-        manifest = detail::load_matching_manifest(*ck, cfg, *data, fingerprint, model.dim(),
-                                                  out.warnings);
+        manifest =
+            detail::load_matching_manifest(*ck, cfg, *data, fingerprint, model.dim(), out.warnings);
       });
       out.map = manifest->map;
     } else {
@@ -347,27 +428,27 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     phases.begin("statistics");
     std::shared_ptr<const detail::SmhStatistics> stats;
     if (pre.cache && pre.cache->smh &&
-        pre.cache->smh->fits(data, model.prior(), student, out.map, faults.bound_excess))
+        pre.cache->smh->fits(data, model.prior(), student, out.map, faults.bound_excess,
+                             cfg.smh_order))
       stats = pre.cache->smh;
     const bool taken = stats != nullptr;
     if (!taken) {
-      stats =
-          detail::build_smh_statistics(data, model.prior(), out.map, student, faults.bound_excess);
+      stats = detail::build_smh_statistics(data, model.prior(), out.map, student,
+                                           faults.bound_excess, cfg.smh_order);
       if (pre.cache) pre.cache->smh = stats;
     }
     phases.end(taken ? 0 : stats->passes);
     phases.begin("chains");
-    const detail::SmhShared sh{cfg,   model.data(), model.prior(),
-                               out.map, stats,      smh_draw_columns(out.names),
-                               faults,  link,       leader};
+    const detail::SmhShared sh{cfg,     model.data(), model.prior(),
+                               out.map, stats,        smh_draw_columns(out.names),
+                               faults,  link,         leader};
     const int threads = detail::run_threads(cfg);
     detail::ChainSessions cs;
     agree_on_parts(*data, [&] {
       if (ck != nullptr && !ck->resume && leader)
         detail::start_manifest(*ck, cfg, *data, fingerprint, out.map, setup_clock.seconds());
-      cs = detail::open_sessions(cfg, ChainBlock{1, cfg.chains}, ck,
-                                 leader ? sinks : SinkFactory{}, sh.columns, data->n(), out.dim, 0,
-                                 threads, leader);
+      cs = detail::open_sessions(cfg, ChainBlock{1, cfg.chains}, ck, leader ? sinks : SinkFactory{},
+                                 sh.columns, data->n(), out.dim, 0, threads, leader);
     });
     if (link != nullptr)
       for (detail::ChainSession& ses : cs.sessions) ses.concurrency = 1.0;  // in turn

@@ -72,6 +72,13 @@ void SmhChain::set_state_from_theta() {
     step_pad_[j] = delta_[jj];
   }
   u_.noalias() = st_.chol.transpose() * delta_;
+  cubic_ = cubic_term(u_);
+}
+
+/// Order 3: the quadratic factor's cubic part, ⅙·T̃(u, u, u) (d³/6 multiply-adds); else 0.
+double SmhChain::cubic_term(const Vec& u) const noexcept {
+  if (st_.order != 3) return 0.0;
+  return smh::cubic_form(st_.cubic.data(), u.data(), p_) / 6.0;
 }
 
 /// u' from u, then δ' = L⁻ᵀu' and θ' = θ̂ + δ' (O(d²): one triangular solve).
@@ -91,14 +98,16 @@ void SmhChain::propose() {
 }
 
 /// log of the quadratic factor's MH ratio: the prior times exp(Σ_n T_n) at θ' over θ, times the
-/// proposal ratio. With δᵀH_Lδ = ‖u‖² − p‖δ‖² it costs O(d) once δ' is known.
-double SmhChain::log_quadratic_ratio() const {
+/// proposal ratio. With δᵀH_Lδ = ‖u‖² − p‖δ‖² it costs O(d) once δ' is known; order 3 adds the
+/// cubic terms' change (d³/6).
+double SmhChain::log_quadratic_ratio() {
+  cubic2_ = cubic_term(u2_);
   const Prior& prior = sh_.prior;
   const double p = st_.precision;
   const double quad2 = u2_.squaredNorm() - p * delta2_.squaredNorm();
   const double quad = u_.squaredNorm() - p * delta_.squaredNorm();
   double r = prior.log_density(theta2_.get(), p_) - prior.log_density(theta_.get(), p_) +
-             st_.grad.dot(delta2_ - delta_) - 0.5 * (quad2 - quad);
+             st_.grad.dot(delta2_ - delta_) - 0.5 * (quad2 - quad) + (cubic2_ - cubic_);
   // pCN is reversible with respect to N(0, I) in u: q(u | u')/q(u' | u) = φ(u)/φ(u').
   if (pcn_) r += 0.5 * (u2_.squaredNorm() - u_.squaredNorm());
   return r;
@@ -243,10 +252,12 @@ bool SmhChain::combine_tests(const LocalTest& mine, SmhOutcome& o) {
 
 /// ψ with λ_n ≤ φ_n·ψ for every datum (docs/math.md §8): the smaller of the remainders' own
 /// bound, ‖u‖³ + ‖u'‖³, and the mean-value bound on their difference,
-/// 3·max(‖u‖, ‖u'‖)²·‖u − u'‖, which is the smaller one for short moves.
+/// 3·max(‖u‖, ‖u'‖)²·‖u − u'‖, which is the smaller one for short moves. Order 3: ‖u‖⁴ + ‖u'‖⁴
+/// and 4·max(‖u‖, ‖u'‖)³·‖u − u'‖.
 double SmhChain::psi() const {
-  const double a = u_.norm(), b = u2_.norm(), m = std::max(a, b);
-  return std::min(a * a * a + b * b * b, 3.0 * m * m * (u2_ - u_).norm());
+  const double a = u_.norm(), b = u2_.norm(), m = std::max(a, b), step = (u2_ - u_).norm();
+  if (st_.order == 3) return std::min(a * a * a * a + b * b * b * b, 4.0 * m * m * m * step);
+  return std::min(a * a * a + b * b * b, 3.0 * m * m * step);
 }
 
 /// The factorised acceptance: the quadratic factor, then the data's factors with the bound φ_n·ψ
@@ -278,8 +289,8 @@ SmhOutcome SmhChain::accept_test() {
 
 /// pCN without --pcn-rho: the second half of warm-up tries each ρ of kRhoGrid for an equal block
 /// of iterations, adding up each one's squared jumps in u and its cost, counted in multiply-adds
-/// (d² for the proposal, 2d per candidate) so that the choice does not depend on the machine and
-/// the draws stay reproducible. Sets the ρ of iteration it + 1.
+/// (d² for the proposal, d³/6 more at order 3, 2d per candidate) so that the choice does not depend
+/// on the machine and the draws stay reproducible. Sets the ρ of iteration it + 1.
 void SmhChain::tune_rho(long it, double jump, std::uint64_t candidates) {
   const long w = cfg_.warmup, half = w / 2;
   if (cfg_.pcn_rho || w < kMinTuningWarmup) return;
@@ -288,7 +299,8 @@ void SmhChain::tune_rho(long it, double jump, std::uint64_t candidates) {
   };
   if (it >= half) {
     rho_jump_[block(it)] += jump;
-    rho_cost_[block(it)] += static_cast<double>(p_ * p_ + 2 * p_ * candidates);
+    const std::size_t cubic = st_.order == 3 ? smh::cubic_size(p_) : 0;
+    rho_cost_[block(it)] += static_cast<double>(p_ * p_ + cubic + 2 * p_ * candidates);
   }
   if (it + 1 >= half && it + 1 < w) step_ = kRhoGrid[block(it + 1)];
 }
@@ -305,6 +317,7 @@ void SmhChain::transition(long it) {
   if (o.accept) {
     jump = (u2_ - u_).squaredNorm();
     u_.swap(u2_);
+    std::swap(cubic_, cubic2_);
     delta_.swap(delta2_);
     std::swap(theta_, theta2_);
     std::swap(step_pad_, step2_pad_);
@@ -424,7 +437,8 @@ ChainResult SmhChain::run(ChainGauge* gauge) {
   session_times(warm, samp);
   ses_.warmup = warm;
   ses_.sampling = samp;
-  seg_start_ = Clock::now();  // the open segment is in ses_ now: the final save must not add it again
+  seg_start_ =
+      Clock::now();  // the open segment is in ses_ now: the final save must not add it again
   res_.warmup_seconds = prev_.warmup + warm;
   res_.sampling_seconds = prev_.sampling + samp;
   res_.step_size = step_;
@@ -480,8 +494,8 @@ bool SmhChain::checkpoint_or_stop(long it) {
 /// would round differently), and the draw file's window counts.
 std::vector<double> SmhChain::saved_moves() const {
   const DualAveraging::State a = adapt_.state();
-  std::vector<double> v = {a.mu, a.target, a.gamma, a.t0, a.kappa, a.t, a.h_bar, a.log_eps,
-                           a.log_eps_bar};
+  std::vector<double> v = {a.mu, a.target, a.gamma,   a.t0,         a.kappa,
+                           a.t,  a.h_bar,  a.log_eps, a.log_eps_bar};
   v.insert(v.end(), rho_jump_.begin(), rho_jump_.end());
   v.insert(v.end(), rho_cost_.begin(), rho_cost_.end());
   v.insert(v.end(), u_.data(), u_.data() + u_.size());
@@ -567,6 +581,7 @@ long SmhChain::restore(const ChainState& st) {
   step_ = st.step_size;
   load_moves(st.kernel_state, kAdaptValues + rho_jump_.size() + rho_cost_.size() + 2 * p_ + 4);
   for (std::size_t j = 0; j < p_; ++j) step_pad_[j] = delta_[static_cast<Eigen::Index>(j)];
+  cubic_ = cubic_term(u_);  // the same function of the same u as when it was computed
   proposals_ = static_cast<std::uint64_t>(st.tally.iteration);  // one proposal per iteration
   window_steps_ = st.tally.window_steps;
   window_accept_ = st.tally.window_accept;

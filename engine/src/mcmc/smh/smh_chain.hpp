@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../run_start.hpp"
 #include "flymc/core/alias_table.hpp"
 #include "flymc/core/memory.hpp"
 #include "flymc/core/rng.hpp"
@@ -18,7 +19,6 @@
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/smh/smh.hpp"
 #include "flymc/models/model.hpp"
-#include "../run_start.hpp"
 
 namespace flymc::detail {
 
@@ -40,13 +40,17 @@ static_assert(sizeof(SmhDatum) == 16);
 /// SMH pilot, then its run: SetupCache) takes them over instead of building them again.
 struct SmhStatistics {
   /// `student`: robust regression's likelihood; empty: logistic regression.
+  /// `expansion_order` 3: the third-order expansion (logistic regression only).
   SmhStatistics(std::shared_ptr<const Dataset> d, const Prior& p, std::optional<StudentT> student_t,
-                double excess)
+                double excess, int expansion_order = 2)
       : source(d),
         data(d.get()),
         prior(p),
         student(student_t),
-        m(student ? smh::student_m(*student) : smh::kLogisticM),
+        order(expansion_order),
+        m(student                ? smh::student_m(*student)
+          : expansion_order == 3 ? smh::kLogisticM4
+                                 : smh::kLogisticM),
         bound_excess(excess) {}
   // What they were built from (fits()). Held weakly: a cache does not keep a data set alive, and
   // a data set freed cannot be mistaken for a later one at the same address.
@@ -54,12 +58,17 @@ struct SmhStatistics {
   const Dataset* data;
   const Prior prior;
   const std::optional<StudentT> student;
-  const double m;  // max |f'''| of a datum's log-likelihood in its predictor
+  const int order;  // of the expansion: 2, or 3 (then the remainders are of fourth order)
+  const double m;   // max |f⁽ᵒʳᵈᵉʳ⁺¹⁾| of a datum's log-likelihood in its predictor
   const double bound_excess;
   Vec theta_hat;           // the expansion point θ̂ (θ_MAP)
   Vec grad;                // g = Σ_n f'(ŝ_n) t_n x_n, the likelihood's gradient at θ̂
   double precision = 1.0;  // p in H = H_L + p·I (the prior's precision)
   Mat chol;                // L, H = L·Lᵀ, H_L = −Σ_n f''(ŝ_n) x_n x_nᵀ
+  // Order 3: the third derivatives' tensor in the whitened coordinates, Σ_n σ_n f‴(û_n) x̃_n⊗x̃_n⊗x̃_n
+  // (x̃_n = L⁻¹x_n), its entries a ≤ b ≤ k in that order, each times the number of index
+  // orders it stands for (smh::cubic_form); empty for order 2.
+  std::vector<double> cubic;
   // Per datum, read at random: on huge pages, as the alias table; every field is written by the
   // set-up's parallel pass, which also first-touches the pages.
   std::vector<SmhDatum, HugePageUninitAllocator<SmhDatum>> datum;
@@ -78,12 +87,13 @@ struct SmhStatistics {
   std::size_t blocks_here() const noexcept { return row_alias.blocks(); }
   /// Built from this data set, likelihood, prior, MAP fit and bound_excess.
   bool fits(const std::shared_ptr<const Dataset>& d, const Prior& p,
-            const std::optional<StudentT>& st, const MapResult& map, double excess) const noexcept {
+            const std::optional<StudentT>& st, const MapResult& map, double excess,
+            int expansion_order = 2) const noexcept {
     const bool same_student = st.has_value() == student.has_value() &&
                               (!st || (st->nu == student->nu && st->scale == student->scale));
     return d != nullptr && d == source.lock() && p.kind == prior.kind && p.sd == prior.sd &&
            same_student && excess == bound_excess && map.theta.size() == theta_hat.size() &&
-           map.theta == theta_hat;
+           map.theta == theta_hat && expansion_order == order;
   }
   /// The datum's Taylor expansion at predictor x·θ̂ = `s_hat`, in its own variable u.
   smh::Taylor taylor(double label, double s_hat) const noexcept {
@@ -101,6 +111,7 @@ struct SmhStatistics {
       return smh::student_gap(*student, t, sign * e) - smh::student_gap(*student, t, sign * e2);
     }
     const smh::Taylor t = smh::logistic_taylor(d.u_hat);
+    if (order == 3) return smh::logistic_gap3(t, sign * e) - smh::logistic_gap3(t, sign * e2);
     return smh::logistic_gap(t, sign * e) - smh::logistic_gap(t, sign * e2);
   }
 };
@@ -111,10 +122,11 @@ struct SmhStatistics {
 /// definite. `bound_excess` > 0 (a test hook, --test-bound-excess) divides every φ_n by
 /// e^bound_excess: a bound too small, whose violations the chains must count as one process
 /// would.
+/// `order` 3: the third-order expansion (SmhStatistics::cubic; logistic regression).
 std::shared_ptr<const SmhStatistics> build_smh_statistics(std::shared_ptr<const Dataset> data,
                                                           const Prior& prior, const MapResult& map,
                                                           std::optional<StudentT> student,
-                                                          double bound_excess = 0.0);
+                                                          double bound_excess = 0.0, int order = 2);
 
 /// Everything the chains of one SMH run share, read-only.
 struct SmhShared {
@@ -158,8 +170,9 @@ class SmhChain {
   void load_moves(const std::vector<double>& v, std::size_t expected);
   void session_times(double& warm, double& samp) const;
   void propose();
-  double log_quadratic_ratio() const;
+  double log_quadratic_ratio();
   double psi() const;
+  double cubic_term(const Vec& u) const noexcept;
   SmhOutcome accept_test();
   double remainder_drop(Index n) const noexcept;  // λ_n = max(0, r_n(θ) − r_n(θ'))
   void prefetch_datum(Index n) const noexcept;
@@ -208,6 +221,7 @@ class SmhChain {
   // The state and the proposal: u (whitened), δ = L⁻ᵀu, θ = θ̂ + δ, and δ again padded for the
   // row kernels (a candidate needs x·δ, not x·θ).
   Vec u_, u2_, delta_, delta2_;
+  double cubic_ = 0.0, cubic2_ = 0.0;  // order 3: ⅙·T̃(u, u, u) at u and at u' (SmhStatistics)
   AlignedBuffer theta_, theta2_, step_pad_, step2_pad_;
   std::vector<double> row_;
   // Tuning ρ in warm-up (pCN without --pcn-rho): squared jumps in u per unit of cost, per ρ.

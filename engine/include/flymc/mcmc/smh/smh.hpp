@@ -9,6 +9,7 @@
 /// puts a candidate. Proposals (`--proposal`): preconditioned Crank–Nicolson, which leaves the
 /// Laplace Gaussian N(θ̂, H⁻¹) invariant (ρ = 0: the independence sampler), or a random walk in
 /// the whitened coordinates u = Lᵀ(θ − θ̂), H = LLᵀ.
+#include <cstddef>
 #include <memory>
 
 #include "flymc/mcmc/sampler.hpp"
@@ -21,6 +22,9 @@ namespace smh {
 /// M = max |f'''| for f(s) = log σ(s): f''' = −σ(1 − σ)(1 − 2σ), largest at σ = ½ ± 1/(2√3),
 /// where it is 1/(6√3).
 inline constexpr double kLogisticM = 0.096225044864937627;
+/// max |f⁗| of log σ: f⁗ = −p(1 − 6p), p = σ(u)σ(−u) ∈ (0, ¼], largest in absolute value at
+/// p = ¼ (u = 0), where it is 1/8 (exactly representable).
+inline constexpr double kLogisticM4 = 0.125;
 
 /// A datum's log-likelihood as a function f(u) of its own variable u, which moves with the
 /// predictor x·θ: u = t·x·θ for logistic regression (label t = ±1), u = y − x·θ for robust
@@ -31,6 +35,7 @@ inline constexpr double kLogisticM = 0.096225044864937627;
 /// fills it, HugePageUninitAllocator. `Taylor t{}` is all zeros.)
 struct Taylor {
   double u_hat, f1, f2;
+  double f3 = 0.0;  // f‴(û), for the third-order expansion (logistic regression)
 };
 
 /// The remainder r(û + h) = f(û + h) − f(û) − f1·h − ½f2·h² plus the constant f(û): the
@@ -40,6 +45,10 @@ struct Taylor {
 /// Logistic regression: f(u) = log σ(u), f1 = σ(−û), f2 = −σ(û)σ(−û), M = kLogisticM.
 Taylor logistic_taylor(double u_hat) noexcept;
 double logistic_gap(const Taylor& t, double h) noexcept;
+/// The third-order expansion's gap, f(û + h) − f1·h − ½f2·h² − ⅙f3·h³ (--smh-order 3), with
+/// f3 = f‴(û) = −σ(û)σ(−û)(σ(−û) − σ(û)); its remainder is at most (M4/24)|h|⁴, M4 =
+/// kLogisticM4.
+double logistic_gap3(const Taylor& t, double h) noexcept;
 
 /// Robust regression: f(u) = log L(u), the Student-t log-likelihood of the residual u
 /// (StudentT, models/robust.hpp). With ρ = û/√c and q = 1/(1 + ρ²): f1 = −(2a/√c)·ρq and
@@ -50,6 +59,12 @@ double student_gap(const StudentT& t, const Taylor& e, double h) noexcept;
 /// g(ρ) = ρ(3 − ρ²)/(1 + ρ²)³, largest in absolute value at ρ = √2 − 1, where g = 0.72855…
 /// (enlarged in the last digits, so that rounding cannot make the bound too small).
 double student_m(const StudentT& t) noexcept;
+
+/// Entries of a symmetric d×d×d tensor with indices a ≤ b ≤ k: d(d + 1)(d + 2)/6.
+constexpr std::size_t cubic_size(std::size_t d) noexcept { return d * (d + 1) * (d + 2) / 6; }
+/// T(u, u, u) = Σ_{a≤b≤k} t_abk·u_a·u_b·u_k for a tensor packed as SmhStatistics::cubic (entries
+/// a ≤ b ≤ k, k fastest, each already times its number of index orders): d³/6 multiply-adds.
+double cubic_form(const double* t, const double* u, std::size_t d) noexcept;
 
 }  // namespace smh
 

@@ -56,7 +56,7 @@ TEST_SUITE("unit") {
     std::vector<std::string> names;
     for (const AutoCandidate& a : c) names.push_back(a.name);
     CHECK(names == std::vector<std::string>{"regular-nuts-laplace", "regular-nuts", "regular-pcn",
-                                            "flymc-nuts-fly", "smh-pcn", "zigzag-cv"});
+                                            "flymc-nuts-fly", "smh-pcn", "smh-pcn3", "zigzag-cv"});
     for (const AutoCandidate& a : c) {
       CAPTURE(a.name);
       CHECK(a.skipped.empty());
@@ -78,15 +78,42 @@ TEST_SUITE("unit") {
     // A checkpointed run keeps only the samplers that can checkpoint (FlyMC, regular MCMC, SMH).
     for (const AutoCandidate& a : auto_candidates(cfg, *data, true)) {
       CAPTURE(a.name);
-      CHECK(a.skipped.empty() == (uses_theta_kernel(a.config.algo) || a.name == "smh-pcn"));
+      CHECK(a.skipped.empty() ==
+            (uses_theta_kernel(a.config.algo) || a.name == "smh-pcn" || a.name == "smh-pcn3"));
     }
     RunConfig robust = cfg;
     robust.model = ModelKind::robust;
     const auto r = auto_candidates(robust, *test::robust_data(200, 3, 1));
     for (const AutoCandidate& a : r) {
       CAPTURE(a.name);
-      CHECK(a.skipped.empty() == (a.name != "zigzag-cv"));
+      // (no fourth-derivative bound for the Student-t likelihood: no third-order SMH)
+      CHECK(a.skipped.empty() == (a.name != "zigzag-cv" && a.name != "smh-pcn3"));
     }
+  }
+
+  TEST_CASE("choose_algo runs the third-order SMH pilot only where its tensor pass can pay") {
+    // The pass costs about d³/6 per row against the second-order pass's d(d + 1)/2: worth a
+    // pilot only when it is shorter than the second-order run's own iterations.
+    const auto data = test::logistic_data(4000, 6, 11);
+    RunConfig cfg = pilot_test_config(KernelKind::mala);
+    AutoOptions opt = short_warmups();
+    opt.flymc_iters = opt.regular_iters = opt.pdmp_iters = opt.pcn_iters = 100;
+    opt.smh_iters = 300;
+    auto third = [](const AlgoChoice& c) {
+      for (const AutoCandidate& a : c.candidates)
+        if (a.name == "smh-pcn3") return a;
+      FAIL("no smh-pcn3 candidate");
+      return AutoCandidate{};
+    };
+    cfg.warmup = 0;
+    cfg.iters = 1;  // a one-iteration run: no pass can pay
+    const AutoCandidate short_run = third(choose_algo(cfg, data, opt));
+    CHECK(short_run.skipped.find("tensor pass") != std::string::npos);
+    cfg.iters = 100000000;  // a long run: the pass is paid back
+    const AutoCandidate long_run = third(choose_algo(cfg, data, opt));
+    CAPTURE(long_run.skipped);
+    CHECK(long_run.skipped.empty());
+    CHECK(long_run.ess_per_second > 0.0);
   }
 
   TEST_CASE("choose_algo picks the candidate its pilots predict fastest, on all rows or a subset") {
@@ -104,6 +131,10 @@ TEST_SUITE("unit") {
       for (const AutoCandidate& a : c.candidates) {
         CAPTURE(a.name);
         CAPTURE(a.skipped);
+        if (a.name == "smh-pcn3" && !a.skipped.empty()) {  // (its cost rule: checked below)
+          CHECK(a.skipped.find("tensor pass") != std::string::npos);
+          continue;
+        }
         REQUIRE(a.skipped.empty());
         CHECK(std::isfinite(a.ess_per_second));
         CHECK(a.ess_per_second > 0.0);

@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "flymc/core/rng.hpp"
 #include "flymc/diagnostics/diagnostics.hpp"
 #include "flymc/mcmc/sampler.hpp"
+#include "flymc/mcmc/smh/smh.hpp"
 
 namespace flymc {
 namespace {
@@ -134,7 +136,43 @@ RunConfig with_sampler(RunConfig c, Algo algo, KernelKind kernel, Metric metric)
   c.theta_steps.reset();
   c.pcn_rho.reset();
   c.proposal = SmhProposal::pcn;
+  c.smh_order = 2;
   return c;
+}
+
+bool is_third_order_smh(const AutoCandidate& c) {
+  return c.config.algo == Algo::smh && c.config.smh_order == 3;
+}
+
+/// What the second-order SMH pilot tells of the third-order candidate's cost: seconds of its
+/// statistics pass and of one iteration (the chains run concurrently).
+struct SmhCosts {
+  double statistics = -1.0, per_iter = -1.0;
+};
+
+SmhCosts smh_costs(const RunResult& r) {
+  SmhCosts c;
+  for (const SetupPhase& p : r.setup_phases)
+    if (p.name == "statistics" && p.passes > 0) c.statistics = p.seconds;
+  c.per_iter = r.sampling_seconds / static_cast<double>(std::max(1L, r.config.iters));
+  return c;
+}
+
+/// Why the third-order SMH candidate runs no pilot, or "": its tensor pass (about d³/6
+/// multiply-adds a row, against the second-order pass's d(d + 1)/2) would take longer than all
+/// the second-order run's iterations, so it could not end sooner whatever its ESS per second.
+std::string third_order_ruled_out(const SmhCosts& c, const RunConfig& cfg, std::size_t d) {
+  if (c.statistics < 0.0 || c.per_iter < 0.0) return "";
+  const double pass =
+      c.statistics * static_cast<double>(smh::cubic_size(d)) / static_cast<double>(d * (d + 1) / 2);
+  const double run2 = static_cast<double>(cfg.warmup + cfg.iters) * c.per_iter;
+  if (pass <= run2) return "";
+  char why[200];
+  std::snprintf(why, sizeof why,
+                "its tensor pass (about %.2g s) would outlast the second-order run's iterations "
+                "(about %.2g s)",
+                pass, run2);
+  return why;
 }
 
 bool is_regular(const AutoCandidate& c) { return c.config.algo == Algo::full; }
@@ -213,6 +251,9 @@ std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& 
   if (cfg.model == ModelKind::logistic && cfg.slack_scale == 0.0) fly.slack_scale = 1.0;
   add("flymc-nuts-fly", fly);
   add("smh-pcn", with_sampler(cfg, Algo::smh, KernelKind::rwmh, Metric::automatic));
+  RunConfig smh3 = with_sampler(cfg, Algo::smh, KernelKind::rwmh, Metric::automatic);
+  smh3.smh_order = 3;
+  add("smh-pcn3", smh3);
   add("zigzag-cv", with_sampler(cfg, Algo::zigzag_cv, KernelKind::rwmh, Metric::automatic));
   AutoCandidate& zz = out.back();
   if (zz.skipped.empty() && data.d() > kZigZagMaxDim)
@@ -254,10 +295,18 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
   std::size_t left = 0;
   for (const AutoCandidate& c : out.candidates) left += c.skipped.empty() ? 1 : 0;
   double best_so_far = 0.0;
+  SmhCosts smh2;  // from the second-order SMH pilot, which runs before the third-order one
   for (const std::size_t i : order) {
     AutoCandidate& c = out.candidates[i];
     if (!c.skipped.empty()) continue;
     const bool regular = is_regular(c);
+    if (is_third_order_smh(c)) {
+      c.skipped = third_order_ruled_out(smh2, cfg, data->d());
+      if (!c.skipped.empty()) {
+        --left;
+        continue;
+      }
+    }
     if (regular && opt.skip_beaten_regular && best_so_far > regular_bound) {
       char why[160];
       std::snprintf(why, sizeof why,
@@ -281,6 +330,7 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
     c.pilot_seconds = seconds_since(t0);
     c.rough = p.min_ess < opt.min_pilot_ess;
     best_so_far = std::max(best_so_far, c.ess_per_second);
+    if (c.config.algo == Algo::smh && c.config.smh_order == 2) smh2 = smh_costs(p.result);
   }
 
   std::vector<std::size_t> ranked;

@@ -56,7 +56,7 @@ RemainderCheck check_student(const StudentT& st, double y, double s_hat, double 
 
 /// The third-order expansion's remainder against its bound (M4/24)·h⁴ (smh::logistic_gap3).
 RemainderCheck check_remainder3(double u_hat, double h, double m4) {
-  const smh::Taylor t = smh::logistic_taylor(u_hat);
+  const smh::Taylor t = smh::logistic_taylor3(u_hat);
   const double f0 = smh::logistic_gap3(t, 0.0);
   const double r = smh::logistic_gap3(t, h) - f0;
   const double bound = m4 / 24.0 * h * h * h * h;
@@ -123,7 +123,7 @@ TEST_SUITE("unit") {
       const double e = 1e-4;
       auto f2 = [](double v) { return smh::logistic_taylor(v).f2; };
       CAPTURE(u);
-      CHECK(smh::logistic_taylor(u).f3 ==
+      CHECK(smh::logistic_taylor3(u).f3 ==
             doctest::Approx((f2(u + e) - f2(u - e)) / (2 * e)).epsilon(1e-6));
     }
     Rng rng(17, 1);
@@ -158,7 +158,7 @@ TEST_SUITE("unit") {
       const double s_hat = 3.0 * rng.normal(),
                    h1 = std::pow(10.0, 2.0 * rng.normal()) * rng.normal();
       const double h2 = h1 + (k % 3 == 0 ? 1e-3 : 0.3) * std::fabs(h1) * rng.normal();
-      const smh::Taylor t = smh::logistic_taylor(s_hat);
+      const smh::Taylor t = smh::logistic_taylor3(s_hat);
       const double d = smh::logistic_gap3(t, h1) - smh::logistic_gap3(t, h2);
       const double hm = std::max(std::fabs(h1), std::fabs(h2));
       const double tol =
@@ -189,7 +189,7 @@ TEST_SUITE("unit") {
         const Eigen::Map<const Vec> x(ds->row(n), 4);
         const double t = ds->y()[n], s_hat = t * x.dot(map.theta);
         const double h = (linv * x).dot(u);
-        direct += t * smh::logistic_taylor(s_hat).f3 * h * h * h;
+        direct += t * smh::logistic_taylor3(s_hat).f3 * h * h * h;
       }
       CHECK(smh::cubic_form(st->cubic.data(), u.data(), 4) ==
             doctest::Approx(direct).epsilon(1e-10));

@@ -29,10 +29,17 @@ Taylor logistic_taylor(double u_hat) noexcept {
   // neither probability is formed as 1 − the other, which would lose the small one.
   const double e = std::exp(-std::fabs(u_hat)), inv = 1.0 / (1.0 + e);
   const double big = inv, small = e * inv;  // σ(|û|), σ(−|û|)
-  // σ(−û) − σ(û) = ∓(1 − e)/(1 + e), with 1 − e from expm1 (no cancellation near û = 0).
+  return Taylor{u_hat, u_hat >= 0.0 ? small : big, -big * small};
+}
+
+Taylor logistic_taylor3(double u_hat) noexcept {
+  Taylor t = logistic_taylor(u_hat);
+  // σ(−û) − σ(û) = ∓(1 − e)/(1 + e), e = exp(−|û|), with 1 − e from expm1 (no cancellation near
+  // û = 0): f3 = f2·(σ(−û) − σ(û)).
+  const double inv = 1.0 / (1.0 + std::exp(-std::fabs(u_hat)));
   const double diff = -std::expm1(-std::fabs(u_hat)) * inv;
-  const double f2 = -big * small;
-  return Taylor{u_hat, u_hat >= 0.0 ? small : big, f2, u_hat >= 0.0 ? -f2 * diff : f2 * diff};
+  t.f3 = u_hat >= 0.0 ? -t.f2 * diff : t.f2 * diff;
+  return t;
 }
 
 double logistic_gap(const Taylor& t, double h) noexcept {

@@ -97,8 +97,8 @@ struct SmhStatistics {
   }
   /// The datum's Taylor expansion at predictor x·θ̂ = `s_hat`, in its own variable u.
   smh::Taylor taylor(double label, double s_hat) const noexcept {
-    return student ? smh::student_taylor(*student, label - s_hat)
-                   : smh::logistic_taylor(label * s_hat);
+    if (student) return smh::student_taylor(*student, label - s_hat);
+    return order == 3 ? smh::logistic_taylor3(label * s_hat) : smh::logistic_taylor(label * s_hat);
   }
   /// σ = ∂u/∂(x·θ): the label t for logistic regression, −1 for robust regression (u = y − x·θ).
   double sign(double label) const noexcept { return student ? -1.0 : label; }
@@ -110,8 +110,11 @@ struct SmhStatistics {
       const smh::Taylor t = smh::student_taylor(*student, d.u_hat);
       return smh::student_gap(*student, t, sign * e) - smh::student_gap(*student, t, sign * e2);
     }
+    if (order == 3) {
+      const smh::Taylor t = smh::logistic_taylor3(d.u_hat);
+      return smh::logistic_gap3(t, sign * e) - smh::logistic_gap3(t, sign * e2);
+    }
     const smh::Taylor t = smh::logistic_taylor(d.u_hat);
-    if (order == 3) return smh::logistic_gap3(t, sign * e) - smh::logistic_gap3(t, sign * e2);
     return smh::logistic_gap(t, sign * e) - smh::logistic_gap(t, sign * e2);
   }
 };

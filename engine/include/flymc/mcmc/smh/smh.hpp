@@ -49,6 +49,8 @@ double logistic_gap(const Taylor& t, double h) noexcept;
 /// f3 = f‴(û) = −σ(û)σ(−û)(σ(−û) − σ(û)); its remainder is at most (M4/24)|h|⁴, M4 =
 /// kLogisticM4.
 double logistic_gap3(const Taylor& t, double h) noexcept;
+/// logistic_taylor with f3 too (the second-order scheme's candidates skip its two exponentials).
+Taylor logistic_taylor3(double u_hat) noexcept;
 
 /// Robust regression: f(u) = log L(u), the Student-t log-likelihood of the residual u
 /// (StudentT, models/robust.hpp). With ρ = û/√c and q = 1/(1 + ρ²): f1 = −(2a/√c)·ρq and

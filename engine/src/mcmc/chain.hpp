@@ -348,27 +348,15 @@ class Chain {
 
   /// The chain's state after `it` iterations (ChainState), saved after the draw file is durable.
   void save(long it, bool finished) {
-    ChainState c;
-    c.chain_id = id_;
-    c.finished = finished;
-    c.sink_position = sink_->sync();  // the draw file is durable before the state that cites it
-    c.kept = res_.lp.size();
-    c.rng = rng_.state();
+    ChainState c = chain_state_head(id_, finished, *sink_, res_.lp.size(), rng_, counters());
     c.theta = s_.theta;
     c.step_size = kernel_.step_size();
     kernel_.save(c.kernel_state);
     c.tally = tally_;
     c.tally.iteration = it;
-    c.counters = counters();
-    c.counters.profile = nullptr;
     double warm, samp;
     session_times(warm, samp);
-    c.timers.z_init = prev_.z_init + ses_.z_init;
-    c.timers.warmup = prev_.warmup + warm;
-    c.timers.sampling = prev_.sampling + samp;
-    c.timers.wall_z_init = prev_.wall_z_init + ses_.z_init / ses_.concurrency;
-    c.timers.wall_warmup = prev_.wall_warmup + warm / ses_.concurrency;
-    c.timers.wall_sampling = prev_.wall_sampling + samp / ses_.concurrency;
+    c.timers = saved_timers(prev_, ses_, warm, samp);
     if constexpr (kFly) {
       c.bright.assign(bright_.bright_indices(), bright_.bright_indices() + bright_.size());
       c.log_ltilde.assign(bright_.log_ltilde(), bright_.log_ltilde() + bright_.size());
@@ -394,7 +382,8 @@ class Chain {
     session_times(warm, samp);
     ses_.warmup = warm;
     ses_.sampling = samp;
-    seg_start_ = Clock::now();  // the open segment is in ses_ now: the final save must not add it again
+    seg_start_ =
+        Clock::now();  // the open segment is in ses_ now: the final save must not add it again
     res_.step_size = kernel_.step_size();
     res_.warmup_seconds = prev_.warmup + warm;
     res_.sampling_seconds = prev_.sampling + samp;

@@ -34,6 +34,36 @@ struct ChainSession {
   double z_init = 0.0, warmup = 0.0, sampling = 0.0;  // this session's timer seconds (out)
 };
 
+/// The fields every chain's saved state starts with: its id, whether it finished, the byte length
+/// of its draw file (synced first: the file is durable before the state that cites it), its
+/// kept draws, random stream and counters.
+inline ChainState chain_state_head(int id, bool finished, DrawSink& sink, std::size_t kept,
+                                   const Rng& rng, const Counters& counters) {
+  ChainState c;
+  c.chain_id = id;
+  c.finished = finished;
+  c.sink_position = sink.sync();
+  c.kept = kept;
+  c.rng = rng.state();
+  c.counters = counters;
+  c.counters.profile = nullptr;  // not part of the state
+  return c;
+}
+
+/// A saved state's timers: earlier sessions' (`prev`) plus this session's z set-up, warm-up and
+/// sampling seconds, and their wall-clock shares at the session's concurrency.
+inline ChainTimers saved_timers(const ChainTimers& prev, const ChainSession& ses, double warm,
+                                double samp) {
+  ChainTimers t;
+  t.z_init = prev.z_init + ses.z_init;
+  t.warmup = prev.warmup + warm;
+  t.sampling = prev.sampling + samp;
+  t.wall_z_init = prev.wall_z_init + ses.z_init / ses.concurrency;
+  t.wall_warmup = prev.wall_warmup + warm / ses.concurrency;
+  t.wall_sampling = prev.wall_sampling + samp / ses.concurrency;
+  return t;
+}
+
 /// Throws ConfigError unless a loaded chain state fits the run (a state from another run or a
 /// damaged file that still passed its checksum).
 void check_chain_state(const ChainState& c, const RunConfig& cfg, std::size_t n, std::size_t p,

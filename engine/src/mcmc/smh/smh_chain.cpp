@@ -533,12 +533,7 @@ void SmhChain::load_moves(const std::vector<double>& v, std::size_t expected) {
 /// the process that keeps the draws saves (every process holds the same state).
 void SmhChain::save(long it, bool finished) {
   if (!sh_.keeps_draws) return;
-  ChainState c;
-  c.chain_id = chain_id_;
-  c.finished = finished;
-  c.sink_position = sink_->sync();  // the draw file is durable before the state that cites it
-  c.kept = res_.lp.size();
-  c.rng = rng_.state();
+  ChainState c = chain_state_head(chain_id_, finished, *sink_, res_.lp.size(), rng_, res_.counters);
   c.theta.assign(theta_.get(), theta_.get() + p_);
   c.step_size = step_;
   c.kernel_state = saved_moves();
@@ -548,14 +543,9 @@ void SmhChain::save(long it, bool finished) {
   c.tally.accept_sum = accept_sum_;
   c.tally.queries_at_sampling = queries_at_sampling_;
   c.tally.queries_at_row = queries_at_row_;
-  c.counters = res_.counters;
-  c.counters.profile = nullptr;
   double warm = 0.0, samp = 0.0;
   session_times(warm, samp);
-  c.timers.warmup = prev_.warmup + warm;
-  c.timers.sampling = prev_.sampling + samp;
-  c.timers.wall_warmup = prev_.wall_warmup + warm / ses_.concurrency;
-  c.timers.wall_sampling = prev_.wall_sampling + samp / ses_.concurrency;
+  c.timers = saved_timers(prev_, ses_, warm, samp);
   ck_->store->save_chain(c);
 }
 

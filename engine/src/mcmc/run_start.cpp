@@ -55,8 +55,8 @@ void check_manifest(const RunManifest& m, const std::string& where, bool resumin
   if (m.n != data.total_n() || m.d != data.d() || m.data_hash != fingerprint)
     throw DataError(data.source() + ": the data differ from those of " + whose + " (" +
                     std::to_string(m.n) + " x " + std::to_string(m.d) +
-                    " with another fingerprint in " + where + ", now " + std::to_string(data.total_n()) +
-                    " x " + std::to_string(data.d()) + ")" +
+                    " with another fingerprint in " + where + ", now " +
+                    std::to_string(data.total_n()) + " x " + std::to_string(data.d()) + ")" +
                     (resuming ? ": resume with the original data file" : ""));
   if (!same_stored_options(cfg, m.config))
     throw ConfigError(where + ": the run configuration differs from " + whose + "'s");

@@ -44,10 +44,10 @@
 namespace flymc {
 
 /// 11: the MAP fit's likelihood curvature in the manifest (SMH's statistics), and scalable MH's
-/// chain states. 10: the data's storage (f64 or f32) in the stored configuration. 9: `--metric auto` resolves to
-/// dense for the gradient kernels (a stored "auto" meant diag for them before). 8: the
-/// configuration as every option that affects the draws, each named (core/options.hpp), so the
-/// approximate samplers' options are stored too. 7: a chain's bright set as its bright indices
+/// chain states. 10: the data's storage (f64 or f32) in the stored configuration. 9: `--metric
+/// auto` resolves to dense for the gradient kernels (a stored "auto" meant diag for them before).
+/// 8: the configuration as every option that affects the draws, each named (core/options.hpp), so
+/// the approximate samplers' options are stored too. 7: a chain's bright set as its bright indices
 /// (O(bright) bytes) instead of a permutation of all N, and the slack scale in the configuration.
 /// 6: both of the 5s below (the two were written on parallel branches). 5: NUTS (the kernel kind
 /// nuts, max_treedepth in the stored configuration); the fly metric (its blend). 4: a chain's state

@@ -201,6 +201,8 @@ TEST_SUITE("unit") {
                         flymc::number_text(cfg["slack_scale"].get<double>()) + " --proposal " +
                         cfg["proposal"].get<std::string>();
     if (!cfg["adapt_metric"].get<bool>()) fixed += " --no-adapt-metric";
+    // (smh-pcn3 is the third-order scheme: a slower build's pilots may choose it)
+    if (chosen == "smh") fixed += " --smh-order " + std::to_string(cfg["smh_order"].get<int>());
     const Result b = run_cli(args + (dir / "fixed").string() + fixed, dir);
     REQUIRE_MESSAGE(b.code == 0, b.err);
     for (const char* chain : {"chain-1.csv", "chain-2.csv"}) {

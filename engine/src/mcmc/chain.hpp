@@ -40,21 +40,6 @@ struct Shared {
   const FaultInjection& faults;
 };
 
-/// Fills the draws and lp of a chain from the rows of its draw file (written with `kernel`'s
-/// sampler columns).
-inline void restore_draws(KernelKind kernel, std::size_t p, std::vector<std::vector<double>>& rows,
-                          ChainResult& res) {
-  res.draws.reserve(res.kept * p);
-  res.lp.reserve(res.kept);
-  for (const auto& r : rows) {
-    res.lp.push_back(r[0]);
-    const double* theta = draw_params(kernel, r);
-    res.draws.insert(res.draws.end(), theta, theta + p);
-  }
-  rows.clear();
-  rows.shrink_to_fit();
-}
-
 /// One chain. An iteration is one θ-step (one MH proposal, one HMC or NUTS trajectory, one slice
 /// update), for FlyMC on p(θ | z); FlyMC resamples z after every `theta_steps`-th iteration. Each
 /// θ-step and each z-sweep leaves the joint p(θ, z) invariant (docs/math.md §1.5).
@@ -200,7 +185,7 @@ class Chain {
     tally_ = st.tally;
     restore_counts(st.counters);
     prev_ = st.timers;
-    restore_draws(cfg_.kernel, p_, ses_.rows, res_);
+    restore_draws(sampler_columns(cfg_.kernel).size(), p_, ses_.rows, res_);
     if (gauge) gauge->publish(st.tally.iteration);
     session_start(Clock::now(), st.tally.iteration);
     return st.tally.iteration;
@@ -224,7 +209,7 @@ class Chain {
 
   /// A chain that finished in an earlier session: its results from the state and the draw file.
   ChainResult finished_earlier(const ChainState& st, ChainGauge* gauge) {
-    restore_draws(cfg_.kernel, p_, ses_.rows, res_);
+    restore_draws(sampler_columns(cfg_.kernel).size(), p_, ses_.rows, res_);
     res_.step_size = st.step_size;
     tally_ = st.tally;
     restore_counts(st.counters);

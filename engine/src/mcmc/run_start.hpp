@@ -34,6 +34,21 @@ struct ChainSession {
   double z_init = 0.0, warmup = 0.0, sampling = 0.0;  // this session's timer seconds (out)
 };
 
+/// Fills the draws and lp of a chain from the rows of its draw file: lp__ first, θ's p values
+/// after the first `sampler_columns` columns.
+inline void restore_draws(std::size_t sampler_columns, std::size_t p,
+                          std::vector<std::vector<double>>& rows, ChainResult& res) {
+  res.draws.reserve(res.kept * p);
+  res.lp.reserve(res.kept);
+  for (const auto& r : rows) {
+    res.lp.push_back(r[0]);
+    const double* theta = r.data() + sampler_columns;
+    res.draws.insert(res.draws.end(), theta, theta + p);
+  }
+  rows.clear();
+  rows.shrink_to_fit();
+}
+
 /// The fields every chain's saved state starts with: its id, whether it finished, the byte length
 /// of its draw file (synced first: the file is durable before the state that cites it), its
 /// kept draws, random stream and counters.

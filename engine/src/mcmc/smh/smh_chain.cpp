@@ -549,20 +549,6 @@ void SmhChain::save(long it, bool finished) {
   ck_->store->save_chain(c);
 }
 
-namespace {
-
-/// The draw file's rows as kept draws: lp__ then the sampler's columns, then θ.
-void restore_smh_draws(std::size_t p, std::vector<std::vector<double>>& rows, ChainResult& res) {
-  for (const auto& r : rows) {
-    res.lp.push_back(r[0]);
-    res.draws.insert(res.draws.end(), r.end() - static_cast<std::ptrdiff_t>(p), r.end());
-  }
-  rows.clear();
-  rows.shrink_to_fit();
-}
-
-}  // namespace
-
 /// A chain resumed from `st`: every value the loop reads, as it was. Returns the iteration to
 /// continue from.
 long SmhChain::restore(const ChainState& st) {
@@ -582,13 +568,13 @@ long SmhChain::restore(const ChainState& st) {
   res_.counters = st.counters;
   res_.counters.profile = profile;
   prev_ = st.timers;
-  restore_smh_draws(p_, ses_.rows, res_);
+  restore_draws(kSmhSamplerColumns.size(), p_, ses_.rows, res_);
   return st.tally.iteration;
 }
 
 /// A chain that finished in an earlier session: its results from the state and the draw file.
 ChainResult SmhChain::finished_earlier(const ChainState& st, ChainGauge* gauge) {
-  restore_smh_draws(p_, ses_.rows, res_);
+  restore_draws(kSmhSamplerColumns.size(), p_, ses_.rows, res_);
   res_.step_size = st.step_size;
   res_.counters = st.counters;
   res_.counters.profile = nullptr;

@@ -165,10 +165,13 @@ int main(int argc, char** argv) {
   };
   check(sum_y(*part) == sum_y(*whole), "a fold after a failed one differs", rank);
 
-  // Sampling a shard is refused until the samplers' iterations go across the ranks.
+  // Regular MCMC on a shard is refused until its iterations go across the ranks (FlyMC's and
+  // SMH's do: tests/mpi/test_mpi_cli.cpp).
+  flymc::RunConfig full = cfg;
+  full.algo = flymc::Algo::full;
   bool refused = false;
   try {
-    (void)flymc::run(cfg, part);
+    (void)flymc::run(full, part);
   } catch (const flymc::ConfigError&) {
     refused = true;
   }

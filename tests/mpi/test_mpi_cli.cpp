@@ -1,9 +1,9 @@
 // `mpirun flymc sample` (built with -DFLYMC_MPI=ON): chains dealt to ranks in uneven blocks give
 // the one-process run's draw files bit for bit and its pooled summary; a rank killed mid-run
 // takes the job down and --resume (on any number of ranks) continues every chain to the
-// uninterrupted run's draws; the run-directory lock still keeps a second job out; scalable MH on
-// data sharded over the ranks (--shard-data) gives the one-process draws, and stopped, resumes
-// on any number of ranks to them. CTest label "mpi";
+// uninterrupted run's draws; the run-directory lock still keeps a second job out; scalable MH and
+// FlyMC on data sharded over the ranks (--shard-data) give the one-process draws, and, stopped,
+// resume on any number of ranks to them. CTest label "mpi";
 // each test runs in its own temporary directory.
 #include <doctest/doctest.h>
 #include <signal.h>
@@ -265,7 +265,8 @@ TEST_SUITE("mpi") {
       flymc::test::check_same_run(dir / "r-one", out, 2);
     }
     // What it does not run yet: every process gives the one clear error.
-    s = run_mpi(2, "sample --data " + (dir / "d.npy").string() + " --shard-data --out x", dir);
+    s = run_mpi(
+        2, "sample --data " + (dir / "d.npy").string() + " --algo full --shard-data --out x", dir);
     CHECK(s.code == 78);
     CHECK(s.err.find("--shard-data runs --algo smh") != std::string::npos);
     flymc::save_csv(*flymc::test::logistic_data(100, 3, 3), (dir / "d.csv").string());
@@ -277,44 +278,101 @@ TEST_SUITE("mpi") {
   }
 
   TEST_CASE(
-      "--shard-data with checkpoints: SIGTERM to one rank stops every rank at one iteration; "
-      "--resume on 4 ranks, or in one process, continues to the one-process draws") {
+      "--shard-data: FlyMC on 2, 3 and 4 ranks, each evaluating its own rows, draws as one "
+      "process") {
+    const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "shard-fly");
+    flymc::save_npy(*flymc::test::logistic_data(20000, 6, 3), (dir / "d.npy").string());
+    const std::string data = "sample --data " + (dir / "d.npy").string() +
+                             " --algo flymc --chains 2 --warmup 200 --iters 600 --seed 7 --quiet ";
+    // The implicit z-update with a gradient kernel (flipped data's rows update the gradient),
+    // the explicit one (random data, repeats among them: the moves must be applied in the
+    // update's order, not the ranks'; a version applying them rank by rank fails here), float
+    // rows, and bounds made too small (violations, counted on the rank that evaluates them,
+    // reach every rank's counters). The untuned bound keeps hundreds of data bright, so that the
+    // order of the bright set, which its sums follow, is put to the test (on these rows the
+    // MAP-tuned one keeps about one).
+    const std::vector<std::pair<std::string, std::vector<int>>> runs = {
+        {"--kernel nuts --bound untuned", {2, 4}},
+        {"--kernel rwmh --z explicit --resample-fraction 0.3 --bound untuned", {2, 3}},
+        {"--kernel mala --metric fly --storage f32", {3}},
+        {"--kernel hmc --z explicit --test-bound-excess 3", {4}},
+    };
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      const auto& [opts, ranks_list] = runs[r];
+      CAPTURE(opts);
+      const fs::path one = dir / ("one" + std::to_string(r));
+      Status s = run_one(data + opts + " --out " + one.string(), dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      const auto j1 = nlohmann::json::parse(slurp(one / "summary.json"));
+      for (const int ranks : ranks_list) {
+        CAPTURE(ranks);
+        const fs::path out = dir / ("np" + std::to_string(ranks) + "-" + std::to_string(r));
+        s = run_mpi(ranks, data + opts + " --shard-data --out " + out.string(), dir);
+        REQUIRE_MESSAGE(s.code == 0, s.err);
+        flymc::test::check_same_run(one, out, 2);
+        const auto j = nlohmann::json::parse(slurp(out / "summary.json"));
+        CHECK(j["run"]["bound_violations"] == j1["run"]["bound_violations"]);
+        CHECK(j["run"]["bright_mean"] == j1["run"]["bright_mean"]);
+      }
+    }
+    // What FlyMC does not run sharded yet: every process gives the one clear error.
+    for (const std::string opt : {"--q-per-datum", "--slack-scale 1"}) {
+      CAPTURE(opt);
+      const Status s = run_mpi(2, data + opt + " --shard-data --out x", dir);
+      CHECK(s.code == 78);
+      CHECK(s.err.find("yet") != std::string::npos);
+    }
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE(
+      "--shard-data with checkpoints (SMH and FlyMC): SIGTERM to one rank stops every rank at "
+      "one iteration; --resume on 4 ranks, or in one process, continues to the one-process "
+      "draws") {
     const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "shard-ck");
     flymc::save_npy(*flymc::test::logistic_data(20000, 6, 3), (dir / "d.npy").string());
-    // About a second on 2 ranks: stopped a few milliseconds after chain 1's first save.
-    const std::string base = "sample --data " + (dir / "d.npy").string() +
-                             " --algo smh --chains 2 --warmup 500 --iters 400000 --thin 20 "
-                             "--seed 9 --quiet --shard-data";
-    Status s = run_one(base + " --out " + (dir / "one").string(), dir);
-    REQUIRE_MESSAGE(s.code == 0, s.err);
-    const fs::path out = dir / "run";
-    const pid_t job = spawn_mpi(2, base + " --checkpoint-every 1000 --out " + out.string(), dir);
-    const auto t0 = std::chrono::steady_clock::now();
-    while (!fs::exists(out / "checkpoint" / "chain-1.ckpt") &&
-           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    // SIGTERM to rank 1 alone (rank 0 writes the files and reports): the ranks agree on the
-    // request, all stop at one iteration, save and end with 75, and rank 0 says so. A rank that
-    // stopped on its own signal would leave rank 0 waiting in a proposal's test until mpirun
-    // ended the job for rank 1's exit code, with nothing reported. (A signal to mpirun itself
-    // reaches every rank, but mpirun may then end before it has passed on rank 0's report.)
-    const std::vector<pid_t> ranks = children(job);
-    REQUIRE(ranks.size() == 2);
-    const pid_t second = rank_of(ranks[0]) == 1 ? ranks[0] : ranks[1];
-    REQUIRE(rank_of(second) == 1);
-    ::kill(second, SIGTERM);
-    s = wait_at_most(job, dir, 60.0);
-    CAPTURE(s.err);
-    // (rank 0 saw no signal of its own: it reports a stop "by request")
-    CHECK(s.err.find("flymc: stopped by") != std::string::npos);
-    CHECK(!fs::exists(out / "summary.json"));
-    fs::copy(out, dir / "run2", fs::copy_options::recursive);
-    s = run_mpi(4, "sample --resume " + out.string() + " --shard-data --quiet", dir);
-    REQUIRE_MESSAGE(s.code == 0, s.err);
-    flymc::test::check_same_run(dir / "one", out, 2);
-    s = run_one("sample --resume " + (dir / "run2").string() + " --quiet", dir);
-    REQUIRE_MESSAGE(s.code == 0, s.err);
-    flymc::test::check_same_run(dir / "one", dir / "run2", 2);
+    // About a second on 2 ranks: stopped a few milliseconds after chain 1's first save. FlyMC
+    // with the untuned bound resumes hundreds of bright data, most of whose rows a resumed
+    // rank does not hold: they come from the ranks that do.
+    for (const std::string algo : {"--algo smh --iters 400000",
+                                   "--algo flymc --kernel rwmh --bound untuned --iters 100000"}) {
+      CAPTURE(algo);
+      const fs::path sub = dir / (algo.substr(7, 3));
+      fs::create_directories(sub);
+      const std::string base = "sample --data " + (dir / "d.npy").string() + " " + algo +
+                               " --chains 2 --warmup 500 --thin 20 --seed 9 --quiet --shard-data";
+      Status s = run_one(base + " --out " + (sub / "one").string(), dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      const fs::path out = sub / "run";
+      const pid_t job = spawn_mpi(2, base + " --checkpoint-every 1000 --out " + out.string(), dir);
+      const auto t0 = std::chrono::steady_clock::now();
+      while (!fs::exists(out / "checkpoint" / "chain-1.ckpt") &&
+             std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      // SIGTERM to rank 1 alone (rank 0 writes the files and reports): the ranks agree on the
+      // request, all stop at one iteration, save and end with 75, and rank 0 says so. A rank
+      // that stopped on its own signal would leave rank 0 waiting in a collective call until
+      // mpirun ended the job for rank 1's exit code, with nothing reported. (A signal to mpirun
+      // itself reaches every rank, but mpirun may then end before it has passed on rank 0's
+      // report.)
+      const std::vector<pid_t> ranks = children(job);
+      REQUIRE(ranks.size() == 2);
+      const pid_t second = rank_of(ranks[0]) == 1 ? ranks[0] : ranks[1];
+      REQUIRE(rank_of(second) == 1);
+      ::kill(second, SIGTERM);
+      s = wait_at_most(job, dir, 60.0);
+      CAPTURE(s.err);
+      // (rank 0 saw no signal of its own: it reports a stop "by request")
+      CHECK(s.err.find("flymc: stopped by") != std::string::npos);
+      CHECK(!fs::exists(out / "summary.json"));
+      fs::copy(out, sub / "run2", fs::copy_options::recursive);
+      s = run_mpi(4, "sample --resume " + out.string() + " --shard-data --quiet", dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      flymc::test::check_same_run(sub / "one", out, 2);
+      s = run_one("sample --resume " + (sub / "run2").string() + " --quiet", dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      flymc::test::check_same_run(sub / "one", sub / "run2", 2);
+    }
     fs::remove_all(dir);
   }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "flymc/core/clock.hpp"
+#include "flymc/data/row_fold.hpp"
 #include "flymc/mcmc/chain_state.hpp"
 #include "flymc/mcmc/columns.hpp"
 #include "flymc/mcmc/sampler.hpp"
@@ -50,6 +51,8 @@ class Chain {
       : sh_(sh),
         cfg_(sh.cfg),
         data_(sh.model.data()),
+        link_(shard_link(data_)),
+        leader_(link_ == nullptr || link_->part() == 0),
         p_(sh.model.dim()),
         id_(chain_id),
         zup_(zup),
@@ -92,10 +95,19 @@ class Chain {
 
   Counters& counters() noexcept { return res_.counters; }
   long every() const noexcept { return ck_ != nullptr ? ck_->every : 0; }
-  bool stop_requested(long it) const {
-    return ck_ != nullptr &&
-           (it == sh_.faults.stop_at || (ck_->stop && ck_->stop->load(std::memory_order_relaxed)));
+  /// A stop asked for at the top of iteration `it`: the fault hook's iteration, or a signal. On a
+  /// shard every process must stop at the same iteration (the z-updates are collective), so the
+  /// signal is polled every kStopPoll iterations with one all-gather.
+  bool stop_requested(long it) {
+    if (ck_ == nullptr) return false;
+    if (it == sh_.faults.stop_at) return true;
+    const bool mine = ck_->stop && ck_->stop->load(std::memory_order_relaxed);
+    if (link_ == nullptr) return mine;
+    if (it % kStopPoll != 0) return false;
+    const std::vector<double> all = link_->all_gather({mine ? 1.0 : 0.0});
+    return std::any_of(all.begin(), all.end(), [](double v) { return v != 0.0; });
   }
+  static constexpr long kStopPoll = 256;
 
   /// The chain's objects before θ is known: θ-state, bright set, target, output buffers.
   void construct() {
@@ -107,6 +119,7 @@ class Chain {
       // Gradient kernels keep ∂ log L̃_n/∂ψ_n per bright datum, so that a z-sweep updates the
       // gradient from the flipped data alone (FlyTarget::apply_flips).
       if (kernel_.needs_gradient()) bright_.enable_coefs(sh_.model.layout().k);
+      if (link_ != nullptr) zup_->set_shard(link_);
       target_.emplace(sh_.model, *sh_.bound, bright_);
     } else {
       target_.emplace(sh_.model);
@@ -142,13 +155,20 @@ class Chain {
     if constexpr (kFly) {
       target_->set_current(s_.theta.data());
       ZScratch zs;
+      zs.log.keep_rows = link_ != nullptr;
       std::vector<Index> block;
-      for (std::size_t lo = 0; lo < data_.n(); lo += 4096) {
-        const std::size_t hi = std::min(data_.n(), lo + 4096);
+      const std::size_t n = bright_.num_data();
+      for (std::size_t lo = 0; lo < n; lo += 4096) {
+        const std::size_t hi = std::min(n, lo + 4096);
         block.resize(hi - lo);
         for (std::size_t i = lo; i < hi; ++i) block[i - lo] = static_cast<Index>(i);
-        gibbs_z(*sh_.bound, data_, bright_, target_->current_padded(), block.data(), block.size(),
-                rng_, counters(), zs);
+        if (link_ != nullptr) {
+          gibbs_z_shard(*sh_.bound, data_, bright_, target_->current_padded(), block.data(),
+                        block.size(), rng_, counters(), zs, *link_);
+        } else {
+          gibbs_z(*sh_.bound, data_, bright_, target_->current_padded(), block.data(), block.size(),
+                  rng_, counters(), zs);
+        }
       }
     }
     refresh(counters());
@@ -171,7 +191,10 @@ class Chain {
     kernel_.load(st.kernel_state);
     Counters scratch;  // not queries of the chain: the uninterrupted run had these cached
     if constexpr (kFly) {
-      bright_.restore(st.bright, st.log_ltilde.data(), st.coefs.data());
+      const std::vector<double> rows =
+          link_ != nullptr ? shard_bright_rows(st) : std::vector<double>{};
+      bright_.restore(st.bright, st.log_ltilde.data(), st.coefs.data(),
+                      rows.empty() ? nullptr : rows.data());
       target_->set_current(s_.theta.data());
       if (kernel_.needs_gradient()) {
         s_.grad = st.grad;  // as the chain held it (a z-sweep may have updated it incrementally)
@@ -189,6 +212,28 @@ class Chain {
     if (gauge) gauge->publish(st.tally.iteration);
     session_start(Clock::now(), st.tally.iteration);
     return st.tally.iteration;
+  }
+
+  /// The rows of a saved bright set on a shard (stride() doubles per datum, in the state's
+  /// order), each from the process that holds it: one exchange.
+  std::vector<double> shard_bright_rows(const ChainState& st) {
+    const std::size_t stride = data_.stride(), nb = st.bright.size();
+    std::vector<double> mine, rows(nb * stride);
+    for (std::size_t i = 0; i < nb; ++i)
+      if (st.bright[i] < bright_.num_data() && bright_.holds(st.bright[i])) {
+        mine.push_back(static_cast<double>(i));
+        mine.resize(mine.size() + stride);
+        data_.copy_row(bright_.local(st.bright[i]), mine.data() + mine.size() - stride);
+      }
+    const std::vector<double> all = link_->gather_in_order(mine);
+    if (all.size() != nb * (stride + 1))
+      throw ConfigError("chain " + std::to_string(id_) +
+                        "'s saved bright set names data that no process holds");
+    for (std::size_t at = 0; at < all.size(); at += stride + 1)
+      std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(at + 1), stride,
+                  rows.begin() +
+                      static_cast<std::ptrdiff_t>(all[at]) * static_cast<std::ptrdiff_t>(stride));
+    return rows;
   }
 
   /// An updater whose proposals come from a stream of their own (ImplicitZUpdater) gets the
@@ -333,6 +378,7 @@ class Chain {
 
   /// The chain's state after `it` iterations (ChainState), saved after the draw file is durable.
   void save(long it, bool finished) {
+    if (!leader_) return;
     ChainState c = chain_state_head(id_, finished, *sink_, res_.lp.size(), rng_, counters());
     c.theta = s_.theta;
     c.step_size = kernel_.step_size();
@@ -386,6 +432,8 @@ class Chain {
   const Shared<M>& sh_;
   const RunConfig& cfg_;
   const Dataset& data_;
+  RowLink* link_;      // the other processes of a sharded data set (null otherwise)
+  const bool leader_;  // keeps the draws and saves the state (every process of a shard holds it)
   const std::size_t p_;
   const int id_;
   ZUp* zup_;

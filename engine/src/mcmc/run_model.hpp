@@ -21,6 +21,8 @@ namespace flymc::detail {
 
 /// Runs the chains of `block` on `threads` threads; a chain's exception is rethrown after all
 /// chains ended. results[i] is chain block.first + i.
+/// On a sharded data set every process runs every chain, one after another in chain order (their
+/// z-updates are collective).
 template <class M>
 void run_chains(const Shared<M>& sh, const RunSetup<M>& setup, ChainBlock block, ChainSessions& cs,
                 Progress* progress, int threads, std::vector<ChainResult>& results) {
@@ -45,7 +47,7 @@ void run_chains(const Shared<M>& sh, const RunSetup<M>& setup, ChainBlock block,
     cs.sinks[ci].reset();  // closes the file in the chain's own task
   };
   if (progress) progress->chains_started.store(true);
-  for_each_chain(block.count, threads, one);
+  for_each_chain(block.count, threads, one, shard_link(sh.model.data()) != nullptr);
 }
 
 /// Runs the chains of `cfg` on model M: all of them, or in a part (run_part.hpp) its block.
@@ -55,6 +57,8 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                     const CheckpointOptions* checkpoint, const FaultInjection& faults,
                     const RunPart* part, const Precomputed& pre) {
   const PartSync sync(part);
+  RowLink* const link = shard_link(*data);  // FlyMC on a sharded data set (docs/mpi.md)
+  const bool leader = link == nullptr || link->part() == 0;
   const Stopwatch setup_clock;
   RunResult out;
   SetupClock phases(progress);
@@ -63,7 +67,10 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   std::uint64_t fingerprint = 0;
   phases.begin("checks");
   sync.step([&] {
-    ck = checked_checkpoint(checkpoint, sinks);
+    // On a shard the first process keeps the draws and saves the chains' states (every process
+    // holds the same ones); every process reads them on resume.
+    ck = link != nullptr ? sharded_checkpoint(*data, checkpoint, sinks, leader)
+                         : checked_checkpoint(checkpoint, sinks);
     model_opt.emplace(data, cfg);  // checks the data (labels, features) before anything else
     // In parts the fingerprint also tells that every process was given the same data.
     if (ck != nullptr || !sync.whole()) fingerprint = data_fingerprint(*data);
@@ -71,7 +78,7 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   phases.end(ck != nullptr || !sync.whole() ? 2 : 1);
   const M& model = *model_opt;
   out.config = cfg;
-  out.n = data->n();
+  out.n = data->total_n();
   out.dim = model.dim();
   out.names = model.param_names();
   phases.begin("map");
@@ -82,7 +89,7 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   std::optional<RunSetup<M>> setup_opt;
   sync.step([&] {
     setup_opt.emplace(prepare_run(model, cfg, out.map, faults.bound_excess));
-    if (ck != nullptr && !ck->resume && sync.leader())
+    if (ck != nullptr && !ck->resume && sync.leader() && leader)
       start_manifest(*ck, cfg, *data, fingerprint, out.map, setup_clock.seconds());
   });
   phases.end(setup_opt->passes);
@@ -104,9 +111,11 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   const ChainBlock block = sync.block(cfg.chains);
   ChainSessions cs;
   sync.step([&] {
-    cs = open_sessions(cfg, block, ck, sinks, sh.columns, data->n(), out.dim, model.layout().k,
-                       threads);
+    cs = open_sessions(cfg, block, ck, leader ? sinks : SinkFactory{}, sh.columns, data->total_n(),
+                       out.dim, model.layout().k, threads, leader);
   });
+  if (link != nullptr)
+    for (ChainSession& ses : cs.sessions) ses.concurrency = 1.0;  // in turn
   phases.end();
   out.setup_phases = phases.take();
   const double setup_serial = setup_clock.seconds();

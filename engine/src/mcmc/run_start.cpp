@@ -6,6 +6,7 @@
 #include <string>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/data/row_fold.hpp"
 
 namespace flymc {
 
@@ -89,6 +90,23 @@ const CheckpointOptions* checked_checkpoint(const CheckpointOptions* checkpoint,
         "checkpointing needs a draw sink per chain: the draws before a "
         "checkpoint are read back from it on resume");
   return checkpoint;
+}
+
+const CheckpointOptions* sharded_checkpoint(const Dataset& data,
+                                            const CheckpointOptions* checkpoint,
+                                            const SinkFactory& sinks, bool keeps_draws) {
+  const CheckpointOptions* ck = nullptr;
+  agree_on_parts(data, [&] {
+    ck = keeps_draws ? checked_checkpoint(checkpoint, sinks)
+                     : (checkpoint != nullptr && checkpoint->store ? checkpoint : nullptr);
+  });
+  RowLink* link = shard_link(data);
+  if (link == nullptr) return ck;
+  const std::vector<double> all = link->all_gather({ck != nullptr ? 1.0 : 0.0});
+  if (std::any_of(all.begin(), all.end(), [&](double v) { return v != all.front(); }))
+    throw ConfigError(
+        "a run on a shard: every process must checkpoint, or none (CheckpointOptions)");
+  return ck;
 }
 
 void start_manifest(const CheckpointOptions& ck, const RunConfig& cfg, const Dataset& data,

@@ -103,6 +103,12 @@ void start_manifest(const CheckpointOptions& ck, const RunConfig& cfg, const Dat
 /// The checkpoint options of a run (null when off), checked. @throw ConfigError.
 const CheckpointOptions* checked_checkpoint(const CheckpointOptions* checkpoint,
                                             const SinkFactory& sinks);
+/// The same for a run on `data`, which may be a shard: there only the first part keeps the draws
+/// (`keeps_draws`), so only it needs a sink per chain, and every process must checkpoint alike
+/// (collective on a shard).
+const CheckpointOptions* sharded_checkpoint(const Dataset& data,
+                                            const CheckpointOptions* checkpoint,
+                                            const SinkFactory& sinks, bool keeps_draws);
 
 /// @throw ConfigError unless `block` is a non-empty block of the run's `chains` chains.
 void check_block(ChainBlock block, int chains);

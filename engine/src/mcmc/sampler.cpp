@@ -130,12 +130,16 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                         name(data->storage()) + " but the run says --storage " + name(cfg.storage) +
                         " (load them with that storage)");
     }
-    // Scalable MH's iterations go across a sharded data set's processes (docs/mpi.md); the
-    // other samplers' do not yet: a chain would sum only its own process's rows.
-    if (data->shard() != nullptr && (cfg.algo != Algo::smh || part != nullptr))
+    // Scalable MH's and FlyMC's iterations go across a sharded data set's processes
+    // (docs/mpi.md); the other samplers' do not yet: a chain would sum only its own process's
+    // rows.
+    const bool shardable =
+        cfg.algo == Algo::smh || (cfg.algo == Algo::flymc && cfg.model == ModelKind::logistic);
+    if (data->shard() != nullptr && (!shardable || part != nullptr))
       throw ConfigError(data->source() +
-                        ": of the samplers, only --algo smh runs on data sharded over processes "
-                        "so far, and only with all of its chains on every process");
+                        ": of the samplers, only --algo smh (logistic and robust regression) and "
+                        "--algo flymc (logistic regression) run on data sharded over processes "
+                        "so far, and only with all of their chains on every process");
     // Only FlyMC and regular MCMC share their chains between processes so far. (A part that is
     // the whole run, e.g. one MPI process, runs the other samplers as usual.)
     if (part != nullptr && !uses_theta_kernel(cfg.algo) && part->block != ChainBlock{1, cfg.chains})

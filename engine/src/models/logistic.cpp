@@ -429,6 +429,7 @@ LogisticBound::LogisticBound(const LogisticModel& model,
     throw ConfigError("bound anchor has the wrong dimension");
   // Every record is written by the pass below, which first touches its pages on every core.
   par_ = aligned_uninit(kPar * ds.n());
+  first_ = 0;  // the records are this process's rows' until share_records()
   theta0_ = anchor;
   AlignedBuffer tp = padded(anchor.data(), ds.d(), ds.stride());
   const auto y = ds.y();
@@ -457,7 +458,21 @@ LogisticBound::LogisticBound(const LogisticModel& model,
   for (std::size_t i = 0; i < d_; ++i)
     for (std::size_t j = 0; j < d_; ++j)
       a_pad_[i * stride_ + j] = A_(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
+  share_records();
   seconds_ = seconds_between(t0, Clock::now());
+}
+
+void LogisticBound::share_records() {
+  const RowShard* s = data_->shard();
+  if (s == nullptr || s->link->parts() <= 1) return;
+  const std::size_t n = data_->n();
+  const std::vector<double> all =
+      s->link->gather_in_order(std::vector<double>(par_.get(), par_.get() + kPar * n));
+  if (all.size() != kPar * s->total_rows)
+    throw Error(data_->source() + ": the shards' bound records do not add up to the data set");
+  par_ = aligned_uninit(all.size());
+  std::copy(all.begin(), all.end(), par_.get());
+  first_ = s->first_row;
 }
 
 double LogisticBound::log_bound_sum(const double* theta, double* scratch,
@@ -530,13 +545,15 @@ BoundCheck LogisticBound::delta_grads(const Index* idx, const double* dots, std:
 }
 
 void LogisticBound::raise_for_testing(double excess) noexcept {
-  const std::size_t n = data_->n();
+  const std::size_t n = records();
   for (std::size_t i = 0; i < n; ++i) par_[kPar * i] += excess;
   f0_ += excess * static_cast<double>(n);
 }
 
 void LogisticBound::add_slack(const std::vector<double>& eps) {
   const std::size_t n = data_->n();
+  if (first_ != 0 || records() != n)
+    throw ConfigError("--slack-scale does not run on data sharded over processes yet");
   if (eps.size() != n) throw ConfigError("per-datum slack: one value per datum expected");
   for (std::size_t i = 0; i < n; ++i) {
     if (!(eps[i] >= 0.0 && std::isfinite(eps[i])))
@@ -550,13 +567,13 @@ void LogisticBound::add_uniform_slack(double eps) {
   if (!(eps >= 0.0 && std::isfinite(eps)))
     throw ConfigError("--bound-slack must be finite and >= 0, got " + std::to_string(eps));
   const Dataset& ds = *data_;
-  chunked_for(ds.n(), kReduceGrain, [&](std::size_t lo, std::size_t hi) {
+  chunked_for(records(), kReduceGrain, [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) par_[kPar * i] -= eps;
   });
   slack_ += eps;
   f0_ = data_stats(ds, theta0_pad_.get(), false,
                    [&](std::size_t m, double dot, double& sf, double& sg, double& w) {
-                     sf = log_bound(static_cast<Index>(m), dot);
+                     sf = log_bound(static_cast<Index>(first_ + m), dot);
                      sg = 0.0;
                      w = 0.0;
                    })
@@ -569,7 +586,7 @@ double LogisticBound::log_bound(Index n, double dot) const noexcept {
 }
 
 double LogisticBound::log_lik(Index n, double dot) const noexcept {
-  return kernels::log_sigmoid(data_->y()[n] * dot);
+  return kernels::log_sigmoid(label(n) * dot);  // the record's label: y_n, held for any n
 }
 
 }  // namespace flymc

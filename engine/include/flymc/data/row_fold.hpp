@@ -45,6 +45,13 @@ inline std::vector<double> failed_fold(const std::exception_ptr& e) {
 
 }  // namespace detail
 
+/// The link to the other processes holding parts of the data set `ds` is a part of, or null
+/// when no other process holds any (not a shard, or a shard of one part).
+inline RowLink* shard_link(const Dataset& ds) noexcept {
+  const RowShard* s = ds.shard();
+  return s != nullptr && s->link->parts() > 1 ? s->link.get() : nullptr;
+}
+
 /// deterministic_reduce over the rows of `ds` in chunks of kReduceGrain rows (their indices local
 /// to `ds`). On a shard the fold starts from the previous part's accumulator and goes on to the
 /// next part; every part returns the last part's result. `pack` turns a T into doubles and

@@ -101,12 +101,22 @@ class PositionTable {
 class BrightSet {
  public:
   BrightSet() = default;
-  /// All N data dark.
+  /// All N data dark. On a data set sharded over processes, N is the whole data set's and the
+  /// set is every process's copy of the same bright set (docs/mpi.md): indices are the whole
+  /// data set's, and a bright datum held elsewhere is brightened with its row passed in.
   explicit BrightSet(const Dataset& data)
-      : data_(&data), stride_(data.stride()), n_(data.n()), bits_((data.n() + 63) / 64, 0) {
+      : data_(&data),
+        stride_(data.stride()),
+        n_(data.total_n()),
+        first_(data.shard() != nullptr ? data.shard()->first_row : 0),
+        bits_((n_ + 63) / 64, 0) {
     if (n_ >= std::size_t{~Index{0}}) throw std::invalid_argument("bright set: N >= 2^32 - 1");
     reserve(64);
   }
+  /// Whether datum n's row is held by this process (always, unless the data are sharded).
+  bool holds(Index n) const noexcept { return n >= first_ && n - first_ < data_->n(); }
+  /// The index of datum n in this process's rows (held(n)).
+  std::size_t local(Index n) const noexcept { return n - first_; }
 
   std::size_t size() const noexcept { return nb_; }     ///< bright count
   std::size_t num_data() const noexcept { return n_; }  ///< N
@@ -146,12 +156,17 @@ class BrightSet {
 
   /// Sets z_n = 1 (n must be dark) with its log L̃_n at the current θ (and, when cached, its
   /// K coefficients): n takes the packed slot after the last bright datum.
-  void brighten(Index n, double log_lt, const double* coef = nullptr) {
+  /// `row`: its row as doubles (stride() values), for a datum held by another process.
+  void brighten(Index n, double log_lt, const double* coef = nullptr, const double* row = nullptr) {
     if (nb_ == capacity_) reserve(2 * capacity_);
     bits_[n >> 6] |= std::uint64_t{1} << (n & 63);
     idx_[nb_] = n;
     pos_.insert(n, static_cast<Index>(nb_));
-    data_->copy_row(n, rows_.get() + nb_ * stride_);
+    if (row != nullptr) {
+      std::memcpy(rows_.get() + nb_ * stride_, row, stride_ * sizeof(double));
+    } else {
+      data_->copy_row(local(n), rows_.get() + nb_ * stride_);
+    }
     llt_[nb_] = log_lt;
     if (k_ > 0) {
       for (std::size_t k = 0; k < k_; ++k) coef_[nb_ * k_ + k] = coef != nullptr ? coef[k] : 0.0;
@@ -188,8 +203,10 @@ class BrightSet {
   /// Restores a state saved from bright_indices(), size(), log_ltilde() (and coefs()): `bright`
   /// the bright indices in packed order, `llt` their cached log L̃ (and `coefs` K per datum).
   /// That is the whole state: which data are dark, and in what order, is nothing the chain uses.
+  /// `rows` (stride() doubles per datum, in the same order): the rows, for a copy on a shard.
   /// @throw std::invalid_argument if an index is out of range or repeated.
-  void restore(const std::vector<Index>& bright, const double* llt, const double* coefs = nullptr) {
+  void restore(const std::vector<Index>& bright, const double* llt, const double* coefs = nullptr,
+               const double* rows = nullptr) {
     std::vector<Index> sorted(bright);
     std::sort(sorted.begin(), sorted.end());
     if (!sorted.empty() && sorted.back() >= n_)
@@ -203,7 +220,8 @@ class BrightSet {
     nb_ = 0;
     reserve(std::max<std::size_t>(64, bright.size()));
     for (std::size_t i = 0; i < bright.size(); ++i)
-      brighten(bright[i], llt[i], k_ > 0 && coefs != nullptr ? coefs + i * k_ : nullptr);
+      brighten(bright[i], llt[i], k_ > 0 && coefs != nullptr ? coefs + i * k_ : nullptr,
+               rows != nullptr ? rows + i * stride_ : nullptr);
   }
 
   /// Throws std::logic_error if the bits, the positions, the packed rows or the count are
@@ -219,7 +237,8 @@ class BrightSet {
       if (!pos_.contains(n) || pos_.find(n) != i)
         throw std::logic_error("BrightSet: position of " + std::to_string(n) +
                                " != " + std::to_string(i));
-      data_->copy_row(n, row.get());
+      if (!holds(n)) continue;
+      data_->copy_row(local(n), row.get());
       if (std::memcmp(rows_.get() + i * stride_, row.get(), stride_ * sizeof(double)) != 0)
         throw std::logic_error("BrightSet: packed row " + std::to_string(i) + " is stale");
     }
@@ -239,7 +258,7 @@ class BrightSet {
   }
 
   const Dataset* data_ = nullptr;
-  std::size_t stride_ = 0, n_ = 0, nb_ = 0, capacity_ = 0;
+  std::size_t stride_ = 0, n_ = 0, first_ = 0, nb_ = 0, capacity_ = 0;
   std::vector<std::uint64_t> bits_;  // z_n, one bit per datum
   std::vector<Index> idx_;           // bright indices, packed order (capacity_ entries)
   PositionTable pos_;                // bright index → packed position
@@ -252,14 +271,20 @@ class BrightSet {
 /// The data a z-update flipped, with their coefficients ∂ log L̃_n/∂ψ_n at θ (K each), when the
 /// bright set caches coefficients (gradient kernels): enough to update ∇ log p(θ | z) without
 /// touching the data that kept their state (FlyTarget::apply_flips).
+/// With `keep_rows` (a bright set copied on every process of a sharded data set), also their rows
+/// (stride doubles per entry, from the bright set), since the data set holds only a part of them.
 struct FlipLog {
   std::vector<Index> on, off;             ///< brightened, darkened (in the order applied)
   std::vector<double> on_coef, off_coef;  ///< K per entry
+  std::vector<double> on_rows, off_rows;  ///< stride per entry, with keep_rows
+  bool keep_rows = false;
   void clear() noexcept {
     on.clear();
     off.clear();
     on_coef.clear();
     off_coef.clear();
+    on_rows.clear();
+    off_rows.clear();
   }
 };
 
@@ -268,21 +293,31 @@ struct FlipLog {
 inline void darken_logged(BrightSet& bright, Index n, FlipLog& log) {
   const std::size_t K = bright.coef_width();
   if (K > 0) {
-    const double* co = bright.coefs() + bright.position(n) * K;
+    const std::size_t pos = bright.position(n);
+    const double* co = bright.coefs() + pos * K;
     log.off.push_back(n);
     log.off_coef.insert(log.off_coef.end(), co, co + K);
+    if (log.keep_rows) {
+      const double* row = bright.packed_rows() + pos * bright.stride();
+      log.off_rows.insert(log.off_rows.end(), row, row + bright.stride());
+    }
   }
   bright.darken(n);
 }
-/// Brightens dark datum n with its log L̃ and (if cached) coefficients, recording it.
+/// Brightens dark datum n with its log L̃ and (if cached) coefficients, recording it; `row` as
+/// in BrightSet::brighten.
 inline void brighten_logged(BrightSet& bright, Index n, double llt, const double* coef,
-                            FlipLog& log) {
+                            FlipLog& log, const double* row = nullptr) {
   const std::size_t K = bright.coef_width();
+  bright.brighten(n, llt, coef, row);
   if (K > 0) {
     log.on.push_back(n);
     log.on_coef.insert(log.on_coef.end(), coef, coef + K);
+    if (log.keep_rows) {
+      const double* packed = bright.packed_rows() + bright.position(n) * bright.stride();
+      log.on_rows.insert(log.on_rows.end(), packed, packed + bright.stride());
+    }
   }
-  bright.brighten(n, llt, coef);
 }
 
 }  // namespace flymc

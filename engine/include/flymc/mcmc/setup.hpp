@@ -13,10 +13,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "flymc/core/config.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/data/row_fold.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/metric.hpp"
 #include "flymc/mcmc/targets.hpp"
@@ -34,6 +37,8 @@ std::vector<double> mean_dark_probability(const Bound& bound, const Dataset& dat
                                           const ParamLayout& lay,
                                           const std::vector<double>& draws) {
   const std::size_t n = data.n(), P = lay.dim(), K = lay.k;
+  // The bound's records are indexed by the whole data set's rows (of a shard: first_row on).
+  const std::size_t first = data.shard() != nullptr ? data.shard()->first_row : 0;
   const std::size_t m = P > 0 ? draws.size() / P : 0;
   std::vector<double> dark(n, 0.0);
   std::vector<AlignedBuffer> pads;
@@ -45,7 +50,7 @@ std::vector<double> mean_dark_probability(const Bound& bound, const Dataset& dat
   tbb::parallel_for(std::size_t{0}, (n + kBlock - 1) / kBlock, [&](std::size_t b) {
     const std::size_t lo = b * kBlock, hi = std::min(n, lo + kBlock), len = hi - lo;
     std::vector<Index> idx(len);
-    for (std::size_t i = 0; i < len; ++i) idx[i] = static_cast<Index>(lo + i);
+    for (std::size_t i = 0; i < len; ++i) idx[i] = static_cast<Index>(first + lo + i);
     std::vector<double> preds(len * K), delta(len);
     for (std::size_t t = 0; t < m; ++t) {
       range_predictors(K, data, lo, lo + len, pads[t].get(), preds.data());
@@ -58,6 +63,23 @@ std::vector<double> mean_dark_probability(const Bound& bound, const Dataset& dat
       dark[i] /= static_cast<double>(std::max<std::size_t>(m, 1));
   });
   return dark;
+}
+
+/// Σ_n (1 − m_n) over the data's rows in row order (`dark`: the m_n of this process's rows), added
+/// one by one as one process holding every row adds them: on a shard the sum goes on from the
+/// previous part's.
+inline double expected_bright_count(const Dataset& data, const std::vector<double>& dark) {
+  return fold_rows(
+      data, 0.0,
+      [](std::size_t lo, std::size_t hi) {
+        return std::pair{lo, hi};
+      },
+      [&dark](double acc, std::pair<std::size_t, std::size_t> r) {
+        for (std::size_t i = r.first; i < r.second; ++i) acc += 1.0 - dark[i];
+        return acc;
+      },
+      [](double acc) { return std::vector<double>{acc}; },
+      [](const std::vector<double>& v) { return v.at(0); });
 }
 
 /// Per-datum proposal rates for the implicit z-update (docs/math.md §1.5, the paper's discussion):
@@ -203,12 +225,13 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
                         double bound_excess = 0.0) {
   using Bound = typename M::Bound;
   const Dataset& data = model.data();
+  const std::size_t total = data.total_n();  // of a shard, the whole data set's rows
   RunSetup<M> out;
   out.bound_slack = cfg.bound_slack.value_or(0.0);
   // The automatic q is the kernel's cap up to N = 32/cap whatever the bright count
   // (auto_q_dark_to_bright).
   const double q_cap = auto_q_cap(cfg.kernel);
-  out.q_dark_to_bright = cfg.q_dark_to_bright.value_or(auto_q_dark_to_bright(0.0, data.n(), q_cap));
+  out.q_dark_to_bright = cfg.q_dark_to_bright.value_or(auto_q_dark_to_bright(0.0, total, q_cap));
   if (cfg.algo != Algo::flymc) return out;
   RunConfig bc = cfg;
   bc.bound_slack = out.bound_slack;
@@ -219,19 +242,18 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
   const bool auto_q =
       cfg.z == ZUpdate::implicit && !cfg.q_dark_to_bright && out.q_dark_to_bright < q_cap;
   const bool scaled_slack = cfg.slack_scale > 0.0;
+  if ((per_datum || scaled_slack) && shard_link(data) != nullptr)
+    throw ConfigError(std::string(per_datum ? "--q-per-datum" : "--slack-scale") +
+                      " does not run on data sharded over processes yet");
   if (auto_slack || per_datum || auto_q || scaled_slack) {
     std::vector<double> dark =
         mean_dark_probability(*out.bound, data, model.layout(), laplace_draws(map, cfg.seed));
     out.passes = add_passes(out.passes, 1);
-    auto expected_bright = [&dark] {
-      double bright = 0.0;
-      for (double m : dark) bright += 1.0 - m;
-      return bright;
-    };
+    auto expected_bright = [&] { return expected_bright_count(data, dark); };
     if (auto_slack) {
       // ε = ¼ · (expected bright count)/N: about a quarter more bright data, in exchange for no
       // bright datum pulling log p(θ | z) to −∞ at its tight point (docs/math.md §1.5).
-      out.bound_slack = 0.25 * expected_bright() / static_cast<double>(data.n());
+      out.bound_slack = 0.25 * expected_bright() / static_cast<double>(total);
       bc.bound_slack = out.bound_slack;
       if constexpr (requires(Bound & b) { b.add_uniform_slack(0.0); }) {
         out.bound->add_uniform_slack(out.bound_slack);
@@ -246,7 +268,7 @@ RunSetup<M> prepare_run(const M& model, const RunConfig& cfg, const MapResult& m
       for (double& m : dark) m *= shrink;  // B/L with the slack: e^{−ε}·B/L
     }
     if (scaled_slack) add_scaled_slack(*out.bound, cfg.slack_scale, dark);
-    if (auto_q) out.q_dark_to_bright = auto_q_dark_to_bright(expected_bright(), data.n(), q_cap);
+    if (auto_q) out.q_dark_to_bright = auto_q_dark_to_bright(expected_bright(), total, q_cap);
     if (per_datum) {
       for (double& m : dark) m = 1.0 - m;
       out.rates.emplace(per_datum_rates(dark, out.q_dark_to_bright));

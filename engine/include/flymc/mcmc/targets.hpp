@@ -140,16 +140,25 @@ class FlyTarget {
   /// gradient from scratch.
   void apply_flips(const FlipLog& log, double* grad) const noexcept {
     const Dataset& ds = model_->data();
-    const std::size_t K = lay_.k, D = lay_.d;
-    auto add = [&](const std::vector<Index>& idx, const std::vector<double>& co, double sign) {
+    const std::size_t K = lay_.k, D = lay_.d, stride = lay_.stride;
+    auto add = [&](const std::vector<Index>& idx, const std::vector<double>& co,
+                   const std::vector<double>& rows, double sign) {
       for (std::size_t i = 0; i < idx.size(); ++i)
         for (std::size_t k = 0; k < K; ++k) {
           const double w = sign * co[i * K + k];
-          if (w != 0.0) ds.add_row(idx[i], w, grad + k * D);
+          if (w == 0.0) continue;
+          if (log.keep_rows) {
+            // The row's copy: the values Dataset::add_row reads, added the same way.
+            const double* x = rows.data() + i * stride;
+            double* g = grad + k * D;
+            for (std::size_t j = 0; j < D; ++j) g[j] += w * x[j];
+          } else {
+            ds.add_row(idx[i], w, grad + k * D);
+          }
         }
     };
-    add(log.off, log.off_coef, -1.0);
-    add(log.on, log.on_coef, 1.0);
+    add(log.off, log.off_coef, log.off_rows, -1.0);
+    add(log.on, log.on_coef, log.on_rows, 1.0);
   }
   /// log p(θ | z) at the current θ from the cached values (after a z-update changed z).
   double current() const noexcept { return base_ + sum(bright_->log_ltilde(), bright_->size()); }

@@ -10,9 +10,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "flymc/core/rng.hpp"
+#include "flymc/core/row_link.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/bright_set.hpp"
 #include "flymc/mcmc/counters.hpp"
@@ -26,6 +30,8 @@ struct ZScratch {
   std::vector<Index> idx, flip, flip_scratch;
   std::vector<double> a, b, c, pred, coef;
   FlipLog log;
+  std::vector<Index> own_pos, own_local, own_global;  // a sharded update's own entries
+  std::vector<double> row, msg;
   /// Room for k data with K predictors each.
   void reserve(std::size_t k, std::size_t K = 1) {
     if (a.size() < k) {
@@ -78,10 +84,13 @@ template <bool kFar = false, class Bound>
 /// into s.coef, which gathered_coefs turns into ∂ log L̃_n/∂ψ_n once log L̃ is known.
 /// Block by block, each block's data prefetched while the previous one is evaluated (and with
 /// `bright`, their bright-set slots too); every Δ_n is computed as in one call over all k.
+/// On a shard, `idx` are this process's row indices and `rec` the bound's (the whole data set's)
+/// indices of the same data.
 template <class Bound>
 void gathered_deltas(const Bound& bound, const Dataset& data, const double* theta, const Index* idx,
                      std::size_t k, Counters& c, ZScratch& s, double* delta, bool coefs = false,
-                     const BrightSet* bright = nullptr) {
+                     const BrightSet* bright = nullptr, const Index* rec = nullptr) {
+  if (rec == nullptr) rec = idx;
   const std::size_t K = bound.outputs();
   if (coefs && s.coef.size() < k * K) s.coef.resize(k * K);
   const bool prefetch = worth_prefetching(data);
@@ -93,9 +102,9 @@ void gathered_deltas(const Bound& bound, const Dataset& data, const double* thet
     double* pred = s.pred.data() + b0 * K;
     gather_predictors(K, data, idx + b0, m, theta, pred);
     if (coefs) {
-      c.add(bound.delta_grads(idx + b0, pred, m, delta + b0, s.coef.data() + b0 * K));
+      c.add(bound.delta_grads(rec + b0, pred, m, delta + b0, s.coef.data() + b0 * K));
     } else {
-      c.add(bound.deltas(idx + b0, pred, m, delta + b0));
+      c.add(bound.deltas(rec + b0, pred, m, delta + b0));
     }
   }
   c.queries += k;
@@ -112,6 +121,78 @@ inline void gathered_coefs(std::size_t K, std::size_t k, const double* delta, co
       v = v == 0.0 ? 0.0 : v * scratch[i];
     }
 }
+
+/// A z-update on a data set sharded over processes (docs/mpi.md, "FlyMC on a shard"). Every
+/// process keeps the same bright set (indices, rows, cached log L̃) and draws every random number
+/// the one-process update draws; each evaluates only the data it holds and decides their moves,
+/// and one exchange per update hands every process all the moves, which each then applies in the
+/// order of the update's entries: the bright set, and so the chain, are the one-process ones.
+namespace zshard {
+
+/// This process's entries of idx[0, k): positions, local row indices and whole-set indices.
+inline void own_entries(const BrightSet& bright, const Index* idx, std::size_t k, ZScratch& s) {
+  s.own_pos.clear();
+  s.own_local.clear();
+  s.own_global.clear();
+  for (std::size_t i = 0; i < k; ++i)
+    if (bright.holds(idx[i])) {
+      s.own_pos.push_back(static_cast<Index>(i));
+      s.own_local.push_back(static_cast<Index>(bright.local(idx[i])));
+      s.own_global.push_back(idx[i]);
+    }
+}
+
+/// Starts this process's message: its length (set by exchange), its bound checks, then moves.
+inline void begin(ZScratch& s, const Counters& own) {
+  s.msg.assign({0.0, double(own.bound_violations), double(own.bound_clamps)});
+}
+/// Entry i brightens (with log L̃, K coefficients if cached, its row as doubles).
+inline void brighten(ZScratch& s, std::size_t i, double llt, const double* coef, std::size_t K,
+                     const Dataset& data, std::size_t local) {
+  s.msg.push_back(double(i));
+  s.msg.push_back(1.0);
+  s.msg.push_back(llt);
+  s.msg.insert(s.msg.end(), coef, coef + K);
+  s.row.resize(data.stride());
+  data.copy_row(local, s.row.data());
+  s.msg.insert(s.msg.end(), s.row.begin(), s.row.end());
+}
+/// Entry i darkens.
+inline void darken(ZScratch& s, std::size_t i) {
+  s.msg.push_back(double(i));
+  s.msg.push_back(0.0);
+}
+
+/// Exchanges the processes' moves and applies all of them in entry order (idx: the entries'
+/// data), logging them in s.log after what it holds; adds every process's bound checks to `c`.
+inline void exchange(RowLink& link, const Index* idx, BrightSet& bright, Counters& c, ZScratch& s) {
+  const std::size_t K = bright.coef_width(), stride = bright.stride();
+  s.msg[0] = double(s.msg.size());
+  const std::vector<double> all = link.gather_in_order(s.msg);
+  std::vector<std::pair<std::size_t, std::size_t>> order;  // (entry, offset of its move)
+  for (std::size_t at = 0; at < all.size();) {
+    const auto len = static_cast<std::size_t>(all[at]);
+    if (len < 3 || at + len > all.size())
+      throw std::runtime_error("FlyMC on a shard: a malformed z-update message");
+    c.bound_violations += static_cast<std::uint64_t>(all[at + 1]);
+    c.bound_clamps += static_cast<std::uint64_t>(all[at + 2]);
+    for (std::size_t r = at + 3; r < at + len; r += all[r + 1] != 0.0 ? 3 + K + stride : 2)
+      order.emplace_back(static_cast<std::size_t>(all[r]), r);
+    at += len;
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto& [i, r] : order) {
+    const Index n = idx[i];
+    if (all[r + 1] != 0.0) {
+      brighten_logged(bright, n, all[r + 2], K > 0 ? all.data() + r + 3 : nullptr, s.log,
+                      all.data() + r + 3 + K);
+    } else {
+      darken_logged(bright, n, s.log);
+    }
+  }
+}
+
+}  // namespace zshard
 
 /// Gibbs updates z_n ~ Bernoulli(1 − B_n/L_n) at θ for the data `idx[0, k)` (in that order;
 /// repeated indices are fine: each is an exact Gibbs update at the same θ). Paper Algorithm 1.
@@ -144,6 +225,54 @@ void gibbs_z(const Bound& bound, const Dataset& data, BrightSet& bright, const d
   }
 }
 
+/// gibbs_z on a data set sharded over processes (zshard): the same moves, the same draws.
+template <class Bound>
+void gibbs_z_shard(const Bound& bound, const Dataset& data, BrightSet& bright, const double* theta,
+                   const Index* idx, std::size_t k, Rng& rng, Counters& c, ZScratch& s,
+                   RowLink& link) {
+  const std::size_t K = bound.outputs();
+  const bool coefs = bright.coef_width() > 0;
+  zshard::own_entries(bright, idx, k, s);
+  const std::size_t m = s.own_pos.size();
+  s.reserve(m, K);
+  double* delta = s.a.data();
+  double* p_dark = s.b.data();
+  double* llt = s.c.data();
+  Counters own;
+  if (m > 0)
+    gathered_deltas(bound, data, theta, s.own_local.data(), m, own, s, delta, coefs, nullptr,
+                    s.own_global.data());
+  kernels::log_expm1(delta, llt, m);
+  if (coefs) gathered_coefs(K, m, delta, llt, p_dark, s);
+  for (std::size_t j = 0; j < m; ++j) p_dark[j] = -delta[j];
+  kernels::exp(p_dark, p_dark, m);
+  c.queries += k;
+  zshard::begin(s, own);
+  // z of this process's data moved earlier in this update (an index may repeat).
+  std::unordered_map<Index, bool> moved;
+  auto bright_now = [&](Index n) {
+    const auto it = moved.find(n);
+    return it != moved.end() ? it->second : bright.is_bright(n);
+  };
+  for (std::size_t i = 0, j = 0; i < k; ++i) {
+    const double u = rng.uniform();
+    if (j == m || s.own_pos[j] != i) continue;
+    const Index n = idx[i];
+    const bool z1 = u >= p_dark[j], was = bright_now(n);
+    if (z1 && !was) {
+      zshard::brighten(s, i, llt[j], coefs ? s.coef.data() + j * K : nullptr, coefs ? K : 0, data,
+                       s.own_local[j]);
+      moved[n] = true;
+    } else if (!z1 && was) {
+      zshard::darken(s, i);
+      moved[n] = false;
+    }
+    ++j;
+  }
+  s.log.clear();
+  zshard::exchange(link, idx, bright, c, s);
+}
+
 /// Explicit z-resampling of ⌈N·f⌉ data drawn uniformly with replacement (docs/math.md §1.1).
 class ExplicitZUpdater {
  public:
@@ -151,11 +280,20 @@ class ExplicitZUpdater {
   template <class Bound>
   void update(const Bound& bound, const Dataset& data, BrightSet& bright, const double* theta,
               Rng& rng, Counters& c) {
-    const std::size_t n = data.n();
+    const std::size_t n = bright.num_data();
     const auto k = static_cast<std::size_t>(std::ceil(double(n) * fraction_));
     s_.idx.resize(k);
     for (std::size_t i = 0; i < k; ++i) s_.idx[i] = static_cast<Index>(rng.below(n));
-    gibbs_z(bound, data, bright, theta, s_.idx.data(), k, rng, c, s_);
+    if (link_ != nullptr) {
+      gibbs_z_shard(bound, data, bright, theta, s_.idx.data(), k, rng, c, s_, *link_);
+    } else {
+      gibbs_z(bound, data, bright, theta, s_.idx.data(), k, rng, c, s_);
+    }
+  }
+  /// The data are a shard, linked to the other processes' by `link` (zshard).
+  void set_shard(RowLink* link) noexcept {
+    link_ = link;
+    s_.log.keep_rows = link != nullptr;
   }
   /// The data the last update flipped (recorded when the bright set caches coefficients).
   const FlipLog& flips() const noexcept { return s_.log; }
@@ -163,6 +301,7 @@ class ExplicitZUpdater {
  private:
   double fraction_;
   ZScratch s_;
+  RowLink* link_ = nullptr;
 };
 
 /// Per-datum proposal rates of the implicit z-update (docs/math.md §1.5), fixed for a run and
@@ -236,6 +375,11 @@ class ImplicitZUpdater {
     } else {
       propose_darks_per_datum(bright, rng);
     }
+    if (link_ != nullptr) {
+      accept_on_shard(bound, data, bright, theta, rng, c);
+      ++sweep_;
+      return;
+    }
     const std::size_t k = s_.idx.size();
     // 3. One query per proposal: log L̃_n at θ; accept iff u < L̃_n/q = exp(log L̃_n − log q).
     const std::size_t K = bound.outputs();
@@ -281,8 +425,51 @@ class ImplicitZUpdater {
   }
   /// The data the last update flipped (recorded when the bright set caches coefficients).
   const FlipLog& flips() const noexcept { return s_.log; }
+  /// The data are a shard, linked to the other processes' by `link` (zshard).
+  void set_shard(RowLink* link) noexcept {
+    link_ = link;
+    s_.log.keep_rows = link != nullptr;
+  }
 
  private:
+  /// Steps 3 and 4 of update() on a shard (zshard): this process's proposals are queried and
+  /// decided here, every uniform is drawn, the moves are exchanged and applied in order.
+  template <class Bound>
+  void accept_on_shard(const Bound& bound, const Dataset& data, BrightSet& bright,
+                       const double* theta, Rng& rng, Counters& c) {
+    const std::size_t k = s_.idx.size(), K = bound.outputs();
+    const bool coefs = bright.coef_width() > 0;
+    zshard::own_entries(bright, s_.idx.data(), k, s_);
+    const std::size_t m = s_.own_pos.size();
+    s_.reserve(m, K);
+    double* delta = s_.a.data();
+    double* acc = s_.b.data();
+    double* lt = s_.c.data();
+    Counters own;
+    if (m > 0) {
+      gathered_deltas(bound, data, theta, s_.own_local.data(), m, own, s_, delta, coefs, nullptr,
+                      s_.own_global.data());
+      kernels::log_expm1(delta, lt, m);
+      if (coefs) gathered_coefs(K, m, delta, lt, acc, s_);
+      for (std::size_t j = 0; j < m; ++j)
+        acc[j] = lt[j] - (rates_ == nullptr ? log_q_ : rates_->log_q[s_.own_global[j]]);
+      kernels::exp(acc, acc, m);
+    }
+    c.queries += k;
+    zshard::begin(s_, own);
+    for (std::size_t i = 0, j = 0; i < k; ++i) {
+      const double u = rng.uniform();
+      if (j == m || s_.own_pos[j] != i) continue;
+      if (u < acc[j])
+        zshard::brighten(s_, i, lt[j], coefs ? s_.coef.data() + j * K : nullptr, coefs ? K : 0,
+                         data, s_.own_local[j]);
+      ++j;
+    }
+    s_.log.clear();
+    for (Index n : s_.flip) darken_logged(bright, n, s_.log);
+    zshard::exchange(*link_, s_.idx.data(), bright, c, s_);
+  }
+
   /// Calls f(position) for the positions of [0, len) chosen independently w.p. r, found by
   /// skipping Geometric(r) gaps, gap = ⌊log(u)·inv_log1m⌋ with inv_log1m = 1/log(1 − r), the
   /// logs taken 64 at a time (r = 1: every position).
@@ -368,6 +555,7 @@ class ImplicitZUpdater {
   double log_q_, inv_log1mq_;
   bool q_one_;
   const ZRates* rates_ = nullptr;
+  RowLink* link_ = nullptr;
   ZScratch s_;
   std::uint64_t key_ = 0, sweep_ = 0, next_sweep_ = kNoSweep;
   std::size_t next_n_ = 0;

@@ -151,6 +151,12 @@ class LogisticBound {
   /// that no N-long array of them is held and the data are read once.
   LogisticBound(const LogisticModel& model, const std::function<double(std::size_t, double)>& xi,
                 const Vec& anchor, double slack);
+  /// On a data set sharded over processes, every process gets every datum's record (kPar
+  /// doubles a row, a small fraction of the row itself): FlyMC keeps its bright data's rows on
+  /// every process, and evaluates them there (docs/mpi.md). Records are then indexed by the whole
+  /// data set's row index; first_ maps this process's rows into them.
+  void share_records();
+  std::size_t records() const noexcept { return data_->total_n(); }
   // Per datum {k_n, t_n·λ_n}: deltas() reads k_n, λ_n and the label t_n = ±1 for data scattered
   // over a set far larger than the caches, so they share one 16-byte record (one cache line, and
   // huge pages for a large N through aligned_uninit) instead of three arrays. λ_n > 0 for every
@@ -165,7 +171,7 @@ class LogisticBound {
   Vec theta0_, g0_;
   Mat A_;
   AlignedBuffer a_pad_, theta0_pad_, g0_pad_;  // A rows, θ0 and g0 padded to stride for SIMD dots
-  std::size_t d_ = 0, stride_ = 0;
+  std::size_t d_ = 0, stride_ = 0, first_ = 0;
   double f0_ = 0.0, slack_ = 0.0, seconds_ = 0.0;
 };
 

@@ -319,7 +319,7 @@ void candidate_tables(SmhStatistics& sh) {
   if (sh.phi_sum > 0.0) sh.block_alias = AliasTable(block_phi);
   const RowShard* shard = ds.shard();
   sh.first_block = shard != nullptr ? shard->first_row / kReduceGrain : 0;
-  sh.link = shard != nullptr && shard->link->parts() > 1 ? shard->link.get() : nullptr;
+  sh.link = shard_link(ds);
   // Each block's weights are gathered from the records as its table is built, so that no
   // N-long array of them is ever held.
   sh.row_alias = BlockAliasTable(ds.n(), kReduceGrain, [&](std::size_t first, std::span<double> w) {
@@ -357,23 +357,6 @@ std::shared_ptr<const SmhStatistics> build_smh_statistics(std::shared_ptr<const 
 namespace detail {
 namespace {
 
-/// The checkpointing of an SMH run, checked (null: off). On a shard only the first part keeps the
-/// draws, so only it needs a sink per chain; every process must checkpoint alike.
-const CheckpointOptions* smh_checkpoint(const Dataset& data, const CheckpointOptions* checkpoint,
-                                        const SinkFactory& sinks, bool keeps_draws) {
-  const CheckpointOptions* ck = nullptr;
-  agree_on_parts(data, [&] {
-    ck = keeps_draws ? checked_checkpoint(checkpoint, sinks)
-                     : (checkpoint != nullptr && checkpoint->store ? checkpoint : nullptr);
-  });
-  if (data.shard() == nullptr || data.shard()->link->parts() == 1) return ck;
-  const std::vector<double> all = data.shard()->link->all_gather({ck != nullptr ? 1.0 : 0.0});
-  if (std::any_of(all.begin(), all.end(), [&](double v) { return v != all.front(); }))
-    throw ConfigError(
-        "--algo smh on a shard: every process must checkpoint, or none (CheckpointOptions)");
-  return ck;
-}
-
 /// The chains of one SMH run, each saving and resuming its state where `ck` asks (ChainSession).
 /// On a shard every process runs every chain, one after another (each proposal's test is
 /// collective).
@@ -403,13 +386,12 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     throw ConfigError("--algo smh runs logistic and robust regression, not softmax");
   const Stopwatch setup_clock;
   detail::SetupClock phases(progress);
-  const RowShard* shard = data->shard();
-  RowLink* link = shard != nullptr && shard->link->parts() > 1 ? shard->link.get() : nullptr;
+  RowLink* link = shard_link(*data);
   const bool leader = link == nullptr || link->part() == 0;
   auto sample = [&](const auto& model, std::optional<StudentT> student) {
     // "checks": building the model checked the labels and features; a checkpointed run also
     // takes the data's fingerprint.
-    const CheckpointOptions* ck = detail::smh_checkpoint(*data, checkpoint, sinks, leader);
+    const CheckpointOptions* ck = detail::sharded_checkpoint(*data, checkpoint, sinks, leader);
     const std::uint64_t fingerprint = ck != nullptr ? data_fingerprint(*data) : 0;
     phases.end(ck != nullptr ? 2 : 1);
     RunResult out;

@@ -282,8 +282,12 @@ TEST_SUITE("mpi") {
       "process") {
     const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "shard-fly");
     flymc::save_npy(*flymc::test::logistic_data(20000, 6, 3), (dir / "d.npy").string());
+    flymc::save_npy(*flymc::test::robust_data(20000, 6, 3), (dir / "r.npy").string());
     const std::string data = "sample --data " + (dir / "d.npy").string() +
                              " --algo flymc --chains 2 --warmup 200 --iters 600 --seed 7 --quiet ";
+    const std::string robust = "sample --data " + (dir / "r.npy").string() +
+                               " --model robust --algo flymc --chains 2 --warmup 200 --iters 600 "
+                               "--seed 7 --quiet ";
     // The implicit z-update with a gradient kernel (flipped data's rows update the gradient),
     // the explicit one (random data, repeats among them: the moves must be applied in the
     // update's order, not the ranks'; a version applying them rank by rank fails here), float
@@ -291,23 +295,25 @@ TEST_SUITE("mpi") {
     // reach every rank's counters). The untuned bound keeps hundreds of data bright, so that the
     // order of the bright set, which its sums follow, is put to the test (on these rows the
     // MAP-tuned one keeps about one).
+    // Robust regression's bound reads each bright datum's y_n and ξ_n, gathered to every rank.
     const std::vector<std::pair<std::string, std::vector<int>>> runs = {
-        {"--kernel nuts --bound untuned", {2, 4}},
-        {"--kernel rwmh --z explicit --resample-fraction 0.3 --bound untuned", {2, 3}},
-        {"--kernel mala --metric fly --storage f32", {3}},
-        {"--kernel hmc --z explicit --test-bound-excess 3", {4}},
+        {data + "--kernel nuts --bound untuned", {2, 4}},
+        {data + "--kernel rwmh --z explicit --resample-fraction 0.3 --bound untuned", {2, 3}},
+        {data + "--kernel mala --metric fly --storage f32", {3}},
+        {data + "--kernel hmc --z explicit --test-bound-excess 3", {4}},
+        {robust + "--kernel nuts --bound untuned --untuned-xi 0.5", {2, 4}},
     };
     for (std::size_t r = 0; r < runs.size(); ++r) {
       const auto& [opts, ranks_list] = runs[r];
       CAPTURE(opts);
       const fs::path one = dir / ("one" + std::to_string(r));
-      Status s = run_one(data + opts + " --out " + one.string(), dir);
+      Status s = run_one(opts + " --out " + one.string(), dir);
       REQUIRE_MESSAGE(s.code == 0, s.err);
       const auto j1 = nlohmann::json::parse(slurp(one / "summary.json"));
       for (const int ranks : ranks_list) {
         CAPTURE(ranks);
         const fs::path out = dir / ("np" + std::to_string(ranks) + "-" + std::to_string(r));
-        s = run_mpi(ranks, data + opts + " --shard-data --out " + out.string(), dir);
+        s = run_mpi(ranks, opts + " --shard-data --out " + out.string(), dir);
         REQUIRE_MESSAGE(s.code == 0, s.err);
         flymc::test::check_same_run(one, out, 2);
         const auto j = nlohmann::json::parse(slurp(out / "summary.json"));

@@ -491,13 +491,12 @@ std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGro
 /// --shard-data's limits, checked on every process before the data are read (the same options
 /// everywhere, so the same error).
 void check_shardable(const SampleOptions& o, const SampleJob& job) {
-  const bool smh = job.cfg.algo == Algo::smh && job.cfg.model != ModelKind::softmax;
-  const bool flymc = job.cfg.algo == Algo::flymc && job.cfg.model == ModelKind::logistic;
-  if (o.auto_algo || !(smh || flymc))
+  const bool algo = job.cfg.algo == Algo::smh || job.cfg.algo == Algo::flymc;
+  if (o.auto_algo || !algo || job.cfg.model == ModelKind::softmax)
     throw ConfigError(
-        "--shard-data runs --algo smh on logistic and robust regression and --algo flymc on "
-        "logistic regression only: the other samplers' iterations, and the pilots of --algo "
-        "auto, do not go across processes yet");
+        "--shard-data runs --algo smh and --algo flymc on logistic and robust regression only: "
+        "the other samplers' iterations, and the pilots of --algo auto, do not go across "
+        "processes yet");
   if (!job.data_path.ends_with(".npy") && !hdf5_location(job.data_path))
     throw ConfigError(
         "--shard-data reads .npy files and HDF5 data sets (each process its own "

@@ -134,12 +134,12 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     // (docs/mpi.md); the other samplers' do not yet: a chain would sum only its own process's
     // rows.
     const bool shardable =
-        cfg.algo == Algo::smh || (cfg.algo == Algo::flymc && cfg.model == ModelKind::logistic);
+        (cfg.algo == Algo::smh || cfg.algo == Algo::flymc) && cfg.model != ModelKind::softmax;
     if (data->shard() != nullptr && (!shardable || part != nullptr))
       throw ConfigError(data->source() +
-                        ": of the samplers, only --algo smh (logistic and robust regression) and "
-                        "--algo flymc (logistic regression) run on data sharded over processes "
-                        "so far, and only with all of their chains on every process");
+                        ": of the samplers, only --algo smh and --algo flymc (logistic and robust "
+                        "regression) run on data sharded over processes so far, and only with "
+                        "all of their chains on every process");
     // Only FlyMC and regular MCMC share their chains between processes so far. (A part that is
     // the whole run, e.g. one MPI process, runs the other samplers as usual.)
     if (part != nullptr && !uses_theta_kernel(cfg.algo) && part->block != ChainBlock{1, cfg.chains})

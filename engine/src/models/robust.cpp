@@ -566,13 +566,14 @@ RobustBound::RobustBound(const RobustModel& model, std::vector<double> xi, const
   if (!(slack >= 0.0) || !std::isfinite(slack))
     throw ConfigError("--bound-slack must be finite and >= 0, got " + number_text(slack));
   const Dataset& ds = *data_;
-  detail::refuse_shard(ds, "robust regression's FlyMC bound");
   if (static_cast<std::size_t>(anchor.size()) != ds.d())
     throw ConfigError("bound anchor has the wrong dimension");
-  for (double x : xi_)
-    if (!(x <= 1e150))  // ξ² must be finite; |r| this large needs a non-finite θ_MAP
-      throw Error("robust bound: tangent point " + number_text(x) +
-                  " is not finite or exceeds 1e150");
+  agree_on_parts(ds, [&] {  // on a shard every process throws, or none
+    for (double x : xi_)
+      if (!(x <= 1e150))  // ξ² must be finite; |r| this large needs a non-finite θ_MAP
+        throw Error("robust bound: tangent point " + number_text(x) +
+                    " is not finite or exceeds 1e150");
+  });
   const auto y = ds.y();
   const double a = t_.a, c = t_.c;
   AlignedBuffer tp = padded(anchor.data(), ds.d(), ds.stride());
@@ -594,7 +595,7 @@ RobustBound::RobustBound(const RobustModel& model, std::vector<double> xi, const
       });
   d_ = ds.d();
   stride_ = ds.stride();
-  f0_ = static_cast<double>(ds.n()) * (t_.log_norm - slack) + s.f;
+  f0_ = static_cast<double>(ds.total_n()) * (t_.log_norm - slack) + s.f;
   theta0_ = anchor;
   g0_ = Eigen::Map<const Vec>(s.g.data(), static_cast<Eigen::Index>(d_));
   A_ = s.h[0];
@@ -605,7 +606,28 @@ RobustBound::RobustBound(const RobustModel& model, std::vector<double> xi, const
       a_pad_[i * stride_ + j] = A_(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
   theta0_pad_ = padded(theta0_.data(), d_, stride_);
   g0_pad_ = padded(g0_.data(), d_, stride_);
+  share_records();
   seconds_ = seconds_between(t0, Clock::now());
+}
+
+void RobustBound::share_records() {
+  const RowShard* s = data_->shard();
+  if (s == nullptr || s->link->parts() <= 1) return;
+  const std::size_t n = data_->n();
+  std::vector<double> mine(2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    mine[2 * i] = data_->y()[i];
+    mine[2 * i + 1] = xi_[i];
+  }
+  const std::vector<double> all = s->link->gather_in_order(mine);
+  if (all.size() != 2 * s->total_rows)
+    throw Error(data_->source() + ": the shards' bound records do not add up to the data set");
+  y_all_.resize(s->total_rows);
+  xi_.resize(s->total_rows);
+  for (std::size_t i = 0; i < s->total_rows; ++i) {
+    y_all_[i] = all[2 * i];
+    xi_[i] = all[2 * i + 1];
+  }
 }
 
 double RobustBound::log_bound_sum(const double* theta, double* scratch,
@@ -621,7 +643,7 @@ double RobustBound::log_bound_sum(const double* theta, double* scratch,
 
 BoundCheck RobustBound::deltas(const Index* idx, const double* psi, std::size_t k,
                                double* delta) const noexcept {
-  const auto y = data_->y();
+  const double* y = ys();
   const double a = t_.a, c = t_.c;
   BoundCheck check;
   alignas(64) double tt[kBlock], ss[kBlock], qq[kBlock], lq[kBlock];
@@ -690,7 +712,7 @@ BoundCheck RobustBound::deltas(const Index* idx, const double* psi, std::size_t 
 double RobustBound::huge_t_delta(Index n, double psi) const noexcept {
   // t overflowed. Δ = a·t − a·log1p(t) + ε = a·t − a·log t + ε to double precision, where
   // a·t = (((|r| − ξ)/(c + ξ²))·a)·(|r| + ξ) may still be finite (a < 1, i.e. ν < 1).
-  const double r = data_->y()[n] - psi, ar = std::fabs(r), xi = xi_[n];
+  const double r = ys()[n] - psi, ar = std::fabs(r), xi = xi_[n];
   const double at = (((ar - xi) / (t_.c + xi * xi)) * t_.a) * (ar + xi);
   if (std::isinf(at)) return at;
   return at - t_.a * (std::log(at) - std::log(t_.a)) + offset_;
@@ -699,7 +721,7 @@ double RobustBound::huge_t_delta(Index n, double psi) const noexcept {
 BoundCheck RobustBound::delta_grads(const Index* idx, const double* psi, std::size_t k,
                                     double* delta, double* dpsi) const noexcept {
   const BoundCheck check = deltas(idx, psi, k, delta);
-  const auto y = data_->y();
+  const double* y = ys();
   const double two_a = 2.0 * t_.a, c = t_.c;
   alignas(64) double rr[kBlock], xx[kBlock];
   for (std::size_t b0 = 0; b0 < k; b0 += kBlock) {
@@ -735,13 +757,13 @@ void RobustBound::raise_for_testing(double excess) noexcept {
 
 double RobustBound::log_bound(Index n, double psi) const noexcept {
   // log B_n = C − a·log1p(ξ²/c) − a·t − ε, with w (r² − ξ²) = a·t formed as in deltas().
-  const double r = data_->y()[n] - psi, ar = std::fabs(r), xi = xi_[n];
+  const double r = ys()[n] - psi, ar = std::fabs(r), xi = xi_[n];
   const double t = ((ar - xi) / (t_.c + xi * xi)) * (ar + xi);
   return t_.log_norm - t_.a * (log1p_r2c(t_, xi) + t) - offset_;
 }
 
 double RobustBound::log_lik(Index n, double psi) const noexcept {
-  return t_.log_lik(data_->y()[n] - psi);
+  return t_.log_lik(ys()[n] - psi);
 }
 
 }  // namespace flymc

@@ -174,9 +174,16 @@ class RobustBound {
   double huge_t_delta(Index n, double psi) const noexcept;
   std::shared_ptr<const Dataset> data_;
   StudentT t_;
+  /// On a data set sharded over processes, every process gets every datum's y_n and ξ_n (16
+  /// bytes a row), so that FlyMC can evaluate a bright datum held elsewhere (docs/mpi.md); they
+  /// are then indexed by the whole data set's row index.
+  void share_records();
   // ξ_n only: w_n = a/(c + ξ_n²) is recomputed where needed, so the bright loop gathers one
   // value per datum besides y_n (a cache miss each at large N).
   std::vector<double> xi_;
+  std::vector<double> y_all_;  // every row's y_n, on a shard only
+  /// y_n by record index: the data's, or on a shard every row's.
+  const double* ys() const noexcept { return y_all_.empty() ? data_->y().data() : y_all_.data(); }
   Vec theta0_, g0_;
   Mat A_;
   AlignedBuffer a_pad_, theta0_pad_, g0_pad_;  // A rows, θ0 and g0 padded to stride for SIMD dots

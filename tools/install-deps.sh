@@ -33,6 +33,12 @@ if [[ "${FLYMC_DEPS_BROWSER:-0}" == "1" ]]; then
   packages+=(chromium)
 fi
 
+# Stan (Debian's rstan), for the reference posterior of tools/stan-gold.R: FLYMC_DEPS_STAN=1.
+# Neither CI nor the main job needs it (docs/validation.md, "Against Stan").
+if [[ "${FLYMC_DEPS_STAN:-0}" == "1" ]]; then
+  packages+=(r-cran-rstan)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -142,6 +142,26 @@ inline void own_entries(const BrightSet& bright, const Index* idx, std::size_t k
     }
 }
 
+/// Queries this process's entries of idx[0, k) at θ: Δ_n into s.a, log L̃_n into s.c and, when
+/// the bright set caches coefficients, ∂ log L̃_n/∂ψ_n into s.coef (s.b is scratch), in the order
+/// of s.own_pos; their bound checks go to `own`. Returns how many there are.
+template <class Bound>
+std::size_t query_own(const Bound& bound, const Dataset& data, const BrightSet& bright,
+                      const double* theta, const Index* idx, std::size_t k, ZScratch& s,
+                      Counters& own) {
+  const std::size_t K = bound.outputs();
+  const bool coefs = bright.coef_width() > 0;
+  own_entries(bright, idx, k, s);
+  const std::size_t m = s.own_pos.size();
+  s.reserve(m, K);
+  if (m == 0) return 0;
+  gathered_deltas(bound, data, theta, s.own_local.data(), m, own, s, s.a.data(), coefs, nullptr,
+                  s.own_global.data());
+  kernels::log_expm1(s.a.data(), s.c.data(), m);
+  if (coefs) gathered_coefs(K, m, s.a.data(), s.c.data(), s.b.data(), s);
+  return m;
+}
+
 /// Starts this process's message: its length (set by exchange), its bound checks, then moves.
 inline void begin(ZScratch& s, const Counters& own) {
   s.msg.assign({0.0, double(own.bound_violations), double(own.bound_clamps)});
@@ -232,18 +252,11 @@ void gibbs_z_shard(const Bound& bound, const Dataset& data, BrightSet& bright, c
                    RowLink& link) {
   const std::size_t K = bound.outputs();
   const bool coefs = bright.coef_width() > 0;
-  zshard::own_entries(bright, idx, k, s);
-  const std::size_t m = s.own_pos.size();
-  s.reserve(m, K);
-  double* delta = s.a.data();
-  double* p_dark = s.b.data();
-  double* llt = s.c.data();
   Counters own;
-  if (m > 0)
-    gathered_deltas(bound, data, theta, s.own_local.data(), m, own, s, delta, coefs, nullptr,
-                    s.own_global.data());
-  kernels::log_expm1(delta, llt, m);
-  if (coefs) gathered_coefs(K, m, delta, llt, p_dark, s);
+  const std::size_t m = zshard::query_own(bound, data, bright, theta, idx, k, s, own);
+  const double* delta = s.a.data();
+  double* p_dark = s.b.data();
+  const double* llt = s.c.data();
   for (std::size_t j = 0; j < m; ++j) p_dark[j] = -delta[j];
   kernels::exp(p_dark, p_dark, m);
   c.queries += k;
@@ -439,22 +452,13 @@ class ImplicitZUpdater {
                        const double* theta, Rng& rng, Counters& c) {
     const std::size_t k = s_.idx.size(), K = bound.outputs();
     const bool coefs = bright.coef_width() > 0;
-    zshard::own_entries(bright, s_.idx.data(), k, s_);
-    const std::size_t m = s_.own_pos.size();
-    s_.reserve(m, K);
-    double* delta = s_.a.data();
-    double* acc = s_.b.data();
-    double* lt = s_.c.data();
     Counters own;
-    if (m > 0) {
-      gathered_deltas(bound, data, theta, s_.own_local.data(), m, own, s_, delta, coefs, nullptr,
-                      s_.own_global.data());
-      kernels::log_expm1(delta, lt, m);
-      if (coefs) gathered_coefs(K, m, delta, lt, acc, s_);
-      for (std::size_t j = 0; j < m; ++j)
-        acc[j] = lt[j] - (rates_ == nullptr ? log_q_ : rates_->log_q[s_.own_global[j]]);
-      kernels::exp(acc, acc, m);
-    }
+    const std::size_t m = zshard::query_own(bound, data, bright, theta, s_.idx.data(), k, s_, own);
+    double* acc = s_.b.data();
+    const double* lt = s_.c.data();
+    for (std::size_t j = 0; j < m; ++j)
+      acc[j] = lt[j] - (rates_ == nullptr ? log_q_ : rates_->log_q[s_.own_global[j]]);
+    kernels::exp(acc, acc, m);
     c.queries += k;
     zshard::begin(s_, own);
     for (std::size_t i = 0, j = 0; i < k; ++i) {

@@ -43,6 +43,7 @@ RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool f
   c.threads = o.threads;
   c.seed = o.seed;
   c.prior_sd = o.prior_sd;
+  c.prior = o.prior;
   c.metric = Metric::dense;
   c.adapt_metric = adapt_metric;
   if (fly_metric) {
@@ -298,6 +299,8 @@ void tall(const TallOptions& o) {
   write_json(o.json, "tall",
              {{"dataset", o.data},
               {"model", o.model},
+              {"prior", to_string(o.prior)},
+              {"prior_sd", o.prior_sd},
               {"rows", jrows},
               {"auto", autos},
               {"posteriors", posteriors},
@@ -353,6 +356,8 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
   t->add_option("--hmc-steps-regular", o.hmc_steps_regular)->capture_default_str();
   t->add_option("--hmc-steps-flymc", o.hmc_steps_flymc)->capture_default_str();
   cli::add_run_named(t, "prior-sd", o.prior_sd)->capture_default_str();
+  cli::add_run_named(t, "prior", o.prior)
+      ->transform(CLI::CheckedTransformer(cli::enum_map<PriorKind>(), CLI::ignore_case));
   t->callback([&o] { tall(o); });
 }
 

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "flymc/core/config.hpp"
+
 namespace flymc::bench {
 
 struct TallOptions {
@@ -44,6 +46,7 @@ struct TallOptions {
   long warmup_smh = 2000, pilot_smh = 20000;
   int hmc_steps_regular = 16, hmc_steps_flymc = 8;
   double prior_sd = 1.0;
+  PriorKind prior = PriorKind::gaussian;  // Table 1's robust row uses laplace
 };
 
 /// Adds the `tall` subcommand, which runs with `o` when chosen.

@@ -172,16 +172,31 @@ Mat curvature_pass(const SmhStatistics& sh) {
 
 void candidate_tables(SmhStatistics& sh);
 
-/// t += w·z⊗z⊗z over the entries a ≤ b ≤ k (SmhStatistics::cubic's order, before the entries
-/// are multiplied by their index orders).
-void add_cubic(const double* z, std::size_t d, double w, double* t) {
+/// t += Σ_i w_i·z_i⊗z_i⊗z_i over the entries a ≤ b ≤ k (SmhStatistics::cubic's order, before
+/// the entries are multiplied by their index orders), for `m` rows z_i (d entries, `stride`
+/// apart). Slab a is the upper triangle of the symmetric Σ_i (w_i z_ia)·z_i[a:] z_i[a:]ᵀ, formed
+/// by two SYRKs: the rows whose weight w_i z_ia is positive and those whose weight is negative,
+/// each scaled by √|w_i z_ia|. That is the d³/6 multiply-adds a row of a direct loop, at BLAS
+/// speed instead of in loops of a few dozen.
+void add_cubic_rows(const double* z, std::size_t m, std::size_t d, std::size_t stride,
+                    const double* w, double* t) {
+  std::vector<double> pos(m * d), neg(m * d), c(d * d);
   for (std::size_t a = 0; a < d; ++a) {
-    const double wa = w * z[a];
-    for (std::size_t b = a; b < d; ++b) {
-      const double wab = wa * z[b];
-      for (std::size_t k = b; k < d; ++k) t[k - b] += wab * z[k];
-      t += d - b;
+    const std::size_t n = d - a;
+    std::size_t mp = 0, mn = 0;
+    for (std::size_t i = 0; i < m; ++i) {
+      const double* zi = z + i * stride + a;
+      const double wa = w[i] * zi[0];
+      if (wa == 0.0) continue;
+      const double r = std::sqrt(std::fabs(wa));
+      double* dst = wa > 0.0 ? pos.data() + n * mp++ : neg.data() + n * mn++;
+      for (std::size_t j = 0; j < n; ++j) dst[j] = r * zi[j];
     }
+    std::fill_n(c.begin(), n * n, 0.0);
+    if (mp > 0) blas::syrk_accumulate(pos.data(), mp, n, n, c.data(), 1.0);
+    if (mn > 0) blas::syrk_accumulate(neg.data(), mn, n, n, c.data(), -1.0);
+    for (std::size_t b = 0; b < n; ++b)  // C is column-major: (b, k) at k·n + b
+      for (std::size_t k = b; k < n; ++k) *t++ += c[k * n + b];
   }
 }
 
@@ -213,12 +228,12 @@ void bound_block(const SmhStatistics& sh, const Mat& linv, const double* x, std:
       double q = 0.0;
       for (std::size_t j = 0; j < d; ++j) q += zi[j] * zi[j];
       const double exact = sh.order == 3 ? c * q * q : c * q * std::sqrt(q);
-      if (sh.order == 3) add_cubic(zi, d, w3[b0 + i], cubic);
       auto up = static_cast<float>(exact);
       if (static_cast<double>(up) < exact)
         up = std::nextafter(up, std::numeric_limits<float>::infinity());
       out[b0 + i].phi = up;
     }
+    if (sh.order == 3) add_cubic_rows(z.get(), m, d, stride, w3 + b0, cubic);
   }
 }
 

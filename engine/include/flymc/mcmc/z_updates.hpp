@@ -31,7 +31,7 @@ struct ZScratch {
   std::vector<double> a, b, c, pred, coef;
   FlipLog log;
   std::vector<Index> own_pos, own_local, own_global;  // a sharded update's own entries
-  std::vector<double> row, msg;
+  std::vector<double> msg;
   /// Room for k data with K predictors each.
   void reserve(std::size_t k, std::size_t K = 1) {
     if (a.size() < k) {
@@ -173,9 +173,8 @@ inline void brighten(ZScratch& s, std::size_t i, double llt, const double* coef,
   s.msg.push_back(1.0);
   s.msg.push_back(llt);
   s.msg.insert(s.msg.end(), coef, coef + K);
-  s.row.resize(data.stride());
-  data.copy_row(local, s.row.data());
-  s.msg.insert(s.msg.end(), s.row.begin(), s.row.end());
+  s.msg.resize(s.msg.size() + data.stride());
+  data.copy_row(local, s.msg.data() + s.msg.size() - data.stride());
 }
 /// Entry i darkens.
 inline void darken(ZScratch& s, std::size_t i) {

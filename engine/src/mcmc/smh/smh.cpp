@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -172,6 +173,12 @@ Mat curvature_pass(const SmhStatistics& sh) {
 
 void candidate_tables(SmhStatistics& sh);
 
+/// Scratch of add_cubic_rows for blocks of up to m rows, allocated once per pass.
+struct CubicScratch {  // the scaled rows of either sign (m × d each) and one slab (d × d)
+  std::vector<double> pos, neg, c;
+  CubicScratch(std::size_t m, std::size_t d) : pos(m * d), neg(m * d), c(d * d) {}
+};
+
 /// t += Σ_i w_i·z_i⊗z_i⊗z_i over the entries a ≤ b ≤ k (SmhStatistics::cubic's order, before
 /// the entries are multiplied by their index orders), for `m` rows z_i (d entries, `stride`
 /// apart). Slab a is the upper triangle of the symmetric Σ_i (w_i z_ia)·z_i[a:] z_i[a:]ᵀ, formed
@@ -179,8 +186,8 @@ void candidate_tables(SmhStatistics& sh);
 /// each scaled by √|w_i z_ia|. That is the d³/6 multiply-adds a row of a direct loop, at BLAS
 /// speed instead of in loops of a few dozen.
 void add_cubic_rows(const double* z, std::size_t m, std::size_t d, std::size_t stride,
-                    const double* w, double* t) {
-  std::vector<double> pos(m * d), neg(m * d), c(d * d);
+                    const double* w, double* t, CubicScratch& scratch) {
+  double *pos = scratch.pos.data(), *neg = scratch.neg.data(), *c = scratch.c.data();
   for (std::size_t a = 0; a < d; ++a) {
     const std::size_t n = d - a;
     std::size_t mp = 0, mn = 0;
@@ -189,12 +196,12 @@ void add_cubic_rows(const double* z, std::size_t m, std::size_t d, std::size_t s
       const double wa = w[i] * zi[0];
       if (wa == 0.0) continue;
       const double r = std::sqrt(std::fabs(wa));
-      double* dst = wa > 0.0 ? pos.data() + n * mp++ : neg.data() + n * mn++;
+      double* dst = wa > 0.0 ? pos + n * mp++ : neg + n * mn++;
       for (std::size_t j = 0; j < n; ++j) dst[j] = r * zi[j];
     }
-    std::fill_n(c.begin(), n * n, 0.0);
-    if (mp > 0) blas::syrk_accumulate(pos.data(), mp, n, n, c.data(), 1.0);
-    if (mn > 0) blas::syrk_accumulate(neg.data(), mn, n, n, c.data(), -1.0);
+    std::fill_n(c, n * n, 0.0);
+    if (mp > 0) blas::syrk_accumulate(pos, mp, n, n, c, 1.0);
+    if (mn > 0) blas::syrk_accumulate(neg, mn, n, n, c, -1.0);
     for (std::size_t b = 0; b < n; ++b)  // C is column-major: (b, k) at k·n + b
       for (std::size_t k = b; k < n; ++k) *t++ += c[k * n + b];
   }
@@ -219,6 +226,8 @@ void bound_block(const SmhStatistics& sh, const Mat& linv, const double* x, std:
   const std::size_t d = sh.dim(), stride = sh.data->stride();
   constexpr std::size_t kBlock = blas::kSyrkRows;
   const detail::ScratchLease z(kBlock * stride);
+  std::optional<CubicScratch> cs;
+  if (sh.order == 3) cs.emplace(kBlock, d);
   for (std::size_t b0 = 0; b0 < rows; b0 += kBlock) {
     const std::size_t m = std::min(kBlock, rows - b0);
     std::copy(x + b0 * stride, x + (b0 + m) * stride, z.get());
@@ -233,7 +242,7 @@ void bound_block(const SmhStatistics& sh, const Mat& linv, const double* x, std:
         up = std::nextafter(up, std::numeric_limits<float>::infinity());
       out[b0 + i].phi = up;
     }
-    if (sh.order == 3) add_cubic_rows(z.get(), m, d, stride, w3 + b0, cubic);
+    if (cs) add_cubic_rows(z.get(), m, d, stride, w3 + b0, cubic, *cs);
   }
 }
 

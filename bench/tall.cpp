@@ -193,7 +193,12 @@ nlohmann::json row_json(const TallRow& r, const Dataset& data, double best_regul
 nlohmann::json check_auto(const TallOptions& o, const std::shared_ptr<const Dataset>& data,
                           const std::vector<TallRow>& rows) {
   std::fprintf(stderr, "tall: --algo auto: pilots ...\n");
-  const AlgoChoice c = choose_algo(algo_config(o, Algo::full, KernelKind::nuts, false), data);
+  // Auto's cost rule weighs set-up against the run's iterations, so it is asked about a run as
+  // long as the subsampling rows it is compared with (SMH's lengths), not the regular pilots'.
+  RunConfig nominal = algo_config(o, Algo::full, KernelKind::nuts, false);
+  nominal.warmup = o.warmup_smh;
+  nominal.iters = o.pilot_smh;
+  const AlgoChoice c = choose_algo(nominal, data);
   // The best exact row by both protocols: min ESS per second of sampling, and seconds per 1,000
   // effective draws end to end (set-up included), which is what auto's cost rule weighs.
   double best = 0.0, best_e2e = 0.0;
@@ -224,6 +229,7 @@ nlohmann::json check_auto(const TallOptions& o, const std::shared_ptr<const Data
     per_1000 =
         1000.0 * (c.pilot_seconds + bench::end_to_end_seconds(chosen->result)) / chosen->min_ess;
   return {{"chosen", c.best().name},
+          {"run", {{"warmup", nominal.warmup}, {"iters", nominal.iters}}},
           {"seconds_per_1000_ess_with_pilots", per_1000},
           {"predicted_speedup", c.predicted_speedup},
           {"rough", c.pilots_short},
@@ -238,8 +244,10 @@ nlohmann::json check_auto(const TallOptions& o, const std::shared_ptr<const Data
 
 void print_auto(const nlohmann::json& a) {
   if (a.is_null()) return;
-  std::printf("\n--algo auto chose %s (pilots %.1f s%s)\n", a["chosen"].get<std::string>().c_str(),
-              double(a["pilot_seconds"]), a["rough"].get<bool>() ? ", rough" : "");
+  std::printf("\n--algo auto chose %s for a run of %ld + %ld iterations (pilots %.1f s%s)\n",
+              a["chosen"].get<std::string>().c_str(), a["run"]["warmup"].get<long>(),
+              a["run"]["iters"].get<long>(), double(a["pilot_seconds"]),
+              a["rough"].get<bool>() ? ", rough" : "");
   std::printf("  %-22s %14s %14s\n", "candidate", "predicted ESS/s", "measured ESS/s");
   for (const auto& c : a["candidates"]) {
     const auto value = [](const nlohmann::json& v) { return v.is_null() ? NAN : double(v); };

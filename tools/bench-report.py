@@ -185,6 +185,8 @@ def auto_table(autos):
                 + (f" and {fmt(autos['auto_vs_best_end_to_end'])} × the best by seconds per "
                    "1,000 effective draws end to end"
                    if autos.get("auto_vs_best_end_to_end") is not None else "")
+                + (f"; asked about a run of {autos['run']['warmup']:,} + "
+                   f"{autos['run']['iters']:,} iterations" if autos.get("run") else "")
                 + f"; pilots {fmt(autos['pilot_seconds'])} s"
                 + (", rough" if autos.get("rough") else "")
                 + (f"; {fmt(autos['seconds_per_1000_ess_with_pilots'])} s per 1,000 effective "
@@ -306,6 +308,7 @@ def self_test():
     tall2 = dict(tall, dataset="tall2.npy",
                  auto={"chosen": "smh-pcn", "pilot_seconds": 10.0, "rough": False,
                        "auto_vs_best": 1.0, "auto_vs_best_end_to_end": 0.9,
+                       "run": {"warmup": 2000, "iters": 20000},
                        "predicted_speedup": 100.0,
                        "candidates": [{"name": "smh-pcn", "skipped": None,
                                        "predicted_ess_per_second": 5000.0,
@@ -341,6 +344,7 @@ def self_test():
         "commit `abc1234`" in text,
         "| smh-pcn | chosen | 5,000 | 4,000 | 2 |" in text,
         "0.9 × the best by seconds per 1,000 effective draws end to end" in text,
+        "asked about a run of 2,000 + 20,000 iterations" in text,
         "| zigzag-cv | skipped | – | – | 0 |" in text,
         "| `BM_X` | 2.5 us | 2.4 us |  |" in text,
         text.index("#### Table 1") < text.index("#### Tall data") < text.index("#### Micro"),

@@ -53,4 +53,6 @@ with tempfile.TemporaryDirectory() as tmp:
           1000 * (a["pilot_seconds"] + chosen["end_to_end_seconds"]) / chosen["min_ess_bulk"],
           "auto seconds_per_1000_ess_with_pilots")
     check("end to end with the pilots" in p.stdout, "the auto report lacks its end-to-end line")
+    # Auto is asked about a run as long as the SMH rows it is compared with.
+    check(a["run"] == {"warmup": 200, "iters": 1000}, f"auto was asked about {a['run']}")
 print("tall smoke: OK")

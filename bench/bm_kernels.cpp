@@ -286,4 +286,25 @@ void BM_SumLogSigmoidSigned(benchmark::State& state) {
 BENCHMARK(BM_SumLogSigmoidSigned<false>)->Arg(10'000)->Arg(kBigN)->ArgName("rows");
 BENCHMARK(BM_SumLogSigmoidSigned<true>)->Arg(10'000)->Arg(kBigN)->ArgName("rows");
 
+// ---- Third-order SMH's cubic form --------------------------------------------------------------
+
+/// T(u, u, u) over the padded tensor of kD coefficients: what an order-3 SMH proposal evaluates
+/// once (d³/6 multiply-adds). <true>: the scalar reference.
+template <bool kScalar>
+void BM_CubicForm(benchmark::State& state) {
+  const std::size_t size = fk::cubic_padded_size(kD);
+  const AlignedDoubles t = make_rows((size + kStride - 1) / kStride, 4);  // any values will do
+  AlignedDoubles u = make_rows(2, 5);
+  std::fill(u.get() + kD, u.get() + 2 * kStride, 0.0);
+  for (auto _ : state) {
+    u[0] += 1e-9;  // a new point each call
+    const double v = kScalar ? fk::scalar::cubic_form(t.get(), u.get(), kD)
+                             : fk::cubic_form(t.get(), u.get(), kD);
+    benchmark::DoNotOptimize(v);
+  }
+  set_item_counters(state, static_cast<double>(kD * (kD + 1) * (kD + 2) / 6));
+}
+BENCHMARK(BM_CubicForm<false>);
+BENCHMARK(BM_CubicForm<true>);
+
 }  // namespace

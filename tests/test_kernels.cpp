@@ -535,4 +535,35 @@ TEST_SUITE("unit") {
     for (std::size_t j = 0; j < stride; ++j)
       CHECK(std::fabs(whole[j] - ref[j]) <= 1e-12 * (1.0 + std::fabs(ref[j])));
   }
+
+  TEST_CASE("kernels: cubic_form over the padded layout vs a long double triple sum") {
+    // Dimensions around the vector widths and SMH's d = 51; the padding is filled with zeros
+    // as the layout requires, and a nonzero value just past u's zeros must not be read.
+    for (std::size_t d : {1u, 2u, 7u, 8u, 9u, 15u, 16u, 17u, 24u, 51u}) {
+      CAPTURE(d);
+      flymc::Rng rng(9, d);
+      REQUIRE(fk::cubic_padded_size(d) % 8 == 0);
+      AlignedDoubles t = aligned_zeros(fk::cubic_padded_size(d));
+      AlignedDoubles u = aligned_zeros(d + 9);
+      for (std::size_t j = 0; j < d; ++j) u[j] = rng.normal();
+      u[d + 8] = kNaN;  // beyond the 8 zeros the layout asks for
+      long double ref = 0.0L, magnitude = 0.0L;
+      std::size_t at = 0;
+      for (std::size_t a = 0; a < d; ++a)
+        for (std::size_t b = a; b < d; ++b) {
+          for (std::size_t k = b; k < d; ++k) {
+            t[at + k - b] = rng.normal();
+            const long double term = static_cast<long double>(t[at + k - b]) * u[a] * u[b] * u[k];
+            ref += term;
+            magnitude += std::fabs(term);
+          }
+          at += (d - b + 7) / 8 * 8;
+        }
+      REQUIRE(at == fk::cubic_padded_size(d));
+      const double tol = static_cast<double>(magnitude) * 64 * kEps;
+      CHECK(std::fabs(fk::cubic_form(t.get(), u.get(), d) - static_cast<double>(ref)) <= tol);
+      CHECK(std::fabs(fk::scalar::cubic_form(t.get(), u.get(), d) - static_cast<double>(ref)) <=
+            tol);
+    }
+  }
 }

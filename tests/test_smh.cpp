@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <utility>
+#include <vector>
 
 #include "flymc/core/errors.hpp"
 #include "flymc/core/rng.hpp"
@@ -192,6 +193,11 @@ TEST_SUITE("unit") {
         direct += t * smh::logistic_taylor3(s_hat).f3 * h * h * h;
       }
       CHECK(smh::cubic_form(st->cubic.data(), u.data(), 4) ==
+            doctest::Approx(direct).epsilon(1e-10));
+      // The chains read the padded copy through the SIMD kernel.
+      std::vector<double> u_pad(4 + 8, 0.0);
+      std::copy(u.data(), u.data() + 4, u_pad.begin());
+      CHECK(kernels::cubic_form(st->cubic_padded.get(), u_pad.data(), 4) ==
             doctest::Approx(direct).epsilon(1e-10));
     }
   }

@@ -190,4 +190,20 @@ void weighted_row_sum_cols(const float* rows, std::size_t nrows, std::size_t str
   weighted_row_sum_cols_t(rows, nrows, stride, width, c, cstride, out);
 }
 
+double cubic_form(const double* t, const double* u, std::size_t d) noexcept {
+  double s = 0.0;
+  for (std::size_t a = 0; a < d; ++a) {
+    double sa = 0.0;
+    for (std::size_t b = a; b < d; ++b) {
+      const std::size_t n = d - b;
+      double dot = 0.0;
+      for (std::size_t k = 0; k < n; ++k) dot += t[k] * u[b + k];
+      sa += u[b] * dot;
+      t += (n + 7) / 8 * 8;
+    }
+    s += u[a] * sa;
+  }
+  return s;
+}
+
 }  // namespace flymc::kernels::scalar

@@ -207,6 +207,22 @@ void add_cubic_rows(const double* z, std::size_t m, std::size_t d, std::size_t s
   }
 }
 
+/// The packed tensor (entries a ≤ b ≤ k) in kernels::cubic_form's layout: segment (a, b) padded
+/// with zeros to a multiple of 8 entries.
+AlignedBuffer pad_cubic(const std::vector<double>& packed, std::size_t d) {
+  AlignedBuffer out = aligned_zeros(kernels::cubic_padded_size(d));
+  const double* src = packed.data();
+  double* dst = out.get();
+  for (std::size_t a = 0; a < d; ++a)
+    for (std::size_t b = a; b < d; ++b) {
+      const std::size_t n = d - b;
+      std::copy(src, src + n, dst);
+      src += n;
+      dst += (n + 7) / 8 * 8;
+    }
+  return out;
+}
+
 /// Each entry a ≤ b ≤ k times the number of index orders it stands for in T(u, u, u): 6 if the
 /// three differ, 3 if two are equal, 1 if all are.
 void count_index_orders(std::vector<double>& t, std::size_t d) {
@@ -315,6 +331,7 @@ void expand_and_bound(SmhStatistics& sh) {
   if (sh.order == 3) {
     count_index_orders(all.cubic, sh.dim());
     sh.cubic = std::move(all.cubic);
+    sh.cubic_padded = pad_cubic(sh.cubic, sh.dim());
   }
   candidate_tables(sh);
 }

@@ -56,6 +56,7 @@ SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink, ChainSessi
       theta2_(aligned_zeros(data_.stride())),
       step_pad_(aligned_zeros(data_.stride())),
       step2_pad_(aligned_zeros(data_.stride())),
+      u_pad_(aligned_zeros(sh.dim() + 8)),
       row_(sh.columns.size()),
       rho_jump_(kRhoGrid.size(), 0.0),
       rho_cost_(kRhoGrid.size(), 0.0) {
@@ -76,9 +77,10 @@ void SmhChain::set_state_from_theta() {
 }
 
 /// Order 3: the quadratic factor's cubic part, ⅙·T̃(u, u, u) (d³/6 multiply-adds); else 0.
-double SmhChain::cubic_term(const Vec& u) const noexcept {
+double SmhChain::cubic_term(const Vec& u) noexcept {
   if (st_.order != 3) return 0.0;
-  return smh::cubic_form(st_.cubic.data(), u.data(), p_) / 6.0;
+  std::copy(u.data(), u.data() + p_, u_pad_.get());
+  return kernels::cubic_form(st_.cubic_padded.get(), u_pad_.get(), p_) / 6.0;
 }
 
 /// u' from u, then δ' = L⁻ᵀu' and θ' = θ̂ + δ' (O(d²): one triangular solve).

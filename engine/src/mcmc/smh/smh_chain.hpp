@@ -69,6 +69,9 @@ struct SmhStatistics {
   // (x̃_n = L⁻¹x_n), its entries a ≤ b ≤ k in that order, each times the number of index
   // orders it stands for (smh::cubic_form); empty for order 2.
   std::vector<double> cubic;
+  // The same tensor in the layout of kernels::cubic_form (each segment zero-padded to whole
+  // vectors), which the chains evaluate once per proposal; null for order 2.
+  AlignedBuffer cubic_padded;
   // Per datum, read at random: on huge pages, as the alias table; every field is written by the
   // set-up's parallel pass, which also first-touches the pages.
   std::vector<SmhDatum, HugePageUninitAllocator<SmhDatum>> datum;
@@ -175,7 +178,7 @@ class SmhChain {
   void propose();
   double log_quadratic_ratio();
   double psi() const;
-  double cubic_term(const Vec& u) const noexcept;
+  double cubic_term(const Vec& u) noexcept;
   SmhOutcome accept_test();
   double remainder_drop(Index n) const noexcept;  // λ_n = max(0, r_n(θ) − r_n(θ'))
   void prefetch_datum(Index n) const noexcept;
@@ -226,6 +229,7 @@ class SmhChain {
   Vec u_, u2_, delta_, delta2_;
   double cubic_ = 0.0, cubic2_ = 0.0;  // order 3: ⅙·T̃(u, u, u) at u and at u' (SmhStatistics)
   AlignedBuffer theta_, theta2_, step_pad_, step2_pad_;
+  AlignedBuffer u_pad_;  // order 3: u or u' followed by zeros, as kernels::cubic_form reads it
   std::vector<double> row_;
   // Tuning ρ in warm-up (pCN without --pcn-rho): squared jumps in u per unit of cost, per ρ.
   std::vector<double> rho_jump_, rho_cost_;

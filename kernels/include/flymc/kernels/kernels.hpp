@@ -91,6 +91,15 @@ void weighted_row_sum_cols(const double* rows, std::size_t nrows, std::size_t st
 double sum_log_sigmoid_signed(const double* rows, std::size_t nrows, std::size_t stride,
                               const double* y, const double* theta) noexcept;
 
+/// Entries of a symmetric three-way tensor of dimension d in the padded layout cubic_form reads:
+/// for each a ≤ b in that order, the entries k = b … d − 1 of (a, b), zero-padded to a multiple
+/// of 8.
+std::size_t cubic_padded_size(std::size_t d) noexcept;
+/// Σ_{a≤b≤k} t_abk·u_a·u_b·u_k for `t` in the padded layout (cubic_padded_size(d) entries) and
+/// `u` of d entries followed by at least 8 zeros: a cubic form in d³/6 multiply-adds, every
+/// segment (a, b) read in whole vectors (its padding meets u's zeros), one horizontal sum per a.
+double cubic_form(const double* t, const double* u, std::size_t d) noexcept;
+
 /// The dot-product kernels above over rows stored as floats (θ stays double): each value is
 /// widened as it is loaded, so the results are bit-identical to those of the same kernel on the
 /// rows converted to doubles (`--storage f32`: half the bytes read, the same arithmetic).
@@ -165,6 +174,7 @@ void weighted_row_sum(const double* rows, std::size_t nrows, std::size_t stride,
 void weighted_row_sum_cols(const double* rows, std::size_t nrows, std::size_t stride,
                            std::size_t width, const double* c, std::size_t cstride,
                            double* out) noexcept;
+double cubic_form(const double* t, const double* u, std::size_t d) noexcept;
 }  // namespace scalar
 
 }  // namespace flymc::kernels

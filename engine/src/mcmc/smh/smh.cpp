@@ -295,8 +295,7 @@ void expand_and_bound(SmhStatistics& sh) {
   const auto y = ds.y();
   const double c = sh.m / (sh.order == 3 ? 24.0 : 6.0) * (1.0 + 1e-9) * std::exp(-sh.bound_excess);
   const std::size_t cubic_entries = sh.order == 3 ? smh::cubic_size(sh.dim()) : 0;
-  Mat linv = Mat::Identity(sh.chol.rows(), sh.chol.cols());
-  sh.chol.triangularView<Eigen::Lower>().solveInPlace(linv);
+  const Mat& linv = sh.linv;
   ExpandPartial all = fold_rows(
       ds, ExpandPartial{},
       [&](std::size_t lo, std::size_t hi) {
@@ -388,6 +387,9 @@ std::shared_ptr<const SmhStatistics> build_smh_statistics(std::shared_ptr<const 
   if (llt.info() != Eigen::Success)
     throw ConfigError("--algo smh: the Hessian at the MAP is not positive definite");
   sh->chol = llt.matrixL();
+  sh->linv = Mat::Identity(h.rows(), h.cols());
+  sh->chol.triangularView<Eigen::Lower>().solveInPlace(sh->linv);
+  sh->linv_t = sh->linv.transpose();
   sh->passes = taken ? 1 : 2;
   expand_and_bound(*sh);
   return sh;

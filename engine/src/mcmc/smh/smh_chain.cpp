@@ -83,7 +83,8 @@ double SmhChain::cubic_term(const Vec& u) noexcept {
   return kernels::cubic_form(st_.cubic_padded.get(), u_pad_.get(), p_) / 6.0;
 }
 
-/// u' from u, then δ' = L⁻ᵀu' and θ' = θ̂ + δ' (O(d²): one triangular solve).
+/// u' from u, then δ' = L⁻ᵀu' and θ' = θ̂ + δ' (O(d²): one triangular product, which
+/// vectorises where a solve's substitution runs one row after another).
 void SmhChain::propose() {
   for (Eigen::Index j = 0; j < u2_.size(); ++j) u2_[j] = rng_.normal();
   if (pcn_) {
@@ -91,7 +92,7 @@ void SmhChain::propose() {
   } else {
     u2_ = u_ + step_ * u2_;
   }
-  delta2_ = st_.chol.transpose().triangularView<Eigen::Upper>().solve(u2_);
+  delta2_.noalias() = st_.linv_t.triangularView<Eigen::Upper>() * u2_;
   for (std::size_t j = 0; j < p_; ++j) {
     const auto jj = static_cast<Eigen::Index>(j);
     theta2_[j] = st_.theta_hat[jj] + delta2_[jj];
@@ -360,10 +361,7 @@ void SmhChain::end_warmup() {
     step_ = kRhoGrid[best];
   }
   if (sink_) {
-    const auto pp = static_cast<Eigen::Index>(p_);
-    Mat linv = Mat::Identity(pp, pp);
-    st_.chol.triangularView<Eigen::Lower>().solveInPlace(linv);
-    const Mat cov = linv.transpose() * linv;
+    const Mat cov = st_.linv_t * st_.linv;
     std::vector<double> inv(cov.data(), cov.data() + cov.size());
     sink_->adaptation(step_, inv, true);
   }

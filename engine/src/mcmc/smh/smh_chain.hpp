@@ -65,6 +65,8 @@ struct SmhStatistics {
   Vec grad;                // g = Σ_n f'(ŝ_n) t_n x_n, the likelihood's gradient at θ̂
   double precision = 1.0;  // p in H = H_L + p·I (the prior's precision)
   Mat chol;                // L, H = L·Lᵀ, H_L = −Σ_n f''(ŝ_n) x_n x_nᵀ
+  Mat linv;                // L⁻¹ (lower triangular): whitens rows, x̃_n = L⁻¹x_n
+  Mat linv_t;  // L⁻ᵀ (upper triangular, stored): δ = L⁻ᵀu by a product, not a solve
   // Order 3: the third derivatives' tensor in the whitened coordinates, Σ_n σ_n f‴(û_n) x̃_n⊗x̃_n⊗x̃_n
   // (x̃_n = L⁻¹x_n), its entries a ≤ b ≤ k in that order, each times the number of index
   // orders it stands for (smh::cubic_form); empty for order 2.

@@ -9,7 +9,8 @@
 #     docs/benchmarks.md (an hour or more). Extra arguments go to `flymc-bench table1`.
 #  2. The tall-data table (out/tall.json), the point of the engine: on the 10^6 rows, the
 #     strongest regular MCMC (NUTS with the fixed Laplace metric, full-data pCN) against scalable
-#     MH and FlyMC's best, and what `--algo auto` chooses; min-ESS/s and end-to-end seconds per
+#     MH (second- and third-order control variates) and FlyMC's best, and what `--algo auto`
+#     chooses; min-ESS/s and end-to-end seconds per
 #     1,000 effective draws. TALL=0 skips it.
 # docs/benchmarks.md gives the whole job's measured time. Only the two programs the job runs are
 # built (tools/test.sh builds everything).
@@ -37,6 +38,6 @@ if [[ ${TALL:-1} != 0 ]]; then
       --seed 1 --out data/fmnist-7v9-1e6.npy
   fi
   "$BUILD_DIR"/bench/flymc-bench tall --data data/fmnist-7v9-1e6.npy --regular nuts,pcn \
-    --regular-metric laplace --warmup-regular 150 --pilot-regular 100 --smh pcn --flymc nuts \
+    --regular-metric laplace --warmup-regular 150 --pilot-regular 100 --smh pcn,pcn3 --flymc nuts \
     --flymc-metric fly --auto --json out/tall.json
 fi

@@ -102,31 +102,6 @@ void weighted_row_sum_cols(const double* rows, std::size_t nrows, std::size_t st
   weighted_row_sum_cols_t(rows, nrows, stride, width, c, cstride, out);
 }
 
-/// Per a, one vector accumulator pair gathers u_b·(t_ab ⊙ u[b:]) over every b ≥ a, so the
-/// horizontal sum runs d times rather than once per segment; a segment's padding (a multiple of
-/// 8 entries, hence of kLanes) meets u's trailing zeros. Two accumulators hide the FMA latency.
-double cubic_form(const double* t, const double* u, std::size_t d) noexcept {
-  constexpr std::size_t L = simd::kLanes;
-  double s = 0.0;
-  for (std::size_t a = 0; a < d; ++a) {
-    vd acc0 = simd::zero<vd>(), acc1 = simd::zero<vd>();
-    for (std::size_t b = a; b < d; ++b) {
-      const vd ub = simd::set1<vd>(u[b]);
-      const std::size_t n = (d - b + 7) / 8 * 8;
-      const double* ut = u + b;
-      std::size_t k = 0;
-      for (; k + 2 * L <= n; k += 2 * L) {
-        acc0 = simd::fmadd(simd::mul(simd::loadu(t + k), simd::loadu(ut + k)), ub, acc0);
-        acc1 = simd::fmadd(simd::mul(simd::loadu(t + k + L), simd::loadu(ut + k + L)), ub, acc1);
-      }
-      if (k < n) acc0 = simd::fmadd(simd::mul(simd::loadu(t + k), simd::loadu(ut + k)), ub, acc0);
-      t += n;
-    }
-    s += u[a] * simd::hsum(simd::add(acc0, acc1));
-  }
-  return s;
-}
-
 #else  // no SIMD path: the scalar reference
 
 const char* simd_name() noexcept { return "scalar"; }
@@ -178,16 +153,7 @@ void weighted_row_sum_cols(const double* rows, std::size_t nrows, std::size_t st
                            double* out) noexcept {
   scalar::weighted_row_sum_cols(rows, nrows, stride, width, c, cstride, out);
 }
-double cubic_form(const double* t, const double* u, std::size_t d) noexcept {
-  return scalar::cubic_form(t, u, d);
-}
 
 #endif
-
-std::size_t cubic_padded_size(std::size_t d) noexcept {
-  std::size_t n = 0;
-  for (std::size_t b = 0; b < d; ++b) n += (b + 1) * ((d - b + 7) / 8 * 8);
-  return n;
-}
 
 }  // namespace flymc::kernels

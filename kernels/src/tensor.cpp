@@ -1,5 +1,7 @@
-// Third-order SMH's cubic form (kernels.hpp): in a translation unit of its own, so that adding it
-// leaves the row kernels' code, and where their hot loops fall, as it was.
+// The cubic form of a symmetric three-way tensor (kernels.hpp; third-order SMH evaluates it once
+// per proposal). A translation unit of its own, named to sort after kernels.cpp: the sources are
+// globbed in name order, so the row kernels' code keeps its place in the binary, and their hot
+// loops their alignment (flymc_bm's FlyMC target timings moved with it otherwise).
 #include "flymc/kernels/kernels.hpp"
 #include "simd.hpp"
 

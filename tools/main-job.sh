@@ -10,8 +10,7 @@
 #  2. The tall-data table (out/tall.json), the point of the engine: on the 10^6 rows, the
 #     strongest regular MCMC (NUTS with the fixed Laplace metric, full-data pCN) against scalable
 #     MH (second- and third-order control variates) and FlyMC's best, and what `--algo auto`
-#     chooses; min-ESS/s and end-to-end seconds per
-#     1,000 effective draws. TALL=0 skips it.
+#     chooses; min-ESS/s and end-to-end seconds per 1,000 effective draws. TALL=0 skips it.
 # docs/benchmarks.md gives the whole job's measured time. Only the two programs the job runs are
 # built (tools/test.sh builds everything).
 set -euo pipefail

@@ -43,6 +43,14 @@ Status run_one(const std::string& args, const fs::path& dir) {
   return wait_for(flymc::test::spawn_process(FLYMC_CLI_PATH, args, dir), dir);
 }
 
+/// Waits up to 60 s for `file` to appear (a checkpoint a running job writes); the caller's
+/// checks then fail if it did not.
+void wait_for_file(const fs::path& file) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!fs::exists(file) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 /// Waits up to `seconds` for `pid` to end: the test fails instead of hanging.
 Status wait_at_most(pid_t pid, const fs::path& dir, double seconds) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -170,10 +178,7 @@ TEST_SUITE("mpi") {
     const fs::path out = dir / "run";
     const pid_t job =
         spawn_mpi(3, workload(dir) + " --checkpoint-every 5000 --out " + out.string(), dir);
-    const auto t0 = std::chrono::steady_clock::now();
-    while (!fs::exists(out / "checkpoint" / "chain-4.ckpt") &&
-           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    wait_for_file(out / "checkpoint" / "chain-4.ckpt");
     const std::vector<pid_t> ranks = children(job);
     REQUIRE(ranks.size() == 3);
     ::kill(ranks.back(), SIGKILL);
@@ -351,10 +356,7 @@ TEST_SUITE("mpi") {
       REQUIRE_MESSAGE(s.code == 0, s.err);
       const fs::path out = sub / "run";
       const pid_t job = spawn_mpi(2, base + " --checkpoint-every 1000 --out " + out.string(), dir);
-      const auto t0 = std::chrono::steady_clock::now();
-      while (!fs::exists(out / "checkpoint" / "chain-1.ckpt") &&
-             std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      wait_for_file(out / "checkpoint" / "chain-1.ckpt");
       // SIGTERM to rank 1 alone (rank 0 writes the files and reports): the ranks agree on the
       // request, all stop at one iteration, save and end with 75, and rank 0 says so. A rank
       // that stopped on its own signal would leave rank 0 waiting in a collective call until
@@ -389,10 +391,7 @@ TEST_SUITE("mpi") {
     const fs::path out = dir / "run";
     const pid_t first = spawn_mpi(
         2, workload(dir, 4, 3000000) + " --checkpoint-every 100000 --out " + out.string(), dir);
-    const auto t0 = std::chrono::steady_clock::now();
-    while (!fs::exists(out / "checkpoint" / "run.ckpt") &&
-           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    wait_for_file(out / "checkpoint" / "run.ckpt");
     const std::string manifest = slurp(out / "checkpoint" / "run.ckpt");
     Status s = run_mpi(3, workload(dir) + " --out " + out.string(), logs);
     CHECK(s.code == 73);

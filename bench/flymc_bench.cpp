@@ -591,8 +591,8 @@ void add_table1_command(CLI::App& app, Table1Options& t) {
                  "its budget and --max-seconds, warm-up cut to a quarter of that); 0: the full "
                  "fixed budgets")
       ->capture_default_str();
-  t1->add_option("--max-seconds", t.max_seconds,
-                 "With --target-ess: sampling time cap per algorithm")
+  cli::add_run_named(t1, "max-seconds", t.max_seconds,
+                     "With --target-ess: sampling time cap per algorithm")
       ->capture_default_str();
   t1->add_option("--warmup-regular", t.warmup_regular)->capture_default_str();
   t1->add_option("--iters-regular", t.iters_regular)->capture_default_str();

@@ -332,7 +332,7 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
   cli::add_run_named(t, "seed", o.seed)->capture_default_str();
   t->add_option("--target-ess", o.target_ess, "min bulk ESS each algorithm is run to")
       ->capture_default_str();
-  t->add_option("--max-seconds", o.max_seconds, "sampling time cap per algorithm")
+  cli::add_run_named(t, "max-seconds", o.max_seconds, "sampling time cap per algorithm")
       ->capture_default_str();
   t->add_option("--regular", o.regular, "regular MCMC's kernels, comma-separated")
       ->capture_default_str();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_process.hpp"
 #include "flymc/core/format.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
@@ -32,7 +33,8 @@ struct Result {
 Result run_cli(const std::string& args, const fs::path& dir) {
   const fs::path err = dir / "stderr.txt";
   const std::string cmd = "cd '" + dir.string() + "' && " + std::string(FLYMC_CLI_PATH) + " " +
-                          args + " >" + (dir / "stdout.txt").string() + " 2>" + err.string();
+                          flymc::test::with_fixed_defaults(args) + " >" +
+                          (dir / "stdout.txt").string() + " 2>" + err.string();
   const int st = std::system(cmd.c_str());
   std::ifstream f(err);
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -120,6 +122,13 @@ TEST_SUITE("unit") {
                                        "auto_candidates",
                                        "predicted_speedup",
                                        "prediction_rough",
+                                       "auto_why",
+                                       "auto_pilot_seconds",
+                                       "ess_target",
+                                       "target_reached",
+                                       "target_timed_out",
+                                       "min_ess_tail",
+                                       "max_rhat",
                                        "exact",
                                        "batch_mean",
                                        "bound_violations",
@@ -159,6 +168,49 @@ TEST_SUITE("unit") {
 
     const Result s = run_cli("summary " + out, dir);
     CHECK(s.code == 0);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("flymc sample with no sampler and no length: auto, to 1,000 effective draws" *
+            doctest::test_suite("threaded")) {
+    const fs::path dir = temp_dir("default");
+    flymc::save_csv(*flymc::test::logistic_data(2000, 3, 8), (dir / "d.csv").string());
+    // Not through run_cli: its helper gives the older tests their fixed FlyMC run.
+    const std::string cmd = "cd '" + dir.string() + "' && " + FLYMC_CLI_PATH +
+                            " sample --data d.csv --out run >out.txt 2>err.txt";
+    const int st = std::system(cmd.c_str());
+    const std::string err = flymc::test::slurp(dir / "err.txt");
+    CAPTURE(err);
+    REQUIRE((WIFEXITED(st) && WEXITSTATUS(st) == 0));
+    CHECK(err.find("--algo auto chose") != std::string::npos);
+    CHECK(err.find("until every bulk and tail ESS >= 1000") != std::string::npos);
+    std::ifstream f(dir / "run" / "summary.json");
+    const auto j = nlohmann::json::parse(f);
+    const auto& run = j["run"];
+    CHECK(run["ess_target"].get<double>() == 1000.0);
+    CHECK(run["target_reached"].get<bool>());
+    CHECK(run["exact"].get<bool>());
+    CHECK(run["min_ess_bulk"].get<double>() >= 1000.0);
+    CHECK(run["min_ess_tail"].get<double>() >= 1000.0);
+    CHECK(run["max_rhat"].get<double>() <= 1.01);
+    CHECK(run["auto_why"].get<std::string>().find("effective draws") != std::string::npos);
+    CHECK(run["auto_pilot_seconds"].get<double>() > 0.0);
+    // The draw files hold the run's length: iters sampling rows a chain.
+    const auto x = flymc::read_stan_csv((dir / "run" / "chain-1.csv").string());
+    CHECK(x.draws.size() == static_cast<std::size_t>(run["iters"].get<long>()));
+
+    // A target that cannot be met within --max-seconds: exit 0, a clear line, the flag false.
+    const Result r = run_cli(
+        "sample --data d.csv --out late --algo full --kernel nuts --ess 1e9 "
+        "--max-seconds 1e-9 --chains 2 --warmup 50",
+        dir);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.err.find("the ESS target was not reached: --max-seconds passed") != std::string::npos);
+    std::ifstream g(dir / "late" / "summary.json");
+    const auto k = nlohmann::json::parse(g);
+    CHECK_FALSE(k["run"]["target_reached"].get<bool>());
+    CHECK(k["run"]["target_timed_out"].get<bool>());
+    CHECK(k["run"]["iters"].get<long>() == 1000);  // the first block's end (kMaxFirstBlock)
     fs::remove_all(dir);
   }
 

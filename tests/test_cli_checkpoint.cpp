@@ -39,7 +39,7 @@ fs::path temp_dir(const std::string& name) {
 
 /// Starts `flymc args...` with stdout and stderr in dir/stdout.txt and dir/stderr.txt.
 pid_t spawn(const std::string& args, const fs::path& dir) {
-  return flymc::test::spawn_process(FLYMC_CLI_PATH, args, dir);
+  return flymc::test::spawn_process(FLYMC_CLI_PATH, flymc::test::with_fixed_defaults(args), dir);
 }
 
 Status run(const std::string& args, const fs::path& dir) { return wait_for(spawn(args, dir), dir); }

@@ -53,8 +53,8 @@ std::vector<std::vector<double>> cli_draws(const std::string& data, const std::s
                                            const std::string& out) {
   const std::string cmd = "cd '" + dir + "' && " + std::string(FLYMC_CLI_PATH) +
                           " sample --quiet --data '" + data +
-                          "' --chains 1 --warmup 200 --iters 300 --seed 4 --out " + out +
-                          " >/dev/null 2>" + out + ".err";
+                          "' --algo flymc --chains 1 --warmup 200 --iters 300 --seed 4 --out " +
+                          out + " >/dev/null 2>" + out + ".err";
   const int st = std::system(cmd.c_str());
   const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
   REQUIRE_MESSAGE(ok, data);

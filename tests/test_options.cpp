@@ -181,7 +181,8 @@ TEST_SUITE("unit") {
     save_csv(*test::logistic_data(200, 3, 5), (dir / "d.csv").string());
     const test::Status r = test::wait_for(
         test::spawn_process(FLYMC_CLI_PATH,
-                            "sample --quiet --chains 1 --warmup 20 --iters 20 --step-size 0.5 "
+                            "sample --quiet --algo flymc --chains 1 --warmup 20 --iters 20 "
+                            "--step-size 0.5 "
                             "--init-jitter 0.25 --data " +
                                 (dir / "d.csv").string() + " --out " + (dir / "run").string(),
                             dir),

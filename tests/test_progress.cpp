@@ -36,7 +36,7 @@ int run_sample(const fs::path& dir, const std::string& extra, bool tty, const fs
   const fs::path data = dir / "d.csv";
   if (!fs::exists(data)) flymc::save_csv(*flymc::test::logistic_data(2000, 3, 5), data.string());
   const std::string cmd = std::string(FLYMC_CLI_PATH) + " sample --data " + data.string() +
-                          " --chains 2 --warmup 20000 --iters 1000000 --thin 200 --seed 3 --out " +
+                          " --algo flymc --chains 2 --warmup 20000 --thin 200 --seed 3 --out " +
                           (dir / log.stem()).string() + " " + extra;
   const std::string line = tty ? "script -qec '" + cmd + "' /dev/null >" + log.string() + " 2>&1"
                                : cmd + " >/dev/null 2>" + log.string();
@@ -151,7 +151,7 @@ TEST_SUITE("unit") {
   TEST_CASE("flymc sample: a live line on a terminal, plain lines in a log, none with --quiet") {
     const flymc::test::TempDir tmp("progress-cli");
     const fs::path dir = tmp.path();
-    REQUIRE(run_sample(dir, "", false, dir / "log.txt") == 0);
+    REQUIRE(run_sample(dir, "--iters 1000000", false, dir / "log.txt") == 0);
     const std::string log = flymc::test::slurp(dir / "log.txt");
     CAPTURE(log);
     CHECK(!contains(log, "\r"));
@@ -162,17 +162,23 @@ TEST_SUITE("unit") {
     // Every tenth at most once, and a line per 30 s at most: far fewer than the polls.
     CHECK(std::count(log.begin(), log.end(), '\n') <= 16);
 
-    REQUIRE(run_sample(dir, "--quiet", false, dir / "quiet.txt") == 0);
+    REQUIRE(run_sample(dir, "--iters 1000000 --quiet", false, dir / "quiet.txt") == 0);
     const std::string quiet = flymc::test::slurp(dir / "quiet.txt");
     CAPTURE(quiet);
     CHECK(!contains(quiet, " it/s"));
     CHECK(!contains(quiet, "set-up"));
 
-    REQUIRE(run_sample(dir, "", true, dir / "tty.txt") == 0);
+    // On a terminal: a run that cannot end before the display's first redraws, whatever the
+    // machine's speed (a fixed length did, on a fast idle machine): an ESS target it cannot meet,
+    // ended by --max-seconds at a block's end.
+    REQUIRE(run_sample(dir, "--ess 1e9 --max-seconds 1.5 --iters 1000000000000", true,
+                       dir / "tty.txt") == 0);
     const std::string tty = flymc::test::slurp(dir / "tty.txt");
     CAPTURE(tty);
     CHECK((contains(tty, "\rwarm-up") || contains(tty, "\rsampling")));  // redrawn in place
-    CHECK(contains(tty, " it/s | ETA "));
+    CHECK(contains(tty, " it/s"));
+    CHECK(contains(tty, "ESS "));  // the target's progress
+    CHECK(contains(tty, "/1000000000 |"));
     CHECK(!contains(tty, "flymc: sampling"));  // no log lines on a terminal
   }
 }

@@ -32,15 +32,18 @@ namespace {
 
 /// Starts `mpirun -np ranks flymc args...` (3 ranks on 2 cores need --oversubscribe).
 pid_t spawn_mpi(int ranks, const std::string& args, const fs::path& dir) {
-  return flymc::test::spawn_process(
-      FLYMC_MPIEXEC,
-      "--oversubscribe -np " + std::to_string(ranks) + " " + FLYMC_CLI_PATH + " " + args, dir);
+  return flymc::test::spawn_process(FLYMC_MPIEXEC,
+                                    "--oversubscribe -np " + std::to_string(ranks) + " " +
+                                        FLYMC_CLI_PATH + " " +
+                                        flymc::test::with_fixed_defaults(args),
+                                    dir);
 }
 Status run_mpi(int ranks, const std::string& args, const fs::path& dir) {
   return wait_for(spawn_mpi(ranks, args, dir), dir);
 }
 Status run_one(const std::string& args, const fs::path& dir) {
-  return wait_for(flymc::test::spawn_process(FLYMC_CLI_PATH, args, dir), dir);
+  return wait_for(
+      flymc::test::spawn_process(FLYMC_CLI_PATH, flymc::test::with_fixed_defaults(args), dir), dir);
 }
 
 /// Waits up to 60 s for `file` to appear (a checkpoint a running job writes); the caller's

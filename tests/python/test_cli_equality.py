@@ -14,12 +14,12 @@ import flymc_testing as ft
 # regular NUTS (Stan's NUTS columns), the approximate samplers (batch__), a piecewise-deterministic
 # one (n_events__), and the other two models.
 CASES = [
-    ("logistic", {}),
-    ("logistic", {"kernel": "hmc", "metric": "dense", "hmc_steps": 5}),
+    ("logistic", {"algo": "flymc"}),
+    ("logistic", {"algo": "flymc", "kernel": "hmc", "metric": "dense", "hmc_steps": 5}),
     ("logistic", {"algo": "full", "kernel": "nuts"}),
     ("logistic", {"algo": "minibatch-mh", "batch_size": 50}),
     ("logistic", {"algo": "zigzag-cv"}),
-    ("softmax", {"kernel": "mala"}),
+    ("softmax", {"algo": "flymc", "kernel": "mala"}),
     ("robust", {"algo": "full", "kernel": "slice"}),
 ]
 

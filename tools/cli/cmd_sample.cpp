@@ -49,7 +49,8 @@ struct SampleOptions {
   long checkpoint_every = 0;
   bool quiet = false;
   bool shard_data = false;  // --shard-data: under MPI, each process reads only its rows
-  bool auto_algo = false;   // --algo auto: choose_algo() picks the sampler after the data are read
+  bool auto_algo = true;    // --algo auto (the default): choose_algo() picks the sampler once the
+                            // data are read
   CLI::App* app = nullptr;
   FaultInjection faults;  // --test-bound-excess (hidden)
 };
@@ -142,6 +143,7 @@ nlohmann::json auto_candidates_json(const AlgoChoice& choice) {
                    {"metric", to_string(c.config.resolved_metric())},
                    {"skipped", ran ? nlohmann::json() : nlohmann::json(c.skipped)},
                    {"predicted_ess_per_second", ran ? num(c.ess_per_second) : nlohmann::json()},
+                   {"predicted_seconds", ran ? num(c.predicted_seconds) : nlohmann::json()},
                    {"pilot_min_ess", ran ? num(c.pilot_ess) : nlohmann::json()},
                    {"pilot_iters", ran ? nlohmann::json(c.pilot_iters) : nlohmann::json()},
                    {"pilot_rows", ran ? nlohmann::json(c.pilot_rows) : nlohmann::json()},
@@ -156,7 +158,7 @@ void write_summary_json(const std::string& path, const RunResult& r,
                         const std::optional<AlgoChoice>& choice) {
   nlohmann::json j;
   j["params"] = nlohmann::json::array();
-  double min_ess = std::numeric_limits<double>::infinity();
+  double min_ess = std::numeric_limits<double>::infinity(), min_tail = min_ess, max_rhat = 0.0;
   for (const auto& p : params) {
     const auto& s = p.s;
     j["params"].push_back({{"name", p.name},
@@ -170,6 +172,9 @@ void write_summary_json(const std::string& path, const RunResult& r,
                            {"ess_tail", num(s.ess_tail)},
                            {"rhat", num(s.rhat)}});
     min_ess = std::min(min_ess, std::isnan(s.ess_bulk) ? 0.0 : s.ess_bulk);
+    min_tail = std::min(min_tail, std::isnan(s.ess_tail) ? 0.0 : s.ess_tail);
+    max_rhat =
+        std::max(max_rhat, std::isnan(s.rhat) ? std::numeric_limits<double>::infinity() : s.rhat);
   }
   j["run"] = {
       {"algo", to_string(r.config.algo)},
@@ -180,9 +185,15 @@ void write_summary_json(const std::string& path, const RunResult& r,
       {"auto_candidates", choice ? auto_candidates_json(*choice) : nlohmann::json()},
       {"predicted_speedup", choice ? num(choice->predicted_speedup) : nlohmann::json()},
       {"prediction_rough", choice ? nlohmann::json(choice->pilots_short) : nlohmann::json()},
+      {"auto_why", choice ? nlohmann::json(choice->why) : nlohmann::json()},
+      {"auto_pilot_seconds", choice ? num(choice->pilot_seconds) : nlohmann::json()},
       {"chains", r.config.chains},
       {"warmup", r.config.warmup},
       {"iters", r.config.iters},
+      {"ess_target", r.config.ess > 0.0 ? nlohmann::json(r.config.ess) : nlohmann::json()},
+      {"target_reached", r.config.ess > 0.0 ? nlohmann::json(r.target_reached) : nlohmann::json()},
+      {"target_timed_out",
+       r.config.ess > 0.0 ? nlohmann::json(r.target_timed_out) : nlohmann::json()},
       {"setup_seconds", r.setup_seconds},
       {"setup_phases", setup_phases_json(r.setup_phases)},
       {"warmup_seconds", r.warmup_seconds},
@@ -191,6 +202,8 @@ void write_summary_json(const std::string& path, const RunResult& r,
       {"bright_mean", num(r.bright_mean())},
       {"accept_rate", r.accept_rate()},
       {"min_ess_bulk", num(min_ess)},
+      {"min_ess_tail", num(min_tail)},
+      {"max_rhat", num(max_rhat)},
       {"min_ess_bulk_per_second", num(min_ess / r.sampling_seconds)}};
   j["run"]["bound_violations"] = r.bound_violations();
   j["config"] = config_json(r.config);
@@ -226,7 +239,23 @@ void check_writable(const std::string& dir) {
 /// Options `--resume DIR` may be combined with; everything else comes from the checkpoint.
 bool allowed_with_resume(const std::string& name) {
   return name == "--resume" || name == "--threads" || name == "--quiet" ||
-         name == "--checkpoint-every" || name == "--shard-data" || name == "--help";
+         name == "--checkpoint-every" || name == "--shard-data" || name == "--max-seconds" ||
+         name == "--help";
+}
+
+/// The run's length: --iters alone asks for exactly that many sampling iterations; otherwise the
+/// run goes to an ESS target (--ess, by default kDefaultEss where the sampler can), with --iters
+/// as its upper limit (kEssIterCap when not given).
+void size_run(const SampleOptions& o, RunConfig& cfg) {
+  const bool iters_given = o.app->get_option("--iters")->count() > 0;
+  const bool ess_given = o.app->get_option("--ess")->count() > 0;
+  if (!ess_given && !iters_given && (o.auto_algo || can_target_ess(cfg.algo)))
+    cfg.ess = kDefaultEss;
+  if (cfg.ess > 0.0 && !iters_given) cfg.iters = kEssIterCap;
+  if (cfg.max_seconds > 0.0 && cfg.ess <= 0.0)
+    throw UsageError(
+        "--max-seconds limits a run to an ESS target, and this run has none (--iters "
+        "alone asks for exactly that many iterations): give --ess N too");
 }
 
 /// What one `flymc sample` invocation runs: the configuration (from the options, or from the
@@ -251,6 +280,7 @@ void load_resumed_job(const SampleOptions& o, bool every_given, SampleJob& job) 
   const RunManifest manifest = load_run_manifest(ckdir);
   job.cfg = manifest.config;
   job.cfg.threads = o.cfg.threads;
+  if (o.app->get_option("--max-seconds")->count() > 0) job.cfg.max_seconds = o.cfg.max_seconds;
   job.data_arg = manifest.data_arg;
   job.data_path = manifest.data_path;
   if (!every_given) job.every = manifest.checkpoint_every;
@@ -292,6 +322,7 @@ SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock, b
     if (o.data.empty()) throw UsageError("--data is required (or --resume DIR)");
     if (job.out.empty()) throw UsageError("--out must not be empty");
     job.data_path = o.data;
+    size_run(o, job.cfg);
     job.cfg.validate();
     if (owner) {
       lock.emplace(job.out);
@@ -333,7 +364,7 @@ RunResult run_job(const SampleOptions& o, const JobGroup& group, const SampleJob
     // or every chain on a shard of the data.
     const int shown =
         data->shard() != nullptr ? cfg.chains : (cfg.chains + group.size() - 1) / group.size();
-    const ProgressPlan plan{cfg.warmup * shown, (cfg.warmup + cfg.iters) * shown};
+    const ProgressPlan plan{cfg.warmup * shown, (cfg.warmup + cfg.iters) * shown, cfg.ess};
     const auto mode =
         isatty(STDERR_FILENO) ? ProgressDisplay::Mode::live : ProgressDisplay::Mode::plain;
     display.emplace(progress, std::size_t(shown), plan, mode, stderr);
@@ -341,6 +372,22 @@ RunResult run_job(const SampleOptions& o, const JobGroup& group, const SampleJob
   std::optional<StopSignals> signals;
   if (ck != nullptr) signals.emplace();
   return group.run(cfg, std::move(data), sinks, &progress, ck, o.faults, pre);
+}
+
+/// "1000+5000 iterations", or for a run to an ESS target "1000 warm-up iterations, then blocks
+/// until bulk and tail ESS >= 1000 and R-hat <= 1.01".
+std::string run_length_text(const RunConfig& cfg) {
+  char buf[256];
+  if (cfg.ess <= 0.0) {
+    std::snprintf(buf, sizeof buf, "%ld+%ld iterations", cfg.warmup, cfg.iters);
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf,
+                "%ld warm-up iterations, then blocks until every bulk and tail ESS >= %.0f and "
+                "R-hat <= %.2f (at most %ld iterations%s)",
+                cfg.warmup, cfg.ess, kTargetRhat, cfg.iters,
+                cfg.max_seconds > 0.0 ? (", " + number_text(cfg.max_seconds) + " s").c_str() : "");
+  return buf;
 }
 
 /// The summary table and the run's figures on stdout.
@@ -453,15 +500,15 @@ AlgoChoice choose_job_algo(const SampleOptions& o, const SampleJob& job,
       continue;
     }
     std::fprintf(stderr,
-                 "  %-22s predicted min bulk ESS/s %9.4g  (pilot: %ld iterations on %zu rows, "
-                 "min ESS %.3g, %.1f s)%s\n",
-                 a.name.c_str(), a.ess_per_second, a.pilot_iters, a.pilot_rows, a.pilot_ess,
-                 a.pilot_seconds, a.rough ? " rough" : "");
+                 "  %-22s predicted %8.3g s, min ESS/s %9.4g  (pilot: %ld iterations on %zu rows, "
+                 "min ESS %.3g, %.2f s)%s\n",
+                 a.name.c_str(), a.predicted_seconds, a.ess_per_second, a.pilot_iters, a.pilot_rows,
+                 a.pilot_ess, a.pilot_seconds, a.rough ? " rough" : "");
   }
   std::fprintf(stderr,
-               "flymc: --algo auto chose %s (%.3g x the best regular MCMC predicted); the pilots "
-               "took %.1f s\n",
-               c.best().name.c_str(), c.predicted_speedup, c.pilot_seconds);
+               "flymc: --algo auto chose %s: %s (%.3g x the best regular MCMC's ESS/s); the "
+               "pilots took %.2f s\n",
+               c.best().name.c_str(), c.why.c_str(), c.predicted_speedup, c.pilot_seconds);
   if (c.pilots_short)
     std::fprintf(stderr,
                  "flymc: warning: --algo auto's pilots stopped at their time limit with few "
@@ -492,7 +539,7 @@ std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGro
 /// everywhere, so the same error).
 void check_shardable(const SampleOptions& o, const SampleJob& job) {
   const bool algo = job.cfg.algo == Algo::smh || job.cfg.algo == Algo::flymc;
-  if (o.auto_algo || !algo || job.cfg.model == ModelKind::softmax)
+  if ((o.auto_algo && !job.resume) || !algo || job.cfg.model == ModelKind::softmax)
     throw ConfigError(
         "--shard-data runs --algo smh and --algo flymc on logistic and robust regression only: "
         "the other samplers' iterations, and the pilots of --algo auto, do not go across "
@@ -527,15 +574,14 @@ void sample_job(const SampleOptions& o, const JobGroup& group) {
   const RunConfig& cfg = job.cfg;
   if (!o.quiet && group.leader())
     std::fprintf(stderr,
-                 "flymc: %s: %zu rows x %zu features; %s %s, %s kernel, %d chains%s, %ld+%ld "
-                 "iterations%s\n",
+                 "flymc: %s: %zu rows x %zu features; %s %s, %s kernel, %d chains%s, %s%s\n",
                  job.data_path.c_str(), data->total_n(), data->d(), to_string(cfg.model),
                  to_string(cfg.algo), to_string(cfg.kernel), cfg.chains,
                  group.size() > 1 ? (" on " + std::to_string(group.size()) + " processes" +
                                      (data->shard() != nullptr ? ", the rows sharded" : ""))
                                         .c_str()
                                   : "",
-                 cfg.warmup, cfg.iters, job.resume ? " (resuming)" : "");
+                 run_length_text(cfg).c_str(), job.resume ? " (resuming)" : "");
   // The pilots' MAP fit (the leader's: the others take the leader's set-up in any case).
   const Precomputed pre = choice ? Precomputed{choice->map, choice->cache} : Precomputed{};
   RunResult r = run_job(o, group, job, sinks, data, ck ? &*ck : nullptr, pre);
@@ -561,6 +607,14 @@ void sample_job(const SampleOptions& o, const JobGroup& group) {
   }
   const auto params = summarize_params(r);
   write_summary_json(job.out + "/summary.json", r, params, choice);
+  if (cfg.ess > 0.0 && !r.target_reached)
+    std::fprintf(stderr,
+                 "flymc: the ESS target was not reached: %s after %ld sampling iterations per "
+                 "chain (min bulk ESS %.0f, min tail ESS %.0f, max R-hat %.3f; target %.0f and "
+                 "%.2f); summary.json has run.target_reached false\n",
+                 r.target_timed_out ? "--max-seconds passed" : "--iters reached", r.config.iters,
+                 r.target.min_ess_bulk, r.target.min_ess_tail, r.target.max_rhat, cfg.ess,
+                 kTargetRhat);
   if (!o.quiet) print_report(r, params, job.out);
   print_warnings(r, params);
 }
@@ -605,7 +659,7 @@ void add_sample_command(CLI::App& app) {
          },
          opt.help)
         ->check(CLI::IsMember(algos))
-        ->default_str(to_string(c.algo));
+        ->default_str("auto");
   });
   s->add_option("--out", o->out, "Output directory")->capture_default_str();
   s->add_flag("--quiet", o->quiet, "No progress line or table");

@@ -29,12 +29,16 @@ struct ProgressSnapshot {
   long accept_steps = 0;    ///< ... over this many steps (0: the sampler has no acceptance)
   double bright_sum = 0.0;  ///< current bright counts summed ...
   int bright_chains = 0;    ///< ... over this many chains (0: no bright set)
+  /// A run to an ESS target: the smaller of min bulk and min tail ESS at the last block's end
+  /// (NaN before the first).
+  double ess_now = NAN;
 };
 
 inline ProgressSnapshot take_snapshot(const Progress& p, std::size_t chains) {
   ProgressSnapshot s;
   s.started = p.chains_started.load(std::memory_order_relaxed);
   s.setup_phase = p.setup_phase.load(std::memory_order_relaxed);
+  s.ess_now = p.ess_now.load(std::memory_order_relaxed);
   for (std::size_t c = 0; c < std::min(chains, p.chains.size()); ++c) {
     const ChainGauge& g = p.chains[c];
     s.done += g.done.load(std::memory_order_relaxed);
@@ -53,6 +57,9 @@ inline ProgressSnapshot take_snapshot(const Progress& p, std::size_t chains) {
 struct ProgressPlan {
   long warmup = 0;  ///< warm-up iterations summed over the watched chains
   long total = 0;   ///< warm-up and sampling iterations summed over the watched chains
+  /// A run to an ESS target (RunConfig::ess): the target; `total` is then only an upper limit,
+  /// and the line shows the ESS reached against the target instead of a share of `total`.
+  double ess = 0.0;
 };
 
 /// "1:05" or "2:03:07".
@@ -79,12 +86,22 @@ inline std::string format_progress(const ProgressPlan& plan, const ProgressSnaps
     return buf;
   }
   const char* phase = now.done < plan.warmup ? "warm-up" : "sampling";
-  const double pct = plan.total > 0 ? 100.0 * double(now.done) / double(plan.total) : 100.0;
-  const double eta = rate > 0 ? double(plan.total - now.done) / rate : NAN;
   char speed[32] = "? it/s";
   if (std::isfinite(rate)) std::snprintf(speed, sizeof speed, "%.0f it/s", rate);
-  int n = std::snprintf(buf, sizeof buf, "%s %5.1f%% | %ld/%ld it | %s | ETA %s", phase, pct,
-                        now.done, plan.total, speed, format_duration(eta).c_str());
+  int n = 0;
+  if (plan.ess > 0.0 && now.done >= plan.warmup) {
+    // Sized in effective draws: the ESS of the last block's end against the target.
+    char ess[48] = "?";
+    if (std::isfinite(now.ess_now)) std::snprintf(ess, sizeof ess, "%.0f", now.ess_now);
+    n = std::snprintf(buf, sizeof buf, "%s | ESS %s/%.0f | %ld it | %s", phase, ess, plan.ess,
+                      now.done, speed);
+  } else {
+    const long total = plan.ess > 0.0 ? plan.warmup : plan.total;  // ESS runs: the warm-up's
+    const double pct = total > 0 ? 100.0 * double(now.done) / double(total) : 100.0;
+    const double eta = rate > 0 ? double(total - now.done) / rate : NAN;
+    n = std::snprintf(buf, sizeof buf, "%s %5.1f%% | %ld/%ld it | %s | ETA %s", phase, pct,
+                      now.done, total, speed, format_duration(eta).c_str());
+  }
   if (now.bright_chains > 0)
     n += std::snprintf(buf + n, sizeof buf - std::size_t(n), " | bright %.1f",
                        now.bright_sum / now.bright_chains);
@@ -134,6 +151,8 @@ class ProgressDisplay {
   }
   int tenth(const ProgressSnapshot& s) const {
     if (!s.started) return -1;
+    if (plan_.ess > 0.0)  // tenths of the target's ESS
+      return std::isfinite(s.ess_now) ? int(10.0 * std::min(1.0, s.ess_now / plan_.ess)) : 0;
     return plan_.total > 0 ? int(10 * s.done / plan_.total) : 10;
   }
 

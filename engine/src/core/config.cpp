@@ -26,6 +26,16 @@ void RunConfig::validate() const {
     throw ConfigError("--warmup must be in [0, 1e12], got " + std::to_string(warmup));
   if (iters < 1 || iters > kMaxIterations)
     throw ConfigError("--iters must be in [1, 1e12], got " + std::to_string(iters));
+  if (!(ess >= 0.0 && ess <= 1e9))
+    throw ConfigError("--ess must be in [0, 1e9] (0: run exactly --iters), got " +
+                      number_text(ess));
+  if (!(max_seconds >= 0.0 && std::isfinite(max_seconds)))
+    throw ConfigError("--max-seconds must be finite and >= 0 (0: no limit), got " +
+                      number_text(max_seconds));
+  if (ess > 0.0 && !can_target_ess(algo))
+    throw ConfigError(std::string("--algo ") + to_string(algo) +
+                      " runs a fixed number of iterations (--iters), not to an ESS target "
+                      "(--ess): its chains cannot continue in blocks yet");
   if (thin < 1 || thin > kMaxIterations)
     throw ConfigError("--thin must be in [1, 1e12], got " + std::to_string(thin));
   if (threads < 0 || threads > kMaxThreads)

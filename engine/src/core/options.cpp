@@ -43,6 +43,7 @@ constexpr AlgoMask kFlymc = algo_bit(Algo::flymc);
 constexpr AlgoMask kBatchAlgos = algo_bit(Algo::minibatch_mh) | algo_bit(Algo::sgld) |
                                  algo_bit(Algo::lipsbps) | algo_bit(Algo::sbps) |
                                  algo_bit(Algo::psbps);
+constexpr AlgoMask kEssAlgos = kThetaKernelAlgos | algo_bit(Algo::smh);
 // The kernels' metric and adaptation target are read by every sampler that adapts a step or
 // scales its moves by the metric.
 constexpr AlgoMask kStepAlgos =
@@ -126,7 +127,16 @@ std::vector<OptionInfo> run_and_sampler_options() {
   return {
       {"chains", "chains", &C::chains, "Number of chains"},
       {"warmup", "warmup", &C::warmup, "Warm-up iterations"},
-      {"iters", "iters", &C::iters, "Sampling iterations"},
+      {"iters", "iters", &C::iters,
+       "Sampling iterations (with --ess: at most this many; without it, exactly this many)"},
+      {"ess", "ess", &C::ess,
+       "Sample until every parameter's bulk and tail ESS reach N and R-hat <= 1.01, checked "
+       "at block boundaries that depend on the draws alone (0: exactly --iters)",
+       kEssAlgos},
+      {"max-seconds", "max_seconds", &C::max_seconds,
+       "With --ess: stop at the first block boundary after S seconds of warm-up and sampling, "
+       "target not reached (exit 0; summary.json run.target_reached false). 0: no limit",
+       kEssAlgos, false},
       {"thin", "thin", &C::thin, "Keep every K-th draw"},
       {"seed", "seed", &C::seed, "Random seed (an integer >= 0)"},
       {"threads", "threads", &C::threads, "Worker threads (0: all cores)", kAllAlgos, false},

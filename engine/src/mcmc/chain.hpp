@@ -70,24 +70,53 @@ class Chain {
 
   /// Runs the chain to its end (or to a stop request) and returns what it produced.
   ChainResult run(ChainGauge* gauge) {
-    const ChainState* st = ses_.state;
-    if (st == nullptr && stop_requested(0)) {  // stopped before it started: nothing to save
-      res_.stopped = true;
-      res_.kept = 0;
-      return std::move(res_);
-    }
-    if (st != nullptr && st->finished) return finished_earlier(*st, gauge);
-    const long it0 = st == nullptr ? start() : restore(*st, gauge);
-    next_save_ = every() > 0 ? (it0 / every() + 1) * every() : std::numeric_limits<long>::max();
-    saved_at_ = st != nullptr ? it0 : -1;
-    for (long it = it0; it < total_; ++it) {
-      if (ck_ != nullptr && checkpoint_or_stop(it)) break;
-      if (it == cfg_.warmup) begin_sampling();
-      transition(it);
-      if (it >= cfg_.warmup) record(it);
-      if (gauge && ((it & 15) == 15 || it + 1 == total_)) publish(*gauge, it + 1);
-    }
+    advance(total_, gauge);
     return finish();
+  }
+
+  /// Runs the chain on to iteration `end` (warm-up included), or to a stop request; nothing
+  /// where it is there already. The first call starts the chain, or resumes it from its saved
+  /// state (run_blocks.hpp runs a chain in blocks up to an ESS target).
+  void advance(long end, ChainGauge* gauge) {
+    if (stage_ == Stage::fresh) begin(gauge);
+    if (stage_ != Stage::running || res_.stopped) return;
+    for (; pos_ < end; ++pos_) {
+      if (ck_ != nullptr && checkpoint_or_stop(pos_)) return;
+      if (pos_ == cfg_.warmup) begin_sampling();
+      transition(pos_);
+      if (pos_ >= cfg_.warmup) record(pos_);
+      if (gauge && ((pos_ & 15) == 15 || pos_ + 1 == end)) publish(*gauge, pos_ + 1);
+    }
+  }
+  long position() const noexcept { return pos_; }
+  bool stopped() const noexcept { return res_.stopped; }
+  const std::vector<double>& draws() const noexcept { return res_.draws; }
+  /// Saves the state where the chain is and stops it, as a stop request would.
+  void halt() {
+    if (stage_ != Stage::running || res_.stopped) return;
+    if (ck_ != nullptr && !sh_.faults.stop_without_saving && saved_at_ != pos_) save(pos_, false);
+    res_.stopped = true;
+  }
+
+  /// After the last advance(): timers, results, the draw file's trailer and the final state.
+  ChainResult finish() {
+    if (stage_ == Stage::over) return std::move(res_);
+    double warm, samp;
+    session_times(warm, samp);
+    ses_.warmup = warm;
+    ses_.sampling = samp;
+    seg_start_ =
+        Clock::now();  // the open segment is in ses_ now: the final save must not add it again
+    res_.step_size = kernel_.step_size();
+    res_.warmup_seconds = prev_.warmup + warm;
+    res_.sampling_seconds = prev_.sampling + samp;
+    counters().profile = nullptr;  // points into res_, which is moved out
+    res_.kept = res_.lp.size();
+    if (res_.stopped) return std::move(res_);
+    fill_sampling_results(pos_ - cfg_.warmup);
+    if (sink_) sink_->end(res_.warmup_seconds, res_.sampling_seconds, counters());
+    if (ck_ != nullptr) save(pos_, true);
+    return std::move(res_);
   }
 
  private:
@@ -95,6 +124,27 @@ class Chain {
 
   Counters& counters() noexcept { return res_.counters; }
   long every() const noexcept { return ck_ != nullptr ? ck_->every : 0; }
+  /// The chain's start: fresh, resumed, or over before it began (stopped at once, or finished
+  /// in an earlier session: its results are then complete).
+  void begin(ChainGauge* gauge) {
+    const ChainState* st = ses_.state;
+    stage_ = Stage::over;
+    if (st == nullptr && stop_requested(0)) {  // stopped before it started: nothing to save
+      res_.stopped = true;
+      res_.kept = 0;
+      return;
+    }
+    if (st != nullptr && st->finished) {
+      finished_earlier(*st, gauge);
+      pos_ = st->tally.iteration;
+      return;
+    }
+    pos_ = st == nullptr ? start() : restore(*st, gauge);
+    next_save_ = every() > 0 ? (pos_ / every() + 1) * every() : std::numeric_limits<long>::max();
+    saved_at_ = st != nullptr ? pos_ : -1;
+    stage_ = Stage::running;
+  }
+
   /// A stop asked for at the top of iteration `it`: the fault hook's iteration, or a signal. On a
   /// shard every process must stop at the same iteration (the z-updates are collective), so the
   /// signal is polled every kStopPoll iterations with one all-gather.
@@ -125,8 +175,10 @@ class Chain {
       target_.emplace(sh_.model);
     }
     row_.resize(sh_.columns.size());
-    res_.draws.reserve(res_.kept * p_);
-    res_.lp.reserve(res_.kept);
+    if (cfg_.ess <= 0.0) {  // a run to an ESS target grows its draws block by block
+      res_.draws.reserve(res_.kept * p_);
+      res_.lp.reserve(res_.kept);
+    }
   }
 
   /// (Re)computes the cached log density (and gradient) at θ from the target's state.
@@ -253,16 +305,16 @@ class Chain {
   }
 
   /// A chain that finished in an earlier session: its results from the state and the draw file.
-  ChainResult finished_earlier(const ChainState& st, ChainGauge* gauge) {
+  void finished_earlier(const ChainState& st, ChainGauge* gauge) {
     restore_draws(sampler_columns(cfg_.kernel).size(), p_, ses_.rows, res_);
     res_.step_size = st.step_size;
     tally_ = st.tally;
     restore_counts(st.counters);
-    fill_sampling_results();
+    fill_sampling_results(st.tally.iteration - cfg_.warmup);
+    res_.kept = res_.lp.size();
     res_.warmup_seconds = st.timers.warmup;
     res_.sampling_seconds = st.timers.sampling;
-    if (gauge) gauge->publish(total_);
-    return std::move(res_);
+    if (gauge) gauge->publish(st.tally.iteration);
   }
 
   /// This session's timers: its time goes to warm-up until the start of iteration `warmup`.
@@ -399,34 +451,12 @@ class Chain {
     ck_->store->save_chain(c);
   }
 
-  void fill_sampling_results() {
-    const double iters = static_cast<double>(cfg_.iters);
+  void fill_sampling_results(long sampling_iters) {
+    const double iters = static_cast<double>(std::max(1L, sampling_iters));
     res_.accept_rate = tally_.accept_sum / iters;
     res_.bright_mean = tally_.bright_sum / iters;
     res_.sampling_queries = counters().queries - tally_.queries_at_sampling;
     res_.sampling_divergences = counters().divergences - tally_.divergences_at_sampling;
-  }
-
-  /// After the loop: timers, results, the draw file's trailer and the final state.
-  ChainResult finish() {
-    double warm, samp;
-    session_times(warm, samp);
-    ses_.warmup = warm;
-    ses_.sampling = samp;
-    seg_start_ =
-        Clock::now();  // the open segment is in ses_ now: the final save must not add it again
-    res_.step_size = kernel_.step_size();
-    res_.warmup_seconds = prev_.warmup + warm;
-    res_.sampling_seconds = prev_.sampling + samp;
-    counters().profile = nullptr;  // points into res_, which is moved out
-    if (res_.stopped) {
-      res_.kept = res_.lp.size();
-      return std::move(res_);
-    }
-    fill_sampling_results();
-    if (sink_) sink_->end(res_.warmup_seconds, res_.sampling_seconds, counters());
-    if (ck_ != nullptr) save(total_, true);
-    return std::move(res_);
   }
 
   const Shared<M>& sh_;
@@ -459,6 +489,9 @@ class Chain {
   std::vector<double> row_;
   Clock::time_point seg_start_{};
   bool in_warmup_ = true;
+  enum class Stage { fresh, running, over };
+  Stage stage_ = Stage::fresh;
+  long pos_ = 0;  // the next iteration to run
   long next_save_ = 0, saved_at_ = -1;
   long session_first_ = 0;     // the first iteration of this session (a resumed run's restart)
   double gauge_accept_ = 0.0;  // acceptance summed over this session, for ChainGauge only

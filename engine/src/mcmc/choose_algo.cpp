@@ -2,6 +2,8 @@
 // ESS per second of sampling.
 #include "flymc/mcmc/choose_algo.hpp"
 
+#include <tbb/info.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -101,6 +103,12 @@ struct Pilot {
 /// before the last cost about a third of its sampling, plus their warm-ups.
 Pilot run_pilot(RunConfig c, const std::shared_ptr<const Dataset>& data, const AutoOptions& opt,
                 double seconds, SharedMap& shared) {
+  if (c.ess > 0.0) {  // one run to the pilot's ESS, stopped at `seconds` (at a block's end)
+    c.max_seconds = std::isfinite(seconds) ? std::max(seconds, 1e-3) : 0.0;
+    Pilot p{run_sharing(c, data, shared), 0.0};
+    p.min_ess = std::min(p.result.target.min_ess_bulk, p.result.target.min_ess_tail);
+    return p;
+  }
   const auto start = Clock::now();
   for (;;) {
     const auto t0 = Clock::now();
@@ -161,11 +169,10 @@ SmhCosts smh_costs(const RunResult& r) {
 /// Why the third-order SMH candidate runs no pilot, or "": its tensor pass (about d³/6
 /// multiply-adds a row, against the second-order pass's d(d + 1)/2) would take longer than all
 /// the second-order run's iterations, so it could not end sooner whatever its ESS per second.
-std::string third_order_ruled_out(const SmhCosts& c, const RunConfig& cfg, std::size_t d) {
-  if (c.statistics < 0.0 || c.per_iter < 0.0) return "";
+std::string third_order_ruled_out(const SmhCosts& c, double run2, std::size_t d) {
+  if (c.statistics < 0.0 || c.per_iter < 0.0 || run2 < 0.0) return "";
   const double pass =
       c.statistics * static_cast<double>(smh::cubic_size(d)) / static_cast<double>(d * (d + 1) / 2);
-  const double run2 = static_cast<double>(cfg.warmup + cfg.iters) * c.per_iter;
   if (pass <= run2) return "";
   char why[200];
   std::snprintf(why, sizeof why,
@@ -177,12 +184,32 @@ std::string third_order_ruled_out(const SmhCosts& c, const RunConfig& cfg, std::
 
 bool is_regular(const AutoCandidate& c) { return c.config.algo == Algo::full; }
 
+/// The pilot of a run to an ESS target: a short run to a small ESS (a fifth of the target at
+/// most) after a short warm-up (no longer than the run's).
+RunConfig target_pilot_config(RunConfig p, const AutoOptions& opt) {
+  const double want = p.ess;
+  // As many chains as threads: chains beyond them add as much time as draws, so the pilot
+  // measures the same ESS per second for less warm-up.
+  p.chains = std::min(p.chains, p.threads > 0 ? p.threads : tbb::info::default_concurrency());
+  p.ess = std::max(std::min(opt.pilot_ess, want / 5.0), opt.min_pilot_ess);
+  p.max_seconds = 0.0;
+  p.iters = kEssIterCap;
+  long w = opt.target_regular_warmup;
+  if (p.algo == Algo::full && p.kernel == KernelKind::pcn) w = opt.target_pcn_warmup;
+  if (p.algo == Algo::flymc) w = opt.target_flymc_warmup;
+  if (p.algo == Algo::smh) w = opt.target_smh_warmup;
+  p.warmup = std::min(p.warmup, w);
+  return p;
+}
+
 /// The pilot run of candidate `c`: its own seed, the pilot's lengths, no profiling.
 RunConfig pilot_config(const AutoCandidate& c, const AutoOptions& opt) {
   RunConfig p = c.config;
   p.seed = c.config.seed ^ kPilotSeedMix;
   p.thin = 1;
   p.profile = false;
+  if (p.ess > 0.0) return target_pilot_config(p, opt);
+  p.max_seconds = 0.0;
   switch (p.algo) {
     case Algo::full:
       p.warmup = p.kernel == KernelKind::pcn ? opt.pcn_warmup : opt.regular_warmup;
@@ -219,11 +246,88 @@ QueryTimes query_times(const RunConfig& cfg, const std::shared_ptr<const Dataset
   t.warmup = 0;
   t.iters = opt.timing_iters;
   t.profile = false;
+  t.ess = 0.0;
+  t.max_seconds = 0.0;
   QueryTimes q;
   q.all = seconds_per_query(run_sharing(t, data, shared));
   t.iters = opt.timing_iters * 4;  // the subset is short: more iterations for the same clock
   q.sub = seconds_per_query(run_sharing(t, sub, shared));
   return q;
+}
+
+/// The seconds of a run's set-up phase `name` (0 when it has none).
+double phase_seconds(const RunResult& r, const std::string& name) {
+  double t = 0.0;
+  for (const SetupPhase& p : r.setup_phases)
+    if (p.name == name) t += p.seconds;
+  return t;
+}
+
+/// A candidate's predicted seconds from the pilots' end to its run's end: the set-up the pilots
+/// do not hand over (the MAP fit is shared; an SMH candidate's statistics are added afterwards
+/// unless the cache holds them), the warm-up at the pilot's pace, and the sampling to the
+/// request: cfg.ess effective draws at `ess_per_second` (ESS grows about in proportion to the
+/// iterations), or cfg.iters iterations at the pilot's pace. `scale` turns a subset's seconds
+/// into all the rows'.
+double predicted_seconds(const RunConfig& cfg, const RunResult& r, double ess_per_second,
+                         double scale, double statistics) {
+  double setup = 0.0;
+  for (const SetupPhase& p : r.setup_phases)
+    if (p.name != "map") setup += p.seconds;
+  setup -= statistics;
+  // Warm-up time grows with the iterations and with the chains beyond the threads.
+  const double threads = cfg.threads > 0 ? cfg.threads : tbb::info::default_concurrency();
+  const double chains =
+      std::max<double>(cfg.chains, threads) / std::max<double>(r.config.chains, threads);
+  const double warm = r.config.warmup > 0
+                          ? r.warmup_seconds * scale * chains * static_cast<double>(cfg.warmup) /
+                                static_cast<double>(r.config.warmup)
+                          : 0.0;
+  const double sampling = cfg.ess > 0.0
+                              ? cfg.ess / std::max(ess_per_second, 1e-12)
+                              : r.sampling_seconds * scale * static_cast<double>(cfg.iters) /
+                                    static_cast<double>(std::max(1L, r.config.iters));
+  return std::max(setup, 0.0) + warm + sampling;
+}
+
+/// The order the candidates are piloted in. On data whose rows all fit the regular pilots
+/// (`small`, for a run to an ESS target) regular MCMC is likeliest to win: its candidates go
+/// first, the one with the cheapest pilot (the fixed Laplace metric) ahead. Otherwise the
+/// subsampling samplers go first, so that a regular pilot beaten by construction is not run.
+std::vector<std::size_t> pilot_order(const std::vector<AutoCandidate>& c, bool small) {
+  std::vector<std::size_t> order;
+  for (const bool regular_pass : {small, !small})
+    for (std::size_t i = 0; i < c.size(); ++i)
+      if (is_regular(c[i]) == regular_pass) order.push_back(i);
+  // The adapted metric's pilot is the dearest (its warm-up re-estimates a dense metric): last.
+  std::stable_partition(order.begin(), order.end(), [&](std::size_t i) {
+    const RunConfig& k = c[i].config;
+    return !(k.algo == Algo::full && k.kernel == KernelKind::nuts && k.adapt_metric);
+  });
+  return order;
+}
+
+/// Why the chosen candidate won: its prediction, and the runner-up's.
+std::string why_chosen(const RunConfig& cfg, const AlgoChoice& out,
+                       const std::vector<std::size_t>& ranked) {
+  const AutoCandidate& b = out.best();
+  char buf[320];
+  if (cfg.ess > 0.0)
+    std::snprintf(buf, sizeof buf, "predicted %.3g s to %.0f effective draws after the pilots",
+                  b.predicted_seconds, cfg.ess);
+  else
+    std::snprintf(buf, sizeof buf, "predicted %.4g min-ESS/s (%.3g s for the run)",
+                  b.ess_per_second, b.predicted_seconds);
+  std::string why = buf;
+  if (ranked.size() > 1) {
+    const AutoCandidate& r = out.candidates[ranked[1]];
+    if (cfg.ess > 0.0)
+      std::snprintf(buf, sizeof buf, "; next %s, %.3g s", r.name.c_str(), r.predicted_seconds);
+    else
+      std::snprintf(buf, sizeof buf, "; next %s, %.4g min-ESS/s", r.name.c_str(), r.ess_per_second);
+    why += buf;
+  }
+  return why;
 }
 
 }  // namespace
@@ -269,6 +373,7 @@ std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& 
 AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
                        const AutoOptions& opt) {
   const auto start = Clock::now();
+  const bool target = cfg.ess > 0.0;
   AlgoChoice out;
   out.candidates = auto_candidates(cfg, *data, opt.checkpointed);
   const std::size_t n = data->n();
@@ -286,22 +391,22 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
     regular_bound = kMaxEssPerDraw * cfg.chains / (static_cast<double>(n) * q.all);
   }
 
-  // The subsampling samplers' pilots first: when one already beats regular MCMC's bound, the
-  // regular pilots are not run.
-  std::vector<std::size_t> order;
-  for (const bool regular_pass : {false, true})
-    for (std::size_t i = 0; i < out.candidates.size(); ++i)
-      if (is_regular(out.candidates[i]) == regular_pass) order.push_back(i);
+  const std::vector<std::size_t> order = pilot_order(out.candidates, target && sub == data);
   std::size_t left = 0;
   for (const AutoCandidate& c : out.candidates) left += c.skipped.empty() ? 1 : 0;
-  double best_so_far = 0.0;
-  SmhCosts smh2;  // from the second-order SMH pilot, which runs before the third-order one
+  double best_so_far = 0.0;                                       // ESS per second
+  double best_seconds = std::numeric_limits<double>::infinity();  // predicted run seconds
+  double first_done = -1.0;  // when the first pilot ended (a run to an ESS target)
+  SmhCosts smh2;           // from the second-order SMH pilot, which runs before the third-order one
+  double smh2_run = -1.0;  // its predicted warm-up and sampling seconds
+  std::vector<double> stats_seconds(out.candidates.size(), 0.0);
+  std::size_t last_smh = out.candidates.size();  // whose SMH statistics the cache holds
   for (const std::size_t i : order) {
     AutoCandidate& c = out.candidates[i];
     if (!c.skipped.empty()) continue;
     const bool regular = is_regular(c);
     if (is_third_order_smh(c)) {
-      c.skipped = third_order_ruled_out(smh2, cfg, data->d());
+      c.skipped = third_order_ruled_out(smh2, smh2_run, data->d());
       if (!c.skipped.empty()) {
         --left;
         continue;
@@ -317,9 +422,25 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
       --left;
       continue;
     }
+    double share = std::numeric_limits<double>::infinity();  // the first target pilot: no limit
+    if (target && first_done >= 0.0) {
+      // Piloting pays only while it costs less than it may save of the best run's time.
+      share = opt.pilot_budget_share * best_seconds - (seconds_since(start) - first_done);
+      if (share <= 0.0) {
+        char why[200];
+        std::snprintf(why, sizeof why,
+                      "its pilot could not pay for itself: the pilots after the first may take "
+                      "%.0f%% of the best run's predicted %.3g s, and that is spent",
+                      100.0 * opt.pilot_budget_share, best_seconds);
+        c.skipped = why;
+        --left;
+        continue;
+      }
+    } else if (!target) {
+      share = std::max(opt.budget_seconds - seconds_since(start), 0.0) / static_cast<double>(left);
+    }
+    --left;
     const auto t0 = Clock::now();
-    const double share =
-        std::max(opt.budget_seconds - seconds_since(start), 0.0) / static_cast<double>(left--);
     const Pilot p = run_pilot(pilot_config(c, opt), regular ? sub : data, opt, share, shared);
     const double scale = regular ? regular_scale : 1.0;
     // A pilot that produced no effective draw still counts one, so ratios stay finite.
@@ -328,17 +449,34 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
     c.pilot_iters = p.result.config.iters;
     c.pilot_rows = regular ? rows : n;
     c.pilot_seconds = seconds_since(t0);
-    c.rough = p.min_ess < opt.min_pilot_ess;
+    c.rough = p.min_ess < (target ? p.result.config.ess : opt.min_pilot_ess);
+    if (c.config.algo == Algo::smh) {
+      stats_seconds[i] = phase_seconds(p.result, "statistics");
+      last_smh = i;
+    }
+    c.predicted_seconds =
+        predicted_seconds(cfg, p.result, c.ess_per_second, scale, stats_seconds[i]);
     best_so_far = std::max(best_so_far, c.ess_per_second);
-    if (c.config.algo == Algo::smh && c.config.smh_order == 2) smh2 = smh_costs(p.result);
+    best_seconds = std::min(best_seconds, c.predicted_seconds);
+    if (first_done < 0.0) first_done = seconds_since(start);
+    if (c.config.algo == Algo::smh && c.config.smh_order == 2) {
+      smh2 = smh_costs(p.result);
+      smh2_run = target ? c.predicted_seconds
+                        : static_cast<double>(cfg.warmup + cfg.iters) * smh2.per_iter;
+    }
   }
+  // The cache holds the statistics of the last SMH pilot: any other SMH run builds its own.
+  for (std::size_t i = 0; i < out.candidates.size(); ++i)
+    if (i != last_smh && out.candidates[i].skipped.empty())
+      out.candidates[i].predicted_seconds += stats_seconds[i];
 
   std::vector<std::size_t> ranked;
   for (std::size_t i = 0; i < out.candidates.size(); ++i)
     if (out.candidates[i].skipped.empty()) ranked.push_back(i);
   if (ranked.empty()) throw ConfigError("--algo auto: no exact sampler takes these options");
   std::stable_sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) {
-    return out.candidates[a].ess_per_second > out.candidates[b].ess_per_second;
+    const AutoCandidate &x = out.candidates[a], &y = out.candidates[b];
+    return target ? x.predicted_seconds < y.predicted_seconds : x.ess_per_second > y.ess_per_second;
   });
   out.chosen = ranked.front();
   out.pilots_short = out.candidates[ranked.front()].rough ||
@@ -353,6 +491,7 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
     }
   if (!regular_ran && std::isfinite(regular_bound)) best_regular = regular_bound;
   out.predicted_speedup = best_regular > 0.0 ? out.best().ess_per_second / best_regular : 0.0;
+  out.why = why_chosen(cfg, out, ranked);
   out.pilot_seconds = seconds_since(start);
   out.map = shared.map();
   out.cache = shared.cache();

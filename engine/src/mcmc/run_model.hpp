@@ -13,41 +13,57 @@
 #include "flymc/core/clock.hpp"
 #include "flymc/mcmc/run_part.hpp"
 #include "flymc/mcmc/setup.hpp"
+#include "run_blocks.hpp"
 #include "run_chains.hpp"
 #include "run_start.hpp"
 #include "setup_clock.hpp"
 
 namespace flymc::detail {
 
-/// Runs the chains of `block` on `threads` threads; a chain's exception is rethrown after all
-/// chains ended. results[i] is chain block.first + i.
-/// On a sharded data set every process runs every chain, one after another in chain order (their
-/// z-updates are collective).
-template <class M>
-void run_chains(const Shared<M>& sh, const RunSetup<M>& setup, ChainBlock block, ChainSessions& cs,
-                Progress* progress, int threads, std::vector<ChainResult>& results) {
-  const RunConfig& cfg = sh.cfg;
-  results.resize(static_cast<std::size_t>(block.count));
-  auto one = [&](int i) {  // i: index in the block
+/// The chains of `block`, each a Chain<M, kFly, ZUp> with its z-updater from `make_z()`.
+template <bool kFly, class ZUp, class M, class MakeZ>
+BlockOutcome run_chain_blocks(const Shared<M>& sh, ChainBlock block, ChainSessions& cs,
+                              Progress* progress, std::vector<ChainResult>& results,
+                              const BlockSync& sync, MakeZ&& make_z) {
+  using C = Chain<M, kFly, ZUp>;
+  std::vector<std::optional<ZUp>> zs(static_cast<std::size_t>(block.count));
+  auto make = [&](int i) {
     const auto ci = static_cast<std::size_t>(i);
-    const int id = block.first + i;
-    DrawSink* sink = cs.sinks[ci].get();
-    ChainGauge* prog = progress ? &progress->chains[static_cast<std::size_t>(id - 1)] : nullptr;
-    ChainSession& ses = cs.sessions[ci];
-    if (cfg.algo == Algo::full) {
-      results[ci] = Chain<M, false, ImplicitZUpdater>(sh, id, nullptr, sink, ses).run(prog);
-    } else if (cfg.z == ZUpdate::implicit) {
-      ImplicitZUpdater z =
-          setup.rates ? ImplicitZUpdater(*setup.rates) : ImplicitZUpdater(setup.q_dark_to_bright);
-      results[ci] = Chain<M, true, ImplicitZUpdater>(sh, id, &z, sink, ses).run(prog);
-    } else {
-      ExplicitZUpdater z(cfg.resample_fraction);
-      results[ci] = Chain<M, true, ExplicitZUpdater>(sh, id, &z, sink, ses).run(prog);
-    }
-    cs.sinks[ci].reset();  // closes the file in the chain's own task
+    if constexpr (kFly) zs[ci].emplace(make_z());
+    return std::make_unique<C>(sh, block.first + i, kFly ? &*zs[ci] : nullptr, cs.sinks[ci].get(),
+                               cs.sessions[ci]);
   };
+  auto finish = [&](int i, C& c) {
+    ChainResult r = c.finish();
+    cs.sinks[static_cast<std::size_t>(i)].reset();  // closes the file in the chain's own task
+    return r;
+  };
+  // On a sharded data set every process runs every chain, one after another in chain order
+  // (their z-updates are collective).
+  const bool in_turn = shard_link(sh.model.data()) != nullptr;
+  return run_blocks<C>(sh.cfg, sh.model.dim(), block.count, block.first, in_turn, progress, make,
+                       finish, results, sync);
+}
+
+/// Runs the chains of `block` to the run's end (a fixed length, or an ESS target); a chain's
+/// exception is rethrown after all chains ended. results[i] is chain block.first + i.
+template <class M>
+BlockOutcome run_chains(const Shared<M>& sh, const RunSetup<M>& setup, ChainBlock block,
+                        ChainSessions& cs, Progress* progress, std::vector<ChainResult>& results,
+                        const BlockSync& sync) {
+  const RunConfig& cfg = sh.cfg;
   if (progress) progress->chains_started.store(true);
-  for_each_chain(block.count, threads, one, shard_link(sh.model.data()) != nullptr);
+  if (cfg.algo == Algo::full)
+    return run_chain_blocks<false, ImplicitZUpdater>(sh, block, cs, progress, results, sync,
+                                                     [] { return ImplicitZUpdater(0.0); });
+  if (cfg.z == ZUpdate::implicit)
+    return run_chain_blocks<true, ImplicitZUpdater>(sh, block, cs, progress, results, sync, [&] {
+      return setup.rates ? ImplicitZUpdater(*setup.rates)
+                         : ImplicitZUpdater(setup.q_dark_to_bright);
+    });
+  return run_chain_blocks<true, ExplicitZUpdater>(sh, block, cs, progress, results, sync, [&] {
+    return ExplicitZUpdater(cfg.resample_fraction);
+  });
 }
 
 /// Runs the chains of `cfg` on model M: all of them, or in a part (run_part.hpp) its block.
@@ -121,7 +137,9 @@ RunResult run_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   const double setup_serial = setup_clock.seconds();
   if (start.manifest) out.setup_seconds = start.manifest->setup_seconds;
   const Stopwatch par_clock;
-  run_chains(sh, setup, block, cs, progress, threads, out.chains);
+  const BlockOutcome blocks =
+      run_chains(sh, setup, block, cs, progress, out.chains, block_sync(part, link));
+  take_outcome(blocks, out);
   for (const auto& c : out.chains) out.stopped = out.stopped || c.stopped;
   apportion_wall_time(out, cs, setup_serial, par_clock.seconds());
   return out;

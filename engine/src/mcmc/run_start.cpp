@@ -25,7 +25,9 @@ void check_chain_state(const ChainState& c, const RunConfig& cfg, std::size_t n,
     bad = "a bright set in a regular MCMC run";
   else if (c.tally.iteration > total)
     bad = "iteration beyond the run's end";
-  else if (c.finished != (c.tally.iteration == total))
+  // A run to an ESS target finishes where its target is met (at most at `total`).
+  else if (cfg.ess > 0.0 ? c.finished && c.tally.iteration < cfg.warmup
+                         : c.finished != (c.tally.iteration == total))
     bad = "inconsistent completion flag";
   else if (c.kept != kept_after(cfg, c.tally.iteration))
     bad = "kept-draw count inconsistent";

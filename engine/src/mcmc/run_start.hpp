@@ -3,6 +3,7 @@
 // run in parts (PartSync), the MAP fit or the checkpoint's manifest every process starts from, the
 // checks of a checkpoint against the run, and each chain's session (its sink, and on resume its
 // saved state and the rows of its draw file). Defined in run_start.cpp, except the templates.
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -38,8 +39,8 @@ struct ChainSession {
 /// after the first `sampler_columns` columns.
 inline void restore_draws(std::size_t sampler_columns, std::size_t p,
                           std::vector<std::vector<double>>& rows, ChainResult& res) {
-  res.draws.reserve(res.kept * p);
-  res.lp.reserve(res.kept);
+  res.draws.reserve(std::max(res.kept, rows.size()) * p);
+  res.lp.reserve(std::max(res.kept, rows.size()));
   for (const auto& r : rows) {
     res.lp.push_back(r[0]);
     const double* theta = r.data() + sampler_columns;

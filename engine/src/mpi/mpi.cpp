@@ -111,6 +111,47 @@ bool describe(const std::exception_ptr& e, std::string& what, int& code, int& ra
   return false;
 }
 
+/// RunPart::gather: each process's chains packed as [count, length of each, values of each],
+/// gathered to every process in rank order.
+std::vector<std::vector<double>> gather_chains(MPI_Comm comm,
+                                               const std::vector<std::vector<double>>& mine,
+                                               bool& flag) {
+  int f = flag ? 1 : 0, any = 0;
+  MPI_Allreduce(&f, &any, 1, MPI_INT, MPI_MAX, comm);
+  flag = any != 0;
+  std::vector<double> packed = {static_cast<double>(mine.size())};
+  for (const auto& v : mine) packed.push_back(static_cast<double>(v.size()));
+  for (const auto& v : mine) packed.insert(packed.end(), v.begin(), v.end());
+  if (packed.size() > static_cast<std::size_t>(INT_MAX))
+    throw ConfigError("--ess: a process's kept draws are too many to gather in one message");
+  const int size = size_of(comm);
+  int count = static_cast<int>(packed.size());
+  std::vector<int> counts(static_cast<std::size_t>(size)), at(static_cast<std::size_t>(size));
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+  long long total = 0;
+  for (int r = 0; r < size; ++r) {
+    if (total > INT_MAX)
+      throw ConfigError("--ess: the chains' kept draws are too many to gather in one message");
+    at[static_cast<std::size_t>(r)] = static_cast<int>(total);
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  std::vector<double> all(static_cast<std::size_t>(total));
+  MPI_Allgatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(), at.data(), MPI_DOUBLE,
+                 comm);
+  std::vector<std::vector<double>> out;
+  for (int r = 0; r < size; ++r) {
+    const double* p = all.data() + at[static_cast<std::size_t>(r)];
+    const auto k = static_cast<std::size_t>(p[0]);
+    const double* values = p + 1 + k;
+    for (std::size_t c = 0; c < k; ++c) {
+      const auto len = static_cast<std::size_t>(p[1 + c]);
+      out.emplace_back(values, values + len);
+      values += len;
+    }
+  }
+  return out;
+}
+
 RunPart make_part(MPI_Comm comm, ChainBlock block) {
   RunPart part;
   part.block = block;
@@ -128,6 +169,9 @@ RunPart make_part(MPI_Comm comm, ChainBlock block) {
     bytes.resize(n);
     bcast_bytes(comm, 0, bytes.data(), n);
     if (!leader) m = decode_run_manifest(bytes, "the leader's set-up");
+  };
+  part.gather = [comm](const std::vector<std::vector<double>>& mine, bool& flag) {
+    return gather_chains(comm, mine, flag);
   };
   return part;
 }

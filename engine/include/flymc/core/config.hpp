@@ -50,6 +50,8 @@ inline bool is_pdmp(Algo a) noexcept {
 inline bool uses_theta_kernel(Algo a) noexcept { return a == Algo::flymc || a == Algo::full; }
 /// Whether the sampler's chains save their state and resume (--checkpoint-every, --resume).
 inline bool can_checkpoint(Algo a) noexcept { return uses_theta_kernel(a) || a == Algo::smh; }
+/// Whether the sampler runs to an ESS target (RunConfig::ess): its chains continue in blocks.
+inline bool can_target_ess(Algo a) noexcept { return uses_theta_kernel(a) || a == Algo::smh; }
 /// Whether the sampler estimates gradients or acceptance tests from batches of --batch-size data.
 inline bool uses_batches(Algo a) noexcept {
   return a == Algo::minibatch_mh || a == Algo::sgld || a == Algo::lipsbps || a == Algo::sbps ||
@@ -138,6 +140,12 @@ inline double auto_sgld_step(long batch, std::size_t n) noexcept {
   return h < 0.05 ? h : 0.05;
 }
 
+/// The ESS target of a run that gives neither --iters nor --ess (the command line, Python).
+inline constexpr double kDefaultEss = 1000.0;
+/// A run to an ESS target that gives no --iters stops at this many sampling iterations per chain
+/// at the latest (its draws are held in memory).
+inline constexpr long kEssIterCap = 10'000'000;
+
 /// Everything a sampling run needs besides the data. Defaults are the measured choices
 /// (docs/benchmarks.md).
 struct RunConfig {
@@ -162,8 +170,15 @@ struct RunConfig {
   int max_treedepth = 10;
   int chains = 4;
   long warmup = 1000;  ///< warm-up iterations (step-size adaptation), not kept
-  long iters = 1000;   ///< sampling iterations after warm-up
-  long thin = 1;       ///< keep every thin-th sampling iteration
+  long iters = 1000;   ///< sampling iterations after warm-up (with `ess`: at most this many)
+  /// Sample until every parameter's bulk and tail ESS reach this and R̂ ≤ 1.01 (0: off, run
+  /// exactly `iters`). The run is checked at block boundaries that depend on the draws alone
+  /// (docs/math.md §3.4), so a seed gives the same draws at any thread or process count.
+  double ess = 0.0;
+  /// With `ess`: stop at the first block boundary after this many seconds of warm-up and
+  /// sampling (0: no limit), with RunResult::target_reached false.
+  double max_seconds = 0.0;
+  long thin = 1;  ///< keep every thin-th sampling iteration
   std::uint64_t seed = 1;
   int threads = 0;  ///< 0: all cores
   /// How the data's features are held (the loaders read them so; run() checks the data agree).

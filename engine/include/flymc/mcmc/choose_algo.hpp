@@ -60,6 +60,16 @@ struct AutoOptions {
   /// draws per draw per chain at one full-data query per iteration, priced by the timing
   /// iterations (docs/math.md §3.3). False runs every pilot.
   bool skip_beaten_regular = true;
+  /// A run to an ESS target (RunConfig::ess): each pilot runs to this ESS (or a fifth of the
+  /// target, if less), with these warm-ups (long enough for the step size and ρ to settle),
+  /// so that piloting costs a small part of the run it decides.
+  double pilot_ess = 100.0;
+  long target_regular_warmup = 200, target_pcn_warmup = 500, target_flymc_warmup = 500,
+       target_smh_warmup = 500;
+  /// A run to an ESS target: after the first pilot, the others together may take at most this
+  /// share of the best predicted run's seconds; each is stopped at its share (at a block's end)
+  /// and dropped if it has not met its ESS by then: it could not pay for itself.
+  double pilot_budget_share = 0.5;
 };
 
 /// One configuration `--algo auto` weighs, and what its pilot predicted.
@@ -70,12 +80,18 @@ struct AutoCandidate {
   /// Empty when a pilot ran; otherwise why not (the model does not take it, or its cost model
   /// rules it out).
   std::string skipped;
-  double ess_per_second = 0.0;  ///< predicted min bulk ESS per sampling second on all the data
-  double pilot_ess = 0.0;       ///< the pilot's min bulk ESS (its last run)
-  long pilot_iters = 0;         ///< sampling iterations of the pilot's last run
-  std::size_t pilot_rows = 0;   ///< rows the pilot ran on
-  double pilot_seconds = 0.0;   ///< wall time of the pilot, set-up included
-  bool rough = false;           ///< the pilot ended below AutoOptions::min_pilot_ess
+  /// Predicted min ESS per sampling second on all the data: bulk ESS, and for a run to an ESS
+  /// target the smaller of bulk and tail ESS.
+  double ess_per_second = 0.0;
+  /// Predicted seconds from the end of the pilots to the end of the run: the set-up the pilots
+  /// have not already built, the warm-up, and the sampling to the request (the ESS target or
+  /// the iterations). Auto chooses the candidate with the fewest.
+  double predicted_seconds = 0.0;
+  double pilot_ess = 0.0;      ///< the pilot's min bulk ESS (its last run)
+  long pilot_iters = 0;        ///< sampling iterations of the pilot's last run
+  std::size_t pilot_rows = 0;  ///< rows the pilot ran on
+  double pilot_seconds = 0.0;  ///< wall time of the pilot, set-up included
+  bool rough = false;          ///< the pilot ended below AutoOptions::min_pilot_ess
 };
 
 /// What `--algo auto` decided and why.
@@ -96,6 +112,8 @@ struct AlgoChoice {
   /// The winner's or the runner-up's pilot ended short of min_pilot_ess within its time: the
   /// comparison that decided is rough.
   bool pilots_short = false;
+  /// Why the chosen candidate won, in a sentence (the header line and summary.json).
+  std::string why;
 
   const AutoCandidate& best() const { return candidates.at(chosen); }
   Algo algo() const { return best().config.algo; }
@@ -109,8 +127,13 @@ struct AlgoChoice {
 std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& data,
                                            bool checkpointed = false);
 
-/// Runs a pilot of every candidate not skipped and picks the fastest. The pilots use random
-/// streams of their own, so a run of the chosen candidate's config with cfg.seed (and
+/// Runs a pilot of every candidate not skipped and picks the one predicted to end the run
+/// soonest (a run to an ESS target), or with the most ESS per second of sampling (a run of fixed
+/// length). For an ESS target the pilots are short runs to a small ESS, piloted in the order in
+/// which they are likeliest to win (regular MCMC first on data of at most regular_rows rows,
+/// the subsampling samplers first above), and a pilot that could not pay for itself within
+/// pilot_budget_share of the best run is stopped or not started (docs/math.md §3.3). The pilots use
+/// random streams of their own, so a run of the chosen candidate's config with cfg.seed (and
 /// Precomputed{choice.map, choice.cache}) draws exactly what the same options given by hand would.
 /// The first run on all the data finds θ_MAP; the later ones take it (Precomputed).
 /// @throw ConfigError, DataError as run() does.

@@ -44,6 +44,13 @@ struct RunPart {
   /// that every process builds its bounds from). flymc::mpi sends it in the checkpoint encoding
   /// (io/checkpoint.hpp), which carries a checksum.
   std::function<void(RunManifest&)> share;
+  /// Collective, at each block's end of a run to an ESS target (RunConfig::ess): every process
+  /// passes its chains' kept draws (a vector a chain, in chain order) and a flag; every process
+  /// gets every chain's draws in chain order, and `flag` raised if any process raised it. May be
+  /// empty for runs of a fixed length.
+  std::function<std::vector<std::vector<double>>(const std::vector<std::vector<double>>&,
+                                                 bool& flag)>
+      gather;
 };
 
 /// run() for the chains of `part` only: RunResult::chains holds them in id order. Every process

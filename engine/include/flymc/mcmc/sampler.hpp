@@ -17,6 +17,7 @@
 #include "flymc/core/profile.hpp"
 #include "flymc/data/dataset.hpp"
 #include "flymc/mcmc/counters.hpp"
+#include "flymc/mcmc/ess_target.hpp"
 #include "flymc/mcmc/state_store.hpp"
 #include "flymc/models/model.hpp"
 
@@ -134,6 +135,12 @@ struct RunResult {
   /// (resolved when automatic; NaN for the other algorithms, and λ_ref for Zig-Zag).
   double pdmp_spacing = std::numeric_limits<double>::quiet_NaN();
   double refresh_rate = std::numeric_limits<double>::quiet_NaN();
+  /// A run to an ESS target (RunConfig::ess; config.iters is then the sampling iterations run):
+  /// whether the last block's end met it, whether --max-seconds ended the run first, and what
+  /// that check found.
+  bool target_reached = false;
+  bool target_timed_out = false;
+  TargetStatus target;
   std::vector<std::string> warnings;  ///< for the user, e.g. a resume on other SIMD kernels
   double queries_per_iter() const;    ///< sampling queries per iteration, mean over chains
   double bright_mean() const;
@@ -181,6 +188,11 @@ struct Progress {
   std::atomic<bool> chains_started{false};  ///< set-up (θ_MAP, bounds) is over
   /// The set-up phase under way (SetupPhase::name's constant string; null before the first).
   std::atomic<const char*> setup_phase{nullptr};
+  /// A run to an ESS target (RunConfig::ess): the iteration (warm-up included) at which the
+  /// current block ends, and the smaller of the min bulk and min tail ESS at the last block's
+  /// end (NaN before the first).
+  std::atomic<long> block_end{0};
+  std::atomic<double> ess_now{std::numeric_limits<double>::quiet_NaN()};
   explicit Progress(int nchains) : chains(static_cast<std::size_t>(nchains)) {}
 };
 

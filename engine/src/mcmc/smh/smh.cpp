@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 
+#include "../run_blocks.hpp"
 #include "../run_chains.hpp"
 #include "flymc/core/blas.hpp"
 #include "flymc/core/clock.hpp"
@@ -400,22 +401,24 @@ std::shared_ptr<const SmhStatistics> build_smh_statistics(std::shared_ptr<const 
 namespace detail {
 namespace {
 
-/// The chains of one SMH run, each saving and resuming its state where `ck` asks (ChainSession).
-/// On a shard every process runs every chain, one after another (each proposal's test is
-/// collective).
-void run_smh_chains(const SmhShared& sh, ChainSessions& cs, Progress* progress, int threads,
-                    RunResult& out) {
-  out.chains.resize(static_cast<std::size_t>(sh.cfg.chains));
+/// The chains of one SMH run, each saving and resuming its state where `ck` asks (ChainSession),
+/// to the run's end (a fixed length or an ESS target). On a shard every process runs every chain,
+/// one after another (each proposal's test is collective).
+void run_smh_chains(const SmhShared& sh, ChainSessions& cs, Progress* progress, RunResult& out) {
   if (progress) progress->chains_started.store(true);
-  for_each_chain(
-      sh.cfg.chains, threads,
-      [&](int c) {
-        const auto ci = static_cast<std::size_t>(c);
-        out.chains[ci] = SmhChain(sh, c + 1, cs.sinks[ci].get(), cs.sessions[ci])
-                             .run(progress ? &progress->chains[ci] : nullptr);
-        cs.sinks[ci].reset();  // closes the file in the chain's own task
-      },
-      sh.link != nullptr);
+  auto make = [&](int i) {
+    const auto ci = static_cast<std::size_t>(i);
+    return std::make_unique<SmhChain>(sh, i + 1, cs.sinks[ci].get(), cs.sessions[ci]);
+  };
+  auto finish = [&](int i, SmhChain& c) {
+    ChainResult r = c.finish();
+    cs.sinks[static_cast<std::size_t>(i)].reset();  // closes the file in the chain's own task
+    return r;
+  };
+  const BlockOutcome b =
+      run_blocks<SmhChain>(sh.cfg, sh.dim(), sh.cfg.chains, 1, sh.link != nullptr, progress, make,
+                           finish, out.chains, block_sync(nullptr, sh.link));
+  take_outcome(b, out);
   for (const ChainResult& c : out.chains) out.stopped = out.stopped || c.stopped;
 }
 
@@ -489,7 +492,7 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     const double setup_serial = setup_clock.seconds();
     if (manifest) out.setup_seconds = manifest->setup_seconds;
     const Stopwatch par_clock;
-    detail::run_smh_chains(sh, cs, progress, threads, out);
+    detail::run_smh_chains(sh, cs, progress, out);
     detail::apportion_wall_time(out, cs, setup_serial, par_clock.seconds());
     return out;
   };

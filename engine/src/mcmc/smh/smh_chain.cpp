@@ -401,38 +401,69 @@ void SmhChain::record(long it) {
 }
 
 ChainResult SmhChain::run(ChainGauge* gauge) {
+  advance(cfg_.warmup + cfg_.iters, gauge);
+  return finish();
+}
+
+/// The chain's start: fresh, resumed, or over before it began (stopped at once, or finished in an
+/// earlier session: its results are then complete).
+void SmhChain::begin(ChainGauge* gauge) {
   const ChainState* st = ses_.state;
-  if (st != nullptr && st->finished) return finished_earlier(*st, gauge);
+  stage_ = Stage::over;
+  if (st != nullptr && st->finished) {
+    finished_earlier(*st, gauge);
+    pos_ = st->tally.iteration;
+    return;
+  }
   if (st == nullptr && stop_requested(0)) {  // stopped before it started: nothing to save
     res_.stopped = true;
     res_.kept = 0;
-    return std::move(res_);
+    return;
   }
-  res_.draws.reserve(res_.kept * p_);
-  res_.lp.reserve(res_.kept);
-  long it0 = 0;
+  if (cfg_.ess <= 0.0) {  // a run to an ESS target grows its draws block by block
+    res_.draws.reserve(res_.kept * p_);
+    res_.lp.reserve(res_.kept);
+  }
+  pos_ = 0;
   if (st != nullptr) {
-    it0 = restore(*st);
-    if (gauge) gauge->publish(it0);
+    pos_ = restore(*st);
+    if (gauge) gauge->publish(pos_);
   } else {
     initial_theta(cfg_, sh_.map, sh_.prior.sd, rng_, theta_.get());
     set_state_from_theta();
     if (sink_) sink_->begin(sh_.columns);
   }
   const long every = ck_ != nullptr ? ck_->every : 0;
-  next_save_ = every > 0 ? (it0 / every + 1) * every : std::numeric_limits<long>::max();
-  saved_at_ = st != nullptr ? it0 : -1;
-  session_first_ = it0;
+  next_save_ = every > 0 ? (pos_ / every + 1) * every : std::numeric_limits<long>::max();
+  saved_at_ = st != nullptr ? pos_ : -1;
+  session_first_ = pos_;
   seg_start_ = Clock::now();
-  in_warmup_ = it0 <= cfg_.warmup;
-  own_moves_loop(
-      cfg_, res_, gauge, [this] { end_warmup(); }, [this](long it) { transition(it); },
-      [this](long it) { record(it); },
-      [this](ChainGauge& g, long iterations) {
-        g.publish(iterations, gauge_accept_, iterations - session_first_,
-                  std::numeric_limits<double>::quiet_NaN());
-      },
-      it0, [this](long it) { return ck_ != nullptr && checkpoint_or_stop(it); });
+  in_warmup_ = pos_ <= cfg_.warmup;
+  stage_ = Stage::running;
+}
+
+void SmhChain::advance(long end, ChainGauge* gauge) {
+  if (stage_ == Stage::fresh) begin(gauge);
+  if (stage_ != Stage::running || res_.stopped) return;
+  for (; pos_ < end; ++pos_) {
+    if (ck_ != nullptr && checkpoint_or_stop(pos_)) return;
+    if (pos_ == cfg_.warmup) end_warmup();
+    transition(pos_);
+    if (pos_ >= cfg_.warmup) record(pos_);
+    if (gauge && ((pos_ & 15) == 15 || pos_ + 1 == end))
+      gauge->publish(pos_ + 1, gauge_accept_, pos_ + 1 - session_first_,
+                     std::numeric_limits<double>::quiet_NaN());
+  }
+}
+
+void SmhChain::halt() {
+  if (stage_ != Stage::running || res_.stopped) return;
+  if (ck_ != nullptr && !sh_.faults.stop_without_saving && saved_at_ != pos_) save(pos_, false);
+  res_.stopped = true;
+}
+
+ChainResult SmhChain::finish() {
+  if (stage_ == Stage::over) return std::move(res_);
   double warm = 0.0, samp = 0.0;
   session_times(warm, samp);
   ses_.warmup = warm;
@@ -443,16 +474,14 @@ ChainResult SmhChain::run(ChainGauge* gauge) {
   res_.sampling_seconds = prev_.sampling + samp;
   res_.step_size = step_;
   res_.counters.profile = nullptr;  // points into res_, which is moved out
-  if (res_.stopped) {
-    res_.kept = res_.lp.size();
-    return std::move(res_);
-  }
-  const double iters = static_cast<double>(std::max(1L, cfg_.iters));
+  res_.kept = res_.lp.size();
+  if (res_.stopped) return std::move(res_);
+  const double iters = static_cast<double>(std::max(1L, pos_ - cfg_.warmup));
   res_.accept_rate = accept_sum_ / iters;
   res_.bright_mean = std::numeric_limits<double>::quiet_NaN();
   res_.sampling_queries = res_.counters.queries - queries_at_sampling_;
   if (sink_) sink_->end(res_.warmup_seconds, res_.sampling_seconds, res_.counters);
-  if (ck_ != nullptr) save(cfg_.warmup + cfg_.iters, true);
+  if (ck_ != nullptr) save(pos_, true);
   return std::move(res_);
 }
 
@@ -573,18 +602,19 @@ long SmhChain::restore(const ChainState& st) {
 }
 
 /// A chain that finished in an earlier session: its results from the state and the draw file.
-ChainResult SmhChain::finished_earlier(const ChainState& st, ChainGauge* gauge) {
+void SmhChain::finished_earlier(const ChainState& st, ChainGauge* gauge) {
   restore_draws(kSmhSamplerColumns.size(), p_, ses_.rows, res_);
+  res_.kept = res_.lp.size();
   res_.step_size = st.step_size;
   res_.counters = st.counters;
   res_.counters.profile = nullptr;
-  res_.accept_rate = st.tally.accept_sum / static_cast<double>(std::max(1L, cfg_.iters));
+  res_.accept_rate =
+      st.tally.accept_sum / static_cast<double>(std::max(1L, st.tally.iteration - cfg_.warmup));
   res_.bright_mean = std::numeric_limits<double>::quiet_NaN();
   res_.sampling_queries = st.counters.queries - st.tally.queries_at_sampling;
   res_.warmup_seconds = st.timers.warmup;
   res_.sampling_seconds = st.timers.sampling;
-  if (gauge) gauge->publish(cfg_.warmup + cfg_.iters);
-  return std::move(res_);
+  if (gauge) gauge->publish(st.tally.iteration);
 }
 
 }  // namespace flymc::detail

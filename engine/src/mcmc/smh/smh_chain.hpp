@@ -167,10 +167,21 @@ class SmhChain {
   /// `ses`: checkpointing and, resuming, the saved state and the draw file's rows.
   SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink, ChainSession& ses);
   ChainResult run(ChainGauge* gauge);
+  /// Runs on to iteration `end` (warm-up included) or to a stop request; the first call starts
+  /// or resumes the chain (run_blocks.hpp).
+  void advance(long end, ChainGauge* gauge);
+  long position() const noexcept { return pos_; }
+  bool stopped() const noexcept { return res_.stopped; }
+  const std::vector<double>& draws() const noexcept { return res_.draws; }
+  /// Saves the state where the chain is and stops it, as a stop request would.
+  void halt();
+  /// After the last advance(): timers, results, the draw file's trailer and the final state.
+  ChainResult finish();
 
  private:
+  void begin(ChainGauge* gauge);
   long restore(const ChainState& st);
-  ChainResult finished_earlier(const ChainState& st, ChainGauge* gauge);
+  void finished_earlier(const ChainState& st, ChainGauge* gauge);
   bool stop_requested(long it);
   bool checkpoint_or_stop(long it);
   void save(long it, bool finished);
@@ -245,6 +256,9 @@ class SmhChain {
   // Checkpoints: the next iteration to save at, the last saved, this session's first iteration
   // and start, whether it is still in warm-up, and the timers of earlier sessions.
   long next_save_ = 0, saved_at_ = -1, session_first_ = 0;
+  enum class Stage { fresh, running, over };
+  Stage stage_ = Stage::fresh;
+  long pos_ = 0;  // the next iteration to run
   Clock::time_point seg_start_{};
   bool in_warmup_ = true;
   ChainTimers prev_;

@@ -188,8 +188,8 @@ def main():
     fl = args.flymc
     data, out, html = (os.path.join(work, n) for n in ("d.csv", "run", "report.html"))
     run([fl, "data", "synth-logistic", "--n", "2000", "--d", "5", "--seed", "1", "--out", data])
-    run([fl, "sample", "--data", data, "--chains", "4", "--warmup", "300", "--iters", "1000",
-         "--seed", "2", "--quiet", "--out", out])
+    run([fl, "sample", "--data", data, "--algo", "flymc", "--chains", "4", "--warmup", "300",
+         "--iters", "1000", "--seed", "2", "--quiet", "--out", out])
     benches = [os.path.join(args.bench_dir, "table1-logistic.json"),
                os.path.join(args.bench_dir, "compare-synth-1e6.json"), args.scaling]
     run([fl, "report", out, "--bench", *benches, "--out", html])

@@ -51,7 +51,7 @@ fs::path small_run(const fs::path& dir, int chains, std::size_t d) {
   const pid_t pid = flymc::test::spawn_process(
       FLYMC_CLI_PATH,
       "sample --data " + (dir / "d.csv").string() + " --chains " + std::to_string(chains) +
-          " --warmup 200 --iters 400 --thin 2 --seed 5 --quiet --out " + out.string(),
+          " --algo flymc --warmup 200 --iters 400 --thin 2 --seed 5 --quiet --out " + out.string(),
       dir);
   const auto st = flymc::test::wait_for(pid, dir);
   REQUIRE_MESSAGE(st.code == 0, st.err);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "flymc/core/clock.hpp"
 #include "flymc/core/options.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/mcmc/choose_algo.hpp"
@@ -26,7 +27,25 @@ struct TallRow {
   RunResult result;
   double min_ess = 0.0, max_rhat = 0.0, ess_per_second = 0.0;
   std::vector<ParamSummary> summary;
+  /// Seconds from reading the data to --time-to-ess effective draws (NaN: off, or not reached).
+  double time_to_target = NAN;
 };
+
+/// What a user waits for: the row's sampler run with `--ess o.time_to_ess` (as `flymc sample`
+/// would, its set-up included) from the data's reading to the target, or NaN when the target
+/// was not reached within --max-seconds of sampling.
+double time_to_target(const TallOptions& o, RunConfig c, const std::shared_ptr<const Dataset>& d,
+                      double read_seconds, const Precomputed& pre = {}, double pilots = 0.0) {
+  if (o.time_to_ess <= 0.0) return NAN;
+  c.ess = o.time_to_ess;
+  c.iters = kEssIterCap;
+  c.thin = 1;
+  c.max_seconds = o.max_seconds;
+  std::fprintf(stderr, "tall:   ... to %.0f effective draws with --ess\n", c.ess);
+  const RunResult r = run(c, d, {}, nullptr, nullptr, {}, pre);
+  if (!r.target_reached) return NAN;
+  return read_seconds + pilots + r.setup_seconds + r.warmup_seconds + r.sampling_seconds;
+}
 
 ModelKind model_kind(const std::string& m) {
   if (const auto k = parse_enum<ModelKind>(m)) return *k;
@@ -77,9 +96,10 @@ RunResult timed_run(const std::string& algo, RunConfig c, const std::shared_ptr<
 /// Runs `cfg` as a pilot, then, if the pilot's min ESS falls short of the target, again with the
 /// iterations the pilot's ESS per iteration says the target needs (at most max_seconds).
 TallRow measure(const TallOptions& o, const std::string& algo, RunConfig cfg,
-                const std::shared_ptr<const Dataset>& data) {
+                const std::shared_ptr<const Dataset>& data, double read_seconds) {
   TallRow row;
   row.algo = algo;
+  row.time_to_target = time_to_target(o, cfg, data, read_seconds);
   row.result = timed_run(algo, cfg, data);
   double e = min_ess(row.result);
   if (e < o.target_ess) {
@@ -113,7 +133,8 @@ const TallRow* find_row(const std::vector<TallRow>& rows, const std::string& alg
   return nullptr;
 }
 
-std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const Dataset>& data) {
+std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const Dataset>& data,
+                             double read_seconds) {
   std::vector<TallRow> rows;
   for (const std::string& m : split_list(o.regular_metric)) {
     if (m != "adapted" && m != "laplace")
@@ -124,7 +145,8 @@ std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const D
       const bool laplace_kernel = kernel(k) == KernelKind::pcn || kernel(k) == KernelKind::imh;
       const std::string name = "regular-" + k + (adapted || laplace_kernel ? "" : "-laplace");
       if (find_row(rows, name)) continue;
-      rows.push_back(measure(o, name, algo_config(o, Algo::full, kernel(k), false, adapted), data));
+      rows.push_back(measure(o, name, algo_config(o, Algo::full, kernel(k), false, adapted), data,
+                             read_seconds));
     }
   }
   if (model_kind(o.model) != ModelKind::softmax)
@@ -139,14 +161,15 @@ std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const D
       c.smh_order = third ? 3 : 2;
       c.warmup = o.warmup_smh;
       c.iters = o.pilot_smh;
-      rows.push_back(measure(o, "smh-" + p, c, data));
+      rows.push_back(measure(o, "smh-" + p, c, data, read_seconds));
     }
   for (const std::string& m : split_list(o.flymc_metric)) {
     if (m != "dense" && m != "fly") throw UsageError("tall: --flymc-metric: dense or fly");
     const bool fly = m == "fly";
     for (const std::string& k : split_list(o.flymc)) {
       const std::string name = "flymc-" + k + (fly ? "-fly" : "");
-      rows.push_back(measure(o, name, algo_config(o, Algo::flymc, kernel(k), fly), data));
+      rows.push_back(
+          measure(o, name, algo_config(o, Algo::flymc, kernel(k), fly), data, read_seconds));
     }
   }
   return rows;
@@ -177,6 +200,8 @@ nlohmann::json row_json(const TallRow& r, const Dataset& data, double best_regul
       {"end_to_end_seconds", bench::end_to_end_seconds(res)},
       {"seconds_per_1000_ess", bench::seconds_per_1000_ess(res, r.min_ess)},
       {"seconds_per_iter", seconds_per_iter(res)},
+      {"time_to_target_seconds",
+       std::isfinite(r.time_to_target) ? nlohmann::json(r.time_to_target) : nlohmann::json()},
       {"iters", res.config.iters},
       {"warmup", res.config.warmup},
       {"chains", res.config.chains},
@@ -242,6 +267,25 @@ nlohmann::json check_auto(const TallOptions& o, const std::shared_ptr<const Data
                                           : nlohmann::json()}};
 }
 
+/// The default run, `flymc sample --data FILE` (--algo auto --ess N): its pilots, then its
+/// chosen run to the target; seconds from the data's reading, and the choice.
+nlohmann::json default_run(const TallOptions& o, const std::shared_ptr<const Dataset>& data,
+                           double read_seconds) {
+  if (o.time_to_ess <= 0.0) return nullptr;
+  std::fprintf(stderr, "tall: the default run (--algo auto --ess %.0f) ...\n", o.time_to_ess);
+  RunConfig c = algo_config(o, Algo::flymc, KernelKind::rwmh, false);
+  c.warmup = RunConfig{}.warmup;
+  c.ess = o.time_to_ess;
+  c.iters = kEssIterCap;
+  const AlgoChoice choice = choose_algo(c, data);
+  const double t = time_to_target(o, choice.best().config, data, read_seconds,
+                                  Precomputed{choice.map, choice.cache}, choice.pilot_seconds);
+  return {{"chosen", choice.best().name},
+          {"why", choice.why},
+          {"pilot_seconds", choice.pilot_seconds},
+          {"time_to_target_seconds", std::isfinite(t) ? nlohmann::json(t) : nlohmann::json()}};
+}
+
 void print_auto(const nlohmann::json& a) {
   if (a.is_null()) return;
   std::printf("\n--algo auto chose %s for a run of %ld + %ld iterations (pilots %.1f s%s)\n",
@@ -267,9 +311,12 @@ void print_auto(const nlohmann::json& a) {
 }
 
 void tall(const TallOptions& o) {
+  const Stopwatch read_clock;
   const auto data =
       std::make_shared<const Dataset>(load_dataset(o.data, label_domain(model_kind(o.model))));
-  const std::vector<TallRow> rows = run_all(o, data);
+  const double read_seconds = read_clock.seconds();
+  const std::vector<TallRow> rows = run_all(o, data, read_seconds);
+  const nlohmann::json defaults = default_run(o, data, read_seconds);
   const nlohmann::json autos = o.check_auto ? check_auto(o, data, rows) : nlohmann::json();
   const TallRow* best = nullptr;
   for (const TallRow& r : rows)
@@ -278,18 +325,18 @@ void tall(const TallOptions& o) {
   const double best_es = best ? best->ess_per_second : 1.0;
   std::printf("\nTall data: %s (N = %zu, D = %zu), %d chains per algorithm\n", o.data.c_str(),
               data->n(), data->d(), o.chains);
-  std::printf("%-20s %12s %9s %9s %7s %11s %10s %9s %8s %10s %7s\n", "algorithm", "queries/iter",
-              "bright", "min ESS", "max R^", "min ESS/s", "x best reg", "us/iter", "seconds",
-              "s/1k ESS", "mean z");
+  std::printf("%-20s %12s %9s %9s %7s %11s %10s %9s %8s %10s %7s %9s\n", "algorithm",
+              "queries/iter", "bright", "min ESS", "max R^", "min ESS/s", "x best reg", "us/iter",
+              "seconds", "s/1k ESS", "mean z", "to target");
   nlohmann::json jrows = nlohmann::json::array(), posteriors = nlohmann::json::object();
   for (const TallRow& r : rows) {
     const nlohmann::json j = row_json(r, *data, best_es, best);
-    std::printf("%-20s %12.1f %9.1f %9.1f %7.3f %11.3f %10.2f %9.2f %8.1f %10.2f %7.2f\n",
+    std::printf("%-20s %12.1f %9.1f %9.1f %7.3f %11.3f %10.2f %9.2f %8.1f %10.2f %7.2f %9.2f\n",
                 r.algo.c_str(), r.result.queries_per_iter(), r.result.bright_mean(), r.min_ess,
                 r.max_rhat, r.ess_per_second, double(j["speedup_vs_best_regular"]),
                 1e6 * seconds_per_iter(r.result), r.result.sampling_seconds,
                 bench::seconds_per_1000_ess(r.result, r.min_ess),
-                double(j["max_mean_z_vs_best_regular"]));
+                double(j["max_mean_z_vs_best_regular"]), r.time_to_target);
     jrows.push_back(j);
     nlohmann::json post = nlohmann::json::array();
     for (std::size_t p = 0; p < r.summary.size(); ++p)
@@ -298,11 +345,23 @@ void tall(const TallOptions& o) {
                       {"mcse_mean", r.summary[p].mcse_mean}});
     posteriors[r.algo] = post;
   }
+  if (!defaults.is_null()) {
+    const auto& t = defaults["time_to_target_seconds"];
+    std::printf(
+        "%-20s %12s %9s %9s %7s %11s %10s %9s %8s %10s %7s %9.2f  (chose %s; pilots %.2f s)\n",
+        "default (auto)", "", "", "", "", "", "", "", "", "", "", t.is_null() ? NAN : double(t),
+        defaults["chosen"].get<std::string>().c_str(), double(defaults["pilot_seconds"]));
+  }
   std::printf(
       "(min ESS/s: min bulk ESS over parameters per second of sampling wall time; x best reg: "
       "ratio to the best regular-MCMC row; s/1k ESS: wall seconds of set-up, warm-up and sampling "
       "per 1,000 effective draws; mean z: largest |mean difference| / combined MCSE against "
       "that row)\n");
+  std::printf(
+      "(to target: seconds from the data's reading to min bulk and tail ESS >= %.0f and R-hat <= "
+      "1.01, each row's sampler run with --ess, set-up included; default: flymc sample's "
+      "--algo auto --ess, pilots included)\n",
+      o.time_to_ess);
   print_auto(autos);
   write_json(o.json, "tall",
              {{"dataset", o.data},
@@ -311,6 +370,8 @@ void tall(const TallOptions& o) {
               {"prior_sd", o.prior_sd},
               {"rows", jrows},
               {"auto", autos},
+              {"default", defaults},
+              {"time_to_ess", o.time_to_ess},
               {"posteriors", posteriors},
               {"target_ess", o.target_ess}});
 }
@@ -330,6 +391,10 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
   cli::add_run_named(t, "chains", o.chains)->capture_default_str();
   cli::add_run_named(t, "threads", o.threads, "0: all cores")->capture_default_str();
   cli::add_run_named(t, "seed", o.seed)->capture_default_str();
+  t->add_option("--time-to-ess", o.time_to_ess,
+                "Also run each row's sampler, and the default flymc sample (--algo auto), with "
+                "--ess N: the seconds from the data's reading to the target (0: skip)")
+      ->capture_default_str();
   t->add_option("--target-ess", o.target_ess, "min bulk ESS each algorithm is run to")
       ->capture_default_str();
   cli::add_run_named(t, "max-seconds", o.max_seconds, "sampling time cap per algorithm")

@@ -21,6 +21,8 @@ struct TallOptions {
   /// estimated from a pilot run, unless that would take more than max_seconds of sampling.
   double target_ess = 150.0;
   double max_seconds = 900.0;
+  /// Each row's time to this many effective draws with --ess, and the default run's (0: off).
+  double time_to_ess = 1000.0;
   std::string regular = "nuts,hmc";  ///< regular MCMC's kernels (dense metric)
   /// Regular MCMC's metrics, comma-separated: adapted (the dense Laplace covariance re-estimated
   /// in Stan's windows) and/or laplace (the dense Laplace covariance kept fixed, rows named

@@ -13,6 +13,7 @@
 
 #include "cli_process.hpp"
 #include "flymc/core/format.hpp"
+#include "flymc/core/options.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/datagen/datagen.hpp"
 #include "flymc/io/stan_csv.hpp"
@@ -220,8 +221,8 @@ TEST_SUITE("unit") {
     flymc::save_csv(*flymc::test::logistic_data(3000, 3, 8), (dir / "d.csv").string());
     const std::string args = "sample --data " + (dir / "d.csv").string() +
                              " --chains 2 --warmup 200 --iters 300 --seed 4 --out ";
-    // (auto picks the kernel with the sampler: the user's --kernel does not apply)
-    const Result a = run_cli(args + (dir / "auto").string() + " --algo auto --kernel mala", dir);
+    // (auto picks each candidate's kernel: a --kernel given with it is refused, tested below)
+    const Result a = run_cli(args + (dir / "auto").string() + " --algo auto", dir);
     REQUIRE_MESSAGE(a.code == 0, a.err);
     CHECK(a.err.find("--algo auto chose") != std::string::npos);
     std::ifstream f(dir / "auto" / "summary.json");
@@ -248,13 +249,19 @@ TEST_SUITE("unit") {
     // The pilots draw from streams of their own: the run is the one the chosen sampler's options
     // make when given by hand.
     const auto& cfg = j["config"];
-    std::string fixed = " --algo " + chosen + " --kernel " + cfg["kernel"].get<std::string>() +
-                        " --metric " + cfg["metric"].get<std::string>() + " --slack-scale " +
-                        flymc::number_text(cfg["slack_scale"].get<double>()) + " --proposal " +
-                        cfg["proposal"].get<std::string>();
+    // Only the options the chosen sampler reads: the others would be refused.
+    const flymc::Algo algo = *flymc::parse_enum<flymc::Algo>(chosen);
+    std::string fixed = " --algo " + chosen;
+    auto add = [&](const char* name, const std::string& value) {
+      if (flymc::option(name).reads(algo)) fixed += std::string(" --") + name + " " + value;
+    };
+    add("kernel", cfg["kernel"].get<std::string>());
+    add("metric", cfg["metric"].get<std::string>());
+    add("slack-scale", flymc::number_text(cfg["slack_scale"].get<double>()));
+    add("proposal", cfg["proposal"].get<std::string>());
     if (!cfg["adapt_metric"].get<bool>()) fixed += " --no-adapt-metric";
     // (smh-pcn3 is the third-order scheme: a slower build's pilots may choose it)
-    if (chosen == "smh") fixed += " --smh-order " + std::to_string(cfg["smh_order"].get<int>());
+    add("smh-order", std::to_string(cfg["smh_order"].get<int>()));
     const Result b = run_cli(args + (dir / "fixed").string() + fixed, dir);
     REQUIRE_MESSAGE(b.code == 0, b.err);
     for (const char* chain : {"chain-1.csv", "chain-2.csv"}) {
@@ -305,7 +312,8 @@ TEST_SUITE("unit") {
                     {"--algo sgld --batch-size x", "--batch-size", 64},
                     {"--algo minibatch --iters 10", "--algo", 64},
                     {"--algo sgld --model softmax", "logistic", 78},
-                    {"--algo minibatch-mh --kernel nuts", "--kernel", 78},
+                    // an option the sampler does not read is refused, naming who reads it
+                    {"--algo minibatch-mh --kernel nuts", "applies to --algo flymc, full", 64},
                     {"--algo minibatch-mh --target-accept 0.6", "--target-accept", 78},
                     {"--algo minibatch-mh --barker-temper 0.5", "--barker-temper", 78},
                     {"--algo minibatch-mh --checkpoint-every 10", "checkpoint", 78}},
@@ -357,10 +365,12 @@ TEST_SUITE("unit") {
     for (const std::string algo : {"bps", "lipsbps", "sbps", "psbps", "zigzag-ss", "zigzag-cv"}) {
       CAPTURE(algo);
       const std::string out = (dir / algo).string();
+      // (only the samplers that batch read --batch-size: the others refuse it)
+      const bool batches = algo == "lipsbps" || algo == "sbps" || algo == "psbps";
+      const std::string batch = batches ? "--batch-size 20 " : "";
       const Result r = run_cli("sample --data " + (dir / "d.csv").string() + " --algo " + algo +
-                                   " --chains 2 --warmup 50 --iters 200 --thin 2 --batch-size 20 "
-                                   "--pdmp-spacing 0.2 --seed 3 --save-events --out " +
-                                   out,
+                                   " --chains 2 --warmup 50 --iters 200 --thin 2 " + batch +
+                                   "--pdmp-spacing 0.2 --seed 3 --save-events --out " + out,
                                dir);
       REQUIRE_MESSAGE(r.code == 0, r.err);
       const bool exact = algo != "sbps" && algo != "psbps";
@@ -396,10 +406,13 @@ TEST_SUITE("unit") {
       check_path_events(out, algo.rfind("zigzag", 0) == 0, csv.draws);
     }
     check_refusals({{"--algo bps --model softmax", "logistic", 78},
-                    {"--algo full --save-events", "--save-events", 78},
+                    {"--algo full --save-events", "--save-events is not read by --algo full", 64},
                     {"--algo zigzag-cv --model robust", "logistic", 78},
                     {"--algo sbps --prior laplace", "Gaussian prior", 78},
-                    {"--algo zigzag-ss --kernel hmc", "--kernel", 78},
+                    {"--algo zigzag-ss --kernel hmc", "--kernel", 64},
+                    {"--algo zigzag-cv --batch-size 20", "--batch-size", 64},
+                    {"--algo smh --bound untuned", "it applies to --algo flymc", 64},
+                    {"--algo auto --kernel nuts", "chosen by --algo auto", 64},
                     {"--algo bps --pdmp-spacing 0", "--pdmp-spacing", 78},
                     {"--algo bps --refresh-rate -1", "--refresh-rate", 78},
                     {"--algo lipsbps --checkpoint-every 10", "checkpoint", 78},

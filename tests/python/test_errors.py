@@ -17,7 +17,8 @@ class Errors(unittest.TestCase):
         x = self.x if x is None else x
         y = self.y if y is None else y
         with self.assertRaises(kind) as caught:
-            flymc.sample(x, y, **{"chains": 1, "warmup": 10, "iters": 10, **options})
+            flymc.sample(x, y, **{"algo": "flymc", "chains": 1, "warmup": 10, "iters": 10,
+                                  **options})
         self.assertIn(message, str(caught.exception))
         return caught.exception
 
@@ -61,7 +62,7 @@ class Errors(unittest.TestCase):
     def test_usable_after_errors(self):
         with self.assertRaises(ValueError):
             flymc.sample(self.x, self.y, kernel="nope")
-        r = flymc.sample(self.x, self.y, chains=1, warmup=10, iters=10)
+        r = flymc.sample(self.x, self.y, algo="flymc", chains=1, warmup=10, iters=10)
         self.assertEqual(r.draws.shape, (1, 10, 3))
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import flymc
 import flymc_testing as ft
 
-SMALL = {"chains": 3, "warmup": 100, "iters": 80, "seed": 5}
+SMALL = {"algo": "flymc", "chains": 3, "warmup": 100, "iters": 80, "seed": 5}
 
 
 class Shapes(unittest.TestCase):
@@ -37,7 +37,8 @@ class Shapes(unittest.TestCase):
         np.testing.assert_array_equal(self.r.sampler["stepsize__"][:, 0], self.r.step_size)
 
     def test_nuts_columns(self):
-        r = flymc.sample(self.x, self.y, algo="full", kernel="nuts", metric="dense", **SMALL)
+        r = flymc.sample(self.x, self.y, **{**SMALL, "algo": "full", "kernel": "nuts",
+                                            "metric": "dense"})
         self.assertEqual(list(r.sampler)[3:7],
                          ["treedepth__", "n_leapfrog__", "divergent__", "energy__"])
         self.assertEqual(r.inv_metric.shape, (3, 3, 3))
@@ -80,8 +81,8 @@ class Shapes(unittest.TestCase):
 class Options(unittest.TestCase):
     def test_defaults_are_runconfigs(self):
         d = flymc.defaults()
-        self.assertEqual((d["model"], d["algo"], d["kernel"], d["chains"]),
-                         ("logistic", "flymc", "rwmh", 4))
+        self.assertEqual((d["model"], d["algo"], d["kernel"], d["chains"], d["ess"]),
+                         ("logistic", "auto", "rwmh", 4, 1000.0))
         self.assertIsNone(d["step_size"])  # automatic
 
     def test_config_reads_back_and_reruns_the_same(self):
@@ -115,7 +116,10 @@ class Options(unittest.TestCase):
         self.assertEqual(r.draws.shape, (3, 80, 9))
         self.assertEqual(r.param_names[:2], ["W.1.1", "W.1.2"])
         x, y = ft.logistic_data(n=300)
-        r = flymc.sample(x, y, algo="auto", kernel="mala", **SMALL)
+        # auto chooses each candidate's kernel: a kernel given with it would be ignored
+        with self.assertRaises(flymc.UsageError):
+            flymc.sample(x, y, **{**SMALL, "algo": "auto", "kernel": "mala"})
+        r = flymc.sample(x, y, **{**SMALL, "algo": "auto"})
         self.assertIn(r.run["algo_chosen"], ("flymc", "full", "smh", "zigzag-cv"))
         self.assertEqual(r.config["algo"], r.run["algo_chosen"])
         names = [c["name"] for c in r.run["auto_candidates"]]

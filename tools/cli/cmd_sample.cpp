@@ -243,6 +243,17 @@ bool allowed_with_resume(const std::string& name) {
          name == "--help";
 }
 
+/// The run options given on the command line, --algo aside (table entries, options.hpp).
+std::vector<const OptionInfo*> given_options(const SampleOptions& o) {
+  std::vector<const OptionInfo*> out;
+  for (const CLI::Option* opt : o.app->get_options()) {
+    if (opt->count() == 0 || opt->get_name().rfind("--", 0) != 0) continue;
+    const OptionInfo* info = find_option(opt->get_name().substr(2));
+    if (info != nullptr && std::string_view(info->key) != "algo") out.push_back(info);
+  }
+  return out;
+}
+
 /// The run's length: --iters alone asks for exactly that many sampling iterations; otherwise the
 /// run goes to an ESS target (--ess, by default kDefaultEss where the sampler can), with --iters
 /// as its upper limit (kEssIterCap when not given).
@@ -262,6 +273,8 @@ void size_run(const SampleOptions& o, RunConfig& cfg) {
 /// checkpoint when resuming), where it writes, and its data.
 struct SampleJob {
   RunConfig cfg;
+  std::vector<const OptionInfo*> given;  // the run options given (not --algo)
+  std::string restriction;               // --algo auto: the given options that restrict it
   std::string out, data_arg, data_path;
   bool resume = false;
   long every = 0;  // checkpoint every K iterations; 0: no periodic checkpoints
@@ -322,6 +335,13 @@ SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock, b
     if (o.data.empty()) throw UsageError("--data is required (or --resume DIR)");
     if (job.out.empty()) throw UsageError("--out must not be empty");
     job.data_path = o.data;
+    job.given = given_options(o);
+    // No option is silently ignored: the chosen sampler reads each one, and under auto each
+    // restricts the candidates to the samplers that read it.
+    if (o.auto_algo)
+      auto_readers(job.given, job.restriction);
+    else
+      check_read_by(job.cfg.algo, job.given);
     size_run(o, job.cfg);
     job.cfg.validate();
     if (owner) {
@@ -492,6 +512,10 @@ AlgoChoice choose_job_algo(const SampleOptions& o, const SampleJob& job,
     std::fprintf(stderr, "flymc: --algo auto: a pilot of every exact sampler that fits ...\n");
   AutoOptions opt;
   opt.checkpointed = job.every > 0;
+  opt.given = job.given;
+  if (!o.quiet && !job.restriction.empty())
+    std::fprintf(stderr, "flymc: --algo auto: only the samplers that read %s are candidates\n",
+                 job.restriction.c_str());
   const AlgoChoice c = choose_algo(job.cfg, data, opt);
   if (o.quiet) return c;
   for (const AutoCandidate& a : c.candidates) {
@@ -505,10 +529,11 @@ AlgoChoice choose_job_algo(const SampleOptions& o, const SampleJob& job,
                  a.name.c_str(), a.predicted_seconds, a.ess_per_second, a.pilot_iters, a.pilot_rows,
                  a.pilot_ess, a.pilot_seconds, a.rough ? " rough" : "");
   }
-  std::fprintf(stderr,
-               "flymc: --algo auto chose %s: %s (%.3g x the best regular MCMC's ESS/s); the "
-               "pilots took %.2f s\n",
-               c.best().name.c_str(), c.why.c_str(), c.predicted_speedup, c.pilot_seconds);
+  std::string speedup;
+  if (c.predicted_speedup > 0.0)
+    speedup = " (" + number_text(c.predicted_speedup) + " x the best regular MCMC's ESS/s)";
+  std::fprintf(stderr, "flymc: --algo auto chose %s: %s%s; the pilots took %.2f s\n",
+               c.best().name.c_str(), c.why.c_str(), speedup.c_str(), c.pilot_seconds);
   if (c.pilots_short)
     std::fprintf(stderr,
                  "flymc: warning: --algo auto's pilots stopped at their time limit with few "
@@ -528,8 +553,9 @@ std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGro
     if (group.leader()) choice = choose_job_algo(o, job, data);
   });
   const int chosen = group.from_leader(choice ? static_cast<int>(choice->chosen) : 0);
-  job.cfg =
-      auto_candidates(job.cfg, *data, job.every > 0).at(static_cast<std::size_t>(chosen)).config;
+  job.cfg = auto_candidates(job.cfg, *data, job.every > 0, job.given)
+                .at(static_cast<std::size_t>(chosen))
+                .config;
   // (the leader's list is the one its pilots ran: the same options, so the same configs)
   speedup_text = group.from_leader(choice ? number_text(choice->predicted_speedup) : "");
   return choice;

@@ -48,11 +48,36 @@ std::shared_ptr<const Dataset> arrays_dataset(const Array& x, const Array& y, Mo
 Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& kwargs) {
   RunConfig cfg;
   py::dict options(kwargs);
-  // algo="auto" is no RunConfig value: pilots choose one (choose_algo.hpp), as --algo auto does.
-  const bool auto_algo = options.contains("algo") && py::isinstance<py::str>(options["algo"]) &&
-                         py::cast<std::string>(options["algo"]) == "auto";
-  if (auto_algo) PyDict_DelItemString(options.ptr(), "algo");
+  // algo="auto", the default, is no RunConfig value: pilots choose one (choose_algo.hpp), as the
+  // command line's default --algo auto does.
+  const bool auto_algo =
+      !options.contains("algo") || (py::isinstance<py::str>(options["algo"]) &&
+                                    py::cast<std::string>(options["algo"]) == "auto");
+  if (options.contains("algo") && auto_algo) PyDict_DelItemString(options.ptr(), "algo");
+  auto given_value = [&](const char* key) {
+    return options.contains(key) && !options[key].is_none();
+  };
+  const bool iters_given = given_value("iters"), ess_given = given_value("ess");
   apply_options(cfg, options);
+  // No keyword is silently ignored: the sampler reads each, and under auto each restricts the
+  // candidates to the samplers that read it.
+  // A keyword at its default value counts as not given, so that a result's config, which
+  // names every option, runs again (flymc.sample(X, y, **r.config)).
+  AutoOptions opt;
+  const RunConfig defaults;
+  for (const auto& [key, value] : options)
+    if (const OptionInfo* o = find_option(py::cast<std::string>(key));
+        o != nullptr && std::string_view(o->key) != "algo" &&
+        get_value(cfg, *o) != get_value(defaults, *o))
+      opt.given.push_back(o);
+  std::string restriction;
+  if (auto_algo)
+    auto_readers(opt.given, restriction);
+  else
+    check_read_by(cfg.algo, opt.given);
+  // The length: iters alone is a fixed count; otherwise an ESS target (the command line's rule).
+  if (!ess_given && !iters_given && (auto_algo || can_target_ess(cfg.algo))) cfg.ess = kDefaultEss;
+  if (cfg.ess > 0.0 && !iters_given) cfg.iters = kEssIterCap;
   cfg.validate();  // before the chains' tables are sized by it
   const Array x = as_array(x_in, "X", 2, "2-D (N rows x D features)");
   const Array y = as_array(y_in, "y", 1, "1-D (one label per row)");
@@ -65,7 +90,7 @@ Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& 
     py::gil_scoped_release unlocked;
     const auto data = arrays_dataset(x, y, cfg.model, cfg.storage);
     if (auto_algo) {
-      choice = choose_algo(cfg, data);
+      choice = choose_algo(cfg, data, opt);
       cfg = choice->best().config;
     }
     r = run(cfg, data, memory_sinks(tables), nullptr, nullptr, {},
@@ -109,9 +134,11 @@ constexpr const char* kSampleDoc = R"(Posterior draws of a model of X and y.
 X is a 2-D array (N rows x D features), y holds N labels (logistic: -1/+1 or 0/1; softmax: class
 ids 0..K-1; robust: real responses). The options are RunConfig's fields under their own names,
 with the command line's values (flymc.defaults() lists them with their defaults), e.g.
-model="logistic", algo="flymc" (or "full", "auto", "minibatch-mh", "sgld", "bps", "lipsbps",
-"sbps", "psbps", "zigzag-ss", "zigzag-cv"), kernel="rwmh" (or "mala", "hmc", "nuts", "slice"),
-chains=4, warmup=1000, iters=1000, thin=1, seed=1, threads=0 (all cores). None (or "auto")
+model="logistic", algo="auto" (or "flymc", "full", "smh", "minibatch-mh", "sgld", "bps",
+"lipsbps", "sbps", "psbps", "zigzag-ss", "zigzag-cv"), kernel="rwmh" (or "mala", "hmc", "nuts",
+"slice"), chains=4, warmup=1000, ess=1000 (sample until every parameter's bulk and tail ESS
+reach it; iters=N alone asks for a fixed count instead), thin=1, seed=1, threads=0 (all cores).
+A keyword the sampler does not read raises flymc.UsageError. None (or "auto")
 leaves an automatic value to be chosen at set-up.
 
 The draws equal `flymc sample`'s for the same data and options. The GIL is released while the
@@ -135,8 +162,15 @@ PYBIND11_MODULE(flymc, m) {
   fp::bind_result(m);
   m.def("sample", &fp::sample, py::arg("X"), py::arg("y"), fp::kSampleDoc);
   m.def(
-      "defaults", [] { return fp::options_dict(flymc::RunConfig{}); },
-      "The options of flymc.sample() and their defaults (None: chosen at set-up).");
+      "defaults",
+      [] {
+        py::dict d = fp::options_dict(flymc::RunConfig{});
+        d["algo"] = "auto";  // sample()'s defaults: auto, to an ESS target
+        d["ess"] = flymc::kDefaultEss;
+        return d;
+      },
+      "The options of flymc.sample() and their defaults (None: chosen at set-up). Without iters "
+      "or ess, sample() runs to ess effective draws (iters: a fixed count when given).");
   m.def("load", &fp::load, py::arg("path"), py::arg("model") = "logistic",
         "(X, y) of a data file as `flymc sample --data` reads it: .csv, .npy, libsvm text or "
         "file.h5:/dataset; labels checked for `model` (binary 0/1 become -1/+1).");

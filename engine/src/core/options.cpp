@@ -147,9 +147,9 @@ std::vector<OptionInfo> run_and_sampler_options() {
       {"prior-sd", "prior_sd", &C::prior_sd,
        "Prior standard deviation of every coefficient (Gaussian or Laplace)"},
       {"nu", "student_nu", &C::student_nu, "Robust regression: Student-t degrees of freedom",
-       kThetaKernelAlgos},
+       kThetaKernelAlgos | algo_bit(Algo::smh)},
       {"noise-scale", "noise_scale", &C::noise_scale, "Robust regression: Student-t scale",
-       kThetaKernelAlgos},
+       kThetaKernelAlgos | algo_bit(Algo::smh)},
       {"q-dark-to-bright", "q_dark_to_bright", &C::q_dark_to_bright,
        "Implicit z-update proposal rate q (with --q-per-datum: the mean rate); auto: min(cap, "
        "max(32, 4 x expected bright count)/N), cap 0.1 for hmc and nuts, 0.01 otherwise",
@@ -455,6 +455,46 @@ std::vector<std::pair<std::string, std::string>> header_config(const RunConfig& 
                      o.resolved != nullptr ? o.resolved(cfg) : format_value(cfg, o));
   });
   return out;
+}
+
+std::string reader_names(const OptionInfo& o) {
+  std::string out;
+  for (const EnumName<Algo>& a : kAlgoNames)
+    if (o.reads(a.value)) out += (out.empty() ? "" : ", ") + std::string(a.name);
+  return out;
+}
+
+void check_read_by(Algo algo, std::span<const OptionInfo* const> given) {
+  for (const OptionInfo* o : given)
+    if (!o->reads(algo))
+      throw UsageError(std::string("--") + o->name + " is not read by --algo " + enum_name(algo) +
+                       ", so it would be ignored: it applies to --algo " + reader_names(*o) +
+                       " (give one of them, or leave the option out)");
+}
+
+bool chosen_by_auto(const OptionInfo& o) noexcept {
+  static constexpr std::string_view kChosen[] = {"kernel",    "metric",        "adapt_metric",
+                                                 "step_size", "target_accept", "theta_steps",
+                                                 "pcn_rho",   "proposal",      "smh_order"};
+  for (const std::string_view k : kChosen)
+    if (k == o.key) return true;
+  return false;
+}
+
+AlgoMask auto_readers(std::span<const OptionInfo* const> given, std::string& why) {
+  AlgoMask mask = kAllAlgos;
+  why.clear();
+  for (const OptionInfo* o : given) {
+    if (chosen_by_auto(*o))
+      throw UsageError(std::string("--") + o->name +
+                       " is chosen by --algo auto for each of its candidates, so yours would be "
+                       "ignored: name the sampler with --algo (it applies to --algo " +
+                       reader_names(*o) + ")");
+    if (o->read_by == kAllAlgos) continue;
+    mask &= o->read_by;
+    why += (why.empty() ? "--" : ", --") + std::string(o->name);
+  }
+  return mask;
 }
 
 }  // namespace flymc

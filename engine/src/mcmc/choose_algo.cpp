@@ -307,6 +307,16 @@ std::vector<std::size_t> pilot_order(const std::vector<AutoCandidate>& c, bool s
   return order;
 }
 
+/// The choice when a single candidate is left: no pilot can change it.
+AlgoChoice only_candidate(AlgoChoice out, Clock::time_point start) {
+  for (std::size_t i = 0; i < out.candidates.size(); ++i)
+    if (out.candidates[i].skipped.empty()) out.chosen = i;
+  out.why = "the only candidate left (no pilot ran)";
+  out.pilot_seconds = seconds_since(start);
+  out.cache = std::make_shared<SetupCache>();
+  return out;
+}
+
 /// Why the chosen candidate won: its prediction, and the runner-up's.
 std::string why_chosen(const RunConfig& cfg, const AlgoChoice& out,
                        const std::vector<std::size_t>& ranked) {
@@ -333,7 +343,8 @@ std::string why_chosen(const RunConfig& cfg, const AlgoChoice& out,
 }  // namespace
 
 std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& data,
-                                           bool checkpointed) {
+                                           bool checkpointed,
+                                           std::span<const OptionInfo* const> given) {
   std::vector<AutoCandidate> out;
   auto add = [&](std::string name, RunConfig c) {
     AutoCandidate a;
@@ -367,6 +378,15 @@ std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& 
     for (AutoCandidate& a : out)
       if (a.skipped.empty() && !can_checkpoint(a.config.algo))
         a.skipped = "cannot checkpoint yet (--checkpoint-every)";
+  // An option the user gave restricts the candidates to the samplers that read it.
+  for (AutoCandidate& a : out) {
+    std::string unread;
+    for (const OptionInfo* o : given)
+      if (!o->reads(a.config.algo))
+        unread += (unread.empty() ? "--" : ", --") + std::string(o->name);
+    if (a.skipped.empty() && !unread.empty())
+      a.skipped = "does not read " + unread + ", which you gave";
+  }
   return out;
 }
 
@@ -375,7 +395,7 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
   const auto start = Clock::now();
   const bool target = cfg.ess > 0.0;
   AlgoChoice out;
-  out.candidates = auto_candidates(cfg, *data, opt.checkpointed);
+  out.candidates = auto_candidates(cfg, *data, opt.checkpointed, opt.given);
   const std::size_t n = data->n();
   const std::size_t rows = std::min(n, std::max<std::size_t>(opt.regular_rows, 1));
   std::shared_ptr<const Dataset> sub = data;
@@ -394,6 +414,7 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
   const std::vector<std::size_t> order = pilot_order(out.candidates, target && sub == data);
   std::size_t left = 0;
   for (const AutoCandidate& c : out.candidates) left += c.skipped.empty() ? 1 : 0;
+  if (left == 1) return only_candidate(std::move(out), start);
   double best_so_far = 0.0;                                       // ESS per second
   double best_seconds = std::numeric_limits<double>::infinity();  // predicted run seconds
   double first_done = -1.0;  // when the first pilot ended (a run to an ESS target)

@@ -211,6 +211,20 @@ std::string format_value(const RunConfig& cfg, const OptionInfo& o);
 /// @throw ConfigError naming the option.
 void parse_value(RunConfig& cfg, const OptionInfo& o, std::string_view text);
 
+/// The samplers that read `o`, by their --algo names ("flymc, full").
+std::string reader_names(const OptionInfo& o);
+/// The options given (on the command line, or as Python keywords) against the sampler that runs:
+/// an option it does not read would be silently ignored, so it is refused.
+/// @throw UsageError naming the first such option, `algo`, and the samplers that read it.
+void check_read_by(Algo algo, std::span<const OptionInfo* const> given);
+/// Whether `--algo auto` sets the option itself for each candidate (its θ-kernel, metric and
+/// their tuning, SMH's proposal and order): given with auto, it could not apply.
+bool chosen_by_auto(const OptionInfo& o) noexcept;
+/// `--algo auto` with options given: the samplers that read every one of them (the candidates
+/// of other samplers are skipped), and in `why` the options that restrict them ("" if none).
+/// @throw UsageError for an option that chosen_by_auto().
+AlgoMask auto_readers(std::span<const OptionInfo* const> given, std::string& why);
+
 /// The draw-file header's config lines: every option that affects the draws, resolved where the
 /// entry says so, in the table's order.
 std::vector<std::pair<std::string, std::string>> header_config(const RunConfig& cfg);

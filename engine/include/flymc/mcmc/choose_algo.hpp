@@ -20,10 +20,12 @@
 /// on all the data (their iterations are cheap by design).
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "flymc/core/config.hpp"
+#include "flymc/core/options.hpp"
 #include "flymc/data/dataset.hpp"
 #include "flymc/models/model.hpp"
 
@@ -55,6 +57,9 @@ struct AutoOptions {
   double budget_seconds = 60.0;
   /// The run will checkpoint: only the samplers that can (FlyMC, regular MCMC) are candidates.
   bool checkpointed = false;
+  /// The options the user gave (command line, Python keywords): a candidate whose sampler does
+  /// not read one of them is skipped, saying which (none of them may be chosen_by_auto()).
+  std::vector<const OptionInfo*> given;
   /// With more rows than regular_rows, the subsampling samplers' pilots run first, and regular
   /// MCMC's are skipped when one of them already beats regular MCMC's bound: at most 5 effective
   /// draws per draw per chain at one full-data query per iteration, priced by the timing
@@ -125,7 +130,8 @@ struct AlgoChoice {
 /// when the run will (`checkpointed`). Deterministic: every MPI
 /// process builds the same list, so a choice travels as its index.
 std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& data,
-                                           bool checkpointed = false);
+                                           bool checkpointed = false,
+                                           std::span<const OptionInfo* const> given = {});
 
 /// Runs a pilot of every candidate not skipped and picks the one predicted to end the run
 /// soonest (a run to an ESS target), or with the most ESS per second of sampling (a run of fixed

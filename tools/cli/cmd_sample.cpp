@@ -404,8 +404,8 @@ std::string run_length_text(const RunConfig& cfg) {
   }
   std::snprintf(buf, sizeof buf,
                 "%ld warm-up iterations, then blocks until every bulk and tail ESS >= %.0f and "
-                "R-hat <= %.2f (at most %ld iterations%s)",
-                cfg.warmup, cfg.ess, kTargetRhat, cfg.iters,
+                "R-hat <= %.3g (at most %ld iterations%s)",
+                cfg.warmup, cfg.ess, cfg.max_rhat, cfg.iters,
                 cfg.max_seconds > 0.0 ? (", " + number_text(cfg.max_seconds) + " s").c_str() : "");
   return buf;
 }
@@ -505,6 +505,13 @@ void print_warnings(const RunResult& r, const std::vector<NamedSummary>& params)
                  count(r.nonfinite()));
 }
 
+/// `v` with `digits` significant digits ("%.3g").
+std::string format_g(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
 /// --algo auto: runs the pilots and tells the user what they predict.
 AlgoChoice choose_job_algo(const SampleOptions& o, const SampleJob& job,
                            const std::shared_ptr<const Dataset>& data) {
@@ -531,7 +538,7 @@ AlgoChoice choose_job_algo(const SampleOptions& o, const SampleJob& job,
   }
   std::string speedup;
   if (c.predicted_speedup > 0.0)
-    speedup = " (" + number_text(c.predicted_speedup) + " x the best regular MCMC's ESS/s)";
+    speedup = " (" + format_g(c.predicted_speedup, 3) + " x the best regular MCMC's ESS/s)";
   std::fprintf(stderr, "flymc: --algo auto chose %s: %s%s; the pilots took %.2f s\n",
                c.best().name.c_str(), c.why.c_str(), speedup.c_str(), c.pilot_seconds);
   if (c.pilots_short)
@@ -640,7 +647,7 @@ void sample_job(const SampleOptions& o, const JobGroup& group) {
                  "%.2f); summary.json has run.target_reached false\n",
                  r.target_timed_out ? "--max-seconds passed" : "--iters reached", r.config.iters,
                  r.target.min_ess_bulk, r.target.min_ess_tail, r.target.max_rhat, cfg.ess,
-                 kTargetRhat);
+                 cfg.max_rhat);
   if (!o.quiet) print_report(r, params, job.out);
   print_warnings(r, params);
 }

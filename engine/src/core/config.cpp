@@ -29,6 +29,8 @@ void RunConfig::validate() const {
   if (!(ess >= 0.0 && ess <= 1e9))
     throw ConfigError("--ess must be in [0, 1e9] (0: run exactly --iters), got " +
                       number_text(ess));
+  if (!(max_rhat >= 1.0 && std::isfinite(max_rhat)))
+    throw ConfigError("--max-rhat must be finite and >= 1, got " + number_text(max_rhat));
   if (!(max_seconds >= 0.0 && std::isfinite(max_seconds)))
     throw ConfigError("--max-seconds must be finite and >= 0 (0: no limit), got " +
                       number_text(max_seconds));

@@ -137,6 +137,10 @@ std::vector<OptionInfo> run_and_sampler_options() {
        "With --ess: stop at the first block boundary after S seconds of warm-up and sampling, "
        "target not reached (exit 0; summary.json run.target_reached false). 0: no limit",
        kEssAlgos, false},
+      {"max-rhat", "max_rhat", &C::max_rhat,
+       "With --ess: the largest R-hat (rank-normalized split R-hat over parameters) the target "
+       "accepts",
+       kEssAlgos},
       {"thin", "thin", &C::thin, "Keep every K-th draw"},
       {"seed", "seed", &C::seed, "Random seed (an integer >= 0)"},
       {"threads", "threads", &C::threads, "Worker threads (0: all cores)", kAllAlgos, false},

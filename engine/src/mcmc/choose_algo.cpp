@@ -192,6 +192,8 @@ RunConfig target_pilot_config(RunConfig p, const AutoOptions& opt) {
   // measures the same ESS per second for less warm-up.
   p.chains = std::min(p.chains, p.threads > 0 ? p.threads : tbb::info::default_concurrency());
   p.ess = std::max(std::min(opt.pilot_ess, want / 5.0), opt.min_pilot_ess);
+  // A pilot estimates ESS per second; R̂ only guards against a stuck chain.
+  p.max_rhat = std::max(p.max_rhat, opt.pilot_max_rhat);
   p.max_seconds = 0.0;
   p.iters = kEssIterCap;
   long w = opt.target_regular_warmup;
@@ -303,6 +305,13 @@ std::vector<std::size_t> pilot_order(const std::vector<AutoCandidate>& c, bool s
   std::stable_partition(order.begin(), order.end(), [&](std::size_t i) {
     const RunConfig& k = c[i].config;
     return !(k.algo == Algo::full && k.kernel == KernelKind::nuts && k.adapt_metric);
+  });
+  // Among the subsampling samplers SMH's pilot is the cheapest and, on tall data, the likeliest
+  // winner: first, so that the budget rule can spare the others.
+  const auto subsampling = std::find_if(order.begin(), order.end(),
+                                        [&](std::size_t i) { return !is_regular(c[i]); });
+  std::stable_partition(subsampling, order.end(), [&](std::size_t i) {
+    return !is_regular(c[i]) && c[i].config.algo == Algo::smh;
   });
   return order;
 }

@@ -40,7 +40,7 @@ TargetStatus target_status(const std::vector<const std::vector<double>*>& draws,
   if (!rhat_known) s.max_rhat = std::numeric_limits<double>::quiet_NaN();
   if (dim == 0) s.min_ess_bulk = s.min_ess_tail = 0.0;
   s.reached = dim > 0 && s.min_ess_bulk >= cfg.ess && s.min_ess_tail >= cfg.ess &&
-              s.max_rhat <= kTargetRhat;
+              s.max_rhat <= cfg.max_rhat;
   return s;
 }
 

@@ -178,6 +178,8 @@ struct RunConfig {
   /// With `ess`: stop at the first block boundary after this many seconds of warm-up and
   /// sampling (0: no limit), with RunResult::target_reached false.
   double max_seconds = 0.0;
+  /// With `ess`: the largest R̂ the target accepts (Vehtari et al. 2021's 1.01).
+  double max_rhat = 1.01;
   long thin = 1;  ///< keep every thin-th sampling iteration
   std::uint64_t seed = 1;
   int threads = 0;  ///< 0: all cores

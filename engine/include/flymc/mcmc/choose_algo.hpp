@@ -68,13 +68,14 @@ struct AutoOptions {
   /// A run to an ESS target (RunConfig::ess): each pilot runs to this ESS (or a fifth of the
   /// target, if less), with these warm-ups (long enough for the step size and ρ to settle),
   /// so that piloting costs a small part of the run it decides.
-  double pilot_ess = 100.0;
-  long target_regular_warmup = 200, target_pcn_warmup = 500, target_flymc_warmup = 500,
-       target_smh_warmup = 500;
+  double pilot_ess = 50.0;
+  double pilot_max_rhat = 1.1;  ///< the pilots' R̂ limit (a stuck chain, not convergence)
+  long target_regular_warmup = 100, target_pcn_warmup = 250, target_flymc_warmup = 250,
+       target_smh_warmup = 250;
   /// A run to an ESS target: after the first pilot, the others together may take at most this
   /// share of the best predicted run's seconds; each is stopped at its share (at a block's end)
   /// and dropped if it has not met its ESS by then: it could not pay for itself.
-  double pilot_budget_share = 0.5;
+  double pilot_budget_share = 0.3;
 };
 
 /// One configuration `--algo auto` weighs, and what its pilot predicted.

@@ -2,7 +2,7 @@
 /// @file ess_target.hpp
 /// Runs sized in effective draws (RunConfig::ess): the chains run in blocks, and at each block's
 /// end the draws kept so far decide whether to stop (every parameter's bulk and tail ESS at least
-/// the target and R̂ at most kTargetRhat) and, if not, where the next block ends. Both decisions
+/// the target and R̂ at most RunConfig::max_rhat) and, if not, where the next block ends. Both decisions
 /// depend on the draws alone, never on a clock, so a seed gives the same draws at any thread or
 /// process count; a resumed run replays them on the draws it reads back (docs/math.md §3.4).
 #include <cstddef>
@@ -12,7 +12,8 @@
 
 namespace flymc {
 
-/// The largest R̂ a run to an ESS target accepts (Vehtari et al. 2021's threshold).
+/// The largest R̂ a run to an ESS target accepts by default (RunConfig::max_rhat; Vehtari et
+/// al. 2021's threshold).
 inline constexpr double kTargetRhat = 1.01;
 
 /// What the draws kept so far say at a block's end.
@@ -20,7 +21,7 @@ struct TargetStatus {
   long sampling_iters = 0;  ///< sampling iterations per chain so far
   double min_ess_bulk = 0.0, min_ess_tail = 0.0;
   double max_rhat = 0.0;  ///< NaN when too few draws to tell
-  bool reached = false;   ///< every parameter meets the target
+  bool reached = false;   ///< every parameter meets the target (and R̂ ≤ cfg.max_rhat)
 };
 
 /// The kept draws of `sampling_iters` sampling iterations per chain (the first ⌈iters/thin⌉ rows

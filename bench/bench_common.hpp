@@ -115,6 +115,21 @@ inline double seconds_per_1000_ess(const RunResult& r, double min_ess_bulk) {
                             : std::numeric_limits<double>::infinity();
 }
 
+/// What a user waits for with `flymc sample --ess N`: `cfg` run to N effective draws (bulk and
+/// tail, R-hat <= 1.01) within `max_seconds` of sampling, its set-up included, plus `before`
+/// (reading the data, auto's pilots). NaN when the target was not reached.
+inline double time_to_target(RunConfig cfg, double ess, double max_seconds,
+                             const std::shared_ptr<const Dataset>& data, double before = 0.0,
+                             const Precomputed& pre = {}) {
+  cfg.ess = ess;
+  cfg.iters = kEssIterCap;
+  cfg.thin = 1;
+  cfg.max_seconds = max_seconds;
+  const RunResult r = run(cfg, data, {}, nullptr, nullptr, {}, pre);
+  return r.target_reached ? before + end_to_end_seconds(r)
+                          : std::numeric_limits<double>::quiet_NaN();
+}
+
 /// Each parameter's summary (mean, MCSE, ...) of a run.
 inline std::vector<ParamSummary> summaries(const RunResult& r) {
   std::vector<ParamSummary> out;

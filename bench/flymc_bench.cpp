@@ -26,6 +26,7 @@
 #include "flymc/datagen/datagen.hpp"
 #include "flymc/diagnostics/diagnostics.hpp"
 #include "flymc/kernels/kernels.hpp"
+#include "flymc/mcmc/choose_algo.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "storage.hpp"
 #include "tall.hpp"
@@ -42,6 +43,7 @@ struct RowStats {
   double ess_min;  // min bulk ESS over the parameters, all chains
   long warmup, iters;
   std::optional<bool> target_reached;  // with --target-ess only
+  double time_to_target = NAN;         // seconds to --time-to-ess effective draws (NaN: not)
 };
 
 RowStats measure(const std::string& algo, const RunConfig& cfg,
@@ -154,6 +156,9 @@ struct Table1Options {
   // 0: the full fixed budgets.
   double target_ess = 0.0;
   double max_seconds = 60.0;
+  // > 0: each algorithm also runs with --ess N (within max_seconds of sampling), and the default
+  // flymc sample (--algo auto --ess N) on each row's data: the seconds to the target.
+  double time_to_ess = 1000.0;
   // Logistic regression (Fashion-MNIST 7-vs-9): enough iterations for a min bulk ESS of a few
   // hundred per algorithm with RW-MH (regular MCMC mixes at ~0.2 ESS per 1000 iterations there,
   // FlyMC at ~0.03).
@@ -303,36 +308,66 @@ std::string kernel_label(const RunConfig& c) {
 /// One algorithm's figures as a JSON row, speedups against regular MCMC's `r0`.
 nlohmann::json row_json(const RowSpec& spec, const std::string& kernel, const RowStats& r,
                         const RowStats& r0) {
-  nlohmann::json j = {{"dataset", spec.dataset},
-                      {"model", to_string(spec.base.model)},
-                      {"kernel", kernel},
-                      {"algo", r.algo},
-                      {"n", spec.data->n()},
-                      {"d", spec.data->d()},
-                      {"queries_per_iter", r.queries_per_iter},
-                      {"bright_mean", r.bright_mean},
-                      {"ess_per_1000_min", r.ess1000_min},
-                      {"ess_per_1000_median", r.ess1000_median},
-                      {"ess_per_second_min", r.ess_per_sec_min},
-                      {"ess_per_query_min", r.ess_per_query_min},
-                      {"speedup_queries", r.ess_per_query_min / r0.ess_per_query_min},
-                      {"speedup_wall", r.ess_per_sec_min / r0.ess_per_sec_min},
-                      {"accept_rate", r.accept},
-                      {"step_size", r.step_size},
-                      {"seconds_per_iter", r.seconds_per_iter},
-                      {"setup_seconds", r.setup_seconds},
-                      {"warmup", r.warmup},
-                      {"iters", r.iters},
-                      {"min_ess_bulk", r.ess_min},
-                      {"chains", spec.base.chains},
-                      {"sampling_seconds", r.sampling_seconds}};
+  nlohmann::json j = {
+      {"dataset", spec.dataset},
+      {"model", to_string(spec.base.model)},
+      {"kernel", kernel},
+      {"algo", r.algo},
+      {"n", spec.data->n()},
+      {"d", spec.data->d()},
+      {"queries_per_iter", r.queries_per_iter},
+      {"bright_mean", r.bright_mean},
+      {"ess_per_1000_min", r.ess1000_min},
+      {"ess_per_1000_median", r.ess1000_median},
+      {"ess_per_second_min", r.ess_per_sec_min},
+      {"ess_per_query_min", r.ess_per_query_min},
+      {"speedup_queries", r.ess_per_query_min / r0.ess_per_query_min},
+      {"speedup_wall", r.ess_per_sec_min / r0.ess_per_sec_min},
+      {"accept_rate", r.accept},
+      {"step_size", r.step_size},
+      {"seconds_per_iter", r.seconds_per_iter},
+      {"setup_seconds", r.setup_seconds},
+      {"warmup", r.warmup},
+      {"iters", r.iters},
+      {"min_ess_bulk", r.ess_min},
+      {"chains", spec.base.chains},
+      {"sampling_seconds", r.sampling_seconds},
+      {"time_to_target_seconds",
+       std::isfinite(r.time_to_target) ? nlohmann::json(r.time_to_target) : nlohmann::json()}};
   if (!spec.protocol.empty()) j["protocol"] = spec.protocol;
   if (r.target_reached) j["target_reached"] = *r.target_reached;
   return j;
 }
 
+/// The default `flymc sample --data FILE` on a row's data (--algo auto --ess N with the row's
+/// model and prior): auto's choice and the seconds from its pilots' start to the target (the
+/// data's reading not included, as for the other rows). Null with --time-to-ess 0.
+nlohmann::json default_run(const RowSpec& spec, const Table1Options& o) {
+  if (o.time_to_ess <= 0.0) return nullptr;
+  std::fprintf(stderr, "table1: %-8s the default run (--algo auto --ess %.0f) ...\n",
+               to_string(spec.base.model), o.time_to_ess);
+  RunConfig c;
+  c.model = spec.base.model;
+  c.prior = spec.base.prior;
+  c.prior_sd = spec.base.prior_sd;
+  c.chains = spec.base.chains;
+  c.threads = spec.base.threads;
+  c.seed = spec.base.seed;
+  c.ess = o.time_to_ess;
+  c.iters = kEssIterCap;
+  const AlgoChoice choice = choose_algo(c, spec.data);
+  const double t =
+      bench::time_to_target(choice.best().config, o.time_to_ess, o.max_seconds, spec.data,
+                            choice.pilot_seconds, Precomputed{choice.map, choice.cache});
+  return {{"chosen", choice.best().name},
+          {"why", choice.why},
+          {"pilot_seconds", choice.pilot_seconds},
+          {"time_to_target_seconds", std::isfinite(t) ? nlohmann::json(t) : nlohmann::json()}};
+}
+
 /// Runs one row's algorithms (regular MCMC first: the speedups' reference) and prints its table.
-void table1_row(const RowSpec& spec, const Table1Options& o, nlohmann::json& jrows) {
+void table1_row(const RowSpec& spec, const Table1Options& o, nlohmann::json& jrows,
+                nlohmann::json& jdefaults) {
   auto config = [&](Algo algo, BoundTuning bound, const Budget& b) {
     RunConfig c = spec.base;
     c.algo = algo;
@@ -352,10 +387,19 @@ void table1_row(const RowSpec& spec, const Table1Options& o, nlohmann::json& jro
     algos.emplace_back(c, "flymc-map-fly");
   }
   std::vector<RowStats> rows;
-  for (const auto& [cfg, name] : algos)
+  for (const auto& [cfg, name] : algos) {
     rows.push_back(o.target_ess > 0.0
                        ? measure_to_target(name, cfg, spec.data, o.target_ess, o.max_seconds)
                        : measure(name, cfg, spec.data));
+    if (o.time_to_ess > 0.0) {  // the row's sampler with --ess, its warm-up as measured
+      RunConfig c = cfg;
+      c.warmup = rows.back().warmup;
+      std::fprintf(stderr, "table1:   ... to %.0f effective draws with --ess\n", o.time_to_ess);
+      rows.back().time_to_target =
+          bench::time_to_target(c, o.time_to_ess, o.max_seconds, spec.data);
+    }
+  }
+  const nlohmann::json dflt = default_run(spec, o);
   const RowStats& r0 = rows.front();
   char line[512];
   std::string text;
@@ -364,9 +408,9 @@ void table1_row(const RowSpec& spec, const Table1Options& o, nlohmann::json& jro
                 spec.protocol.c_str(), spec.dataset.c_str(), spec.data->n(), spec.data->d(),
                 to_string(spec.base.kernel), to_string(spec.base.resolved_metric()));
   text += line;
-  std::snprintf(line, sizeof line, "%-14s %12s %9s %13s %13s %11s %10s %10s %7s %10s\n",
+  std::snprintf(line, sizeof line, "%-14s %12s %9s %13s %13s %11s %10s %10s %7s %10s %9s\n",
                 "algorithm", "queries/iter", "bright", "ESS/1000 min", "ESS/1000 med", "min ESS/s",
-                "x queries", "x wall", "accept", "us/iter");
+                "x queries", "x wall", "accept", "us/iter", "to target");
   text += line;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const RowStats& r = rows[i];
@@ -374,11 +418,25 @@ void table1_row(const RowSpec& spec, const Table1Options& o, nlohmann::json& jro
     const double sw = r.ess_per_sec_min / r0.ess_per_sec_min;
     const std::string name = r.algo + (r.target_reached == false ? "*" : "");
     std::snprintf(line, sizeof line,
-                  "%-14s %12.1f %9.1f %13.3f %13.3f %11.2f %10.2f %10.2f %7.3f %10.2f\n",
+                  "%-14s %12.1f %9.1f %13.3f %13.3f %11.2f %10.2f %10.2f %7.3f %10.2f %9.2f\n",
                   name.c_str(), r.queries_per_iter, r.bright_mean, r.ess1000_min, r.ess1000_median,
-                  r.ess_per_sec_min, sq, sw, r.accept, 1e6 * r.seconds_per_iter);
+                  r.ess_per_sec_min, sq, sw, r.accept, 1e6 * r.seconds_per_iter, r.time_to_target);
     text += line;
     jrows.push_back(row_json(spec, kernel_label(algos[i].first), r, r0));
+  }
+  if (!dflt.is_null()) {
+    const auto& t = dflt["time_to_target_seconds"];
+    std::snprintf(line, sizeof line,
+                  "%-14s %12s %9s %13s %13s %11s %10s %10s %7s %10s %9.2f  (chose %s; pilots "
+                  "%.2f s)\n",
+                  "default", "", "", "", "", "", "", "", "", "", t.is_null() ? NAN : double(t),
+                  dflt["chosen"].get<std::string>().c_str(), double(dflt["pilot_seconds"]));
+    text += line;
+    nlohmann::json j = dflt;
+    j["dataset"] = spec.dataset;
+    j["model"] = to_string(spec.base.model);
+    if (!spec.protocol.empty()) j["protocol"] = spec.protocol;
+    jdefaults.push_back(j);
   }
   std::fputs(text.c_str(), stdout);  // each row's table as soon as it is measured
   std::fflush(stdout);
@@ -386,8 +444,8 @@ void table1_row(const RowSpec& spec, const Table1Options& o, nlohmann::json& jro
 
 void table1(const Table1Options& o) {
   const std::vector<RowSpec> specs = table1_rows(o);
-  nlohmann::json jrows = nlohmann::json::array();
-  for (const RowSpec& spec : specs) table1_row(spec, o, jrows);
+  nlohmann::json jrows = nlohmann::json::array(), jdefaults = nlohmann::json::array();
+  for (const RowSpec& spec : specs) table1_row(spec, o, jrows, jdefaults);
   std::printf(
       "(x queries: ratio of min ESS per likelihood query to regular MCMC, the paper's "
       "measure; x wall: ratio of min ESS per second of wall time; us/iter: one chain's sampling "
@@ -400,6 +458,8 @@ void table1(const Table1Options& o) {
         o.json, "table1",
         {{"rows", jrows},
          {"target_ess", o.target_ess},
+         {"time_to_ess", o.time_to_ess},
+         {"defaults", jdefaults},
          {"max_seconds", o.target_ess > 0.0 ? nlohmann::json(o.max_seconds) : nlohmann::json()}});
     std::printf("wrote %s\n", o.json.c_str());
   }
@@ -585,6 +645,10 @@ void add_table1_command(CLI::App& app, Table1Options& t) {
   cli::add_run_named(t1, "threads", t.threads, "Threads (0: all cores)")->capture_default_str();
   cli::add_run_named(t1, "seed", t.seed, "Seed")->capture_default_str();
   t1->add_option("--scale", t.scale, "Multiply every iteration budget (quick runs: 0.05)")
+      ->capture_default_str();
+  t1->add_option("--time-to-ess", t.time_to_ess,
+                 "Also run each algorithm, and the default flymc sample (--algo auto), with --ess "
+                 "N: the seconds to the target, within --max-seconds of sampling (0: skip)")
       ->capture_default_str();
   t1->add_option("--target-ess", t.target_ess,
                  "Run each algorithm until its min bulk ESS reaches this (pilot-sized, within "

@@ -33,18 +33,13 @@ struct TallRow {
 
 /// What a user waits for: the row's sampler run with `--ess o.time_to_ess` (as `flymc sample`
 /// would, its set-up included) from the data's reading to the target, or NaN when the target
-/// was not reached within --max-seconds of sampling.
-double time_to_target(const TallOptions& o, RunConfig c, const std::shared_ptr<const Dataset>& d,
-                      double read_seconds, const Precomputed& pre = {}, double pilots = 0.0) {
+/// was not reached within --max-seconds of sampling (or the column is off).
+double time_to_target(const TallOptions& o, const RunConfig& c,
+                      const std::shared_ptr<const Dataset>& d, double before,
+                      const Precomputed& pre = {}) {
   if (o.time_to_ess <= 0.0) return NAN;
-  c.ess = o.time_to_ess;
-  c.iters = kEssIterCap;
-  c.thin = 1;
-  c.max_seconds = o.max_seconds;
-  std::fprintf(stderr, "tall:   ... to %.0f effective draws with --ess\n", c.ess);
-  const RunResult r = run(c, d, {}, nullptr, nullptr, {}, pre);
-  if (!r.target_reached) return NAN;
-  return read_seconds + pilots + r.setup_seconds + r.warmup_seconds + r.sampling_seconds;
+  std::fprintf(stderr, "tall:   ... to %.0f effective draws with --ess\n", o.time_to_ess);
+  return bench::time_to_target(c, o.time_to_ess, o.max_seconds, d, before, pre);
 }
 
 ModelKind model_kind(const std::string& m) {
@@ -278,8 +273,9 @@ nlohmann::json default_run(const TallOptions& o, const std::shared_ptr<const Dat
   c.ess = o.time_to_ess;
   c.iters = kEssIterCap;
   const AlgoChoice choice = choose_algo(c, data);
-  const double t = time_to_target(o, choice.best().config, data, read_seconds,
-                                  Precomputed{choice.map, choice.cache}, choice.pilot_seconds);
+  const double t =
+      time_to_target(o, choice.best().config, data, read_seconds + choice.pilot_seconds,
+                     Precomputed{choice.map, choice.cache});
   return {{"chosen", choice.best().name},
           {"why", choice.why},
           {"pilot_seconds", choice.pilot_seconds},

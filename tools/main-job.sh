@@ -11,6 +11,8 @@
 #     strongest regular MCMC (NUTS with the fixed Laplace metric, full-data pCN) against scalable
 #     MH (second- and third-order control variates) and FlyMC's best, and what `--algo auto`
 #     chooses; min-ESS/s and end-to-end seconds per 1,000 effective draws. TALL=0 skips it.
+# Both tables also give, for every row and for the default `flymc sample` (--algo auto --ess
+# 1000, pilots included), the seconds to 1,000 effective draws with --ess (column "to target").
 # docs/benchmarks.md gives the whole job's measured time. Only the two programs the job runs are
 # built (tools/test.sh builds everything).
 set -euo pipefail

@@ -72,15 +72,31 @@ class SharedMap {
   }
   /// Keeps the MAP fit of a run on `data` if it is the first on all the data.
   void keep(const std::shared_ptr<const Dataset>& data, const RunResult& r) {
-    if (data == all_ && !map_) map_ = std::make_shared<const MapResult>(r.map);
+    if (data != all_) return;
+    // A statistics pass (SMH's expansion and bounds) times one pass as FlyMC's set-up makes
+    // them; until one ran, the MAP search's passes (gradients and a Hessian) stand in.
+    for (const SetupPhase& p : r.setup_phases) {
+      if (p.passes <= 0) continue;
+      if (p.name == "statistics" && r.config.algo == Algo::smh) {
+        pass_seconds_ = p.seconds / p.passes;
+        from_statistics_ = true;
+      } else if (p.name == "map" && !from_statistics_) {
+        pass_seconds_ = p.seconds / p.passes;
+      }
+    }
+    if (!map_) map_ = std::make_shared<const MapResult>(r.map);
   }
   std::shared_ptr<const MapResult> map() const { return map_; }
+  /// Seconds of one pass over all the rows (0 until a run on all the data counted its passes).
+  double pass_seconds() const { return pass_seconds_; }
   std::shared_ptr<SetupCache> cache() const { return cache_; }
 
  private:
   std::shared_ptr<const Dataset> all_;
   std::shared_ptr<const MapResult> map_;
   std::shared_ptr<SetupCache> cache_ = std::make_shared<SetupCache>();
+  double pass_seconds_ = 0.0;
+  bool from_statistics_ = false;
 };
 
 /// Runs `c` on `data`, sharing the MAP fit through `shared`.
@@ -204,6 +220,27 @@ RunConfig target_pilot_config(RunConfig p, const AutoOptions& opt) {
   return p;
 }
 
+/// The least a pilot of `c` can cost, in passes over all N rows: FlyMC's set-up makes a pass for
+/// the bound's statistics and a Gibbs pass for the initial bright set, SMH's at least one for its
+/// expansion, and regular MCMC at least one per iteration of its warm-up and first block (on
+/// `rows` of the N).
+double min_pilot_passes(const AutoCandidate& c, const AutoOptions& opt, std::size_t rows,
+                        std::size_t n) {
+  switch (c.config.algo) {
+    case Algo::flymc:
+      return 2.0;
+    case Algo::smh:
+      return 1.0;
+    case Algo::full: {
+      const RunConfig p = target_pilot_config(c.config, opt);
+      return static_cast<double>(p.warmup + kMinBlock) * static_cast<double>(rows) /
+             static_cast<double>(std::max<std::size_t>(n, 1));
+    }
+    default:
+      return 0.0;
+  }
+}
+
 /// The pilot run of candidate `c`: its own seed, the pilot's lengths, no profiling.
 RunConfig pilot_config(const AutoCandidate& c, const AutoOptions& opt) {
   RunConfig p = c.config;
@@ -308,8 +345,8 @@ std::vector<std::size_t> pilot_order(const std::vector<AutoCandidate>& c, bool s
   });
   // Among the subsampling samplers SMH's pilot is the cheapest and, on tall data, the likeliest
   // winner: first, so that the budget rule can spare the others.
-  const auto subsampling = std::find_if(order.begin(), order.end(),
-                                        [&](std::size_t i) { return !is_regular(c[i]); });
+  const auto subsampling =
+      std::find_if(order.begin(), order.end(), [&](std::size_t i) { return !is_regular(c[i]); });
   std::stable_partition(subsampling, order.end(), [&](std::size_t i) {
     return !is_regular(c[i]) && c[i].config.algo == Algo::smh;
   });
@@ -414,11 +451,17 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
   // Regular MCMC reads every row at least once per iteration: on all N rows its min bulk ESS per
   // second is at most kMaxEssPerDraw·chains / (N · seconds per query).
   double regular_bound = std::numeric_limits<double>::infinity();
-  if (sub != data) {
+  bool timed = sub == data;  // the regular pilots' query times (when needed: only on a subset)
+  auto time_queries = [&] {
+    if (timed) return;
+    timed = true;
     const QueryTimes q = query_times(cfg, data, sub, opt, shared);
     regular_scale = static_cast<double>(n) / static_cast<double>(rows) * q.all / q.sub;
     regular_bound = kMaxEssPerDraw * cfg.chains / (static_cast<double>(n) * q.all);
-  }
+  };
+  // A run of fixed length times them first, as it always did; a run to an ESS target only once
+  // a regular candidate is left to pilot (on tall data the budget rule often spares them).
+  if (!target) time_queries();
 
   const std::vector<std::size_t> order = pilot_order(out.candidates, target && sub == data);
   std::size_t left = 0;
@@ -442,6 +485,26 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
         continue;
       }
     }
+    double share = std::numeric_limits<double>::infinity();  // the first target pilot: no limit
+    if (target && first_done >= 0.0) {
+      // Piloting pays only while it costs less than it may save of the best run's time.
+      share = opt.pilot_budget_share * best_seconds - (seconds_since(start) - first_done);
+      const double least = min_pilot_passes(c, opt, rows, n) * shared.pass_seconds();
+      if (share <= 0.0 || least > share) {
+        char why[240];
+        std::snprintf(why, sizeof why,
+                      "its pilot could not pay for itself: the pilots after the first may take "
+                      "%.0f%% of the best run's predicted %.3g s, %.3g s are left, and it would "
+                      "cost at least %.3g s",
+                      100.0 * opt.pilot_budget_share, best_seconds, std::max(share, 0.0), least);
+        c.skipped = why;
+        --left;
+        continue;
+      }
+    } else if (!target) {
+      share = std::max(opt.budget_seconds - seconds_since(start), 0.0) / static_cast<double>(left);
+    }
+    if (regular) time_queries();
     if (regular && opt.skip_beaten_regular && best_so_far > regular_bound) {
       char why[160];
       std::snprintf(why, sizeof why,
@@ -451,23 +514,6 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
       c.skipped = why;
       --left;
       continue;
-    }
-    double share = std::numeric_limits<double>::infinity();  // the first target pilot: no limit
-    if (target && first_done >= 0.0) {
-      // Piloting pays only while it costs less than it may save of the best run's time.
-      share = opt.pilot_budget_share * best_seconds - (seconds_since(start) - first_done);
-      if (share <= 0.0) {
-        char why[200];
-        std::snprintf(why, sizeof why,
-                      "its pilot could not pay for itself: the pilots after the first may take "
-                      "%.0f%% of the best run's predicted %.3g s, and that is spent",
-                      100.0 * opt.pilot_budget_share, best_seconds);
-        c.skipped = why;
-        --left;
-        continue;
-      }
-    } else if (!target) {
-      share = std::max(opt.budget_seconds - seconds_since(start), 0.0) / static_cast<double>(left);
     }
     --left;
     const auto t0 = Clock::now();

@@ -45,7 +45,7 @@ struct AutoOptions {
   long smh_warmup = 1000, smh_iters = 2000;
   long pdmp_warmup = 200, pdmp_iters = 2000;
   std::size_t regular_rows = 20000;  ///< regular MCMC's pilots run on at most this many rows
-  long timing_iters = 5;  ///< with fewer rows than N: MALA iterations on all N timing a query
+  long timing_iters = 3;  ///< with fewer rows than N: MALA iterations on all N timing a query
   /// A pilot whose min bulk ESS is below this runs again with four times the sampling
   /// iterations: an ESS of one or two is noise, and a ratio of two such pilots is a ratio of
   /// their run times (a chain that makes one effective draw per thousands of iterations, as

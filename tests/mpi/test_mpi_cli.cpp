@@ -174,6 +174,42 @@ TEST_SUITE("mpi") {
     fs::remove_all(dir);
   }
 
+  TEST_CASE(
+      "--ess under mpirun: chains dealt to 2 and 3 ranks, and SMH sharded over 2, stop "
+      "where one process stops, with its draws") {
+    const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "ess");
+    flymc::save_csv(*flymc::test::logistic_data(3000, 6, 3), (dir / "d.csv").string());
+    flymc::save_npy(*flymc::test::logistic_data(3000, 6, 3), (dir / "d.npy").string());
+    // Chains dealt to ranks gather their draws at every block's end to decide together.
+    const std::string dealt = "sample --data " + (dir / "d.csv").string() +
+                              " --algo full --kernel nuts --chains 4 --warmup 200 --ess 800 "
+                              "--seed 7 --quiet --out ";
+    Status s = run_one(dealt + (dir / "one").string(), dir);
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    const auto one = nlohmann::json::parse(flymc::test::slurp(dir / "one" / "summary.json"));
+    CHECK(one["run"]["target_reached"].get<bool>());
+    for (const int ranks : {2, 3}) {
+      CAPTURE(ranks);
+      const fs::path out = dir / ("np" + std::to_string(ranks));
+      s = run_mpi(ranks, dealt + out.string(), dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      flymc::test::check_same_run(dir / "one", out, 4);
+      const auto j = nlohmann::json::parse(flymc::test::slurp(out / "summary.json"));
+      CHECK(j["run"]["iters"] == one["run"]["iters"]);
+      CHECK(j["run"]["target_reached"].get<bool>());
+    }
+    // On a shard every rank runs every chain and takes rank 0's decision.
+    const std::string sharded = "sample --data " + (dir / "d.npy").string() +
+                                " --algo smh --chains 2 --warmup 200 --ess 800 --seed 7 --quiet "
+                                "--out ";
+    s = run_one(sharded + (dir / "smh-one").string(), dir);
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    s = run_mpi(2, sharded + (dir / "smh-np2").string() + " --shard-data", dir);
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    flymc::test::check_same_run(dir / "smh-one", dir / "smh-np2", 2);
+    fs::remove_all(dir);
+  }
+
   TEST_CASE("a rank killed with SIGKILL ends the job; --resume on 3 or 2 ranks continues it") {
     const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "kill");
     flymc::save_csv(*flymc::test::logistic_data(20000, 6, 3), (dir / "d.csv").string());

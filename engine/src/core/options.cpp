@@ -43,7 +43,7 @@ constexpr AlgoMask kFlymc = algo_bit(Algo::flymc);
 constexpr AlgoMask kBatchAlgos = algo_bit(Algo::minibatch_mh) | algo_bit(Algo::sgld) |
                                  algo_bit(Algo::lipsbps) | algo_bit(Algo::sbps) |
                                  algo_bit(Algo::psbps);
-constexpr AlgoMask kEssAlgos = kThetaKernelAlgos | algo_bit(Algo::smh);
+constexpr AlgoMask kEssAlgos = kThetaKernelAlgos | algo_bit(Algo::smh) | kPdmpAlgos;
 // The kernels' metric and adaptation target are read by every sampler that adapts a step or
 // scales its moves by the metric.
 constexpr AlgoMask kStepAlgos =

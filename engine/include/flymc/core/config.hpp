@@ -51,7 +51,10 @@ inline bool uses_theta_kernel(Algo a) noexcept { return a == Algo::flymc || a ==
 /// Whether the sampler's chains save their state and resume (--checkpoint-every, --resume).
 inline bool can_checkpoint(Algo a) noexcept { return uses_theta_kernel(a) || a == Algo::smh; }
 /// Whether the sampler runs to an ESS target (RunConfig::ess): its chains continue in blocks.
-inline bool can_target_ess(Algo a) noexcept { return uses_theta_kernel(a) || a == Algo::smh; }
+/// The approximate subsampling samplers (minibatch MH, SGLD) run a fixed length.
+inline bool can_target_ess(Algo a) noexcept {
+  return uses_theta_kernel(a) || a == Algo::smh || is_pdmp(a);
+}
 /// Whether the sampler estimates gradients or acceptance tests from batches of --batch-size data.
 inline bool uses_batches(Algo a) noexcept {
   return a == Algo::minibatch_mh || a == Algo::sgld || a == Algo::lipsbps || a == Algo::sbps ||

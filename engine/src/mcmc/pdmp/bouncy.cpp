@@ -55,13 +55,22 @@ BouncyChain::BouncyChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
       bandfit_(kBandWidth, sh.slope_sd) {}
 
 ChainResult BouncyChain::run(ChainGauge* gauge) {
-  theta_.resize(p_);
-  sh_.start(rng_, theta_.data());
-  pdmp::sphere_velocity(rng_, v_.data(), p_);
-  set_velocity();
-  next_refresh_ = sh_.refresh > 0.0 ? pdmp::exp1(rng_) / sh_.refresh : kInf;
-  out_.begin(gauge);
-  out_.event(kPathStart, 0, theta_.data());
+  advance(sh_.cfg.warmup + sh_.cfg.iters, gauge);
+  return finish();
+}
+
+void BouncyChain::advance(long end, ChainGauge* gauge) {
+  if (!begun_) {
+    begun_ = true;
+    theta_.resize(p_);
+    sh_.start(rng_, theta_.data());
+    pdmp::sphere_velocity(rng_, v_.data(), p_);
+    set_velocity();
+    next_refresh_ = sh_.refresh > 0.0 ? pdmp::exp1(rng_) / sh_.refresh : kInf;
+    out_.begin(gauge);
+    out_.event(kPathStart, 0, theta_.data());
+  }
+  out_.extend(end);
   while (!out_.done()) {
     if (band_) {
       step_band();
@@ -69,8 +78,9 @@ ChainResult BouncyChain::run(ChainGauge* gauge) {
       step_thinned();
     }
   }
-  return out_.finish(static_cast<double>(full_ ? n_ : batch_));
 }
+
+ChainResult BouncyChain::finish() { return out_.finish(static_cast<double>(full_ ? n_ : batch_)); }
 
 void BouncyChain::set_velocity() {
   for (std::size_t j = 0; j < p_; ++j) w_[j] = a_[j] * v_[j];

@@ -23,8 +23,18 @@ class BouncyChain {
   BouncyChain(const BouncyChain&) = delete;
   BouncyChain& operator=(const BouncyChain&) = delete;
   ChainResult run(ChainGauge* gauge);
+  /// Runs on to iteration `end` (warm-up included); the first call starts the chain. A block's
+  /// end drops the pending proposal (a fresh one is drawn where the particle stands, as after a
+  /// refreshment), which leaves the process exact (run_blocks.hpp).
+  void advance(long end, ChainGauge* gauge);
+  long position() const noexcept { return out_.position(); }
+  bool stopped() const noexcept { return false; }  // (no checkpoints: nothing asks it to stop)
+  void halt() noexcept {}
+  const std::vector<double>& draws() const noexcept { return out_.draws(); }
+  ChainResult finish();
 
  private:
+  bool begun_ = false;
   void step_thinned();
   void step_band();
   double band_proposal(double e);  // SBPS: the next proposal time from the band, or +inf

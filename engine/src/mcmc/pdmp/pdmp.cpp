@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "../run_blocks.hpp"
 #include "../run_chains.hpp"
 #include "bouncy.hpp"
 #include "flymc/core/clock.hpp"
@@ -97,6 +98,39 @@ double pdmp_time_scale(Algo algo, const MapResult& map, const Mat& transform) {
   return is_zigzag(algo) ? s : s * std::sqrt(static_cast<double>(p));
 }
 
+/// The chains of a piecewise-deterministic run, to its end (a fixed length or an ESS target),
+/// each with its draw sink made and closed in its own task; the parallel region's wall time is
+/// split between warm-up and sampling by the chains' own timers.
+template <class C>
+void run_pdmp_chains(const detail::PdmpShared& sh, const SinkFactory& sinks, Progress* progress,
+                     RunResult& out) {
+  const RunConfig& cfg = sh.cfg;
+  std::vector<std::unique_ptr<DrawSink>> owned(static_cast<std::size_t>(cfg.chains));
+  auto make = [&](int i) {
+    auto& sink = owned[static_cast<std::size_t>(i)];
+    if (sinks) sink = sinks(i + 1);
+    return std::make_unique<C>(sh, i + 1, sink.get());
+  };
+  auto finish = [&](int i, C& c) {
+    ChainResult r = c.finish();
+    owned[static_cast<std::size_t>(i)].reset();  // closes the file in the chain's own task
+    return r;
+  };
+  if (progress) progress->chains_started.store(true);
+  const Stopwatch par_clock;
+  const detail::BlockOutcome b = detail::run_blocks<C>(cfg, sh.model.dim(), cfg.chains, 1, false,
+                                                       progress, make, finish, out.chains);
+  detail::take_outcome(b, out);
+  double w = 0.0, s = 0.0;
+  for (const ChainResult& ch : out.chains) {
+    w += ch.warmup_seconds;
+    s += ch.sampling_seconds;
+  }
+  const double par = par_clock.seconds(), tot = std::max(w + s, 1e-300);
+  out.warmup_seconds = par * w / tot;
+  out.sampling_seconds = par * s / tot;
+}
+
 RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const SinkFactory& sinks, Progress* progress,
                    const CheckpointOptions* checkpoint, const Precomputed& pre) {
@@ -135,15 +169,10 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   phases.end();
   out.setup_phases = phases.take();
   out.setup_seconds = setup_clock.seconds();
-  if (is_zigzag(cfg.algo)) {
-    detail::run_independent_chains(cfg, sinks, progress, out, [&](int id, DrawSink* sink) {
-      return detail::ZigZagChain(sh, id, sink);
-    });
-  } else {
-    detail::run_independent_chains(cfg, sinks, progress, out, [&](int id, DrawSink* sink) {
-      return detail::BouncyChain(sh, id, sink);
-    });
-  }
+  if (is_zigzag(cfg.algo))
+    run_pdmp_chains<detail::ZigZagChain>(sh, sinks, progress, out);
+  else
+    run_pdmp_chains<detail::BouncyChain>(sh, sinks, progress, out);
   return out;
 }
 

@@ -61,14 +61,17 @@ PdmpOutput::PdmpOutput(const PdmpShared& sh, int chain_id, DrawSink* sink,
       precond_(precond),
       sink_(sink),
       p_(sh.model.dim()),
-      path_(p_, sh.spacing, sh.cfg.warmup, sh.cfg.iters),
+      // A run to an ESS target sets the path's end block by block (extend()).
+      path_(p_, sh.spacing, sh.cfg.warmup, sh.cfg.ess > 0.0 ? 1 : sh.cfg.iters),
       row_(sh.columns.size()),
       theta_(p_),
       event_theta_(p_) {
   res_.chain_id = chain_id;
   res_.kept = static_cast<std::size_t>((sh.cfg.iters + sh.cfg.thin - 1) / sh.cfg.thin);
-  res_.draws.reserve(res_.kept * p_);
-  res_.lp.reserve(res_.kept);
+  if (sh.cfg.ess <= 0.0) {  // a run to an ESS target grows its draws block by block
+    res_.draws.reserve(res_.kept * p_);
+    res_.lp.reserve(res_.kept);
+  }
 }
 
 void PdmpOutput::begin(ChainGauge* gauge) {
@@ -128,9 +131,8 @@ void PdmpOutput::event_at(double time, int kind, int coordinate, const double* u
 /// ends the path.
 void PdmpOutput::emit(long k, const double* u) {
   const RunConfig& cfg = sh_.cfg;
-  if (k == cfg.warmup + cfg.iters)
-    event_at(path_.spacing() * static_cast<double>(k), kPathEnd, 0, u);
-  if (gauge_ && ((k & 15) == 0 || k == cfg.warmup + cfg.iters)) gauge_->publish(k);
+  if (k == path_.total()) end_u_.assign(u, u + p_);  // the end event, if the path ends here
+  if (gauge_ && ((k & 15) == 0 || k == path_.total())) gauge_->publish(k);
   if (k == cfg.warmup) end_warmup();
   if (k <= cfg.warmup || (k - 1 - cfg.warmup) % cfg.thin != 0) return;
   const double* theta = sh_.to_theta(u, theta_.data());
@@ -153,6 +155,9 @@ void PdmpOutput::emit(long k, const double* u) {
 }
 
 ChainResult PdmpOutput::finish(double batch) {
+  if (!end_u_.empty())
+    event_at(path_.spacing() * static_cast<double>(path_.total()), kPathEnd, 0, end_u_.data());
+  res_.kept = res_.lp.size();
   res_.sampling_seconds = seconds_between(sampling_start_, Clock::now());
   res_.step_size = sh_.spacing;
   res_.accept_rate = total_.proposals > 0 ? static_cast<double>(total_.accepted) /

@@ -92,6 +92,10 @@ class PdmpOutput {
   }
   /// The batch size of the gradient estimates, reported as ChainResult::batch_mean.
   ChainResult finish(double batch);
+  /// The path's end moves on to iteration `end` (warm-up included), for the next block.
+  void extend(long end) noexcept { path_.extend(end); }
+  long position() const noexcept { return path_.passed(); }
+  const std::vector<double>& draws() const noexcept { return res_.draws; }
 
  private:
   void emit(long k, const double* u);
@@ -111,6 +115,7 @@ class PdmpOutput {
   Window window_, total_;
   std::uint64_t queries_at_row_ = 0, queries_at_sampling_ = 0;
   std::vector<double> row_, theta_, event_theta_;
+  std::vector<double> end_u_;  // the particle at the path's last grid point (its end event)
   Stopwatch warm_clock_;
   Clock::time_point sampling_start_ = Clock::now();
 };

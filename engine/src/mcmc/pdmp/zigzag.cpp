@@ -33,16 +33,26 @@ ZigZagChain::ZigZagChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
       theta_pad_(aligned_zeros(sh.model.stride())) {}
 
 ChainResult ZigZagChain::run(ChainGauge* gauge) {
-  theta_.resize(p_);
-  sh_.start(rng_, theta_.data());
-  for (double& x : v_) x = rng_.uniform() < 0.5 ? -1.0 : 1.0;
-  out_.begin(gauge);
-  out_.event(kPathStart, 0, theta_.data());
-  fill_ahead();
-  for (std::size_t j = 0; j < p_; ++j) schedule(j);
-  while (!out_.done()) step();
-  return out_.finish(1.0);
+  advance(sh_.cfg.warmup + sh_.cfg.iters, gauge);
+  return finish();
 }
+
+void ZigZagChain::advance(long end, ChainGauge* gauge) {
+  if (!begun_) {
+    begun_ = true;
+    theta_.resize(p_);
+    sh_.start(rng_, theta_.data());
+    for (double& x : v_) x = rng_.uniform() < 0.5 ? -1.0 : 1.0;
+    out_.begin(gauge);
+    out_.event(kPathStart, 0, theta_.data());
+    fill_ahead();
+    for (std::size_t j = 0; j < p_; ++j) schedule(j);
+  }
+  out_.extend(end);
+  while (!out_.done()) step();
+}
+
+ChainResult ZigZagChain::finish() { return out_.finish(1.0); }
 
 /// The bound of coordinate j from the particle's present position, and the first event of its
 /// Poisson process. The other coordinates' bounds stay valid: each holds along the whole ray
@@ -120,7 +130,11 @@ void ZigZagChain::step() {
       static_cast<std::size_t>(std::min_element(next_.begin(), next_.end()) - next_.begin());
   const double now = out_.path().now();
   out_.advance(theta_.data(), v_.data(), std::min(next_[j] - now, out_.remaining()));
-  if (out_.done()) return;
+  if (out_.done()) {  // the path's end: the particle waits there for a next block, if any
+    const double t = out_.path().now() - now;
+    for (std::size_t k = 0; k < p_; ++k) theta_[k] += v_[k] * t;
+    return;
+  }
   for (std::size_t k = 0; k < p_; ++k) theta_[k] += v_[k] * (next_[j] - now);
   const double rate = std::max(0.0, v_[j] * estimate(j));
   const double bound = bound_[j].at(next_[j] - origin_[j]);

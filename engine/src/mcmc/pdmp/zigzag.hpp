@@ -21,8 +21,18 @@ class ZigZagChain {
   ZigZagChain(const ZigZagChain&) = delete;
   ZigZagChain& operator=(const ZigZagChain&) = delete;
   ChainResult run(ChainGauge* gauge);
+  /// Runs on to iteration `end` (warm-up included); the first call starts the chain. The
+  /// proposals' times are absolute and their bounds hold along the whole ray, so a run in blocks
+  /// makes the path of one run of the same length (run_blocks.hpp).
+  void advance(long end, ChainGauge* gauge);
+  long position() const noexcept { return out_.position(); }
+  bool stopped() const noexcept { return false; }  // (no checkpoints: nothing asks it to stop)
+  void halt() noexcept {}
+  const std::vector<double>& draws() const noexcept { return out_.draws(); }
+  ChainResult finish();
 
  private:
+  bool begun_ = false;
   void step();
   void schedule(std::size_t j);  // coordinate j's next proposal from its bound at the present
   void fill_ahead();

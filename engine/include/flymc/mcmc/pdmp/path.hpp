@@ -27,6 +27,18 @@ class PathGrid {
         point_(p, 0.0) {}
 
   double now() const noexcept { return now_; }
+  /// Grid points passed so far (the iterations done, warm-up included).
+  long passed() const noexcept { return next_ - 1; }
+  /// The last grid point, warm-up included (warmup + iters at construction).
+  long total() const noexcept { return total_; }
+  /// Moves the path's end on to grid point `total` (a run in blocks, ess_target.hpp); the path
+  /// goes on from where it stopped, so the particle's motion is unchanged.
+  void extend(long total) noexcept {
+    if (total <= total_) return;
+    total_ = total;
+    end_ = spacing_ * static_cast<double>(total);
+    done_ = false;
+  }
   double spacing() const noexcept { return spacing_; }
   /// Path time left until the last grid point.
   double remaining() const noexcept { return done_ ? 0.0 : end_ - now_; }

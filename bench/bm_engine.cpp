@@ -283,6 +283,7 @@ void BM_EngineSmhCandidate(benchmark::State& state) {
   if (!data || data->n() != n) data = std::make_shared<const Dataset>(synth_logistic(n, kD, 7));
   RunConfig c;
   c.algo = Algo::smh;
+  c.ess = 0.0;
   c.chains = 1;
   c.threads = 1;
   c.warmup = 0;

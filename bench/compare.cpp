@@ -68,6 +68,7 @@ std::optional<Algo> sampler_named(const std::string& name) {
 /// The run configuration of the row named `algo` (before its budget is set).
 RunConfig row_config(const CompareOptions& o, const std::string& algo) {
   RunConfig c;
+  c.ess = 0.0;  // every row runs its budget
   c.model = ModelKind::logistic;
   c.chains = o.chains;
   c.threads = o.threads;

@@ -210,6 +210,7 @@ Budget scaled(const Budget& b, double scale) {
 std::vector<RowSpec> table1_rows(const Table1Options& o) {
   std::vector<RowSpec> rows;
   RunConfig common;
+  common.ess = 0.0;  // the rows run their budgets (or measure_to_target's)
   common.chains = o.chains;
   common.threads = o.threads;
   common.seed = o.seed;
@@ -501,6 +502,8 @@ void scaling(const ScalingOptions& o) {
     double ess_s_regular = std::numeric_limits<double>::quiet_NaN();
     for (int a = n > o.regular_max_n ? 1 : 0; a < (o.iters_smh > 0 ? 3 : 2); ++a) {
       RunConfig cfg;
+      cfg.algo = Algo::flymc;
+      cfg.ess = 0.0;  // every row a fixed length
       cfg.chains = o.chains;
       cfg.threads = o.threads;
       cfg.seed = o.seed;
@@ -590,6 +593,8 @@ void chains_bench(const ChainsOptions& o) {
               "iterations/s", "vs 1 chain");
   for (int c = 1; c <= maxc; ++c) {
     RunConfig cfg;
+    cfg.algo = Algo::flymc;
+    cfg.ess = 0.0;
     cfg.chains = c;
     cfg.threads = c;
     cfg.iters = o.iters;

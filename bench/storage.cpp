@@ -21,6 +21,8 @@ namespace {
 
 RunConfig storage_config(const StorageOptions& o, const std::string& algo) {
   RunConfig c;
+  c.algo = Algo::flymc;
+  c.ess = 0.0;
   c.chains = o.chains;
   c.threads = o.threads;
   c.seed = o.seed;

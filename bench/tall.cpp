@@ -50,6 +50,7 @@ ModelKind model_kind(const std::string& m) {
 RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool fly_metric,
                       bool adapt_metric = true) {
   RunConfig c;
+  c.ess = 0.0;  // rows of a measured length (time_to_target runs them with --ess)
   c.model = model_kind(o.model);
   c.algo = algo;
   c.kernel = kernel;

@@ -368,7 +368,7 @@ TEST_SUITE("unit") {
   TEST_CASE("a forced bound violation is counted per chain and written into the draw files") {
     auto ds = test::logistic_data(2000, 3, 9);
     const fs::path dir = temp_dir("violation");
-    RunConfig cfg;
+    RunConfig cfg = flymc::test::fixed_config();
     cfg.chains = 2;
     cfg.warmup = 200;
     cfg.iters = 400;
@@ -425,7 +425,7 @@ TEST_SUITE("unit") {
       const std::string name = k.name;
       CAPTURE(name);
       const bool smh = k.algo == Algo::smh;
-      RunConfig cfg;
+      RunConfig cfg = flymc::test::fixed_config();
       cfg.algo = k.algo;
       cfg.z = k.z;
       cfg.proposal = k.proposal;
@@ -513,7 +513,7 @@ TEST_SUITE("unit") {
     auto ds = test::logistic_data(2000, 3, 5);
     for (const Algo algo : {Algo::full, Algo::smh}) {
       CAPTURE(to_string(algo));
-      RunConfig cfg;
+      RunConfig cfg = flymc::test::fixed_config();
       cfg.algo = algo;
       cfg.chains = 2;
       cfg.warmup = 200;
@@ -565,7 +565,7 @@ TEST_SUITE("unit") {
     for (const Case& k : cases) {
       const std::string name = k.name;
       CAPTURE(name);
-      RunConfig cfg;
+      RunConfig cfg = flymc::test::fixed_config();
       cfg.algo = k.algo;
       cfg.kernel = k.kind;
       cfg.slice_mode = k.mode;
@@ -631,7 +631,7 @@ TEST_SUITE("unit") {
   TEST_CASE("resume refuses other data, another configuration and damaged draw files") {
     auto ds = test::logistic_data(1500, 3, 13);
     const fs::path dir = temp_dir("refuse");
-    RunConfig cfg;
+    RunConfig cfg = flymc::test::fixed_config();
     cfg.chains = 2;
     cfg.warmup = 100;
     cfg.iters = 400;

@@ -20,7 +20,7 @@ using namespace flymc;
 namespace {
 /// Two chains of `kernel` on one thread, and pilots with 100 warm-up iterations each.
 RunConfig pilot_test_config(KernelKind kernel) {
-  RunConfig cfg;
+  RunConfig cfg = flymc::test::fixed_config();
   cfg.kernel = kernel;
   cfg.chains = 2;
   cfg.threads = 1;

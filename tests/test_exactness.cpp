@@ -55,7 +55,7 @@ TEST_SUITE("statistical") {
     };
     for (const Case& k : cases) {
       CAPTURE(std::string(k.name));
-      RunConfig cfg;
+      RunConfig cfg = flymc::test::fixed_config();
       cfg.algo = k.algo;
       cfg.bound = k.bound;
       cfg.z = k.z;
@@ -116,7 +116,7 @@ TEST_SUITE("statistical") {
       for (const Sampler& sm : samplers) {
         CAPTURE(std::string(k.name));
         CAPTURE(std::string(sm.name));
-        RunConfig cfg;
+        RunConfig cfg = flymc::test::fixed_config();
         cfg.algo = sm.algo;
         cfg.bound = sm.bound;
         cfg.z = sm.z;
@@ -157,7 +157,7 @@ TEST_SUITE("statistical") {
             doctest::test_suite("threaded")) {
     auto ds = test::logistic_data(10000, 4, 41);  // > one 4096-row chunk: parallel reductions
     for (Algo algo : {Algo::full, Algo::flymc}) {
-      RunConfig cfg;
+      RunConfig cfg = flymc::test::fixed_config();
       cfg.algo = algo;
       cfg.chains = 3;
       cfg.warmup = 200;

@@ -109,7 +109,7 @@ namespace {
 /// (FlyTarget::apply_flips) equals a fresh evaluation at the same θ and z.
 template <class M>
 void check_incremental_gradient(std::shared_ptr<const Dataset> ds) {
-  RunConfig cfg;
+  RunConfig cfg = flymc::test::fixed_config();
   const M model(ds, cfg);
   const MapResult map = model.find_map();
   const auto bound = M::Bound::make(model, cfg, map);
@@ -195,7 +195,7 @@ TEST_SUITE("statistical") {
     // q is used as given.
     const std::size_t n = 40000;
     const auto data = test::logistic_data(n, 3, 17);
-    RunConfig cfg;
+    RunConfig cfg = flymc::test::fixed_config();
     cfg.chains = 1;
     cfg.warmup = 20;
     cfg.iters = 20;

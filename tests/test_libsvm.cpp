@@ -114,7 +114,7 @@ TEST_SUITE("unit") {
     auto from_csv = flymc::load_dataset(csv, LabelDomain::binary);
     auto from_svm = flymc::load_dataset(svm, LabelDomain::binary);
     REQUIRE(flymc::test::identical(from_csv, from_svm));
-    flymc::RunConfig cfg;
+    flymc::RunConfig cfg = flymc::test::fixed_config();
     cfg.chains = 2;
     cfg.warmup = 200;
     cfg.iters = 300;

@@ -164,7 +164,7 @@ TEST_SUITE("unit") {
     auto ds = test::logistic_data(500, 3, 4);
     for (Algo algo : {Algo::minibatch_mh, Algo::sgld}) {
       CAPTURE(to_string(algo));
-      RunConfig cfg;
+      RunConfig cfg = flymc::test::fixed_config();
       cfg.algo = algo;
       cfg.chains = 3;
       cfg.warmup = 100;
@@ -205,7 +205,7 @@ TEST_SUITE("statistical") {
                           Case{Algo::sgld, 200, 0.0, 0.1, 0.9, 1.1}}) {
       CAPTURE(to_string(k.algo));
       CAPTURE(k.target);
-      RunConfig cfg;
+      RunConfig cfg = flymc::test::fixed_config();
       cfg.algo = k.algo;
       cfg.batch_size = k.batch;
       if (k.step > 0.0) cfg.sgld_step = k.step;  // else auto

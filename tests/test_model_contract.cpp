@@ -43,7 +43,7 @@ struct ModelFixture<SoftmaxModel> {
   // 80 rows, 3 features and a bias, K = 3 classes.
   static std::shared_ptr<const Dataset> data() { return test::softmax_data(80, 4, 3, 5, 1.5); }
   static RunConfig config() {
-    RunConfig c;
+    RunConfig c = flymc::test::fixed_config();
     c.model = ModelKind::softmax;
     c.softmax_bound = SoftmaxBoundKind::bohning;
     return c;
@@ -73,7 +73,7 @@ struct ModelFixture<RobustModel> {
     return test::robust_data(60, 4, 5, 1.5, 10, 30.0);
   }
   static RunConfig config() {
-    RunConfig cfg;
+    RunConfig cfg = flymc::test::fixed_config();
     cfg.model = ModelKind::robust;
     return cfg;
   }

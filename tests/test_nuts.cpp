@@ -291,7 +291,7 @@ TEST_SUITE("unit") {
     auto ds = logistic_data(400, 3, 21);
     for (Algo algo : {Algo::full, Algo::flymc}) {
       CAPTURE(std::string(to_string(algo)));
-      RunConfig cfg;
+      RunConfig cfg = flymc::test::fixed_config();
       cfg.algo = algo;
       cfg.kernel = KernelKind::nuts;
       cfg.chains = 2;

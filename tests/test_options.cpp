@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 /// A valid configuration that differs from the default in option `o` alone (save_events needs a
 /// sampler with path events).
 RunConfig with_other_value(const OptionInfo& o) {
-  RunConfig c;
+  RunConfig c = flymc::test::fixed_config();
   const OptionValue v = get_value(c, o);
   if (o.kind() == OptionKind::choice) {
     // The last name that is not the default (every one is valid with the other defaults).
@@ -84,13 +84,13 @@ TEST_SUITE("unit") {
       CHECK(find_option(o.key) == &o);
       // Changing this option changes no other: no two entries share a field, so with the count
       // above every field has its entry.
-      const RunConfig base, other = with_other_value(o);
+      const RunConfig base = flymc::test::fixed_config(), other = with_other_value(o);
       CHECK(format_value(other, o) != format_value(base, o));
       for (const OptionInfo& p : table)
         if (&p != &o && !(key_of(o) == "save_events" && key_of(p) == "algo"))
           CHECK_MESSAGE(format_value(other, p) == format_value(base, p), p.key);
       // The text form reads back to the same value.
-      RunConfig back;
+      RunConfig back = flymc::test::fixed_config();
       parse_value(back, o, format_value(other, o));
       CHECK(format_value(back, o) == format_value(other, o));
     }
@@ -104,7 +104,7 @@ TEST_SUITE("unit") {
     for (const auto& n : kAlgoNames) CHECK(std::string(to_string(n.value)) == n.name);
     for (const auto& n : kMetricNames) CHECK(std::string(to_string(n.value)) == n.name);
     CHECK(!parse_enum<Metric>("automatic").has_value());
-    RunConfig c;
+    RunConfig c = flymc::test::fixed_config();
     CHECK_THROWS_WITH_AS(parse_value(c, option("kernel"), "gibbs"),
                          "kernel='gibbs' is not one of: rwmh, mala, hmc, slice, nuts, pcn, imh",
                          ConfigError);
@@ -138,7 +138,7 @@ TEST_SUITE("unit") {
 
   TEST_CASE("options: the draw-file header names every option that affects the draws") {
     const fs::path dir = test::temp_dir("options-header", "");
-    RunConfig cfg;
+    RunConfig cfg = flymc::test::fixed_config();
     cfg.step_size = 0.125;
     cfg.init_jitter = 0.375;
     cfg.fly_metric_blend = 0.25;

@@ -102,7 +102,7 @@ TEST_SUITE("unit") {
     // Untuned bounds keep most of the 2,000 data bright: ~1,800 rows × K = 3 × stride 88 is above
     // FlyTarget::kParallelMinWork, so every evaluation runs on oneTBB.
     const auto ds = test::softmax_data(2000, 88, 3, 23);
-    RunConfig cfg;
+    RunConfig cfg = flymc::test::fixed_config();
     cfg.model = ModelKind::softmax;
     cfg.softmax_bound = SoftmaxBoundKind::bohning;
     cfg.bound = BoundTuning::untuned;

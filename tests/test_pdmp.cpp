@@ -70,7 +70,7 @@ std::uint64_t fnv1a(std::uint64_t h, double x) {
 /// A PDMP run of `algo` with the given sizes and seed (the tests' common set-up).
 RunConfig pdmp_config(Algo algo, int chains, long warmup, long iters, long batch,
                       std::uint64_t seed) {
-  RunConfig cfg;
+  RunConfig cfg = flymc::test::fixed_config();
   cfg.algo = algo;
   cfg.chains = chains;
   cfg.warmup = warmup;
@@ -421,7 +421,7 @@ TEST_SUITE("unit") {
 
   TEST_CASE("the piecewise-deterministic samplers refuse what they cannot run") {
     auto ds = test::logistic_data(50, 2, 4);
-    RunConfig cfg;
+    RunConfig cfg = flymc::test::fixed_config();
     cfg.algo = Algo::bps;
     cfg.prior = PriorKind::laplace;
     CHECK_THROWS_AS(run(cfg, ds), ConfigError);
@@ -466,7 +466,7 @@ TEST_SUITE("statistical") {
     // Each exact sampler, in the Laplace-scaled coordinates (the default), against a long
     // regular-NUTS run: every mean within 4 combined MCSEs, every sd within 10%.
     auto ds = scaled_columns(*test::logistic_data(300, 4, 51, 1.0), {1.0, 10.0, 100.0, 1.0});
-    RunConfig ref_cfg;
+    RunConfig ref_cfg = flymc::test::fixed_config();
     ref_cfg.algo = Algo::full;
     ref_cfg.kernel = KernelKind::nuts;
     ref_cfg.chains = 4;
@@ -502,7 +502,7 @@ TEST_SUITE("statistical") {
     const MapResult map = model.find_map();
     const test::Moments exact = test::posterior_quadrature(model, map);
     for (Algo algo : {Algo::sbps, Algo::psbps, Algo::zigzag_cv}) {
-      RunConfig cfg;
+      RunConfig cfg = flymc::test::fixed_config();
       cfg.algo = algo;
       cfg.chains = 4;
       cfg.warmup = 500;

@@ -35,7 +35,7 @@ struct Pinned {
 };
 
 RunConfig base_config(ModelKind model, KernelKind kernel) {
-  RunConfig c;
+  RunConfig c = flymc::test::fixed_config();
   c.model = model;
   c.kernel = kernel;
   c.chains = 2;

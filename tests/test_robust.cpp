@@ -263,7 +263,7 @@ TEST_SUITE("unit") {
     CHECK(message(make(4, 4, 1e101)).find("row 4: field 4 (x3)") != std::string::npos);
     CHECK(message(make(4, 4, 1e99)) == "no error");
     // Through the sampler's dispatch too.
-    RunConfig cfg;
+    RunConfig cfg = flymc::test::fixed_config();
     cfg.model = ModelKind::robust;
     CHECK_THROWS_AS(run(cfg, make(1, 2, nan)), DataError);
 
@@ -367,7 +367,7 @@ TEST_SUITE("statistical") {
       "robust: FlyMC (both bounds, both z-updaters) and regular MCMC match the exact posterior") {
     // D = 2 (a feature and a bias), every 10th response an outlier, the paper's Laplace prior.
     const auto ds = test::robust_data(300, 2, 7, 1.5, 10, 20.0);
-    RunConfig base;
+    RunConfig base = flymc::test::fixed_config();
     base.model = ModelKind::robust;
     base.prior = PriorKind::laplace;
     const RobustModel model(ds, base);

@@ -17,6 +17,7 @@
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/models/logistic.hpp"
+#include "test_util.hpp"
 
 using namespace flymc;
 
@@ -204,7 +205,7 @@ TEST_SUITE("unit") {
       for (const Sampler& k : kSamplers) {
         CAPTURE(s.name);
         CAPTURE(k.name);
-        RunConfig cfg;
+        RunConfig cfg = flymc::test::fixed_config();
         cfg.algo = k.algo;
         cfg.bound = k.bound;
         cfg.z = k.z;

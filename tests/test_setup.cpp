@@ -31,7 +31,7 @@ double expected_bright(const M& model, const RunSetup<M>& setup, const MapResult
 }
 
 RunConfig flymc_config() {
-  RunConfig cfg;
+  RunConfig cfg = flymc::test::fixed_config();
   cfg.seed = 11;
   return cfg;
 }
@@ -197,7 +197,7 @@ TEST_SUITE("unit") {
     const LogisticModel model(ds, 1.0);
     const MapResult map = model.find_map();
     const double p = 4.0;
-    RunConfig cfg;
+    RunConfig cfg = flymc::test::fixed_config();
     cfg.metric = Metric::diag;
     cfg.kernel = KernelKind::rwmh;
     CHECK(initial_step_size(cfg, map, 4) == doctest::Approx(2.38 / std::sqrt(p)));
@@ -220,7 +220,7 @@ TEST_SUITE("unit") {
     const auto ds = test::logistic_data(500, 3, 8);
     const LogisticModel model(ds, 1.0);
     const MapResult map = model.find_map();
-    RunConfig cfg;
+    RunConfig cfg = flymc::test::fixed_config();
     cfg.metric = Metric::identity;
     CHECK(initial_metric(cfg, map).form() == InverseMetric::Form::identity);
     cfg.metric = Metric::diag;
@@ -256,7 +256,7 @@ TEST_SUITE("unit") {
     const auto sds = test::softmax_data(600, 3, 3, 9);
     const SoftmaxModel sm(sds, Prior{});
     const MapResult smap = sm.find_map();
-    RunConfig cfg;
+    RunConfig cfg = flymc::test::fixed_config();
     cfg.model = ModelKind::softmax;
     cfg.bound_slack = 0.0;
     const SoftmaxBound sb = SoftmaxBound::make(sm, cfg, smap);
@@ -310,7 +310,7 @@ TEST_SUITE("unit") {
   }
 
   TEST_CASE("set-up: --metric fly is refused for regular MCMC, and blends outside [0, 1]") {
-    RunConfig cfg;
+    RunConfig cfg = flymc::test::fixed_config();
     cfg.metric = Metric::fly;
     CHECK_NOTHROW(cfg.validate());
     cfg.fly_metric_blend = 1.5;

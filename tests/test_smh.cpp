@@ -68,7 +68,7 @@ RemainderCheck check_remainder3(double u_hat, double h, double m4) {
 }
 
 RunConfig smh_config(SmhProposal proposal) {
-  RunConfig c;
+  RunConfig c = flymc::test::fixed_config();
   c.algo = Algo::smh;
   c.proposal = proposal;
   c.chains = 2;

@@ -97,7 +97,7 @@ TEST_SUITE("unit") {
       CHECK(contains(msg, "mem.csv: row 2: field 2 (x1)"));
     }
     {  // and through run(), before anything else
-      RunConfig cfg;
+      RunConfig cfg = flymc::test::fixed_config();
       cfg.model = ModelKind::softmax;
       CHECK_THROWS_AS(run(cfg, small_data(-2.0)), DataError);
     }
@@ -225,7 +225,7 @@ TEST_SUITE("unit") {
 
   TEST_CASE("softmax: a bound raised above the likelihood is reported as violations") {
     const auto ds = test::softmax_data(200, 3, 3, 14);
-    RunConfig cfg;
+    RunConfig cfg = flymc::test::fixed_config();
     cfg.model = ModelKind::softmax;
     cfg.chains = 1;
     cfg.warmup = 50;
@@ -281,7 +281,7 @@ TEST_SUITE("unit") {
     CHECK(a.gt == b.gt);
     for (int variant = 0; variant < 3; ++variant) {
       const Algo algo = variant == 0 ? Algo::full : Algo::flymc;
-      RunConfig cfg;
+      RunConfig cfg = flymc::test::fixed_config();
       cfg.model = ModelKind::softmax;
       cfg.softmax_bound = variant == 2 ? SoftmaxBoundKind::tight : SoftmaxBoundKind::bohning;
       cfg.algo = algo;
@@ -603,7 +603,7 @@ TEST_SUITE("unit") {
     fs::remove_all(base);
     for (Algo algo : {Algo::flymc, Algo::full}) {
       CAPTURE(static_cast<int>(algo));
-      RunConfig cfg;
+      RunConfig cfg = flymc::test::fixed_config();
       cfg.model = ModelKind::softmax;
       cfg.algo = algo;
       cfg.kernel = KernelKind::mala;
@@ -760,7 +760,7 @@ TEST_SUITE("statistical") {
     };
     for (const Case& k : cases) {
       CAPTURE(k.name);
-      RunConfig cfg;
+      RunConfig cfg = flymc::test::fixed_config();
       cfg.model = ModelKind::softmax;
       cfg.algo = k.algo;
       cfg.bound = k.bound;

@@ -59,7 +59,7 @@ void check_same_run(RunConfig cfg, const Dataset& raw) {
 }
 
 RunConfig small_config(Algo algo, ModelKind model = ModelKind::logistic) {
-  RunConfig cfg;
+  RunConfig cfg = flymc::test::fixed_config();
   cfg.algo = algo;
   cfg.model = model;
   cfg.chains = 2;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "flymc/core/config.hpp"
 #include "flymc/core/rng.hpp"
 #include "flymc/data/dataset.hpp"
 #include "flymc/models/model.hpp"
@@ -55,6 +56,16 @@ class TempDir {
  private:
   std::string path_;
 };
+
+/// RunConfig as the tests written before `--algo auto --ess 1000` became the default meant it:
+/// FlyMC for exactly 1,000 sampling iterations.
+inline RunConfig fixed_config() {
+  RunConfig c;
+  c.algo = Algo::flymc;
+  c.ess = 0.0;
+  c.iters = 1000;
+  return c;
+}
 
 /// n × d logistic data: x ~ N(0, scale²) with a bias column of ones last, labels from θ_true.
 inline std::shared_ptr<const Dataset> logistic_data(std::size_t n, std::size_t d,

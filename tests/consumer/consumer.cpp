@@ -13,6 +13,8 @@ int main() {
     ds->mutable_y()[i] = rng.uniform() < 1.0 / (1.0 + std::exp(-ds->row(i)[0])) ? 1.0 : -1.0;
   }
   flymc::RunConfig cfg;
+  cfg.algo = flymc::Algo::flymc;  // FlyMC for exactly 2,000 iterations (the default is auto to
+  cfg.ess = 0.0;                  // an ESS target)
   cfg.chains = 2;
   cfg.warmup = 500;
   cfg.iters = 2000;

@@ -28,6 +28,8 @@ std::shared_ptr<const flymc::Dataset> make_data() {
 int check(MPI_Comm group, int world_rank) {
   const auto data = make_data();
   flymc::RunConfig cfg;
+  cfg.algo = flymc::Algo::flymc;  // FlyMC for exactly 1,000 iterations (the default is auto to
+  cfg.ess = 0.0;                  // an ESS target)
   cfg.chains = 3;
   cfg.warmup = 300;
   cfg.iters = 1000;

@@ -258,11 +258,8 @@ std::vector<const OptionInfo*> given_options(const SampleOptions& o) {
 /// run goes to an ESS target (--ess, by default kDefaultEss where the sampler can), with --iters
 /// as its upper limit (kEssIterCap when not given).
 void size_run(const SampleOptions& o, RunConfig& cfg) {
-  const bool iters_given = o.app->get_option("--iters")->count() > 0;
-  const bool ess_given = o.app->get_option("--ess")->count() > 0;
-  if (!ess_given && !iters_given && (o.auto_algo || can_target_ess(cfg.algo)))
-    cfg.ess = kDefaultEss;
-  if (cfg.ess > 0.0 && !iters_given) cfg.iters = kEssIterCap;
+  size_run_length(cfg, o.app->get_option("--iters")->count() > 0,
+                  o.app->get_option("--ess")->count() > 0);
   if (cfg.max_seconds > 0.0 && cfg.ess <= 0.0)
     throw UsageError(
         "--max-seconds limits a run to an ESS target, and this run has none (--iters "
@@ -682,13 +679,12 @@ void add_sample_command(CLI::App& app) {
       add_run_option(s, c, opt);
       return;
     }
-    std::vector<std::string> algos = enum_name_list<Algo>();
-    algos.insert(algos.begin(), "auto");
+    const std::vector<std::string> algos = enum_name_list<Algo>();
     s->add_option_function<std::string>(
          "--algo",
          [o](const std::string& v) {
-           o->auto_algo = v == "auto";
-           if (v != "auto") o->cfg.algo = algo_names().at(v);
+           o->cfg.algo = algo_names().at(v);
+           o->auto_algo = o->cfg.algo == Algo::automatic;
          },
          opt.help)
         ->check(CLI::IsMember(algos))

@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   CLI::App app{"flymc-profile: time per phase of a fixed FlyMC workload"};
   std::string data_path;
   RunConfig cfg;
+  cfg.algo = Algo::flymc;  // a fixed workload
+  cfg.ess = 0.0;
   cfg.chains = 1;
   cfg.threads = 1;
   cfg.warmup = 20000;

@@ -48,17 +48,13 @@ std::shared_ptr<const Dataset> arrays_dataset(const Array& x, const Array& y, Mo
 Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& kwargs) {
   RunConfig cfg;
   py::dict options(kwargs);
-  // algo="auto", the default, is no RunConfig value: pilots choose one (choose_algo.hpp), as the
-  // command line's default --algo auto does.
-  const bool auto_algo =
-      !options.contains("algo") || (py::isinstance<py::str>(options["algo"]) &&
-                                    py::cast<std::string>(options["algo"]) == "auto");
-  if (options.contains("algo") && auto_algo) PyDict_DelItemString(options.ptr(), "algo");
   auto given_value = [&](const char* key) {
     return options.contains(key) && !options[key].is_none();
   };
   const bool iters_given = given_value("iters"), ess_given = given_value("ess");
   apply_options(cfg, options);
+  // algo="auto", the default: pilots choose the sampler (choose_algo.hpp), as on the command line.
+  const bool auto_algo = cfg.algo == Algo::automatic;
   // No keyword is silently ignored: the sampler reads each, and under auto each restricts the
   // candidates to the samplers that read it.
   // A keyword at its default value counts as not given, so that a result's config, which
@@ -75,10 +71,8 @@ Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& 
     auto_readers(opt.given, restriction);
   else
     check_read_by(cfg.algo, opt.given);
-  // The length: iters alone is a fixed count; otherwise an ESS target (the command line's rule).
-  if (!ess_given && !iters_given && (auto_algo || can_target_ess(cfg.algo))) cfg.ess = kDefaultEss;
-  if (cfg.ess > 0.0 && !iters_given) cfg.iters = kEssIterCap;
-  cfg.validate();  // before the chains' tables are sized by it
+  size_run_length(cfg, iters_given, ess_given);  // the command line's rule
+  cfg.validate();                                // before the chains' tables are sized by it
   const Array x = as_array(x_in, "X", 2, "2-D (N rows x D features)");
   const Array y = as_array(y_in, "y", 1, "1-D (one label per row)");
   std::vector<ChainTable> tables(static_cast<std::size_t>(cfg.chains));
@@ -162,13 +156,7 @@ PYBIND11_MODULE(flymc, m) {
   fp::bind_result(m);
   m.def("sample", &fp::sample, py::arg("X"), py::arg("y"), fp::kSampleDoc);
   m.def(
-      "defaults",
-      [] {
-        py::dict d = fp::options_dict(flymc::RunConfig{});
-        d["algo"] = "auto";  // sample()'s defaults: auto, to an ESS target
-        d["ess"] = flymc::kDefaultEss;
-        return d;
-      },
+      "defaults", [] { return fp::options_dict(flymc::RunConfig{}); },
       "The options of flymc.sample() and their defaults (None: chosen at set-up). Without iters "
       "or ess, sample() runs to ess effective draws (iters: a fixed count when given).");
   m.def("load", &fp::load, py::arg("path"), py::arg("model") = "logistic",

@@ -131,6 +131,7 @@ void RunConfig::validate_approximate() const {
         "derivative bound is not derived): use --smh-order 2");
   if (pcn_rho && !(*pcn_rho >= 0.0 && *pcn_rho < 1.0))
     throw ConfigError("--pcn-rho must be in [0, 1) (or auto), got " + number_text(*pcn_rho));
+  if (algo == Algo::automatic) return validate_pdmp();  // the candidates are checked as they run
   if (!uses_theta_kernel(algo) && kernel != KernelKind::rwmh)
     throw ConfigError(std::string("--algo ") + to_string(algo) +
                       " makes its own moves (a random walk, a Langevin step, a "
@@ -160,6 +161,18 @@ void RunConfig::validate_pdmp() const {
   if (is_pdmp(algo) && prior != PriorKind::gaussian)
     throw ConfigError(std::string("--algo ") + to_string(algo) +
                       " takes the Gaussian prior only, not --prior " + to_string(prior));
+}
+
+void size_run_length(RunConfig& cfg, bool iters_given, bool ess_given) {
+  if (iters_given && !ess_given) {
+    cfg.ess = 0.0;
+  } else if (!ess_given && !iters_given && !can_target_ess(cfg.algo)) {
+    cfg.ess = 0.0;
+    cfg.iters = 1000;
+  } else if (!ess_given && cfg.ess <= 0.0) {
+    cfg.ess = kDefaultEss;
+  }
+  if (cfg.ess > 0.0 && !iters_given) cfg.iters = kEssIterCap;
 }
 
 Metric RunConfig::resolved_metric() const noexcept {

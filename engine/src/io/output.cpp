@@ -112,6 +112,8 @@ namespace {
 /// The sampler_t comment: the algorithm and its moves.
 std::string sampler_name(const RunConfig& cfg) {
   switch (cfg.algo) {
+    case Algo::automatic:  // (a run resolves it before its draws are written)
+      return "auto";
     case Algo::flymc:
       return std::string("FlyMC(") + to_string(cfg.kernel) + ")";
     case Algo::full:

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/mcmc/choose_algo.hpp"
 #include "flymc/mcmc/metric.hpp"
 #include "flymc/mcmc/minibatch/approximate.hpp"
 #include "flymc/mcmc/pdmp/pdmp.hpp"
@@ -146,6 +147,10 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
       throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
                         " runs in one process: its chains cannot be shared between processes yet");
     if (part != nullptr) detail::check_block(part->block, cfg.chains);
+    if (cfg.algo == Algo::automatic)  // (run() resolves it; a part must be told the choice)
+      throw ConfigError(
+          "--algo auto: choose the sampler before the processes share the run (choose_algo on "
+          "one process, its choice to all), or name it with --algo");
   });
   if (is_pdmp(cfg.algo)) return run_pdmp(cfg, std::move(data), sinks, progress, checkpoint, pre);
   if (cfg.algo == Algo::smh)
@@ -170,7 +175,23 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
 RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const SinkFactory& sinks,
               Progress* progress, const CheckpointOptions* checkpoint, const FaultInjection& faults,
               const Precomputed& pre) {
-  return dispatch(cfg, std::move(data), sinks, progress, checkpoint, faults, nullptr, pre);
+  if (cfg.algo != Algo::automatic)
+    return dispatch(cfg, std::move(data), sinks, progress, checkpoint, faults, nullptr, pre);
+  // --algo auto: the pilots choose, then the chosen sampler runs with their MAP fit and set-up.
+  cfg.validate();
+  if (!data) throw DataError("no data");
+  if (checkpoint != nullptr && checkpoint->resume)
+    throw ConfigError(
+        "--algo auto cannot resume: its choice depends on its pilots' timing; resume with the "
+        "configuration the run chose (RunResult::config, or the checkpoint's)");
+  AutoOptions opt;
+  opt.checkpointed = checkpoint != nullptr && checkpoint->store != nullptr;
+  const AlgoChoice choice = choose_algo(cfg, data, opt);
+  RunResult r = dispatch(choice.best().config, std::move(data), sinks, progress, checkpoint, faults,
+                         nullptr, Precomputed{choice.map, choice.cache});
+  r.setup_phases.insert(r.setup_phases.begin(), SetupPhase{"auto pilots", choice.pilot_seconds});
+  r.auto_chosen = choice.best().name;
+  return r;
 }
 
 RunResult run_part(const RunConfig& cfg, std::shared_ptr<const Dataset> data,

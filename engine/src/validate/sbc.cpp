@@ -195,6 +195,7 @@ SbcRep run_sbc_rep(const SbcOptions& opt, int rep) {
   const std::shared_ptr<const Dataset> ds = simulate_replicate(opt, rep, rng, theta_star);
 
   RunConfig cfg = opt.run;
+  cfg.ess = 0.0;  // a fixed number of kept draws per replicate
   cfg.chains = 1;
   cfg.iters = opt.draws * opt.thin;
   cfg.thin = opt.thin;

@@ -31,14 +31,17 @@ enum class Algo {
   psbps,
   zigzag_ss,
   zigzag_cv,
-  smh
+  smh,
+  /// `--algo auto`, the default: run() pilots the exact samplers that fit and runs the one
+  /// predicted to end soonest (choose_algo.hpp, docs/math.md §3.3). Never a run's resolved value.
+  automatic
 };
 /// Whether the algorithm's draws target the posterior exactly (FlyMC, regular MCMC, BPS,
 /// lipSBPS, both Zig-Zags and SMH) rather than an approximation of it (minibatch MH, SGLD, SBPS,
 /// pSBPS); reported as `exact` in every output.
 inline bool is_exact(Algo a) noexcept {
   return a == Algo::flymc || a == Algo::full || a == Algo::bps || a == Algo::lipsbps ||
-         a == Algo::zigzag_ss || a == Algo::zigzag_cv || a == Algo::smh;
+         a == Algo::zigzag_ss || a == Algo::zigzag_cv || a == Algo::smh || a == Algo::automatic;
 }
 /// Whether the algorithm is a piecewise-deterministic (continuous-time) sampler (docs/math.md §7).
 inline bool is_pdmp(Algo a) noexcept {
@@ -49,11 +52,14 @@ inline bool is_pdmp(Algo a) noexcept {
 /// the other samplers make their own moves.
 inline bool uses_theta_kernel(Algo a) noexcept { return a == Algo::flymc || a == Algo::full; }
 /// Whether the sampler's chains save their state and resume (--checkpoint-every, --resume).
-inline bool can_checkpoint(Algo a) noexcept { return uses_theta_kernel(a) || a == Algo::smh; }
+/// (auto: its candidates are then only those that can.)
+inline bool can_checkpoint(Algo a) noexcept {
+  return uses_theta_kernel(a) || a == Algo::smh || a == Algo::automatic;
+}
 /// Whether the sampler runs to an ESS target (RunConfig::ess): its chains continue in blocks.
 /// The approximate subsampling samplers (minibatch MH, SGLD) run a fixed length.
 inline bool can_target_ess(Algo a) noexcept {
-  return uses_theta_kernel(a) || a == Algo::smh || is_pdmp(a);
+  return uses_theta_kernel(a) || a == Algo::smh || is_pdmp(a) || a == Algo::automatic;
 }
 /// Whether the sampler estimates gradients or acceptance tests from batches of --batch-size data.
 inline bool uses_batches(Algo a) noexcept {
@@ -150,11 +156,13 @@ inline constexpr double kDefaultEss = 1000.0;
 inline constexpr long kEssIterCap = 10'000'000;
 
 /// Everything a sampling run needs besides the data. Defaults are the measured choices
-/// (docs/benchmarks.md).
+/// (docs/benchmarks.md); by default a run is `--algo auto --ess 1000`: the exact sampler
+/// predicted to end soonest, until every parameter's bulk and tail ESS reach 1,000. A run of a
+/// fixed length sets ess = 0 and iters.
 struct RunConfig {
   ModelKind model = ModelKind::logistic;
   PriorKind prior = PriorKind::gaussian;
-  Algo algo = Algo::flymc;
+  Algo algo = Algo::automatic;
   BoundTuning bound = BoundTuning::map;
   ZUpdate z = ZUpdate::implicit;
   KernelKind kernel = KernelKind::rwmh;
@@ -173,11 +181,12 @@ struct RunConfig {
   int max_treedepth = 10;
   int chains = 4;
   long warmup = 1000;  ///< warm-up iterations (step-size adaptation), not kept
-  long iters = 1000;   ///< sampling iterations after warm-up (with `ess`: at most this many)
+  /// Sampling iterations after warm-up: with `ess`, at most this many; without, exactly.
+  long iters = kEssIterCap;
   /// Sample until every parameter's bulk and tail ESS reach this and R̂ ≤ 1.01 (0: off, run
   /// exactly `iters`). The run is checked at block boundaries that depend on the draws alone
   /// (docs/math.md §3.4), so a seed gives the same draws at any thread or process count.
-  double ess = 0.0;
+  double ess = kDefaultEss;
   /// With `ess`: stop at the first block boundary after this many seconds of warm-up and
   /// sampling (0: no limit), with RunResult::target_reached false.
   double max_seconds = 0.0;
@@ -284,6 +293,12 @@ struct RunConfig {
   /// Every field equal (doubles by value).
   friend bool operator==(const RunConfig&, const RunConfig&) = default;
 };
+
+/// The run's length from what the user gave (the command line, Python): `iters` alone asks for
+/// exactly that many iterations (ess = 0); otherwise the run goes to an ESS target (the default
+/// kDefaultEss), with `iters` as its upper limit (kEssIterCap when not given). A sampler that
+/// cannot run to a target (minibatch MH, SGLD) given neither runs 1,000 iterations.
+void size_run_length(RunConfig& cfg, bool iters_given, bool ess_given);
 
 const char* to_string(Algo a) noexcept;
 const char* to_string(BoundTuning b) noexcept;

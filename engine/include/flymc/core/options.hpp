@@ -31,7 +31,7 @@ inline constexpr EnumName<Algo> kAlgoNames[] = {
     {Algo::flymc, "flymc"},         {Algo::full, "full"},   {Algo::minibatch_mh, "minibatch-mh"},
     {Algo::sgld, "sgld"},           {Algo::bps, "bps"},     {Algo::lipsbps, "lipsbps"},
     {Algo::sbps, "sbps"},           {Algo::psbps, "psbps"}, {Algo::zigzag_ss, "zigzag-ss"},
-    {Algo::zigzag_cv, "zigzag-cv"}, {Algo::smh, "smh"}};
+    {Algo::zigzag_cv, "zigzag-cv"}, {Algo::smh, "smh"},     {Algo::automatic, "auto"}};
 inline constexpr EnumName<BoundTuning> kBoundTuningNames[] = {{BoundTuning::map, "map"},
                                                               {BoundTuning::untuned, "untuned"}};
 inline constexpr EnumName<ZUpdate> kZUpdateNames[] = {{ZUpdate::implicit, "implicit"},

@@ -139,6 +139,9 @@ struct RunResult {
   /// whether the last block's end met it, whether --max-seconds ended the run first, and what
   /// that check found.
   bool target_reached = false;
+  /// A run of Algo::automatic: the candidate its pilots chose (choose_algo.hpp), "" otherwise;
+  /// config then holds the chosen configuration, setup_phases begins with "auto pilots".
+  std::string auto_chosen;
   bool target_timed_out = false;
   TargetStatus target;
   std::vector<std::string> warnings;  ///< for the user, e.g. a resume on other SIMD kernels
@@ -233,7 +236,8 @@ struct Precomputed {
   std::shared_ptr<SetupCache> cache;     ///< set-up to take over or to leave (null: neither)
 };
 
-/// Runs `cfg` (its model, algorithm and θ-kernel) over `data`. Throws ConfigError for an invalid
+/// Runs `cfg` (its model, algorithm and θ-kernel) over `data`; with Algo::automatic (the
+/// default) the pilots of choose_algo() pick the algorithm first. Throws ConfigError for an invalid
 /// config, DataError for data the model cannot take (labels, non-finite features).
 /// @param sinks optional per-chain draw sinks (files); @param progress optional counters.
 /// @param checkpoint optional checkpointing (needs `sinks`: the draws before a checkpoint are

@@ -57,6 +57,8 @@ double log_gamma(double a);
 /// depend on either lever; with other levers raise `thin` until the report's ESS/L is ≈ 1.
 inline RunConfig sbc_run_defaults() {
   RunConfig c;
+  c.algo = Algo::flymc;  // SBC checks one named sampler, each replicate a fixed length
+  c.ess = 0.0;
   c.theta_steps = 1;
   c.resample_fraction = 0.05;
   return c;

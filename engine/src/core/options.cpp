@@ -62,8 +62,9 @@ std::vector<OptionInfo> model_and_kernel_options() {
       {"algo",
        "algo",
        choice<&C::algo>(),
-       "flymc, full (regular MCMC), auto: short pilots of both with the chosen kernel predict "
-       "their min bulk ESS per second, and the faster runs; the approximate subsampling samplers "
+       "auto (the default): short pilots of the exact samplers that fit predict which ends the "
+       "run soonest (to --ess effective draws, or the most ESS per second for a fixed --iters), "
+       "and it runs; flymc, full (regular MCMC); the approximate subsampling samplers "
        "(logistic regression): minibatch-mh (minibatch Metropolis-Hastings with the Barker test) "
        "or sgld (stochastic gradient Langevin dynamics); or the piecewise-deterministic samplers "
        "(logistic regression, Gaussian prior): bps (bouncy particle sampler, full gradient), "

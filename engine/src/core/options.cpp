@@ -135,8 +135,9 @@ std::vector<OptionInfo> run_and_sampler_options() {
        "at block boundaries that depend on the draws alone (0: exactly --iters)",
        kEssAlgos},
       {"max-seconds", "max_seconds", &C::max_seconds,
-       "With --ess: stop at the first block boundary after S seconds of warm-up and sampling, "
-       "target not reached (exit 0; summary.json run.target_reached false). 0: no limit",
+       "With --ess: at most S seconds of warm-up and sampling: the run ends at the last block end "
+       "that fits (the first block always runs), target not reached (exit 0; summary.json "
+       "run.target_reached false). 0: no limit",
        kEssAlgos, false},
       {"max-rhat", "max_rhat", &C::max_rhat,
        "With --ess: the largest R-hat (rank-normalized split R-hat over parameters) the target "

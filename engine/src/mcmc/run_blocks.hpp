@@ -161,8 +161,15 @@ BlockOutcome run_blocks(const RunConfig& cfg, std::size_t dim, int nchains, int 
     }
     out.reached = out.status.reached;
     if (out.reached || s >= cfg.iters || reach < cfg.warmup + s) break;
-    // The clock ends a run only at a block's end; the first process's clock decides.
-    bool late = cfg.max_seconds > 0.0 && clock.seconds() >= cfg.max_seconds;
+    // The clock ends a run only at a block's end, the last one that fits: when the next block,
+    // at the pace of the iterations so far, would end past max_seconds. (It only cuts: where the
+    // blocks end never depends on it.) The first process's clock decides.
+    const long next = next_block_end(cfg, out.status);
+    const double elapsed = clock.seconds();
+    const double pace = elapsed / static_cast<double>(std::max(1L, cfg.warmup + s));
+    bool late =
+        cfg.max_seconds > 0.0 && (elapsed >= cfg.max_seconds ||
+                                  elapsed + pace * static_cast<double>(next - s) > cfg.max_seconds);
     if (sync.from_leader) {
       std::vector<double> v = {late ? 1.0 : 0.0};
       sync.from_leader(v);
@@ -174,7 +181,7 @@ BlockOutcome run_blocks(const RunConfig& cfg, std::size_t dim, int nchains, int 
       out.timed_out = true;
       break;
     }
-    s = next_block_end(cfg, out.status);
+    s = next;
   }
   out.sampling_iters = s;
   for_each_chain(

@@ -187,8 +187,9 @@ struct RunConfig {
   /// exactly `iters`). The run is checked at block boundaries that depend on the draws alone
   /// (docs/math.md §3.4), so a seed gives the same draws at any thread or process count.
   double ess = kDefaultEss;
-  /// With `ess`: stop at the first block boundary after this many seconds of warm-up and
-  /// sampling (0: no limit), with RunResult::target_reached false.
+  /// With `ess`: at most this many seconds of warm-up and sampling (0: no limit). The run ends
+  /// at the last block's end before them (the first block always runs), predicted from the pace
+  /// of the iterations so far, with RunResult::target_reached false.
   double max_seconds = 0.0;
   /// With `ess`: the largest R̂ the target accepts (Vehtari et al. 2021's 1.01).
   double max_rhat = 1.01;

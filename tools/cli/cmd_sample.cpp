@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -546,6 +547,18 @@ AlgoChoice choose_job_algo(const SampleOptions& o, const SampleJob& job,
   return c;
 }
 
+/// The chosen run's step size, ρ and warm-up as choose_algo() set them ("step rho warmup", "-"
+/// for unset), as the leader sent them.
+void take_adaptation(const std::string& text, RunConfig& cfg) {
+  std::istringstream in(text);
+  std::string step, rho;
+  long warmup = cfg.warmup;
+  if (!(in >> step >> rho >> warmup)) return;
+  if (step != "-") cfg.step_size = std::stod(step);
+  if (rho != "-") cfg.pcn_rho = std::stod(rho);
+  cfg.warmup = warmup;
+}
+
 /// --algo auto: the leader runs the pilots; every process takes its choice (the candidates are
 /// the same everywhere, so the index travels) and the figure its draw files record.
 std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGroup& group,
@@ -560,7 +573,15 @@ std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGro
   job.cfg = auto_candidates(job.cfg, *data, job.every > 0, job.given)
                 .at(static_cast<std::size_t>(chosen))
                 .config;
-  // (the leader's list is the one its pilots ran: the same options, so the same configs)
+  // (the leader's list is the one its pilots ran: the same options, so the same configs) and
+  // what the chosen run takes over from its pilot (step size, rho, warm-up), exactly.
+  std::string adapted;
+  if (choice) {
+    const RunConfig& c = choice->best().config;
+    adapted = (c.step_size ? number_text(*c.step_size) : "-") + " " +
+              (c.pcn_rho ? number_text(*c.pcn_rho) : "-") + " " + std::to_string(c.warmup);
+  }
+  take_adaptation(group.from_leader(adapted), job.cfg);
   speedup_text = group.from_leader(choice ? number_text(choice->predicted_speedup) : "");
   return choice;
 }

@@ -353,6 +353,41 @@ std::vector<std::size_t> pilot_order(const std::vector<AutoCandidate>& c, bool s
   return order;
 }
 
+/// The mean over a run's chains of their adapted step sizes (SMH with pCN: ρ).
+double mean_step_size(const RunResult& r) {
+  double s = 0.0;
+  for (const ChainResult& ch : r.chains) s += ch.step_size;
+  return r.chains.empty() ? std::numeric_limits<double>::quiet_NaN()
+                          : s / static_cast<double>(r.chains.size());
+}
+
+/// The chosen candidate of a run to an ESS target takes over its pilot's adaptation where that
+/// leaves the run exact: a θ-kernel's step size (the run's shorter warm-up goes on adapting from
+/// it) or SMH's ρ (then fixed), with the warm-up cut to opt.reuse_warmup. Any fixed step size
+/// after warm-up is exact; the run starts from θ_MAP as ever, and its convergence is what the
+/// target checks. Not after a pilot short of its ESS, nor for an adapted metric or a
+/// piecewise-deterministic sampler.
+void reuse_adaptation(AutoCandidate& c, const AutoOptions& opt) {
+  RunConfig& k = c.config;
+  if (opt.reuse_warmup <= 0 || c.rough || !std::isfinite(c.pilot_step_size)) return;
+  // pCN and the independence sampler keep the Laplace covariance; NUTS re-estimates a
+  // diag or dense metric when asked.
+  const Metric m = k.resolved_metric();
+  const bool adapts_metric = k.adapt_metric && (m == Metric::dense || m == Metric::diag) &&
+                             k.kernel != KernelKind::pcn && k.kernel != KernelKind::imh;
+  if (uses_theta_kernel(k.algo) && !adapts_metric && c.pilot_step_size > 0.0) {
+    // (pCN's move is √(1 − ρ²) = min(1, step): a step past 1, where its adaptation drifts when
+    // every proposal is accepted, means 1)
+    const bool laplace_kernel = k.kernel == KernelKind::pcn || k.kernel == KernelKind::imh;
+    k.step_size = laplace_kernel ? std::min(c.pilot_step_size, 1.0) : c.pilot_step_size;
+  } else if (k.algo == Algo::smh && k.proposal == SmhProposal::pcn && c.pilot_step_size < 1.0) {
+    k.pcn_rho = c.pilot_step_size;
+  } else {
+    return;
+  }
+  k.warmup = std::min(k.warmup, opt.reuse_warmup);
+}
+
 /// The choice when a single candidate is left: no pilot can change it.
 AlgoChoice only_candidate(AlgoChoice out, Clock::time_point start) {
   for (std::size_t i = 0; i < out.candidates.size(); ++i)
@@ -463,6 +498,18 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
   // a regular candidate is left to pilot (on tall data the budget rule often spares them).
   if (!target) time_queries();
 
+  // Regular NUTS re-estimating its dense metric needs a whole warm-up of Stan's windows before
+  // it can be judged; a pilot short enough to pay for itself cannot give it one (on the softmax
+  // data, 771 coefficients, 100 such iterations took over five minutes), and it starts from the
+  // Laplace covariance that regular-nuts-laplace keeps.
+  if (target)
+    for (AutoCandidate& c : out.candidates)
+      if (c.skipped.empty() && is_regular(c) && c.config.kernel == KernelKind::nuts &&
+          c.config.adapt_metric)
+        c.skipped =
+            "an adapted dense metric needs a whole warm-up of adaptation windows, which no pilot "
+            "of a run to an ESS target can afford (regular-nuts-laplace keeps the Laplace "
+            "covariance it starts from)";
   const std::vector<std::size_t> order = pilot_order(out.candidates, target && sub == data);
   std::size_t left = 0;
   for (const AutoCandidate& c : out.candidates) left += c.skipped.empty() ? 1 : 0;
@@ -526,6 +573,7 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
     c.pilot_rows = regular ? rows : n;
     c.pilot_seconds = seconds_since(t0);
     c.rough = p.min_ess < (target ? p.result.config.ess : opt.min_pilot_ess);
+    c.pilot_step_size = mean_step_size(p.result);
     if (c.config.algo == Algo::smh) {
       stats_seconds[i] = phase_seconds(p.result, "statistics");
       last_smh = i;
@@ -567,6 +615,7 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
     }
   if (!regular_ran && std::isfinite(regular_bound)) best_regular = regular_bound;
   out.predicted_speedup = best_regular > 0.0 ? out.best().ess_per_second / best_regular : 0.0;
+  if (target) reuse_adaptation(out.candidates[out.chosen], opt);
   out.why = why_chosen(cfg, out, ranked);
   out.pilot_seconds = seconds_since(start);
   out.map = shared.map();

@@ -19,6 +19,7 @@
 /// geometry, hence ESS per iteration, barely changes with N. The subsampling samplers' pilots run
 /// on all the data (their iterations are cheap by design).
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -76,6 +77,11 @@ struct AutoOptions {
   /// share of the best predicted run's seconds; each is stopped at its share (at a block's end)
   /// and dropped if it has not met its ESS by then: it could not pay for itself.
   double pilot_budget_share = 0.3;
+  /// A run to an ESS target: the chosen candidate takes over its pilot's adaptation (the step
+  /// size; SMH's ρ) when the pilot met its ESS, and its warm-up is cut to at most this many
+  /// iterations (the rest of what warm-up is for, adapting from a guess, the pilot did). Not for
+  /// an adapted metric, whose windows need the whole warm-up. 0: no reuse.
+  long reuse_warmup = 200;
 };
 
 /// One configuration `--algo auto` weighs, and what its pilot predicted.
@@ -98,6 +104,9 @@ struct AutoCandidate {
   std::size_t pilot_rows = 0;  ///< rows the pilot ran on
   double pilot_seconds = 0.0;  ///< wall time of the pilot, set-up included
   bool rough = false;          ///< the pilot ended below AutoOptions::min_pilot_ess
+  /// The step size the pilot's warm-up adapted, its chains' mean (SMH with pCN: its tuned ρ);
+  /// NaN when no pilot ran.
+  double pilot_step_size = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// What `--algo auto` decided and why.

@@ -68,6 +68,19 @@ void for_each_chain(int nchains, int threads, OneChain&& one_chain, bool in_turn
     if (e) std::rethrow_exception(e);
 }
 
+/// Splits `par`, the wall seconds of the chains' parallel region, between warm-up and sampling in
+/// proportion to the chains' own timers (chains may outnumber threads: there is no common barrier).
+inline void split_wall_time(RunResult& out, double par) {
+  double w = 0.0, s = 0.0;
+  for (const auto& ch : out.chains) {
+    w += ch.warmup_seconds;
+    s += ch.sampling_seconds;
+  }
+  const double tot = std::max(w + s, 1e-300);
+  out.warmup_seconds = par * w / tot;
+  out.sampling_seconds = par * s / tot;
+}
+
 /// Runs the chains of a sampler without checkpoints: `make_chain(chain_id, sink)` builds chain
 /// chain_id (1-based) writing to `sink` (null without sinks), and its `run(progress)` returns
 /// the ChainResult. The sink is made and closed in the chain's own task. Fills out.chains and
@@ -90,14 +103,7 @@ void run_independent_chains(const RunConfig& cfg, const SinkFactory& sinks, Prog
             make_chain(c + 1, sink.get()).run(progress ? &progress->chains[ci] : nullptr);
       },
       in_turn);
-  double w = 0.0, s = 0.0;
-  for (const auto& ch : out.chains) {
-    w += ch.warmup_seconds;
-    s += ch.sampling_seconds;
-  }
-  const double par = par_clock.seconds(), tot = std::max(w + s, 1e-300);
-  out.warmup_seconds = par * w / tot;
-  out.sampling_seconds = par * s / tot;
+  split_wall_time(out, par_clock.seconds());
 }
 
 /// The MAP fit a fresh run starts from: `pre`'s when given (checked against the model's

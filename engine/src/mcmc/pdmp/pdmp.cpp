@@ -121,14 +121,7 @@ void run_pdmp_chains(const detail::PdmpShared& sh, const SinkFactory& sinks, Pro
   const detail::BlockOutcome b = detail::run_blocks<C>(cfg, sh.model.dim(), cfg.chains, 1, false,
                                                        progress, make, finish, out.chains);
   detail::take_outcome(b, out);
-  double w = 0.0, s = 0.0;
-  for (const ChainResult& ch : out.chains) {
-    w += ch.warmup_seconds;
-    s += ch.sampling_seconds;
-  }
-  const double par = par_clock.seconds(), tot = std::max(w + s, 1e-300);
-  out.warmup_seconds = par * w / tot;
-  out.sampling_seconds = par * s / tot;
+  detail::split_wall_time(out, par_clock.seconds());
 }
 
 RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,

@@ -2,9 +2,10 @@
 /// @file ess_target.hpp
 /// Runs sized in effective draws (RunConfig::ess): the chains run in blocks, and at each block's
 /// end the draws kept so far decide whether to stop (every parameter's bulk and tail ESS at least
-/// the target and R̂ at most RunConfig::max_rhat) and, if not, where the next block ends. Both decisions
-/// depend on the draws alone, never on a clock, so a seed gives the same draws at any thread or
-/// process count; a resumed run replays them on the draws it reads back (docs/math.md §3.4).
+/// the target and R̂ at most RunConfig::max_rhat) and, if not, where the next block ends. Both
+/// decisions depend on the draws alone, never on a clock, so a seed gives the same draws at any
+/// thread or process count; a resumed run replays them on the draws it reads back (docs/math.md
+/// §3.4).
 #include <cstddef>
 #include <vector>
 

@@ -69,6 +69,8 @@ inline void take_outcome(const BlockOutcome& b, RunResult& out) {
 namespace blocks {
 
 /// The kept draws of `sampling_iters` sampling iterations per chain, agreed between processes.
+/// `flag` comes in raised when a chain of this process stopped on request (its draws end before
+/// the block's) and goes out raised when any process's did: there is then nothing to check.
 template <class C>
 TargetStatus check(const RunConfig& cfg, std::size_t dim, long sampling_iters,
                    const std::vector<std::unique_ptr<C>>& chains, const BlockSync& sync,
@@ -78,12 +80,15 @@ TargetStatus check(const RunConfig& cfg, std::size_t dim, long sampling_iters,
   if (sync.gather) {
     const auto rows = static_cast<std::size_t>((sampling_iters + cfg.thin - 1) / cfg.thin);
     std::vector<std::vector<double>> mine;
-    for (const auto& c : chains)
-      mine.emplace_back(c->draws().begin(),
-                        c->draws().begin() + static_cast<std::ptrdiff_t>(rows * dim));
+    if (!flag)
+      for (const auto& c : chains)
+        mine.emplace_back(c->draws().begin(),
+                          c->draws().begin() + static_cast<std::ptrdiff_t>(rows * dim));
     all = sync.gather(mine, flag);
+    if (flag) return {};
     for (const auto& v : all) ptrs.push_back(&v);
   } else {
+    if (flag) return {};  // (on a shard every process stops at the same iteration)
     for (const auto& c : chains) ptrs.push_back(&c->draws());
   }
   TargetStatus s = target_status(ptrs, dim, cfg, sampling_iters);

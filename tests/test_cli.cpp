@@ -568,7 +568,12 @@ TEST_SUITE("unit") {
         {"--z sometimes", 64, "--z"},
         {"--init random", 64, "--init"},
         {"--metric full", 64, "--metric"},
-        {"--model probit", 64, "--model"},
+        {"--model logit", 64, "--model"},
+        // A sampler that needs what the model does not offer (model_needs.hpp).
+        {"--model softmax --algo smh", 78, "--algo smh"},
+        {"--model robust --algo smh --smh-order 3", 78, "--smh-order 3"},
+        {"--model gaussian --algo zigzag-cv", 78, "--algo zigzag-cv"},
+        {"--model custom", 78, "--model custom"},
     };
     for (const Bad& b : cases) {
       CAPTURE(b.args);

@@ -35,6 +35,7 @@
 #include "flymc/io/output.hpp"
 #include "flymc/io/run_dir.hpp"
 #include "flymc/mcmc/choose_algo.hpp"
+#include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "job_group.hpp"
 #include "progress_line.hpp"
@@ -348,6 +349,7 @@ SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock, b
     }
   }
   job.cfg.validate();
+  check_model_fits(job.cfg);
   check_writable(job.out);
   return job;
 }
@@ -590,11 +592,11 @@ std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGro
 /// everywhere, so the same error).
 void check_shardable(const SampleOptions& o, const SampleJob& job) {
   const bool algo = job.cfg.algo == Algo::smh || job.cfg.algo == Algo::flymc;
-  if ((o.auto_algo && !job.resume) || !algo || job.cfg.model == ModelKind::softmax)
+  if ((o.auto_algo && !job.resume) || !algo)
     throw ConfigError(
-        "--shard-data runs --algo smh and --algo flymc on logistic and robust regression only: "
-        "the other samplers' iterations, and the pilots of --algo auto, do not go across "
-        "processes yet");
+        "--shard-data runs --algo smh and --algo flymc only: the other samplers' iterations, and "
+        "the pilots of --algo auto, do not go across processes yet");
+  check_model_fits(job.cfg, true);
   if (!job.data_path.ends_with(".npy") && !hdf5_location(job.data_path))
     throw ConfigError(
         "--shard-data reads .npy files and HDF5 data sets (each process its own "

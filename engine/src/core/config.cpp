@@ -125,10 +125,6 @@ void RunConfig::validate_approximate() const {
         number_text(*target_accept));
   if (smh_order != 2 && smh_order != 3)
     throw ConfigError("--smh-order must be 2 or 3, got " + std::to_string(smh_order));
-  if (algo == Algo::smh && smh_order == 3 && model != ModelKind::logistic)
-    throw ConfigError(
-        "--smh-order 3 runs logistic regression only (the Student-t likelihood's fourth "
-        "derivative bound is not derived): use --smh-order 2");
   if (pcn_rho && !(*pcn_rho >= 0.0 && *pcn_rho < 1.0))
     throw ConfigError("--pcn-rho must be in [0, 1) (or auto), got " + number_text(*pcn_rho));
   if (algo == Algo::automatic) return validate_pdmp();  // the candidates are checked as they run
@@ -137,11 +133,6 @@ void RunConfig::validate_approximate() const {
                       " makes its own moves (a random walk, a Langevin step, a "
                       "piecewise-linear path or an SMH proposal): leave --kernel at rwmh, not " +
                       to_string(kernel));
-  if (algo == Algo::smh && model == ModelKind::softmax)
-    throw ConfigError("--algo smh runs logistic and robust regression, not --model softmax");
-  if (!uses_theta_kernel(algo) && algo != Algo::smh && model != ModelKind::logistic)
-    throw ConfigError(std::string("--algo ") + to_string(algo) +
-                      " runs logistic regression only so far, not --model " + to_string(model));
   validate_pdmp();
 }
 

@@ -55,8 +55,9 @@ constexpr AlgoMask kStepAlgos =
 std::vector<OptionInfo> model_and_kernel_options() {
   return {
       {"model", "model", choice<&C::model>(),
-       "logistic (labels +-1 or 0/1), softmax (labels 0..K-1) or robust (Student-t linear "
-       "regression, real responses)"},
+       "logistic (labels +-1 or 0/1), softmax (labels 0..K-1), robust (Student-t linear "
+       "regression, real responses), probit (labels as logistic) or gaussian (linear "
+       "regression with noise sd --noise-scale, real responses)"},
       {"prior", "prior", choice<&C::prior>(),
        "Prior on every coefficient: gaussian or laplace (sd --prior-sd)"},
       {"algo",
@@ -154,7 +155,8 @@ std::vector<OptionInfo> run_and_sampler_options() {
        "Prior standard deviation of every coefficient (Gaussian or Laplace)"},
       {"nu", "student_nu", &C::student_nu, "Robust regression: Student-t degrees of freedom",
        kThetaKernelAlgos | algo_bit(Algo::smh)},
-      {"noise-scale", "noise_scale", &C::noise_scale, "Robust regression: Student-t scale",
+      {"noise-scale", "noise_scale", &C::noise_scale,
+       "Robust regression: Student-t scale; gaussian: the noise's sd",
        kThetaKernelAlgos | algo_bit(Algo::smh)},
       {"q-dark-to-bright", "q_dark_to_bright", &C::q_dark_to_bright,
        "Implicit z-update proposal rate q (with --q-per-datum: the mean rate); auto: min(cap, "

@@ -19,6 +19,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/rng.hpp"
 #include "flymc/diagnostics/diagnostics.hpp"
+#include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/smh/smh.hpp"
 
@@ -433,6 +434,7 @@ std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& 
     a.config = std::move(c);
     try {
       a.config.validate();
+      check_model_fits(a.config);
     } catch (const ConfigError& e) {
       a.skipped = e.what();
     }

@@ -8,6 +8,7 @@
 #include "flymc/mcmc/choose_algo.hpp"
 #include "flymc/mcmc/metric.hpp"
 #include "flymc/mcmc/minibatch/approximate.hpp"
+#include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/pdmp/pdmp.hpp"
 #include "flymc/mcmc/run_part.hpp"
 #include "flymc/mcmc/smh/smh.hpp"
@@ -22,6 +23,9 @@ RunResult run_logistic_model(const RunConfig&, std::shared_ptr<const Dataset>, c
 RunResult run_softmax_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
                             Progress*, const CheckpointOptions*, const FaultInjection&,
                             const RunPart*, const Precomputed&);
+RunResult run_glm_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
+                        Progress*, const CheckpointOptions*, const FaultInjection&, const RunPart*,
+                        const Precomputed&);
 RunResult run_robust_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
                            Progress*, const CheckpointOptions*, const FaultInjection&,
                            const RunPart*, const Precomputed&);
@@ -107,7 +111,12 @@ LabelDomain label_domain(ModelKind model) noexcept {
     case ModelKind::softmax:
       return LabelDomain::categorical;
     case ModelKind::robust:
+    case ModelKind::gaussian:
       return LabelDomain::any;
+    case ModelKind::probit:
+      return LabelDomain::binary;
+    case ModelKind::custom:  // (a family given in code reads its data in code too)
+      break;
   }
   return LabelDomain::any;
 }
@@ -131,16 +140,16 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                         name(data->storage()) + " but the run says --storage " + name(cfg.storage) +
                         " (load them with that storage)");
     }
+    check_model_fits(cfg, data->shard() != nullptr);
     // Scalable MH's and FlyMC's iterations go across a sharded data set's processes
     // (docs/mpi.md); the other samplers' do not yet: a chain would sum only its own process's
     // rows.
-    const bool shardable =
-        (cfg.algo == Algo::smh || cfg.algo == Algo::flymc) && cfg.model != ModelKind::softmax;
+    const bool shardable = cfg.algo == Algo::smh || cfg.algo == Algo::flymc;
     if (data->shard() != nullptr && (!shardable || part != nullptr))
       throw ConfigError(data->source() +
-                        ": of the samplers, only --algo smh and --algo flymc (logistic and robust "
-                        "regression) run on data sharded over processes so far, and only with "
-                        "all of their chains on every process");
+                        ": of the samplers, only --algo smh and --algo flymc run on data sharded "
+                        "over processes so far, and only with all of their chains on every "
+                        "process");
     // Only FlyMC and regular MCMC share their chains between processes so far. (A part that is
     // the whole run, e.g. one MPI process, runs the other samplers as usual.)
     if (part != nullptr && !uses_theta_kernel(cfg.algo) && part->block != ChainBlock{1, cfg.chains})
@@ -166,6 +175,10 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                                pre);
     case ModelKind::robust:
       return run_robust_model(cfg, std::move(data), sinks, progress, checkpoint, faults, part, pre);
+    case ModelKind::probit:
+    case ModelKind::gaussian:
+    case ModelKind::custom:
+      return run_glm_model(cfg, std::move(data), sinks, progress, checkpoint, faults, part, pre);
   }
   throw ConfigError(std::string("model ") + to_string(cfg.model) + " is not available yet");
 }
@@ -192,6 +205,16 @@ RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const S
   r.setup_phases.insert(r.setup_phases.begin(), SetupPhase{"auto pilots", choice.pilot_seconds});
   r.auto_chosen = choice.best().name;
   return r;
+}
+
+RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+              const std::shared_ptr<const SingleIndexFamily>& family, const SinkFactory& sinks,
+              Progress* progress, const CheckpointOptions* checkpoint) {
+  if (!family) throw ConfigError("flymc::run: the single-index family is null");
+  RunConfig c = cfg;
+  c.model = ModelKind::custom;
+  c.family = family;
+  return run(c, std::move(data), sinks, progress, checkpoint);
 }
 
 RunResult run_part(const RunConfig& cfg, std::shared_ptr<const Dataset> data,

@@ -19,6 +19,7 @@
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/theta_kernels.hpp"
 #include "flymc/mcmc/z_updates.hpp"
+#include "flymc/models/glm.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/robust.hpp"
 #include "flymc/models/softmax.hpp"
@@ -39,6 +40,8 @@ void SbcOptions::validate() const {
                       std::to_string(bins));
   if (threads < 0) throw ConfigError("--threads must be >= 0, got " + std::to_string(threads));
   if (!(alpha > 0.0 && alpha < 1.0)) throw ConfigError("--alpha must be in (0, 1)");
+  if (run.model == ModelKind::custom)
+    throw ConfigError("sbc simulates the built-in models only: a custom family has no simulator");
   if (run.model == ModelKind::softmax && (classes < 2 || classes > 64))
     throw ConfigError("--classes must be in [2, 64], got " + std::to_string(classes));
   RunConfig c = run;
@@ -126,6 +129,19 @@ void simulate_responses(Dataset& ds, const std::vector<double>& theta, const Run
   }
 }
 
+/// The linear predictors' single-index responses: probit labels +1 where x·θ + N(0, 1) > 0 (so
+/// with probability Φ(x·θ)), else −1; Gaussian responses x·θ + s·N(0, 1).
+void simulate_single_index(Dataset& ds, const std::vector<double>& theta, const RunConfig& c,
+                           Rng& rng) {
+  for (std::size_t i = 0; i < ds.n(); ++i) {
+    double mean = 0.0;
+    for (std::size_t j = 0; j < ds.d(); ++j) mean += theta[j] * ds.row(i)[j];
+    const double noise = rng.normal();
+    ds.mutable_y()[i] = c.model == ModelKind::probit ? (mean + noise > 0.0 ? 1.0 : -1.0)
+                                                     : mean + c.noise_scale * noise;
+  }
+}
+
 /// One simulated data set with its θ* (dense), from the replicate's stream. Softmax draws
 /// (θ*, y) afresh until the top class occurs: conditioning on an event of y alone leaves
 /// θ* | y the posterior, so the ranks stay uniform.
@@ -150,6 +166,11 @@ std::shared_ptr<Dataset> simulate_replicate(const SbcOptions& opt, int rep, Rng&
       case ModelKind::softmax:
         if (simulate_classes(*ds, theta_star, opt.classes, rng)) return ds;
         break;
+      case ModelKind::probit:
+      case ModelKind::gaussian:
+      case ModelKind::custom:  // (refused by SbcOptions::validate)
+        simulate_single_index(*ds, theta_star, opt.run, rng);
+        return ds;
     }
   }
 }
@@ -183,6 +204,10 @@ std::vector<double> log_liks(const RunConfig& cfg, std::shared_ptr<const Dataset
       return log_liks(SoftmaxModel(ds, cfg), ch, P, theta_star);
     case ModelKind::robust:
       return log_liks(RobustModel(ds, cfg), ch, P, theta_star);
+    case ModelKind::probit:
+    case ModelKind::gaussian:
+    case ModelKind::custom:
+      return log_liks(GlmModel(ds, cfg), ch, P, theta_star);
   }
   return {};
 }

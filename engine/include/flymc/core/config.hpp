@@ -3,12 +3,15 @@
 /// Run configuration: one struct with validate(), instead of long argument lists.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "flymc/core/storage.hpp"
 
 namespace flymc {
+
+class SingleIndexFamily;
 
 /// FlyMC, regular full-data MCMC, one of the approximate subsampling samplers: minibatch
 /// Metropolis–Hastings with the Barker test (Seita, Pan, Chen & Canny 2017) and stochastic
@@ -93,8 +96,11 @@ enum class Init { map, prior };  ///< chain starting points
 /// re-estimated); any fixed metric leaves the chain exact.
 enum class Metric { automatic, identity, diag, dense, fly };
 /// Models (docs/math.md §2): logistic regression (labels ±1), softmax classification (labels
-/// 0..K−1), robust linear regression with a Student-t likelihood (real responses).
-enum class ModelKind { logistic, softmax, robust };
+/// 0..K−1), robust linear regression with a Student-t likelihood (real responses), and the
+/// single-index models built on SingleIndexFamily (models/family.hpp): probit regression (labels
+/// ±1), Gaussian linear regression with a known noise scale (real responses), and `custom`, a
+/// family given in code (RunConfig::family).
+enum class ModelKind { logistic, softmax, robust, probit, gaussian, custom };
 /// Prior on every coefficient: N(0, sd²), or Laplace with the same standard deviation.
 enum class PriorKind { gaussian, laplace };
 /// Softmax classification's quadratic bound on lse (docs/math.md §2.2): Böhning's fixed curvature
@@ -199,8 +205,12 @@ struct RunConfig {
   /// How the data's features are held (the loaders read them so; run() checks the data agree).
   Storage storage = Storage::f64;
   double prior_sd = 1.0;
-  double student_nu = 4.0;   ///< robust regression: Student-t degrees of freedom ν (paper: 4)
-  double noise_scale = 1.0;  ///< robust regression: the Student-t scale s
+  double student_nu = 4.0;  ///< robust regression: Student-t degrees of freedom ν (paper: 4)
+  /// Robust regression: the Student-t scale s; Gaussian regression: the noise's sd s.
+  double noise_scale = 1.0;
+  /// ModelKind::custom: the single-index family a library user gives (flymc::run(cfg, data,
+  /// family) sets it); null for the other models.
+  std::shared_ptr<const SingleIndexFamily> family;
   /// Implicit z-update proposal rate q (docs/math.md §1.2). Unset: automatic,
   /// auto_q_dark_to_bright() of the expected bright count (8 Laplace draws at set-up), capped by
   /// auto_q_cap(kernel); RunResult::q_dark_to_bright reports the value used. It is the cap up to

@@ -6,6 +6,7 @@
 /// apart. Adding an option is a RunConfig field, one entry in run_options() and its use; the
 /// `options` unit test fails while any place lacks it.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -46,9 +47,10 @@ inline constexpr EnumName<Metric> kMetricNames[] = {{Metric::automatic, "auto"},
                                                     {Metric::diag, "diag"},
                                                     {Metric::dense, "dense"},
                                                     {Metric::fly, "fly"}};
-inline constexpr EnumName<ModelKind> kModelNames[] = {{ModelKind::logistic, "logistic"},
-                                                      {ModelKind::softmax, "softmax"},
-                                                      {ModelKind::robust, "robust"}};
+inline constexpr EnumName<ModelKind> kModelNames[] = {
+    {ModelKind::logistic, "logistic"}, {ModelKind::softmax, "softmax"},
+    {ModelKind::robust, "robust"},     {ModelKind::probit, "probit"},
+    {ModelKind::gaussian, "gaussian"}, {ModelKind::custom, "custom"}};
 inline constexpr EnumName<PriorKind> kPriorNames[] = {{PriorKind::gaussian, "gaussian"},
                                                       {PriorKind::laplace, "laplace"}};
 inline constexpr EnumName<SliceMode> kSliceModeNames[] = {{SliceMode::direction, "direction"},
@@ -236,14 +238,16 @@ void for_each_option(Visitor&& visit) {
 }
 
 /// The number of RunConfig's fields, counted by aggregate initialization (the `options` test
-/// compares it with the table's size).
+/// compares it with the table's size plus kCodeOnlyFields).
 namespace detail {
 // Converts to any scalar: std::optional fields then take it through their converting
-// constructor (a conversion to optional itself would be ambiguous with that constructor).
+// constructor (a conversion to optional itself would be ambiguous with that constructor); and
+// to the one field given only in code.
 struct AnyField {
   template <class T>
   requires std::is_arithmetic_v<T> || std::is_enum_v<T>
   operator T() const;  // never defined: only in unevaluated contexts
+  operator std::shared_ptr<const SingleIndexFamily>() const;
 };
 template <class T, class... A>
 constexpr std::size_t field_count() {
@@ -253,6 +257,8 @@ constexpr std::size_t field_count() {
     return sizeof...(A);
 }
 }  // namespace detail
+/// RunConfig's fields that are not options, given only in code: `family`.
+inline constexpr std::size_t kCodeOnlyFields = 1;
 template <class T>
 constexpr std::size_t aggregate_field_count() {
   return detail::field_count<T>();

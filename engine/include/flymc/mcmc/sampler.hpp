@@ -253,6 +253,13 @@ RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
               const CheckpointOptions* checkpoint = nullptr, const FaultInjection& faults = {},
               const Precomputed& pre = {});
 
+/// Runs a single-index model given in code (models/family.hpp; docs/models.md): run() with
+/// cfg.model = ModelKind::custom and cfg.family = `family`. Every exact sampler whose needs the
+/// family's constants meet can run it (model_needs.hpp), `--algo auto` among them.
+RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+              const std::shared_ptr<const SingleIndexFamily>& family, const SinkFactory& sinks = {},
+              Progress* progress = nullptr, const CheckpointOptions* checkpoint = nullptr);
+
 /// run() with the model cfg.model, kept for callers of the first releases (logistic regression
 /// was the only model then).
 inline RunResult run_logistic(const RunConfig& cfg, std::shared_ptr<const Dataset> data,

@@ -11,6 +11,7 @@
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/kernels/kernels.hpp"
+#include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/setup.hpp"
 
 namespace flymc {
@@ -247,9 +248,7 @@ void set_metric(ApproxShared& sh, std::size_t p) {
 RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                           const SinkFactory& sinks, Progress* progress,
                           const CheckpointOptions* checkpoint, const Precomputed& pre) {
-  if (cfg.model != ModelKind::logistic)
-    throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
-                      " runs logistic regression only so far");
+  check_model_fits(cfg);
   const Stopwatch setup_clock;
   detail::SetupClock phases(progress);
   phases.begin("checks");

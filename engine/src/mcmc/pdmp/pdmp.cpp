@@ -11,6 +11,7 @@
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"
+#include "flymc/mcmc/model_needs.hpp"
 #include "zigzag.hpp"
 
 namespace flymc {
@@ -128,6 +129,7 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const SinkFactory& sinks, Progress* progress,
                    const CheckpointOptions* checkpoint, const Precomputed& pre) {
   cfg.validate();  // the model and prior checks (run() validated already; callers may not)
+  check_model_fits(cfg);
   const Stopwatch setup_clock;
   detail::SetupClock phases(progress);
   phases.begin("checks");

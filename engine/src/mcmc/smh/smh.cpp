@@ -18,6 +18,8 @@
 #include "flymc/core/parallel.hpp"
 #include "flymc/data/row_fold.hpp"
 #include "flymc/kernels/kernels.hpp"
+#include "flymc/mcmc/model_needs.hpp"
+#include "flymc/models/glm.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/robust.hpp"
 #include "smh_chain.hpp"
@@ -82,6 +84,21 @@ double student_m(const StudentT& st) noexcept {
   constexpr double kMaxG = 0.72855339059327380;  // max |ρ(3 − ρ²)/(1 + ρ²)³|, rounded up
   const double inv_c15 = st.inv_sqrt_c * st.inv_sqrt_c * st.inv_sqrt_c;
   return 4.0 * st.a * kMaxG * inv_c15 * (1.0 + 1e-12);
+}
+
+Taylor family_taylor(const SingleIndexFamily& family, double y, double s_hat, int order) noexcept {
+  double d[SingleIndexFamily::kMaxOrder + 1] = {};
+  family.derivatives(y, s_hat, order == 3 ? 3 : 2, d);
+  return Taylor{s_hat, d[1], d[2], order == 3 ? d[3] : 0.0};
+}
+
+double family_gap_change(const SingleIndexFamily& family, double y, double u_hat, double e,
+                         double e2, int order) noexcept {
+  const Taylor t = family_taylor(family, y, u_hat, order);
+  const auto gap = [&](double h) {
+    return family.log_lik(y, u_hat + h) - h * (t.f1 + h * (0.5 * t.f2 + t.f3 * h / 6.0));
+  };
+  return gap(e) - gap(e2);
 }
 
 }  // namespace smh
@@ -370,17 +387,20 @@ void candidate_tables(SmhStatistics& sh) {
 
 }  // namespace
 
-std::shared_ptr<const SmhStatistics> build_smh_statistics(std::shared_ptr<const Dataset> data,
-                                                          const Prior& prior, const MapResult& map,
-                                                          std::optional<StudentT> student,
-                                                          double bound_excess, int order) {
+std::shared_ptr<const SmhStatistics> build_smh_statistics(
+    std::shared_ptr<const Dataset> data, const Prior& prior, const MapResult& map,
+    std::optional<StudentT> student, double bound_excess, int order,
+    std::shared_ptr<const SingleIndexFamily> family) {
   if (order == 3 && student)
     throw ConfigError("--smh-order 3 runs logistic regression only: use --smh-order 2");
-  auto sh = std::make_shared<SmhStatistics>(std::move(data), prior, student, bound_excess, order);
+  if (family) require_constant(*family, order == 3 ? '4' : '3', "--algo smh");
+  auto sh = std::make_shared<SmhStatistics>(std::move(data), prior, student, bound_excess, order,
+                                            std::move(family));
   sh->theta_hat = map.theta;
   sh->precision = prior.precision();
   // Logistic regression's MAP search formed the curvature at θ̂ with the same weights,
-  // σ(ŝ)σ(−ŝ) = −f''(ŝ) (smh::logistic_taylor); robust regression's did not.
+  // σ(ŝ)σ(−ŝ) = −f''(ŝ) (smh::logistic_taylor), and a family's where no weight was clipped
+  // (GlmModel::find_map); robust regression's did not.
   const bool taken = !student && map.lik_curvature.size() != 0;
   Mat h = taken ? map.lik_curvature : curvature_pass(*sh);
   h.diagonal().array() += sh->precision;
@@ -428,13 +448,13 @@ void run_smh_chains(const SmhShared& sh, ChainSessions& cs, Progress* progress, 
 RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                   const SinkFactory& sinks, Progress* progress, const CheckpointOptions* checkpoint,
                   const Precomputed& pre, const FaultInjection& faults) {
-  if (cfg.model == ModelKind::softmax)
-    throw ConfigError("--algo smh runs logistic and robust regression, not softmax");
+  check_model_fits(cfg, data->shard() != nullptr);
   const Stopwatch setup_clock;
   detail::SetupClock phases(progress);
   RowLink* link = shard_link(*data);
   const bool leader = link == nullptr || link->part() == 0;
-  auto sample = [&](const auto& model, std::optional<StudentT> student) {
+  auto sample = [&](const auto& model, std::optional<StudentT> student,
+                    std::shared_ptr<const SingleIndexFamily> family) {
     // "checks": building the model checked the labels and features; a checkpointed run also
     // takes the data's fingerprint.
     const CheckpointOptions* ck = detail::sharded_checkpoint(*data, checkpoint, sinks, leader);
@@ -464,12 +484,12 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     std::shared_ptr<const detail::SmhStatistics> stats;
     if (pre.cache && pre.cache->smh &&
         pre.cache->smh->fits(data, model.prior(), student, out.map, faults.bound_excess,
-                             cfg.smh_order))
+                             cfg.smh_order, family))
       stats = pre.cache->smh;
     const bool taken = stats != nullptr;
     if (!taken) {
       stats = detail::build_smh_statistics(data, model.prior(), out.map, student,
-                                           faults.bound_excess, cfg.smh_order);
+                                           faults.bound_excess, cfg.smh_order, family);
       if (pre.cache) pre.cache->smh = stats;
     }
     phases.end(taken ? 0 : stats->passes);
@@ -499,9 +519,12 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   phases.begin("checks");
   if (cfg.model == ModelKind::robust) {
     const RobustModel model(data, cfg);
-    return sample(model, model.student());
+    return sample(model, model.student(), nullptr);
   }
-  return sample(LogisticModel(data, cfg), std::nullopt);
+  if (cfg.model == ModelKind::logistic)
+    return sample(LogisticModel(data, cfg), std::nullopt, nullptr);
+  const GlmModel model(data, cfg);
+  return sample(model, std::nullopt, model.family_ptr());
 }
 
 }  // namespace flymc

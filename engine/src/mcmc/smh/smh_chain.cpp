@@ -122,7 +122,7 @@ double SmhChain::remainder_drop(Index n) const noexcept {
   const SmhDatum& dat = st_.datum[n];
   const double e = data_.dot(n, step_pad_.get());
   const double e2 = data_.dot(n, step2_pad_.get());
-  return std::max(0.0, st_.remainder_change(dat, e, e2));
+  return std::max(0.0, st_.remainder_change(n, dat, e, e2));
 }
 
 /// Where the thinned process would propose more candidates than there are data (far from θ̂):

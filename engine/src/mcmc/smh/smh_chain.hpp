@@ -39,16 +39,20 @@ static_assert(sizeof(SmhDatum) == 16);
 /// likelihood and prior and a MAP fit, read-only after. A later run on the same (`--algo auto`'s
 /// SMH pilot, then its run: SetupCache) takes them over instead of building them again.
 struct SmhStatistics {
-  /// `student`: robust regression's likelihood; empty: logistic regression.
-  /// `expansion_order` 3: the third-order expansion (logistic regression only).
+  /// `student`: robust regression's likelihood; `fam`: a single-index family's (its M3 or M4
+  /// must be given); neither: logistic regression.
+  /// `expansion_order` 3: the third-order expansion (logistic regression, families with M4).
   SmhStatistics(std::shared_ptr<const Dataset> d, const Prior& p, std::optional<StudentT> student_t,
-                double excess, int expansion_order = 2)
+                double excess, int expansion_order = 2,
+                std::shared_ptr<const SingleIndexFamily> fam = nullptr)
       : source(d),
         data(d.get()),
         prior(p),
         student(student_t),
+        family(std::move(fam)),
         order(expansion_order),
-        m(student                ? smh::student_m(*student)
+        m(family                 ? *(expansion_order == 3 ? family->m4() : family->m3())
+          : student              ? smh::student_m(*student)
           : expansion_order == 3 ? smh::kLogisticM4
                                  : smh::kLogisticM),
         bound_excess(excess) {}
@@ -58,6 +62,7 @@ struct SmhStatistics {
   const Dataset* data;
   const Prior prior;
   const std::optional<StudentT> student;
+  const std::shared_ptr<const SingleIndexFamily> family;
   const int order;  // of the expansion: 2, or 3 (then the remainders are of fourth order)
   const double m;   // max |f⁽ᵒʳᵈᵉʳ⁺¹⁾| of a datum's log-likelihood in its predictor
   const double bound_excess;
@@ -93,23 +98,27 @@ struct SmhStatistics {
   /// Built from this data set, likelihood, prior, MAP fit and bound_excess.
   bool fits(const std::shared_ptr<const Dataset>& d, const Prior& p,
             const std::optional<StudentT>& st, const MapResult& map, double excess,
-            int expansion_order = 2) const noexcept {
+            int expansion_order = 2,
+            const std::shared_ptr<const SingleIndexFamily>& fam = nullptr) const noexcept {
     const bool same_student = st.has_value() == student.has_value() &&
                               (!st || (st->nu == student->nu && st->scale == student->scale));
     return d != nullptr && d == source.lock() && p.kind == prior.kind && p.sd == prior.sd &&
            same_student && excess == bound_excess && map.theta.size() == theta_hat.size() &&
-           map.theta == theta_hat && expansion_order == order;
+           map.theta == theta_hat && expansion_order == order && fam == family;
   }
   /// The datum's Taylor expansion at predictor x·θ̂ = `s_hat`, in its own variable u.
   smh::Taylor taylor(double label, double s_hat) const noexcept {
+    if (family) return smh::family_taylor(*family, label, s_hat, order);
     if (student) return smh::student_taylor(*student, label - s_hat);
     return order == 3 ? smh::logistic_taylor3(label * s_hat) : smh::logistic_taylor(label * s_hat);
   }
   /// σ = ∂u/∂(x·θ): the label t for logistic regression, −1 for robust regression (u = y − x·θ).
-  double sign(double label) const noexcept { return student ? -1.0 : label; }
-  /// r_n(θ) − r_n(θ') for the datum, where x_n·(θ − θ̂) = e and x_n·(θ' − θ̂) = e2: the
-  /// difference of its gaps (smh::logistic_gap).
-  double remainder_change(const SmhDatum& d, double e, double e2) const noexcept {
+  /// A family's variable is the predictor itself: σ = 1.
+  double sign(double label) const noexcept { return family ? 1.0 : student ? -1.0 : label; }
+  /// r_n(θ) − r_n(θ') for datum n (this process's row), where x_n·(θ − θ̂) = e and
+  /// x_n·(θ' − θ̂) = e2: the difference of its gaps (smh::logistic_gap).
+  double remainder_change(Index n, const SmhDatum& d, double e, double e2) const noexcept {
+    if (family) return smh::family_gap_change(*family, data->y()[n], d.u_hat, e, e2, order);
     const double sign = static_cast<double>(d.sign);
     if (student) {
       const smh::Taylor t = smh::student_taylor(*student, d.u_hat);
@@ -131,10 +140,10 @@ struct SmhStatistics {
 /// e^bound_excess: a bound too small, whose violations the chains must count as one process
 /// would.
 /// `order` 3: the third-order expansion (SmhStatistics::cubic; logistic regression).
-std::shared_ptr<const SmhStatistics> build_smh_statistics(std::shared_ptr<const Dataset> data,
-                                                          const Prior& prior, const MapResult& map,
-                                                          std::optional<StudentT> student,
-                                                          double bound_excess = 0.0, int order = 2);
+std::shared_ptr<const SmhStatistics> build_smh_statistics(
+    std::shared_ptr<const Dataset> data, const Prior& prior, const MapResult& map,
+    std::optional<StudentT> student, double bound_excess = 0.0, int order = 2,
+    std::shared_ptr<const SingleIndexFamily> family = nullptr);
 
 /// Everything the chains of one SMH run share, read-only.
 struct SmhShared {

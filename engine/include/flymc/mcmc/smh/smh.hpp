@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "flymc/mcmc/sampler.hpp"
+#include "flymc/models/family.hpp"
 #include "flymc/models/robust.hpp"
 
 namespace flymc {
@@ -61,6 +62,14 @@ double student_gap(const StudentT& t, const Taylor& e, double h) noexcept;
 /// g(ρ) = ρ(3 − ρ²)/(1 + ρ²)³, largest in absolute value at ρ = √2 − 1, where g = 0.72855…
 /// (enlarged in the last digits, so that rounding cannot make the bound too small).
 double student_m(const StudentT& t) noexcept;
+
+/// A single-index family's expansion at its predictor ŝ (u = η, σ = 1): f1, f2 and, for
+/// `order` 3, f3 = f'''(y, ŝ).
+Taylor family_taylor(const SingleIndexFamily& family, double y, double s_hat, int order) noexcept;
+/// gap(e) − gap(e2) of a family's datum expanded at û to `order` 2 or 3 (the third-order gap
+/// also subtracts ⅙f3·h³), with the expansion recomputed from û as the set-up computed it.
+double family_gap_change(const SingleIndexFamily& family, double y, double u_hat, double e,
+                         double e2, int order) noexcept;
 
 /// Entries of a symmetric d×d×d tensor with indices a ≤ b ≤ k: d(d + 1)(d + 2)/6.
 constexpr std::size_t cubic_size(std::size_t d) noexcept { return d * (d + 1) * (d + 2) / 6; }

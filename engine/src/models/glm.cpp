@@ -1,0 +1,386 @@
+#include "flymc/models/glm.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "flymc/core/blas.hpp"
+#include "flymc/core/clock.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/core/format.hpp"
+#include "flymc/data/row_fold.hpp"
+#include "flymc/kernels/kernels.hpp"
+#include "model_checks.hpp"
+#include "newton.hpp"
+
+namespace flymc {
+namespace {
+
+/// Rows per block of a data pass: one dots_packed, one call of the family, then the weighted
+/// sums, while the block's rows are in L2.
+constexpr std::size_t kBlock = 256;
+constexpr int kSlots = SingleIndexFamily::kMaxOrder + 1;
+
+AlignedBuffer padded(const double* theta, std::size_t d, std::size_t stride) {
+  AlignedBuffer p = aligned_zeros(stride);
+  std::copy(theta, theta + d, p.get());
+  return p;
+}
+
+/// The sums of one data pass: Σ f, Σ f'·x (stride entries, if asked), Σ w·x xᵀ (upper
+/// triangle, if asked) with w = max(−f'', 0), and how many data had −f'' < 0.
+struct GlmStats {
+  double f = 0.0;
+  double clipped = 0.0;
+  std::vector<double> g;
+  Mat h;
+};
+
+std::vector<double> pack_stats(const GlmStats& s) {
+  std::vector<double> v{s.f, s.clipped, double(s.g.size()), double(s.h.rows())};
+  v.insert(v.end(), s.g.begin(), s.g.end());
+  v.insert(v.end(), s.h.data(), s.h.data() + s.h.size());
+  return v;
+}
+
+GlmStats unpack_stats(const std::vector<double>& v) {
+  if (v.size() < 4) throw Error("single-index model: a shard's partial sums are too short");
+  GlmStats s;
+  s.f = v[0];
+  s.clipped = v[1];
+  const auto ng = static_cast<std::size_t>(v[2]);
+  const auto nh = static_cast<Eigen::Index>(v[3]);
+  if (v.size() != 4 + ng + static_cast<std::size_t>(nh * nh))
+    throw Error("single-index model: a shard's partial sums have the wrong size");
+  s.g.assign(v.begin() + 4, v.begin() + 4 + static_cast<std::ptrdiff_t>(ng));
+  s.h = Eigen::Map<const Mat>(v.data() + 4 + ng, nh, nh);
+  return s;
+}
+
+/// acc + p (the reduction's first value is empty: 0 + x is x, bit for bit).
+GlmStats add_stats(GlmStats acc, GlmStats p) {
+  acc.f += p.f;
+  acc.clipped += p.clipped;
+  if (acc.g.empty()) {
+    acc.g = std::move(p.g);
+  } else {
+    for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += p.g[j];
+  }
+  if (acc.h.size() == 0) {
+    acc.h = std::move(p.h);
+  } else if (p.h.size() != 0) {
+    acc.h += p.h;
+  }
+  return acc;
+}
+
+/// One deterministic pass over the rows of `ds` (of the whole data set if it is a shard) at
+/// padded θ: Σ f always, the gradient with `grad`, the clipped curvature with `curvature`.
+GlmStats glm_pass(const Dataset& ds, const SingleIndexFamily& fam, const double* theta_p, bool grad,
+                  bool curvature) {
+  const std::size_t d = ds.d(), stride = ds.stride();
+  const int order = curvature ? 2 : grad ? 1 : 0;
+  const auto y = ds.y();
+  return fold_rows(
+      ds, GlmStats{},
+      [&](std::size_t lo, std::size_t hi) {
+        GlmStats p;
+        if (grad) p.g.assign(stride, 0.0);
+        AlignedBuffer block;
+        if (curvature) {
+          p.h = Mat::Zero(static_cast<Eigen::Index>(d), static_cast<Eigen::Index>(d));
+          block = aligned_zeros(kBlock * stride);
+        }
+        alignas(64) double eta[kBlock], out[kSlots * kBlock], roots[kBlock];
+        for (std::size_t b0 = lo; b0 < hi; b0 += kBlock) {
+          const std::size_t m = std::min(kBlock, hi - b0);
+          const RowsF64 rows = ds.rows(b0, b0 + m);
+          kernels::dots_packed(rows.data(), m, stride, theta_p, eta);
+          fam.derivatives(y.data() + b0, eta, m, order, out);
+          for (std::size_t i = 0; i < m; ++i) p.f += out[i];
+          if (grad) ds.weighted_row_sum(b0, b0 + m, out + m, 1, p.g.data());
+          if (!curvature) continue;
+          for (std::size_t i = 0; i < m; ++i) {
+            const double w = -out[2 * m + i];
+            if (w < 0.0) p.clipped += 1.0;
+            roots[i] = std::sqrt(std::max(w, 0.0));  // NaN stays NaN: the Cholesky fails
+          }
+          blas::syrk_scaled_rows(rows.data(), m, d, stride, roots, block.get(), p.h.data());
+        }
+        return p;
+      },
+      add_stats, pack_stats, unpack_stats);
+}
+
+Mat symmetric(const Mat& upper) { return upper.selfadjointView<Eigen::Upper>(); }
+
+/// Throws DataError naming the first row (of the whole data set) whose response the family
+/// refuses.
+void check_labels(const Dataset& ds, const SingleIndexFamily& fam) {
+  const std::size_t first = ds.shard() != nullptr ? ds.shard()->first_row : 0;
+  const auto y = ds.y();
+  const std::vector<double> bad = fold_rows(
+      ds, std::vector<double>{},
+      [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t i = lo; i < hi; ++i)
+          if (!fam.check_label(y[i]).empty()) return std::vector<double>{double(first + i), y[i]};
+        return std::vector<double>{};
+      },
+      [](std::vector<double> a, std::vector<double> b) { return a.empty() ? b : a; },
+      [](const std::vector<double>& v) { return v; },
+      [](const std::vector<double>& v) { return v; });
+  if (!bad.empty())
+    throw DataError(ds.source() + ": row " + std::to_string(std::size_t(bad[0]) + 1) +
+                    ": field 1 (label): " + number_text(bad[1]) + " " + fam.check_label(bad[1]) +
+                    " for the " + fam.name() + " model");
+}
+
+/// The prior's curvature for a Newton step at θ_j (its exact one, or the Laplace prior's
+/// majorizer).
+double prior_curvature(const Prior& prior, double theta_j) {
+  return prior.kind == PriorKind::gaussian ? prior.precision() : prior.map_curvature(theta_j);
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------------------------
+GlmModel::GlmModel(std::shared_ptr<const Dataset> data, Prior prior,
+                   std::shared_ptr<const SingleIndexFamily> family)
+    : data_(std::move(data)), prior_(prior), family_(std::move(family)) {
+  if (!family_) throw ConfigError("a single-index model needs its family");
+  if (!data_ || data_->total_n() == 0 || data_->d() == 0)
+    throw DataError("the " + family_->name() + " model needs at least one row and one feature");
+  if (!(prior.sd >= 1e-150 && prior.sd <= 1e150))
+    throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + number_text(prior.sd));
+  check_labels(*data_, *family_);
+  detail::check_features(*data_, family_->name() + " regression");
+  blas::use_single_thread();
+}
+
+std::vector<std::string> GlmModel::param_names() const {
+  std::vector<std::string> names;
+  for (std::size_t j = 1; j <= dim(); ++j) names.push_back("theta." + std::to_string(j));
+  return names;
+}
+
+double GlmModel::log_lik(const double* theta) const {
+  return glm_pass(*data_, *family_, theta, false, false).f;
+}
+
+double GlmModel::log_lik_grad(const double* theta, double* grad) const {
+  const GlmStats s = glm_pass(*data_, *family_, theta, true, false);
+  std::copy(s.g.begin(), s.g.end(), grad);
+  return s.f;
+}
+
+MapResult GlmModel::find_map(double tol, int max_iter) const {
+  const auto d = static_cast<Eigen::Index>(dim());
+  AlignedBuffer tp = aligned_zeros(stride());
+  auto load = [&](const Vec& th) { std::copy(th.data(), th.data() + d, tp.get()); };
+  MapResult r = detail::two_stage_map(dim(), prior_, [&](const Prior& prior, const Vec& from) {
+    MapResult s;
+    s.theta = from;
+    s.passes = 0;
+    s.curvature_passes = 0;
+    auto objective = [&](const Vec& th) {
+      load(th);
+      ++s.passes;
+      return log_lik(tp.get()) + prior.log_density(th.data(), dim());
+    };
+    for (s.iterations = 0; s.iterations < max_iter; ++s.iterations) {
+      load(s.theta);
+      const GlmStats st = glm_pass(*data_, *family_, tp.get(), true, true);
+      ++s.passes;
+      ++s.curvature_passes;
+      double f = st.f + prior.log_density(s.theta.data(), dim());
+      Vec g = Eigen::Map<const Vec>(st.g.data(), d);
+      prior.add_gradient(s.theta.data(), dim(), g.data());
+      Mat h = symmetric(st.h);
+      for (Eigen::Index j = 0; j < d; ++j) h(j, j) += prior_curvature(prior, s.theta[j]);
+      const Eigen::LLT<Mat> llt(h);
+      if (llt.info() != Eigen::Success)
+        throw Error("the " + family_->name() +
+                    " model's MAP search met a Hessian that is not "
+                    "positive definite (a non-finite derivative?)");
+      const detail::NewtonMove move =
+          detail::newton_move(objective, s.theta, f, g, llt.solve(g), tol);
+      s.log_post = f;
+      if (move != detail::NewtonMove::stepped) break;
+    }
+    return s;
+  });
+  // The curvature at θ_MAP itself: the Laplace covariance, and scalable MH's expansion if exact.
+  load(r.theta);
+  const GlmStats st = glm_pass(*data_, *family_, tp.get(), false, true);
+  r.passes += 1;
+  r.curvature_passes += 1;
+  const Mat lik = symmetric(st.h);
+  Mat h = lik;
+  h.diagonal().array() += prior_.precision();
+  const Eigen::LLT<Mat> llt(h);
+  if (llt.info() != Eigen::Success)
+    throw Error("the " + family_->name() +
+                " model's Laplace precision at the MAP is not positive definite");
+  r.covariance = llt.solve(Mat::Identity(d, d));
+  r.covariance = 0.5 * (r.covariance + r.covariance.transpose());
+  if (st.clipped == 0.0) r.lik_curvature = lik;
+  return r;
+}
+
+// ----------------------------------------------------------------------------------------------
+GlmBound GlmBound::make(const GlmModel& model, const RunConfig& cfg, const MapResult& map) {
+  require_constant(model.family(), 'k', "--algo flymc");
+  return GlmBound(model, map.theta, cfg.bound == BoundTuning::map, bound_slack_of(cfg));
+}
+
+GlmBound::GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, double slack)
+    : data_(model.data_ptr()),
+      family_(model.family_ptr()),
+      kappa_(*model.family().kappa()),
+      slack_(slack),
+      offset_(slack) {
+  if (!(slack >= 0.0) || !std::isfinite(slack))
+    throw ConfigError("--bound-slack must be finite and >= 0, got " + number_text(slack));
+  const Dataset& ds = *data_;
+  if (static_cast<std::size_t>(theta_hat.size()) != ds.d())
+    throw ConfigError("bound anchor has the wrong dimension");
+  d_ = ds.d();
+  stride_ = ds.stride();
+  rec_.resize(ds.n());
+  theta0_ = theta_hat;
+  theta0_pad_ = padded(theta0_.data(), d_, stride_);
+  const auto y = ds.y();
+  const double half_kappa = 0.5 * kappa_;
+  // One pass: each datum's tangent (records), and at the anchor θ0, with e_n = x_n·θ0 − η̂_n,
+  // f0 = Σ [f̂ + f̂'·e − (κ/2)e²], g0 = Σ (f̂' − κe)·x_n and S = Σ x_n x_nᵀ (A = (κ/2)S).
+  const GlmStats s = fold_rows(
+      ds, GlmStats{},
+      [&](std::size_t lo, std::size_t hi) {
+        GlmStats p;
+        p.g.assign(stride_, 0.0);
+        p.h = Mat::Zero(static_cast<Eigen::Index>(d_), static_cast<Eigen::Index>(d_));
+        AlignedBuffer block = aligned_zeros(kBlock * stride_);
+        alignas(64) double a[kBlock], hat[kBlock], out[2 * kBlock], coef[kBlock], ones[kBlock];
+        std::fill_n(ones, kBlock, 1.0);
+        for (std::size_t b0 = lo; b0 < hi; b0 += kBlock) {
+          const std::size_t m = std::min(kBlock, hi - b0);
+          const RowsF64 rows = ds.rows(b0, b0 + m);
+          kernels::dots_packed(rows.data(), m, stride_, theta0_pad_.get(), a);
+          for (std::size_t i = 0; i < m; ++i) hat[i] = tuned ? a[i] : 0.0;
+          family_->derivatives(y.data() + b0, hat, m, 1, out);
+          for (std::size_t i = 0; i < m; ++i) {
+            const double e = a[i] - hat[i], f1 = out[m + i];
+            rec_[b0 + i] = Record{hat[i], out[i], f1, y[b0 + i]};
+            p.f += out[i] + f1 * e - half_kappa * e * e;
+            coef[i] = f1 - kappa_ * e;
+          }
+          ds.weighted_row_sum(b0, b0 + m, coef, 1, p.g.data());
+          blas::syrk_scaled_rows(rows.data(), m, d_, stride_, ones, block.get(), p.h.data());
+        }
+        return p;
+      },
+      add_stats, pack_stats, unpack_stats);
+  f0_ = s.f - static_cast<double>(ds.total_n()) * slack;
+  A_ = half_kappa * symmetric(s.h);
+  g0_pad_ = padded(s.g.data(), d_, stride_);
+  a_pad_ = aligned_zeros(d_ * stride_);
+  for (std::size_t i = 0; i < d_; ++i)
+    for (std::size_t j = 0; j < d_; ++j)
+      a_pad_[i * stride_ + j] = A_(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
+  share_records();
+}
+
+void GlmBound::share_records() {
+  const RowShard* s = data_->shard();
+  if (s == nullptr || s->link->parts() <= 1) return;
+  std::vector<double> mine(4 * rec_.size());
+  for (std::size_t i = 0; i < rec_.size(); ++i) {
+    const Record& r = rec_[i];
+    mine[4 * i] = r.eta_hat;
+    mine[4 * i + 1] = r.f_hat;
+    mine[4 * i + 2] = r.d1_hat;
+    mine[4 * i + 3] = r.y;
+  }
+  const std::vector<double> all = s->link->gather_in_order(mine);
+  if (all.size() != 4 * s->total_rows)
+    throw Error(data_->source() + ": the shards' bound records do not add up to the data set");
+  rec_.resize(s->total_rows);
+  for (std::size_t i = 0; i < s->total_rows; ++i)
+    rec_[i] = Record{all[4 * i], all[4 * i + 1], all[4 * i + 2], all[4 * i + 3]};
+}
+
+double GlmBound::log_bound_sum(const double* theta, double* scratch, double* grad) const noexcept {
+  double* delta = scratch;
+  double* a_delta = scratch + stride_;
+  for (std::size_t j = 0; j < stride_; ++j) delta[j] = theta[j] - theta0_pad_[j];
+  kernels::dots_packed(a_pad_.get(), d_, stride_, delta, a_delta);  // Aδ, row by row (A = Aᵀ)
+  if (grad != nullptr)
+    for (std::size_t j = 0; j < d_; ++j) grad[j] = g0_pad_[j] - 2.0 * a_delta[j];
+  return f0_ + kernels::dot(g0_pad_.get(), delta, stride_) - kernels::dot(delta, a_delta, stride_);
+}
+
+BoundCheck GlmBound::deltas(const Index* idx, const double* eta, std::size_t k,
+                            double* delta) const noexcept {
+  return delta_grads(idx, eta, k, delta, nullptr);
+}
+
+BoundCheck GlmBound::delta_grads(const Index* idx, const double* eta, std::size_t k, double* delta,
+                                 double* dpsi) const noexcept {
+  constexpr double kEps = std::numeric_limits<double>::epsilon();
+  const int order = dpsi != nullptr ? 1 : 0;
+  BoundCheck check;
+  alignas(64) double ys[kBlock], out[2 * kBlock];
+  for (std::size_t b0 = 0; b0 < k; b0 += kBlock) {
+    const std::size_t m = std::min(kBlock, k - b0);
+    for (std::size_t i = 0; i < m; ++i) ys[i] = rec_[idx[b0 + i]].y;
+    family_->derivatives(ys, eta + b0, m, order, out);
+    for (std::size_t i = 0; i < m; ++i) {
+      const Record& r = rec_[idx[b0 + i]];
+      const double e = eta[b0 + i] - r.eta_hat, lin = r.d1_hat * e, quad = 0.5 * kappa_ * e * e;
+      double dl = (out[i] - r.f_hat - lin) + quad + offset_;
+      double g = order == 1 ? out[m + i] - r.d1_hat + kappa_ * e : 0.0;
+      if (!(dl >= 0.0)) {
+        // Δ is a difference of terms: within their rounding a clamp, beyond (or NaN) a violation.
+        const double tol = 1e-9 + 64.0 * kEps *
+                                      (std::fabs(out[i]) + std::fabs(r.f_hat) + std::fabs(lin) +
+                                       quad + std::fabs(offset_));
+        if (dl >= -tol)
+          ++check.clamped;
+        else
+          ++check.violations;
+        dl = 0.0;
+        g = 0.0;
+      }
+      delta[b0 + i] = dl;
+      if (dpsi != nullptr) dpsi[b0 + i] = g;
+    }
+  }
+  return check;
+}
+
+void GlmBound::raise_for_testing(double excess) noexcept {
+  offset_ -= excess;
+  f0_ += excess * static_cast<double>(data_->total_n());
+}
+
+void GlmBound::add_uniform_slack(double eps) {
+  if (!(eps >= 0.0) || !std::isfinite(eps))
+    throw ConfigError("--bound-slack must be finite and >= 0, got " + number_text(eps));
+  offset_ += eps;
+  slack_ += eps;
+  f0_ -= eps * static_cast<double>(data_->total_n());
+}
+
+double GlmBound::log_bound(Index n, double eta) const noexcept {
+  const Record& r = rec_[n];
+  const double e = eta - r.eta_hat;
+  return r.f_hat + r.d1_hat * e - 0.5 * kappa_ * e * e - offset_;
+}
+
+double GlmBound::log_lik(Index n, double eta) const noexcept {
+  return family_->log_lik(rec_[n].y, eta);
+}
+
+}  // namespace flymc

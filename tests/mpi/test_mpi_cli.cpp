@@ -376,6 +376,41 @@ TEST_SUITE("mpi") {
   }
 
   TEST_CASE(
+      "--shard-data: the single-index models (probit, Gaussian) with FlyMC and SMH of orders 2 "
+      "and 3, and float rows under SMH, draws as one process") {
+    const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "shard-glm");
+    flymc::save_npy(*flymc::test::logistic_data(20000, 5, 4), (dir / "p.npy").string());
+    flymc::save_npy(*flymc::test::robust_data(20000, 5, 4), (dir / "g.npy").string());
+    const std::string common = " --chains 2 --warmup 200 --iters 600 --seed 7 --quiet ";
+    const std::string probit = "sample --data " + (dir / "p.npy").string() + " --model probit";
+    const std::string gauss =
+        "sample --data " + (dir / "g.npy").string() + " --model gaussian --noise-scale 2";
+    // FlyMC's generic bound reads each bright datum's record (tangent and response), gathered to
+    // every rank; the untuned bound keeps many data bright. SMH's candidates read their own
+    // rank's rows; its set-up sums (gradient, Hessian, the order-3 tensor) go across the ranks.
+    const std::vector<std::string> runs = {
+        probit + " --algo flymc --kernel nuts --bound untuned" + common,
+        probit + " --algo smh" + common,
+        probit + " --algo smh --smh-order 3" + common,
+        probit + " --algo smh --storage f32" + common,
+        gauss + " --algo flymc --kernel nuts" + common,
+        gauss + " --algo smh --smh-order 3" + common,
+        "sample --data " + (dir / "p.npy").string() + " --algo smh --smh-order 3" + common,
+    };
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      CAPTURE(runs[r]);
+      const fs::path one = dir / ("one" + std::to_string(r));
+      Status s = run_one(runs[r] + " --out " + one.string(), dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      const fs::path out = dir / ("np2-" + std::to_string(r));
+      s = run_mpi(2, runs[r] + " --shard-data --out " + out.string(), dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      flymc::test::check_same_run(one, out, 2);
+    }
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE(
       "--shard-data with checkpoints (SMH and FlyMC): SIGTERM to one rank stops every rank at "
       "one iteration; --resume on 4 ranks, or in one process, continues to the one-process "
       "draws") {

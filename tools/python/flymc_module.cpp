@@ -12,8 +12,8 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/hdf5/hdf5.hpp"
-#include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/choose_algo.hpp"
+#include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "options.hpp"
 #include "result.hpp"
@@ -73,8 +73,8 @@ Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& 
   else
     check_read_by(cfg.algo, opt.given);
   size_run_length(cfg, iters_given, ess_given);  // the command line's rule
-  cfg.validate();
-  check_model_fits(cfg);                                // before the chains' tables are sized by it
+  cfg.validate();                                // before the chains' tables are sized by it
+  check_model_fits(cfg);
   const Array x = as_array(x_in, "X", 2, "2-D (N rows x D features)");
   const Array y = as_array(y_in, "y", 1, "1-D (one label per row)");
   std::vector<ChainTable> tables(static_cast<std::size_t>(cfg.chains));

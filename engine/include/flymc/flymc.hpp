@@ -11,4 +11,6 @@
 #include "flymc/diagnostics/diagnostics.hpp"
 #include "flymc/io/output.hpp"
 #include "flymc/io/stan_csv.hpp"
+#include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/sampler.hpp"
+#include "flymc/models/family.hpp"

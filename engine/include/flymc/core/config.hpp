@@ -271,7 +271,8 @@ struct RunConfig {
   /// smh: the order of the control variates' Taylor expansion at θ̂ (docs/math.md §8): 2 (the
   /// gradient and Hessian at θ̂; O(D²) per proposal) or 3 (also the third derivatives, collapsed
   /// into a symmetric tensor: O(D³/6) per proposal, remainders of fourth order, so far fewer
-  /// candidates on tall data; logistic regression only).
+  /// candidates on tall data; the models with a bound on the fourth derivative: logistic,
+  /// probit and Gaussian regression, model_needs.hpp).
   int smh_order = 2;
   /// Piecewise-deterministic samplers: path time between successive discrete draws (an
   /// iteration is one such interval, so --warmup and --iters count them). Unset: the automatic

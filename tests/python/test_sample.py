@@ -143,5 +143,18 @@ class Load(unittest.TestCase):
                 flymc.load(os.path.join(tmp, "missing.csv"))
 
 
+
+class SingleIndexModels(unittest.TestCase):
+    """The single-index models by keyword: probit on the logistic labels, Gaussian regression
+    with its noise scale, whose FlyMC bound is exact (no datum ever bright)."""
+
+    def test_probit_and_gaussian_by_keyword(self):
+        x, y = ft.logistic_data()
+        r = flymc.sample(x, y, model="probit", **SMALL)
+        self.assertEqual(r.draws.shape, (3, 80, x.shape[1]))
+        self.assertTrue(np.all(np.isfinite(r.draws)))
+        g = flymc.sample(x, x @ np.ones(x.shape[1]), model="gaussian", noise_scale=0.5, **SMALL)
+        self.assertTrue(np.all(g.sampler["n_bright__"] == 0))
+
 if __name__ == "__main__":
     unittest.main()

@@ -246,11 +246,9 @@ GlmBound::GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, doub
   const Dataset& ds = *data_;
   if (static_cast<std::size_t>(theta_hat.size()) != ds.d())
     throw ConfigError("bound anchor has the wrong dimension");
-  d_ = ds.d();
-  stride_ = ds.stride();
+  const std::size_t d = ds.d(), stride = ds.stride();
   rec_.resize(ds.n());
-  theta0_ = theta_hat;
-  theta0_pad_ = padded(theta0_.data(), d_, stride_);
+  const AlignedBuffer theta0 = padded(theta_hat.data(), d, stride);
   const auto y = ds.y();
   const double half_kappa = 0.5 * kappa_;
   // One pass: each datum's tangent (records), and at the anchor θ0, with e_n = x_n·θ0 − η̂_n,
@@ -259,15 +257,15 @@ GlmBound::GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, doub
       ds, GlmStats{},
       [&](std::size_t lo, std::size_t hi) {
         GlmStats p;
-        p.g.assign(stride_, 0.0);
-        p.h = Mat::Zero(static_cast<Eigen::Index>(d_), static_cast<Eigen::Index>(d_));
-        AlignedBuffer block = aligned_zeros(kBlock * stride_);
+        p.g.assign(stride, 0.0);
+        p.h = Mat::Zero(static_cast<Eigen::Index>(d), static_cast<Eigen::Index>(d));
+        AlignedBuffer block = aligned_zeros(kBlock * stride);
         alignas(64) double a[kBlock], hat[kBlock], out[2 * kBlock], coef[kBlock], ones[kBlock];
         std::fill_n(ones, kBlock, 1.0);
         for (std::size_t b0 = lo; b0 < hi; b0 += kBlock) {
           const std::size_t m = std::min(kBlock, hi - b0);
           const RowsF64 rows = ds.rows(b0, b0 + m);
-          kernels::dots_packed(rows.data(), m, stride_, theta0_pad_.get(), a);
+          kernels::dots_packed(rows.data(), m, stride, theta0.get(), a);
           for (std::size_t i = 0; i < m; ++i) hat[i] = tuned ? a[i] : 0.0;
           family_->derivatives(y.data() + b0, hat, m, 1, out);
           for (std::size_t i = 0; i < m; ++i) {
@@ -277,18 +275,14 @@ GlmBound::GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, doub
             coef[i] = f1 - kappa_ * e;
           }
           ds.weighted_row_sum(b0, b0 + m, coef, 1, p.g.data());
-          blas::syrk_scaled_rows(rows.data(), m, d_, stride_, ones, block.get(), p.h.data());
+          blas::syrk_scaled_rows(rows.data(), m, d, stride, ones, block.get(), p.h.data());
         }
         return p;
       },
       add_stats, pack_stats, unpack_stats);
-  f0_ = s.f - static_cast<double>(ds.total_n()) * slack;
-  A_ = half_kappa * symmetric(s.h);
-  g0_pad_ = padded(s.g.data(), d_, stride_);
-  a_pad_ = aligned_zeros(d_ * stride_);
-  for (std::size_t i = 0; i < d_; ++i)
-    for (std::size_t j = 0; j < d_; ++j)
-      a_pad_[i * stride_ + j] = A_(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
+  sum_ = CollapsedQuadratic(s.f - static_cast<double>(ds.total_n()) * slack,
+                            Eigen::Map<const Vec>(s.g.data(), static_cast<Eigen::Index>(d)),
+                            half_kappa * symmetric(s.h), theta_hat, stride);
   share_records();
 }
 
@@ -312,13 +306,7 @@ void GlmBound::share_records() {
 }
 
 double GlmBound::log_bound_sum(const double* theta, double* scratch, double* grad) const noexcept {
-  double* delta = scratch;
-  double* a_delta = scratch + stride_;
-  for (std::size_t j = 0; j < stride_; ++j) delta[j] = theta[j] - theta0_pad_[j];
-  kernels::dots_packed(a_pad_.get(), d_, stride_, delta, a_delta);  // Aδ, row by row (A = Aᵀ)
-  if (grad != nullptr)
-    for (std::size_t j = 0; j < d_; ++j) grad[j] = g0_pad_[j] - 2.0 * a_delta[j];
-  return f0_ + kernels::dot(g0_pad_.get(), delta, stride_) - kernels::dot(delta, a_delta, stride_);
+  return sum_.evaluate(theta, scratch, grad);
 }
 
 BoundCheck GlmBound::deltas(const Index* idx, const double* eta, std::size_t k,
@@ -362,7 +350,7 @@ BoundCheck GlmBound::delta_grads(const Index* idx, const double* eta, std::size_
 
 void GlmBound::raise_for_testing(double excess) noexcept {
   offset_ -= excess;
-  f0_ += excess * static_cast<double>(data_->total_n());
+  sum_.add_constant(excess * static_cast<double>(data_->total_n()));
 }
 
 void GlmBound::add_uniform_slack(double eps) {
@@ -370,7 +358,7 @@ void GlmBound::add_uniform_slack(double eps) {
     throw ConfigError("--bound-slack must be finite and >= 0, got " + number_text(eps));
   offset_ += eps;
   slack_ += eps;
-  f0_ -= eps * static_cast<double>(data_->total_n());
+  sum_.add_constant(-eps * static_cast<double>(data_->total_n()));
 }
 
 double GlmBound::log_bound(Index n, double eta) const noexcept {

@@ -430,7 +430,6 @@ LogisticBound::LogisticBound(const LogisticModel& model,
   // Every record is written by the pass below, which first touches its pages on every core.
   par_ = aligned_uninit(kPar * ds.n());
   first_ = 0;  // the records are this process's rows' until share_records()
-  theta0_ = anchor;
   AlignedBuffer tp = padded(anchor.data(), ds.d(), ds.stride());
   const auto y = ds.y();
   // One pass: each datum's record {k_n, t_n·λ_n} from its tangent point (the tangent points are
@@ -447,17 +446,7 @@ LogisticBound::LogisticBound(const LogisticModel& model,
                            w = lam(m);
                          });
   symmetrize_upper(p.h);
-  f0_ = p.f;
-  g0_ = p.g;
-  A_ = std::move(p.h);
-  d_ = ds.d();
-  stride_ = ds.stride();
-  a_pad_ = aligned_zeros(d_ * stride_);
-  theta0_pad_ = padded(theta0_.data(), d_, stride_);
-  g0_pad_ = padded(g0_.data(), d_, stride_);
-  for (std::size_t i = 0; i < d_; ++i)
-    for (std::size_t j = 0; j < d_; ++j)
-      a_pad_[i * stride_ + j] = A_(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
+  sum_ = CollapsedQuadratic(p.f, p.g, std::move(p.h), anchor, ds.stride());
   share_records();
   seconds_ = seconds_between(t0, Clock::now());
 }
@@ -477,15 +466,7 @@ void LogisticBound::share_records() {
 
 double LogisticBound::log_bound_sum(const double* theta, double* scratch,
                                     double* grad) const noexcept {
-  double* delta = scratch;
-  double* adelta = scratch + stride_;
-  for (std::size_t j = 0; j < stride_; ++j) delta[j] = theta[j] - theta0_pad_[j];
-  kernels::dots_packed(a_pad_.get(), d_, stride_, delta, adelta);  // A δ (A symmetric)
-  const double quad = kernels::dot(delta, adelta, stride_);
-  const double lin = kernels::dot(g0_pad_.get(), delta, stride_);
-  if (grad != nullptr)
-    for (std::size_t j = 0; j < d_; ++j) grad[j] = g0_pad_[j] - 2.0 * adelta[j];
-  return f0_ + lin - quad;
+  return sum_.evaluate(theta, scratch, grad);
 }
 
 BoundCheck LogisticBound::deltas(const Index* idx, const double* dots, std::size_t k,
@@ -547,7 +528,7 @@ BoundCheck LogisticBound::delta_grads(const Index* idx, const double* dots, std:
 void LogisticBound::raise_for_testing(double excess) noexcept {
   const std::size_t n = records();
   for (std::size_t i = 0; i < n; ++i) par_[kPar * i] += excess;
-  f0_ += excess * static_cast<double>(n);
+  sum_.add_constant(excess * static_cast<double>(n));
 }
 
 void LogisticBound::add_slack(const std::vector<double>& eps) {
@@ -559,7 +540,7 @@ void LogisticBound::add_slack(const std::vector<double>& eps) {
     if (!(eps[i] >= 0.0 && std::isfinite(eps[i])))
       throw ConfigError("per-datum slack must be finite and >= 0, got " + std::to_string(eps[i]));
     par_[kPar * i] -= eps[i];
-    f0_ -= eps[i];
+    sum_.add_constant(-eps[i]);
   }
 }
 
@@ -571,13 +552,13 @@ void LogisticBound::add_uniform_slack(double eps) {
     for (std::size_t i = lo; i < hi; ++i) par_[kPar * i] -= eps;
   });
   slack_ += eps;
-  f0_ = data_stats(ds, theta0_pad_.get(), false,
-                   [&](std::size_t m, double dot, double& sf, double& sg, double& w) {
-                     sf = log_bound(static_cast<Index>(first_ + m), dot);
-                     sg = 0.0;
-                     w = 0.0;
-                   })
-            .f;
+  sum_.set_constant(data_stats(ds, sum_.theta0_padded(), false,
+                               [&](std::size_t m, double dot, double& sf, double& sg, double& w) {
+                                 sf = log_bound(static_cast<Index>(first_ + m), dot);
+                                 sg = 0.0;
+                                 w = 0.0;
+                               })
+                        .f);
 }
 
 double LogisticBound::log_bound(Index n, double dot) const noexcept {

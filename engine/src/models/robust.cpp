@@ -593,19 +593,11 @@ RobustBound::RobustBound(const RobustModel& model, std::vector<double> xi, const
         }
         return sum;
       });
-  d_ = ds.d();
-  stride_ = ds.stride();
-  f0_ = static_cast<double>(ds.total_n()) * (t_.log_norm - slack) + s.f;
-  theta0_ = anchor;
-  g0_ = Eigen::Map<const Vec>(s.g.data(), static_cast<Eigen::Index>(d_));
-  A_ = s.h[0];
-  symmetrize_upper(A_);
-  a_pad_ = aligned_zeros(d_ * stride_);
-  for (std::size_t i = 0; i < d_; ++i)
-    for (std::size_t j = 0; j < d_; ++j)
-      a_pad_[i * stride_ + j] = A_(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
-  theta0_pad_ = padded(theta0_.data(), d_, stride_);
-  g0_pad_ = padded(g0_.data(), d_, stride_);
+  Mat quad = s.h[0];
+  symmetrize_upper(quad);
+  sum_ = CollapsedQuadratic(static_cast<double>(ds.total_n()) * (t_.log_norm - slack) + s.f,
+                            Eigen::Map<const Vec>(s.g.data(), static_cast<Eigen::Index>(ds.d())),
+                            std::move(quad), anchor, ds.stride());
   share_records();
   seconds_ = seconds_between(t0, Clock::now());
 }
@@ -632,13 +624,7 @@ void RobustBound::share_records() {
 
 double RobustBound::log_bound_sum(const double* theta, double* scratch,
                                   double* grad) const noexcept {
-  double* delta = scratch;
-  double* a_delta = scratch + stride_;
-  for (std::size_t j = 0; j < stride_; ++j) delta[j] = theta[j] - theta0_pad_[j];
-  kernels::dots_packed(a_pad_.get(), d_, stride_, delta, a_delta);  // Aδ, row by row (A = Aᵀ)
-  if (grad != nullptr)
-    for (std::size_t j = 0; j < d_; ++j) grad[j] = g0_pad_[j] - 2.0 * a_delta[j];
-  return f0_ + kernels::dot(g0_pad_.get(), delta, stride_) - kernels::dot(delta, a_delta, stride_);
+  return sum_.evaluate(theta, scratch, grad);
 }
 
 BoundCheck RobustBound::deltas(const Index* idx, const double* psi, std::size_t k,
@@ -752,7 +738,7 @@ BoundCheck RobustBound::delta_grads(const Index* idx, const double* psi, std::si
 
 void RobustBound::raise_for_testing(double excess) noexcept {
   offset_ -= excess;
-  f0_ += excess * static_cast<double>(xi_.size());
+  sum_.add_constant(excess * static_cast<double>(xi_.size()));
 }
 
 double RobustBound::log_bound(Index n, double psi) const noexcept {

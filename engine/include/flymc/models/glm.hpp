@@ -15,6 +15,7 @@
 #include "flymc/core/config.hpp"
 #include "flymc/core/memory.hpp"
 #include "flymc/data/dataset.hpp"
+#include "flymc/models/collapsed.hpp"
 #include "flymc/models/family.hpp"
 #include "flymc/models/model.hpp"
 
@@ -87,7 +88,7 @@ class GlmBound {
   static constexpr int kBuildPasses = 1;
 
   double log_bound_sum(const double* theta, double* scratch, double* grad = nullptr) const noexcept;
-  std::size_t scratch_size() const noexcept { return 2 * stride_; }
+  std::size_t scratch_size() const noexcept { return sum_.scratch_size(); }
   std::size_t outputs() const noexcept { return 1; }
 
   /// Δ_n = log L_n − log B_n ≥ 0 for data idx[i] with predictors eta[i] = x_n·θ; a negative Δ is
@@ -111,7 +112,7 @@ class GlmBound {
 
   double slack() const noexcept { return slack_; }
   double kappa() const noexcept { return kappa_; }
-  const Mat& A() const noexcept { return A_; }
+  const Mat& A() const noexcept { return sum_.A(); }
 
  private:
   /// One datum's tangent, 32 bytes: what deltas() gathers for a scattered datum.
@@ -126,11 +127,8 @@ class GlmBound {
   std::shared_ptr<const Dataset> data_;
   std::shared_ptr<const SingleIndexFamily> family_;
   std::vector<Record> rec_;
-  Vec theta0_;
-  Mat A_;
-  AlignedBuffer a_pad_, theta0_pad_, g0_pad_;
-  std::size_t d_ = 0, stride_ = 0;
-  double kappa_ = 0.0, f0_ = 0.0, slack_ = 0.0, offset_ = 0.0;  // offset_: ε − raised excess
+  CollapsedQuadratic sum_;                           // Σ_n log B_n
+  double kappa_ = 0.0, slack_ = 0.0, offset_ = 0.0;  // offset_: ε − raised excess
 };
 
 }  // namespace flymc

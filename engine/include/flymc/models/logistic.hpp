@@ -12,6 +12,7 @@
 
 #include "flymc/core/config.hpp"
 #include "flymc/data/dataset.hpp"
+#include "flymc/models/collapsed.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {
@@ -103,7 +104,7 @@ class LogisticBound {
   /// 64-byte aligned); `scratch` is caller-owned, 2·stride() aligned doubles (no allocation here).
   /// If `grad` is non-null, the gradient g0 − 2A(θ−θ0) is written to it (D entries).
   double log_bound_sum(const double* theta, double* scratch, double* grad = nullptr) const noexcept;
-  std::size_t scratch_size() const noexcept { return 2 * stride_; }
+  std::size_t scratch_size() const noexcept { return sum_.scratch_size(); }
   std::size_t outputs() const noexcept { return 1; }  ///< linear predictors per datum
 
   /// For data idx[i] with dot products dots[i] = x_n·θ: Δ_n = log L_n − log B_n ≥ 0 into
@@ -142,7 +143,7 @@ class LogisticBound {
   }
 
   double slack() const noexcept { return slack_; }
-  const Mat& A() const noexcept { return A_; }
+  const Mat& A() const noexcept { return sum_.A(); }
   double setup_seconds() const noexcept { return seconds_; }
 
  private:
@@ -168,11 +169,9 @@ class LogisticBound {
 
   std::shared_ptr<const Dataset> data_;
   AlignedBuffer par_;
-  Vec theta0_, g0_;
-  Mat A_;
-  AlignedBuffer a_pad_, theta0_pad_, g0_pad_;  // A rows, θ0 and g0 padded to stride for SIMD dots
-  std::size_t d_ = 0, stride_ = 0, first_ = 0;
-  double f0_ = 0.0, slack_ = 0.0, seconds_ = 0.0;
+  CollapsedQuadratic sum_;  // Σ_n log B_n
+  std::size_t first_ = 0;
+  double slack_ = 0.0, seconds_ = 0.0;
 };
 
 }  // namespace flymc

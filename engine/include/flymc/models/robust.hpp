@@ -16,6 +16,7 @@
 
 #include "flymc/core/config.hpp"
 #include "flymc/data/dataset.hpp"
+#include "flymc/models/collapsed.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {
@@ -139,7 +140,7 @@ class RobustBound {
   /// 64-byte aligned); `scratch` is caller-owned, scratch_size() aligned doubles. If `grad` is
   /// non-null, the gradient g0 − 2Aδ is written to it (D entries).
   double log_bound_sum(const double* theta, double* scratch, double* grad = nullptr) const noexcept;
-  std::size_t scratch_size() const noexcept { return 2 * stride_; }
+  std::size_t scratch_size() const noexcept { return sum_.scratch_size(); }
   std::size_t outputs() const noexcept { return 1; }  ///< linear predictors per datum
 
   /// For data idx[i] with predictors psi[i] = x_n·θ: Δ_n ≥ 0 into delta[i] (vectorized; +inf
@@ -164,7 +165,7 @@ class RobustBound {
   double log_lik(Index n, const double* pred) const noexcept { return log_lik(n, *pred); }
 
   double slack() const noexcept { return slack_; }
-  const Mat& A() const noexcept { return A_; }
+  const Mat& A() const noexcept { return sum_.A(); }
   const std::vector<double>& xi() const noexcept { return xi_; }
   double setup_seconds() const noexcept { return seconds_; }
 
@@ -184,12 +185,9 @@ class RobustBound {
   std::vector<double> y_all_;  // every row's y_n, on a shard only
   /// y_n by record index: the data's, or on a shard every row's.
   const double* ys() const noexcept { return y_all_.empty() ? data_->y().data() : y_all_.data(); }
-  Vec theta0_, g0_;
-  Mat A_;
-  AlignedBuffer a_pad_, theta0_pad_, g0_pad_;  // A rows, θ0 and g0 padded to stride for SIMD dots
-  std::size_t d_ = 0, stride_ = 0;
+  CollapsedQuadratic sum_;  // Σ_n log B_n
   // offset_ = ε − (raised excess): Δ_n = a·(t − log1p t) + offset_.
-  double f0_ = 0.0, slack_ = 0.0, offset_ = 0.0, seconds_ = 0.0;
+  double slack_ = 0.0, offset_ = 0.0, seconds_ = 0.0;
 };
 
 }  // namespace flymc

@@ -148,7 +148,7 @@ double prior_curvature(const Prior& prior, double theta_j) {
 // ----------------------------------------------------------------------------------------------
 GlmModel::GlmModel(std::shared_ptr<const Dataset> data, Prior prior,
                    std::shared_ptr<const SingleIndexFamily> family)
-    : data_(std::move(data)), prior_(prior), family_(std::move(family)) {
+    : OnePredictorModel(std::move(data), prior), family_(std::move(family)) {
   if (!family_) throw ConfigError("a single-index model needs its family");
   if (!data_ || data_->total_n() == 0 || data_->d() == 0)
     throw DataError("the " + family_->name() + " model needs at least one row and one feature");
@@ -157,12 +157,6 @@ GlmModel::GlmModel(std::shared_ptr<const Dataset> data, Prior prior,
   check_labels(*data_, *family_);
   detail::check_features(*data_, family_->name() + " regression");
   blas::use_single_thread();
-}
-
-std::vector<std::string> GlmModel::param_names() const {
-  std::vector<std::string> names;
-  for (std::size_t j = 1; j <= dim(); ++j) names.push_back("theta." + std::to_string(j));
-  return names;
 }
 
 double GlmModel::log_lik(const double* theta) const {

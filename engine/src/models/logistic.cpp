@@ -132,7 +132,7 @@ double jj_lambda(double xi) noexcept {
 
 // ----------------------------------------------------------------------------------------------
 LogisticModel::LogisticModel(std::shared_ptr<const Dataset> data, Prior prior)
-    : data_(std::move(data)), prior_(prior) {
+    : OnePredictorModel(std::move(data), prior) {
   if (!data_ || data_->total_n() == 0 || data_->d() == 0)  // a shard's part may be empty
     throw DataError("logistic regression needs at least one row and one feature");
   // 1/σ² must be a finite, non-zero double (as RunConfig::validate checks).
@@ -148,12 +148,6 @@ LogisticModel::LogisticModel(std::shared_ptr<const Dataset> data, Prior prior)
   }
   detail::check_features(*data_, "logistic regression");
   blas::use_single_thread();
-}
-
-std::vector<std::string> LogisticModel::param_names() const {
-  std::vector<std::string> names;
-  for (std::size_t j = 1; j <= dim(); ++j) names.push_back("theta." + std::to_string(j));
-  return names;
 }
 
 double LogisticModel::log_lik(const double* theta) const { return sum_log_lik(*data_, theta); }

@@ -77,4 +77,10 @@ void detail::check_features(const Dataset& ds, const std::string& model) {
                   " needs sums of x^2 that fit a double (rescale the feature)");
 }
 
+std::vector<std::string> OnePredictorModel::param_names() const {
+  std::vector<std::string> names;
+  for (std::size_t j = 1; j <= dim(); ++j) names.push_back("theta." + std::to_string(j));
+  return names;
+}
+
 }  // namespace flymc

@@ -276,19 +276,13 @@ double StudentT::log_lik(double r) const noexcept { return log_norm - a * log1p_
 
 // ----------------------------------------------------------------------------------------------
 RobustModel::RobustModel(std::shared_ptr<const Dataset> data, Prior prior, double nu, double scale)
-    : data_(std::move(data)), prior_(prior), t_(nu, scale) {
+    : OnePredictorModel(std::move(data), prior), t_(nu, scale) {
   if (!data_ || data_->total_n() == 0 || data_->d() == 0)  // a shard's part may be empty
     throw DataError("robust regression needs at least one row and one feature");
   if (!(prior.sd >= 1e-150 && prior.sd <= 1e150))
     throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + number_text(prior.sd));
   check_data(*data_);
   blas::use_single_thread();
-}
-
-std::vector<std::string> RobustModel::param_names() const {
-  std::vector<std::string> names;
-  for (std::size_t j = 1; j <= dim(); ++j) names.push_back("theta." + std::to_string(j));
-  return names;
 }
 
 double RobustModel::log_lik(const double* theta) const {

@@ -27,7 +27,7 @@ class GlmBound;
 ///
 /// Thread safety: all const members may be called concurrently (the family's must be too).
 /// Satisfies FireflyModel (model.hpp).
-class GlmModel {
+class GlmModel : public OnePredictorModel {
  public:
   using Bound = GlmBound;
 
@@ -40,17 +40,8 @@ class GlmModel {
   GlmModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg)
       : GlmModel(std::move(data), Prior{cfg.prior, cfg.prior_sd}, single_index_family(cfg)) {}
 
-  std::size_t dim() const noexcept { return data_->d(); }
-  std::size_t num_data() const noexcept { return data_->n(); }
-  std::size_t stride() const noexcept { return data_->stride(); }
-  ParamLayout layout() const noexcept { return {1, data_->d(), data_->stride()}; }
-  const Dataset& data() const noexcept { return *data_; }
-  const std::shared_ptr<const Dataset>& data_ptr() const noexcept { return data_; }
-  const Prior& prior() const noexcept { return prior_; }
   const SingleIndexFamily& family() const noexcept { return *family_; }
   const std::shared_ptr<const SingleIndexFamily>& family_ptr() const noexcept { return family_; }
-  /// "theta.1" … "theta.D".
-  std::vector<std::string> param_names() const;
 
   /// Σ_n f(y_n, x_n·θ) over all data (deterministic parallel reduction; over the whole data set
   /// if it is a shard). `theta` is padded: stride() entries, 64-byte aligned, zeros past dim().
@@ -67,8 +58,6 @@ class GlmModel {
   MapResult find_map(double tol = 1e-10, int max_iter = 100) const;
 
  private:
-  std::shared_ptr<const Dataset> data_;
-  Prior prior_;
   std::shared_ptr<const SingleIndexFamily> family_;
 };
 

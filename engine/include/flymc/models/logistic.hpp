@@ -30,7 +30,7 @@ class LogisticBound;
 ///
 /// Thread safety: all const members may be called concurrently.
 /// Satisfies FireflyModel (model.hpp) with K = 1 linear predictor per datum.
-class LogisticModel {
+class LogisticModel : public OnePredictorModel {
  public:
   using Bound = LogisticBound;
 
@@ -46,15 +46,7 @@ class LogisticModel {
   LogisticModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg)
       : LogisticModel(std::move(data), Prior{cfg.prior, cfg.prior_sd}) {}
 
-  std::size_t dim() const noexcept { return data_->d(); }
-  std::size_t num_data() const noexcept { return data_->n(); }
-  std::size_t stride() const noexcept { return data_->stride(); }
-  ParamLayout layout() const noexcept { return {1, data_->d(), data_->stride()}; }
-  const Dataset& data() const noexcept { return *data_; }
-  const std::shared_ptr<const Dataset>& data_ptr() const noexcept { return data_; }
-  const Prior& prior() const noexcept { return prior_; }
   double prior_sd() const noexcept { return prior_.sd; }
-  std::vector<std::string> param_names() const;
 
   /// log p(θ) without its constant. `theta` has at least dim() entries.
   double log_prior(const double* theta) const noexcept { return prior_.log_density(theta, dim()); }
@@ -75,8 +67,6 @@ class LogisticModel {
   MapResult find_map(double tol = 1e-10, int max_iter = 100) const;
 
  private:
-  std::shared_ptr<const Dataset> data_;
-  Prior prior_;
 };
 
 /// The Jaakkola–Jordan bound with per-datum parameters ξ_n, collapsed to a quadratic in θ.

@@ -18,7 +18,9 @@
 #include <Eigen/Dense>
 #include <concepts>
 #include <cstddef>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flymc/core/config.hpp"
@@ -103,6 +105,27 @@ struct ParamLayout {
     for (std::size_t b = 0; b < k; ++b)
       for (std::size_t j = 0; j < d; ++j) dense[b * d + j] = padded_in[b * stride + j];
   }
+};
+
+/// What every model with one linear predictor per datum, η_n = x_n·θ (logistic, robust and the
+/// single-index models), holds and shows: its data set, its prior, θ's layout and names.
+class OnePredictorModel {
+ public:
+  std::size_t dim() const noexcept { return data_->d(); }
+  std::size_t num_data() const noexcept { return data_->n(); }
+  std::size_t stride() const noexcept { return data_->stride(); }
+  ParamLayout layout() const noexcept { return {1, data_->d(), data_->stride()}; }
+  const Dataset& data() const noexcept { return *data_; }
+  const std::shared_ptr<const Dataset>& data_ptr() const noexcept { return data_; }
+  const Prior& prior() const noexcept { return prior_; }
+  /// "theta.1" … "theta.D".
+  std::vector<std::string> param_names() const;
+
+ protected:
+  OnePredictorModel(std::shared_ptr<const Dataset> data, Prior prior)
+      : data_(std::move(data)), prior_(prior) {}
+  std::shared_ptr<const Dataset> data_;
+  Prior prior_;
 };
 
 /// What the samplers need of a model. `theta_pad` / `grad_pad` are padded (layout().padded()

@@ -48,7 +48,7 @@ struct StudentT {
 ///
 /// Thread safety: all const members may be called concurrently.
 /// Satisfies FireflyModel (model.hpp) with K = 1 linear predictor per datum.
-class RobustModel {
+class RobustModel : public OnePredictorModel {
  public:
   using Bound = RobustBound;
 
@@ -63,18 +63,9 @@ class RobustModel {
       : RobustModel(std::move(data), Prior{cfg.prior, cfg.prior_sd}, cfg.student_nu,
                     cfg.noise_scale) {}
 
-  std::size_t dim() const noexcept { return data_->d(); }
-  std::size_t num_data() const noexcept { return data_->n(); }
-  std::size_t stride() const noexcept { return data_->stride(); }
-  ParamLayout layout() const noexcept { return {1, data_->d(), data_->stride()}; }
-  const Dataset& data() const noexcept { return *data_; }
-  const std::shared_ptr<const Dataset>& data_ptr() const noexcept { return data_; }
-  const Prior& prior() const noexcept { return prior_; }
   const StudentT& student() const noexcept { return t_; }
   double nu() const noexcept { return t_.nu; }
   double scale() const noexcept { return t_.scale; }
-  /// "theta.1" … "theta.D".
-  std::vector<std::string> param_names() const;
 
   /// log p(θ) without its constant. `theta` has at least dim() entries.
   double log_prior(const double* theta) const noexcept { return prior_.log_density(theta, dim()); }
@@ -107,8 +98,6 @@ class RobustModel {
   };
   class Climber;  // one stage of climb() (robust.cpp)
   Ascent climb(const Prior& prior, Ascent start, double tol, int max_iter) const;
-  std::shared_ptr<const Dataset> data_;
-  Prior prior_;
   StudentT t_;
 };
 

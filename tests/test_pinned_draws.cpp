@@ -252,8 +252,8 @@ TEST_SUITE("unit") {
       CHECK(l == w->second);
       want.erase(w);
     }
-    for (const auto& [key, line] : want) {
-      CAPTURE(key);
+    for (const auto& entry : want) {
+      CAPTURE(entry.first);
       FAIL_CHECK("a recorded line that no configuration produced");
     }
     if (!missing.empty()) {

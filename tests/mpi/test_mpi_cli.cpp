@@ -348,7 +348,8 @@ TEST_SUITE("mpi") {
         {robust + "--kernel nuts --bound untuned --untuned-xi 0.5", {2, 4}},
     };
     for (std::size_t r = 0; r < runs.size(); ++r) {
-      const auto& [opts, ranks_list] = runs[r];
+      const std::string& opts = runs[r].first;
+      const std::vector<int>& ranks_list = runs[r].second;
       CAPTURE(opts);
       const fs::path one = dir / ("one" + std::to_string(r));
       Status s = run_one(opts + " --out " + one.string(), dir);

@@ -104,7 +104,7 @@ struct Sampler {
   BoundTuning bound;
   ZUpdate z;
 };
-constexpr Sampler kSamplers[] = {
+constexpr Sampler kSetups[] = {
     {"full", Algo::full, BoundTuning::map, ZUpdate::implicit},
     {"flymc map implicit", Algo::flymc, BoundTuning::map, ZUpdate::implicit},
     {"flymc map explicit", Algo::flymc, BoundTuning::map, ZUpdate::explicit_},
@@ -202,7 +202,7 @@ TEST_SUITE("unit") {
   TEST_CASE("every sampler keeps draws and lp finite on hostile data, without bound violations" *
             doctest::test_suite("threaded")) {
     for (const Scenario& s : scenarios()) {
-      for (const Sampler& k : kSamplers) {
+      for (const Sampler& k : kSetups) {
         CAPTURE(s.name);
         CAPTURE(k.name);
         RunConfig cfg = flymc::test::fixed_config();

@@ -312,7 +312,7 @@ TEST_SUITE("mpi") {
     s = run_mpi(
         2, "sample --data " + (dir / "d.npy").string() + " --algo full --shard-data --out x", dir);
     CHECK(s.code == 78);
-    CHECK(s.err.find("--shard-data runs --algo smh") != std::string::npos);
+    CHECK(s.err.find("--shard-data runs --algo flymc, smh only") != std::string::npos);
     flymc::save_csv(*flymc::test::logistic_data(100, 3, 3), (dir / "d.csv").string());
     s = run_mpi(2, "sample --data " + (dir / "d.csv").string() + " --algo smh --shard-data --out x",
                 dir);

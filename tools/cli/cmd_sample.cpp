@@ -337,6 +337,7 @@ SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock, b
     job.given = given_options(o);
     // No option is silently ignored: the chosen sampler reads each one, and under auto each
     // restricts the candidates to the samplers that read it.
+    check_model_reads(job.cfg.model, job.given);
     if (o.auto_algo)
       auto_readers(job.given, job.restriction);
     else
@@ -591,11 +592,12 @@ std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGro
 /// --shard-data's limits, checked on every process before the data are read (the same options
 /// everywhere, so the same error).
 void check_shardable(const SampleOptions& o, const SampleJob& job) {
-  const bool algo = job.cfg.algo == Algo::smh || job.cfg.algo == Algo::flymc;
-  if ((o.auto_algo && !job.resume) || !algo)
+  if ((o.auto_algo && !job.resume) || !sampler_info(job.cfg.algo).shardable)
     throw ConfigError(
-        "--shard-data runs --algo smh and --algo flymc only: the other samplers' iterations, and "
-        "the pilots of --algo auto, do not go across processes yet");
+        "--shard-data runs --algo " +
+        flymc::algo_names(algos_where([](const SamplerInfo& i) { return i.shardable; })) +
+        " only: the other samplers' iterations, and the pilots of --algo auto, do "
+        "not go across processes yet");
   check_model_fits(job.cfg, true);
   if (!job.data_path.ends_with(".npy") && !hdf5_location(job.data_path))
     throw ConfigError(

@@ -68,6 +68,7 @@ Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& 
         get_value(cfg, *o) != get_value(defaults, *o))
       opt.given.push_back(o);
   std::string restriction;
+  check_model_reads(cfg.model, opt.given);
   if (auto_algo)
     auto_readers(opt.given, restriction);
   else

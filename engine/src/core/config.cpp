@@ -6,6 +6,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
 #include "flymc/core/options.hpp"
+#include "flymc/core/samplers.hpp"
 
 namespace flymc {
 namespace {
@@ -141,9 +142,8 @@ void RunConfig::validate_pdmp() const {
     throw ConfigError("--pdmp-spacing must be in (0, 1e100] (path time per draw; or auto), got " +
                       number_text(*pdmp_spacing));
   if (save_events && !is_pdmp(algo))
-    throw ConfigError(
-        "--save-events: only the piecewise-deterministic samplers (--algo bps, "
-        "lipsbps, sbps, psbps, zigzag-ss, zigzag-cv) have path events");
+    throw ConfigError("--save-events: only the piecewise-deterministic samplers (--algo " +
+                      algo_names(kPdmpAlgos) + ") have path events");
   if (refresh_rate && !(*refresh_rate >= 0.0 && *refresh_rate <= 1e100))
     throw ConfigError("--refresh-rate must be in [0, 1e100] (or auto), got " +
                       number_text(*refresh_rate));

@@ -40,14 +40,18 @@ std::string resolved_target_accept(const RunConfig& c) {
 }
 
 constexpr AlgoMask kFlymc = algo_bit(Algo::flymc);
-constexpr AlgoMask kBatchAlgos = algo_bit(Algo::minibatch_mh) | algo_bit(Algo::sgld) |
-                                 algo_bit(Algo::lipsbps) | algo_bit(Algo::sbps) |
-                                 algo_bit(Algo::psbps);
-constexpr AlgoMask kEssAlgos = kThetaKernelAlgos | algo_bit(Algo::smh) | kPdmpAlgos;
 // The kernels' metric and adaptation target are read by every sampler that adapts a step or
 // scales its moves by the metric.
 constexpr AlgoMask kStepAlgos =
     kThetaKernelAlgos | algo_bit(Algo::minibatch_mh) | algo_bit(Algo::sgld);
+
+/// `o`, read by the models in `m` only.
+OptionInfo for_models(OptionInfo o, ModelMask m) {
+  o.models = m;
+  return o;
+}
+constexpr ModelMask kRobust = model_bit(ModelKind::robust);
+constexpr ModelMask kLogistic = model_bit(ModelKind::logistic);
 
 // The help texts are `flymc sample --help`'s (ASCII).
 // Three parts, in RunConfig's field order: the model, sampler and θ-kernel choices; the run's
@@ -153,11 +157,14 @@ std::vector<OptionInfo> run_and_sampler_options() {
        "data)"},
       {"prior-sd", "prior_sd", &C::prior_sd,
        "Prior standard deviation of every coefficient (Gaussian or Laplace)"},
-      {"nu", "student_nu", &C::student_nu, "Robust regression: Student-t degrees of freedom",
-       kThetaKernelAlgos | algo_bit(Algo::smh)},
-      {"noise-scale", "noise_scale", &C::noise_scale,
-       "Robust regression: Student-t scale; gaussian: the noise's sd",
-       kThetaKernelAlgos | algo_bit(Algo::smh)},
+      for_models(
+          {"nu", "student_nu", &C::student_nu, "Robust regression: Student-t degrees of freedom",
+           kThetaKernelAlgos | algo_bit(Algo::smh)},
+          kRobust),
+      for_models({"noise-scale", "noise_scale", &C::noise_scale,
+                  "Robust regression: Student-t scale; gaussian: the noise's sd",
+                  kThetaKernelAlgos | algo_bit(Algo::smh)},
+                 kRobust | model_bit(ModelKind::gaussian)),
       {"q-dark-to-bright", "q_dark_to_bright", &C::q_dark_to_bright,
        "Implicit z-update proposal rate q (with --q-per-datum: the mean rate); auto: min(cap, "
        "max(32, 4 x expected bright count)/N), cap 0.1 for hmc and nuts, 0.01 otherwise",
@@ -168,19 +175,23 @@ std::vector<OptionInfo> run_and_sampler_options() {
        kFlymc},
       {"resample-fraction", "resample_fraction", &C::resample_fraction,
        "Explicit z-update fraction", kFlymc},
-      {"untuned-xi", "untuned_xi", &C::untuned_xi, "xi of the untuned bound", kFlymc},
+      for_models({"untuned-xi", "untuned_xi", &C::untuned_xi,
+                  "Logistic and robust regression: xi of the untuned bound", kFlymc},
+                 kLogistic | kRobust),
       {"bound-slack", "bound_slack", &C::bound_slack,
        "Slack subtracted from every log B_n; auto: a quarter of the expected bright fraction "
        "(Laplace draws at set-up)",
        kFlymc, true, true, at_least(0.0)},
-      {"slack-scale", "slack_scale", &C::slack_scale,
-       "Logistic FlyMC: also subtract alpha x the datum's expected bright probability (Laplace "
-       "draws) from each log B_n; helps HMC and NUTS on tall data",
-       kFlymc},
-      {"softmax-bound", "softmax_bound", choice<&C::softmax_bound>(),
-       "softmax: bohning (fixed curvature) or tight (per datum the tighter of Bohning's and the "
-       "Jebara-Choromanska bounds)",
-       kFlymc},
+      for_models({"slack-scale", "slack_scale", &C::slack_scale,
+                  "Logistic FlyMC: also subtract alpha x the datum's expected bright probability "
+                  "(Laplace draws) from each log B_n; helps HMC and NUTS on tall data",
+                  kFlymc},
+                 kLogistic),
+      for_models({"softmax-bound", "softmax_bound", choice<&C::softmax_bound>(),
+                  "softmax: bohning (fixed curvature) or tight (per datum the tighter of "
+                  "Bohning's and the Jebara-Choromanska bounds)",
+                  kFlymc},
+                 model_bit(ModelKind::softmax)),
       {"theta-steps", "theta_steps", &C::theta_steps,
        "theta-steps per z-sweep; auto: 10 for rwmh, 1 for the other kernels", kFlymc, true, true,
        at_least(1.0), nullptr, &resolved_theta_steps},
@@ -465,12 +476,7 @@ std::vector<std::pair<std::string, std::string>> header_config(const RunConfig& 
   return out;
 }
 
-std::string reader_names(const OptionInfo& o) {
-  std::string out;
-  for (const EnumName<Algo>& a : kAlgoNames)
-    if (o.reads(a.value)) out += (out.empty() ? "" : ", ") + std::string(a.name);
-  return out;
-}
+std::string reader_names(const OptionInfo& o) { return algo_names(o.read_by); }
 
 void check_read_by(Algo algo, std::span<const OptionInfo* const> given) {
   for (const OptionInfo* o : given)
@@ -478,6 +484,18 @@ void check_read_by(Algo algo, std::span<const OptionInfo* const> given) {
       throw UsageError(std::string("--") + o->name + " is not read by --algo " + enum_name(algo) +
                        ", so it would be ignored: it applies to --algo " + reader_names(*o) +
                        " (give one of them, or leave the option out)");
+}
+
+void check_model_reads(ModelKind model, std::span<const OptionInfo* const> given) {
+  for (const OptionInfo* o : given) {
+    if (o->reads(model)) continue;
+    std::string readers;
+    for (const EnumName<ModelKind>& m : kModelNames)
+      if (o->reads(m.value)) readers += (readers.empty() ? "" : ", ") + std::string(m.name);
+    throw UsageError(std::string("--") + o->name + " is not read by --model " + enum_name(model) +
+                     ", so it would be ignored: it applies to --model " + readers +
+                     " (leave the option out)");
+  }
 }
 
 bool chosen_by_auto(const OptionInfo& o) noexcept {

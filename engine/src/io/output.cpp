@@ -111,33 +111,11 @@ class StanCsvSink final : public DrawSink {
 namespace {
 /// The sampler_t comment: the algorithm and its moves.
 std::string sampler_name(const RunConfig& cfg) {
-  switch (cfg.algo) {
-    case Algo::automatic:  // (a run resolves it before its draws are written)
-      return "auto";
-    case Algo::flymc:
-      return std::string("FlyMC(") + to_string(cfg.kernel) + ")";
-    case Algo::full:
-      return std::string("Full(") + to_string(cfg.kernel) + ")";
-    case Algo::minibatch_mh:
-      return "MinibatchMH(barker)";
-    case Algo::sgld:
-      return "SGLD";
-    case Algo::bps:
-      return "BPS(full gradient)";
-    case Algo::lipsbps:
-      return "BPS(subsampled, Lipschitz bound)";
-    case Algo::sbps:
-      return "SBPS(adaptive band)";
-    case Algo::psbps:
-      return "pSBPS(adaptive band, diagonal preconditioner)";
-    case Algo::zigzag_ss:
-      return "ZigZag(subsampling)";
-    case Algo::zigzag_cv:
-      return "ZigZag(control variates)";
-    case Algo::smh:
-      return std::string("SMH(") + to_string(cfg.proposal) + ")";
-  }
-  return "?";
+  const SamplerInfo& s = sampler_info(cfg.algo);
+  std::string out = s.title;
+  if (s.kind == SamplerKind::theta_kernel) out += std::string("(") + to_string(cfg.kernel) + ")";
+  if (s.kind == SamplerKind::smh) out += std::string("(") + to_string(cfg.proposal) + ")";
+  return out;
 }
 }  // namespace
 

@@ -29,10 +29,6 @@ namespace {
 /// The pilots' master seed: unrelated to the run's own streams (Rng mixes seed and stream).
 constexpr std::uint64_t kPilotSeedMix = 0xa1905eed5ca1ab1eULL;
 
-/// Zig-Zag moves one coordinate's velocity per event, so its events per effective draw grow with
-/// the dimension; past this many coefficients its pilot is not worth running (docs/math.md §3.3).
-constexpr std::size_t kZigZagMaxDim = 16;
-
 /// Effective draws per draw no chain exceeds: NUTS's antithetic moves give more than one on
 /// Gaussian targets, never this many.
 constexpr double kMaxEssPerDraw = 5.0;
@@ -440,23 +436,22 @@ std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& 
     }
     out.push_back(std::move(a));
   };
-  RunConfig laplace = with_sampler(cfg, Algo::full, KernelKind::nuts, Metric::dense);
-  laplace.adapt_metric = false;
-  add("regular-nuts-laplace", laplace);
-  add("regular-nuts", with_sampler(cfg, Algo::full, KernelKind::nuts, Metric::dense));
-  add("regular-pcn", with_sampler(cfg, Algo::full, KernelKind::pcn, Metric::dense));
-  RunConfig fly = with_sampler(cfg, Algo::flymc, KernelKind::nuts, Metric::fly);
-  if (cfg.model == ModelKind::logistic && cfg.slack_scale == 0.0) fly.slack_scale = 1.0;
-  add("flymc-nuts-fly", fly);
-  add("smh-pcn", with_sampler(cfg, Algo::smh, KernelKind::rwmh, Metric::automatic));
-  RunConfig smh3 = with_sampler(cfg, Algo::smh, KernelKind::rwmh, Metric::automatic);
-  smh3.smh_order = 3;
-  add("smh-pcn3", smh3);
-  add("zigzag-cv", with_sampler(cfg, Algo::zigzag_cv, KernelKind::rwmh, Metric::automatic));
-  AutoCandidate& zz = out.back();
-  if (zz.skipped.empty() && data.d() > kZigZagMaxDim)
-    zz.skipped = "one coordinate per event: not run above " + std::to_string(kZigZagMaxDim) +
-                 " coefficients";
+  // Every set-up the sampler table lists, the regular ones (the baseline) first.
+  for (const bool regular : {true, false})
+    for (const SamplerInfo& s : kSamplers)
+      if ((s.algo == Algo::full) == regular)
+        for (const AutoSetup& setup : s.auto_setups) {
+          RunConfig c = with_sampler(cfg, s.algo, setup.kernel, setup.metric);
+          c.adapt_metric = setup.adapt_metric;
+          c.smh_order = setup.smh_order;
+          if (setup.logistic_slack && c.model == ModelKind::logistic && c.slack_scale == 0.0)
+            c.slack_scale = 1.0;
+          add(setup.name, std::move(c));
+          AutoCandidate& a = out.back();
+          if (a.skipped.empty() && setup.max_dim > 0 && data.d() > setup.max_dim)
+            a.skipped = "one coordinate per event: not run above " + std::to_string(setup.max_dim) +
+                        " coefficients";
+        }
   if (checkpointed)
     for (AutoCandidate& a : out)
       if (a.skipped.empty() && !can_checkpoint(a.config.algo))

@@ -3,26 +3,16 @@
 #include <string>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/core/options.hpp"
 #include "flymc/models/family.hpp"
 
 namespace flymc {
 
 unsigned model_offers(const RunConfig& cfg) {
-  switch (cfg.model) {
-    case ModelKind::logistic:
-      return kOfferLikelihood | kOfferFlyBound | kOfferThirdBound | kOfferFourthBound |
-             kOfferLogisticDatum | kOfferShards;
-    case ModelKind::robust:
-      return kOfferLikelihood | kOfferFlyBound | kOfferThirdBound | kOfferShards;
-    case ModelKind::softmax:
-      return kOfferLikelihood | kOfferFlyBound;
-    case ModelKind::probit:
-    case ModelKind::gaussian:
-    case ModelKind::custom:
-      break;
-  }
-  const auto family = single_index_family(cfg);
-  unsigned offers = kOfferLikelihood | kOfferShards;
+  const ModelInfo& m = model_info(cfg.model);
+  if (m.family == nullptr) return m.offers;
+  const auto family = m.family(cfg);
+  unsigned offers = m.offers;
   if (family->kappa()) offers |= kOfferFlyBound;
   if (family->m3()) offers |= kOfferThirdBound;
   if (family->m4()) offers |= kOfferFourthBound;
@@ -30,25 +20,8 @@ unsigned model_offers(const RunConfig& cfg) {
 }
 
 unsigned sampler_needs(const RunConfig& cfg) {
-  switch (cfg.algo) {
-    case Algo::full:
-    case Algo::automatic:
-      return kOfferLikelihood;
-    case Algo::flymc:
-      return kOfferLikelihood | kOfferFlyBound;
-    case Algo::smh:
-      return kOfferLikelihood | (cfg.smh_order == 3 ? kOfferFourthBound : kOfferThirdBound);
-    case Algo::minibatch_mh:
-    case Algo::sgld:
-    case Algo::bps:
-    case Algo::lipsbps:
-    case Algo::sbps:
-    case Algo::psbps:
-    case Algo::zigzag_ss:
-    case Algo::zigzag_cv:
-      return kOfferLikelihood | kOfferLogisticDatum;
-  }
-  return kOfferLikelihood;
+  const SamplerInfo& s = sampler_info(cfg.algo);
+  return cfg.smh_order == 3 && s.needs_order3 != 0 ? s.needs_order3 : s.needs;
 }
 
 namespace {
@@ -86,10 +59,54 @@ void check_model_fits(const RunConfig& cfg, bool sharded) {
   if (missing == 0) return;
   const unsigned first = missing & (~missing + 1u);  // the lowest missing bit
   std::string sampler = std::string("--algo ") + to_string(cfg.algo);
-  if (cfg.algo == Algo::smh) sampler += " --smh-order " + std::to_string(cfg.smh_order);
+  if (sampler_info(cfg.algo).needs_order3 != 0)
+    sampler += " --smh-order " + std::to_string(cfg.smh_order);
   if (sharded && first == kOfferShards) sampler += " on --shard-data";
   throw ConfigError(sampler + " needs " + offer_text(first) + ", which " + model_name(cfg) +
                     " does not offer");
+}
+
+namespace {
+
+/// The built-in models (not a family given in code) that `cfg.algo` runs.
+std::string models_run(RunConfig cfg) {
+  std::string out;
+  for (const EnumName<ModelKind>& m : kModelNames) {
+    if (m.value == ModelKind::custom) continue;
+    cfg.model = m.value;
+    try {
+      check_model_fits(cfg);
+      out += (out.empty() ? "" : ", ") + std::string(m.name);
+    } catch (const ConfigError&) {
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string samplers_markdown() {
+  auto yes = [](bool b) { return b ? "yes" : "no"; };
+  std::string out =
+      "| `--algo` | exact | models | sharded data | checkpoints | runs to `--ess` | batches | "
+      "auto pilots |\n|---|---|---|---|---|---|---|---|\n";
+  for (const SamplerInfo& s : kSamplers) {
+    if (s.kind == SamplerKind::automatic) continue;
+    RunConfig cfg;
+    cfg.algo = s.algo;
+    std::string models = models_run(cfg);
+    if (s.needs_order3 != 0) {
+      cfg.smh_order = 3;
+      models += " (`--smh-order 3`: " + models_run(cfg) + ")";
+    }
+    std::string pilots;
+    for (const AutoSetup& a : s.auto_setups)
+      pilots += (pilots.empty() ? "" : ", ") + std::string(a.name);
+    out += std::string("| `") + s.name + "` | " + yes(s.exact) + " | " + models + " | " +
+           yes(s.shardable) + " | " + yes(s.checkpointable) + " | " + yes(s.targets_ess) + " | " +
+           yes(s.batches) + " | " + (pilots.empty() ? "-" : pilots) + " |\n";
+  }
+  return out;
 }
 
 }  // namespace flymc

@@ -16,20 +16,6 @@
 
 namespace flymc {
 
-// The runner per model (sampler_<model>.cpp).
-RunResult run_logistic_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
-                             Progress*, const CheckpointOptions*, const FaultInjection&,
-                             const RunPart*, const Precomputed&);
-RunResult run_softmax_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
-                            Progress*, const CheckpointOptions*, const FaultInjection&,
-                            const RunPart*, const Precomputed&);
-RunResult run_glm_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
-                        Progress*, const CheckpointOptions*, const FaultInjection&, const RunPart*,
-                        const Precomputed&);
-RunResult run_robust_model(const RunConfig&, std::shared_ptr<const Dataset>, const SinkFactory&,
-                           Progress*, const CheckpointOptions*, const FaultInjection&,
-                           const RunPart*, const Precomputed&);
-
 double RunResult::queries_per_iter() const {
   double q = 0.0;
   for (const auto& c : chains) q += static_cast<double>(c.sampling_queries);
@@ -104,21 +90,18 @@ std::vector<std::vector<double>> DrawSink::resume(const std::vector<std::string>
   throw ConfigError("this draw sink cannot resume a checkpointed chain");
 }
 
-LabelDomain label_domain(ModelKind model) noexcept {
-  switch (model) {
-    case ModelKind::logistic:
-      return LabelDomain::binary;
-    case ModelKind::softmax:
-      return LabelDomain::categorical;
-    case ModelKind::robust:
-    case ModelKind::gaussian:
-      return LabelDomain::any;
-    case ModelKind::probit:
-      return LabelDomain::binary;
-    case ModelKind::custom:  // (a family given in code reads its data in code too)
-      break;
-  }
-  return LabelDomain::any;
+// The runner per sampler kind, which the sampler table names.
+RunResult run_theta_kernel_request(const RunRequest& r) {
+  return model_info(r.cfg.model).runner(r);
+}
+RunResult run_smh_request(const RunRequest& r) {
+  return run_smh(r.cfg, r.data, r.sinks, r.progress, r.checkpoint, r.pre, r.faults);
+}
+RunResult run_pdmp_request(const RunRequest& r) {
+  return run_pdmp(r.cfg, r.data, r.sinks, r.progress, r.checkpoint, r.pre);
+}
+RunResult run_approximate_request(const RunRequest& r) {
+  return run_approximate(r.cfg, r.data, r.sinks, r.progress, r.checkpoint, r.pre);
 }
 
 namespace {
@@ -144,15 +127,15 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     // Scalable MH's and FlyMC's iterations go across a sharded data set's processes
     // (docs/mpi.md); the other samplers' do not yet: a chain would sum only its own process's
     // rows.
-    const bool shardable = cfg.algo == Algo::smh || cfg.algo == Algo::flymc;
-    if (data->shard() != nullptr && (!shardable || part != nullptr))
-      throw ConfigError(data->source() +
-                        ": of the samplers, only --algo smh and --algo flymc run on data sharded "
-                        "over processes so far, and only with all of their chains on every "
-                        "process");
+    if (data->shard() != nullptr && (!sampler_info(cfg.algo).shardable || part != nullptr))
+      throw ConfigError(data->source() + ": of the samplers, only --algo " +
+                        algo_names(algos_where([](const SamplerInfo& i) { return i.shardable; })) +
+                        " run on data sharded over processes so far, and only with all of their "
+                        "chains on every process");
     // Only FlyMC and regular MCMC share their chains between processes so far. (A part that is
     // the whole run, e.g. one MPI process, runs the other samplers as usual.)
-    if (part != nullptr && !uses_theta_kernel(cfg.algo) && part->block != ChainBlock{1, cfg.chains})
+    if (part != nullptr && !sampler_info(cfg.algo).shares_chains &&
+        part->block != ChainBlock{1, cfg.chains})
       throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
                         " runs in one process: its chains cannot be shared between processes yet");
     if (part != nullptr) detail::check_block(part->block, cfg.chains);
@@ -161,26 +144,10 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
           "--algo auto: choose the sampler before the processes share the run (choose_algo on "
           "one process, its choice to all), or name it with --algo");
   });
-  if (is_pdmp(cfg.algo)) return run_pdmp(cfg, std::move(data), sinks, progress, checkpoint, pre);
-  if (cfg.algo == Algo::smh)
-    return run_smh(cfg, std::move(data), sinks, progress, checkpoint, pre, faults);
-  if (!uses_theta_kernel(cfg.algo))
-    return run_approximate(cfg, std::move(data), sinks, progress, checkpoint, pre);
-  switch (cfg.model) {
-    case ModelKind::logistic:
-      return run_logistic_model(cfg, std::move(data), sinks, progress, checkpoint, faults, part,
-                                pre);
-    case ModelKind::softmax:
-      return run_softmax_model(cfg, std::move(data), sinks, progress, checkpoint, faults, part,
-                               pre);
-    case ModelKind::robust:
-      return run_robust_model(cfg, std::move(data), sinks, progress, checkpoint, faults, part, pre);
-    case ModelKind::probit:
-    case ModelKind::gaussian:
-    case ModelKind::custom:
-      return run_glm_model(cfg, std::move(data), sinks, progress, checkpoint, faults, part, pre);
-  }
-  throw ConfigError(std::string("model ") + to_string(cfg.model) + " is not available yet");
+  const SamplerRunner runner = sampler_info(cfg.algo).runner;
+  if (runner == nullptr)  // (auto: refused above)
+    throw ConfigError(std::string("--algo ") + to_string(cfg.algo) + " has no runner");
+  return runner(RunRequest{cfg, std::move(data), sinks, progress, checkpoint, faults, part, pre});
 }
 
 }  // namespace

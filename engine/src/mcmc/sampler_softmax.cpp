@@ -4,12 +4,9 @@
 
 namespace flymc {
 
-RunResult run_softmax_model(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-                            const SinkFactory& sinks, Progress* progress,
-                            const CheckpointOptions* checkpoint, const FaultInjection& faults,
-                            const RunPart* part, const Precomputed& pre) {
-  return detail::run_model<SoftmaxModel>(cfg, std::move(data), sinks, progress, checkpoint, faults,
-                                         part, pre);
+RunResult run_softmax_model(const RunRequest& r) {
+  return detail::run_model<SoftmaxModel>(r.cfg, r.data, r.sinks, r.progress, r.checkpoint, r.faults,
+                                         r.part, r.pre);
 }
 
 }  // namespace flymc

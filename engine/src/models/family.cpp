@@ -6,6 +6,7 @@
 #include "flymc/core/config.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
+#include "flymc/core/rng.hpp"
 
 namespace flymc {
 
@@ -128,6 +129,18 @@ std::string ProbitFamily::check_label(double y) const {
   return y == 1.0 || y == -1.0 ? std::string() : std::string("must be -1 or +1");
 }
 
+double SingleIndexFamily::simulate(double, Rng&) const {
+  throw ConfigError("the " + name() +
+                    " model cannot simulate responses (SingleIndexFamily::simulate), which "
+                    "simulation-based calibration needs");
+}
+
+// A latent Gaussian crossing zero.
+double ProbitFamily::simulate(double eta, Rng& rng) const {
+  return eta + rng.normal() > 0.0 ? 1.0 : -1.0;
+}
+double GaussianFamily::simulate(double eta, Rng& rng) const { return eta + scale_ * rng.normal(); }
+
 void ProbitFamily::derivatives(double y, double eta, int order, double* out) const {
   // f(t, η) = g(tη), g = log Φ: f^(j) = t^j·g^(j)(tη), t = ±1.
   double g[kMaxOrder + 1];
@@ -151,24 +164,23 @@ void GaussianFamily::derivatives(double y, double eta, int order, double* out) c
   for (int j = 3; j <= order; ++j) out[j] = 0.0;
 }
 
+std::shared_ptr<const SingleIndexFamily> probit_family(const RunConfig&) {
+  return std::make_shared<const ProbitFamily>();
+}
+std::shared_ptr<const SingleIndexFamily> gaussian_family(const RunConfig& cfg) {
+  return std::make_shared<const GaussianFamily>(cfg.noise_scale);
+}
+std::shared_ptr<const SingleIndexFamily> custom_family(const RunConfig& cfg) {
+  if (!cfg.family)
+    throw ConfigError(
+        "--model custom is a model given in code: pass its SingleIndexFamily to "
+        "flymc::run(cfg, data, family)");
+  return cfg.family;
+}
+
 std::shared_ptr<const SingleIndexFamily> single_index_family(const RunConfig& cfg) {
-  switch (cfg.model) {
-    case ModelKind::probit:
-      return std::make_shared<const ProbitFamily>();
-    case ModelKind::gaussian:
-      return std::make_shared<const GaussianFamily>(cfg.noise_scale);
-    case ModelKind::custom:
-      if (!cfg.family)
-        throw ConfigError(
-            "--model custom is a model given in code: pass its SingleIndexFamily to "
-            "flymc::run(cfg, data, family)");
-      return cfg.family;
-    case ModelKind::logistic:
-    case ModelKind::softmax:
-    case ModelKind::robust:
-      break;
-  }
-  return nullptr;
+  const FamilyMaker make = model_info(cfg.model).family;
+  return make != nullptr ? make(cfg) : nullptr;
 }
 
 void require_constant(const SingleIndexFamily& family, char need, const std::string& what) {

@@ -19,6 +19,7 @@
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/theta_kernels.hpp"
 #include "flymc/mcmc/z_updates.hpp"
+#include "flymc/models/family.hpp"
 #include "flymc/models/glm.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/robust.hpp"
@@ -40,8 +41,12 @@ void SbcOptions::validate() const {
                       std::to_string(bins));
   if (threads < 0) throw ConfigError("--threads must be >= 0, got " + std::to_string(threads));
   if (!(alpha > 0.0 && alpha < 1.0)) throw ConfigError("--alpha must be in (0, 1)");
-  if (run.model == ModelKind::custom)
-    throw ConfigError("sbc simulates the built-in models only: a custom family has no simulator");
+  // A single-index family must simulate its responses (a family given in code need not): one
+  // draw from a scratch stream refuses it here rather than inside a replicate.
+  if (const auto family = single_index_family(run)) {
+    Rng probe;
+    (void)family->simulate(0.0, probe);
+  }
   if (run.model == ModelKind::softmax && (classes < 2 || classes > 64))
     throw ConfigError("--classes must be in [2, 64], got " + std::to_string(classes));
   RunConfig c = run;
@@ -129,16 +134,14 @@ void simulate_responses(Dataset& ds, const std::vector<double>& theta, const Run
   }
 }
 
-/// The linear predictors' single-index responses: probit labels +1 where x·θ + N(0, 1) > 0 (so
-/// with probability Φ(x·θ)), else −1; Gaussian responses x·θ + s·N(0, 1).
+/// A single-index model's responses, each drawn by its family at its linear predictor.
 void simulate_single_index(Dataset& ds, const std::vector<double>& theta, const RunConfig& c,
                            Rng& rng) {
+  const SingleIndexFamily& family = *single_index_family(c);
   for (std::size_t i = 0; i < ds.n(); ++i) {
     double mean = 0.0;
     for (std::size_t j = 0; j < ds.d(); ++j) mean += theta[j] * ds.row(i)[j];
-    const double noise = rng.normal();
-    ds.mutable_y()[i] = c.model == ModelKind::probit ? (mean + noise > 0.0 ? 1.0 : -1.0)
-                                                     : mean + c.noise_scale * noise;
+    ds.mutable_y()[i] = family.simulate(mean, rng);
   }
 }
 
@@ -153,25 +156,21 @@ std::shared_ptr<Dataset> simulate_replicate(const SbcOptions& opt, int rep, Rng&
   while (true) {
     for (double& t : theta_star) t = prior_draw(opt.run, rng);
     simulate_design(*ds, rng);
-    switch (opt.run.model) {
-      case ModelKind::logistic: {
-        AlignedBuffer tp = aligned_zeros(ds->stride());
-        std::copy(theta_star.begin(), theta_star.end(), tp.get());
-        simulate_labels(*ds, tp.get(), rng);
-        return ds;
-      }
-      case ModelKind::robust:
-        simulate_responses(*ds, theta_star, opt.run, rng);
-        return ds;
-      case ModelKind::softmax:
-        if (simulate_classes(*ds, theta_star, opt.classes, rng)) return ds;
-        break;
-      case ModelKind::probit:
-      case ModelKind::gaussian:
-      case ModelKind::custom:  // (refused by SbcOptions::validate)
-        simulate_single_index(*ds, theta_star, opt.run, rng);
-        return ds;
+    if (opt.run.model == ModelKind::logistic) {
+      AlignedBuffer tp = aligned_zeros(ds->stride());
+      std::copy(theta_star.begin(), theta_star.end(), tp.get());
+      simulate_labels(*ds, tp.get(), rng);
+      return ds;
     }
+    if (opt.run.model == ModelKind::robust) {
+      simulate_responses(*ds, theta_star, opt.run, rng);
+      return ds;
+    }
+    if (opt.run.model != ModelKind::softmax) {  // every single-index model, by its family
+      simulate_single_index(*ds, theta_star, opt.run, rng);
+      return ds;
+    }
+    if (simulate_classes(*ds, theta_star, opt.classes, rng)) return ds;
   }
 }
 
@@ -197,19 +196,10 @@ std::vector<double> log_liks(const M& model, const ChainResult& ch, std::size_t 
 std::vector<double> log_liks(const RunConfig& cfg, std::shared_ptr<const Dataset> ds,
                              const ChainResult& ch, std::size_t P,
                              const std::vector<double>& theta_star) {
-  switch (cfg.model) {
-    case ModelKind::logistic:
-      return log_liks(LogisticModel(ds, cfg), ch, P, theta_star);
-    case ModelKind::softmax:
-      return log_liks(SoftmaxModel(ds, cfg), ch, P, theta_star);
-    case ModelKind::robust:
-      return log_liks(RobustModel(ds, cfg), ch, P, theta_star);
-    case ModelKind::probit:
-    case ModelKind::gaussian:
-    case ModelKind::custom:
-      return log_liks(GlmModel(ds, cfg), ch, P, theta_star);
-  }
-  return {};
+  if (cfg.model == ModelKind::logistic) return log_liks(LogisticModel(ds, cfg), ch, P, theta_star);
+  if (cfg.model == ModelKind::softmax) return log_liks(SoftmaxModel(ds, cfg), ch, P, theta_star);
+  if (cfg.model == ModelKind::robust) return log_liks(RobustModel(ds, cfg), ch, P, theta_star);
+  return log_liks(GlmModel(ds, cfg), ch, P, theta_star);  // every single-index model
 }
 
 SbcRep run_sbc_rep(const SbcOptions& opt, int rep) {

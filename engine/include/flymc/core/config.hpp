@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "flymc/core/model_table.hpp"  // ModelKind
 #include "flymc/core/storage.hpp"
 
 namespace flymc {
@@ -39,36 +40,6 @@ enum class Algo {
   /// predicted to end soonest (choose_algo.hpp, docs/math.md §3.3). Never a run's resolved value.
   automatic
 };
-/// Whether the algorithm's draws target the posterior exactly (FlyMC, regular MCMC, BPS,
-/// lipSBPS, both Zig-Zags and SMH) rather than an approximation of it (minibatch MH, SGLD, SBPS,
-/// pSBPS); reported as `exact` in every output.
-inline bool is_exact(Algo a) noexcept {
-  return a == Algo::flymc || a == Algo::full || a == Algo::bps || a == Algo::lipsbps ||
-         a == Algo::zigzag_ss || a == Algo::zigzag_cv || a == Algo::smh || a == Algo::automatic;
-}
-/// Whether the algorithm is a piecewise-deterministic (continuous-time) sampler (docs/math.md §7).
-inline bool is_pdmp(Algo a) noexcept {
-  return a == Algo::bps || a == Algo::lipsbps || a == Algo::sbps || a == Algo::psbps ||
-         a == Algo::zigzag_ss || a == Algo::zigzag_cv;
-}
-/// Whether the algorithm moves θ with a θ-kernel (FlyMC and regular MCMC) and keeps a bright set;
-/// the other samplers make their own moves.
-inline bool uses_theta_kernel(Algo a) noexcept { return a == Algo::flymc || a == Algo::full; }
-/// Whether the sampler's chains save their state and resume (--checkpoint-every, --resume).
-/// (auto: its candidates are then only those that can.)
-inline bool can_checkpoint(Algo a) noexcept {
-  return uses_theta_kernel(a) || a == Algo::smh || a == Algo::automatic;
-}
-/// Whether the sampler runs to an ESS target (RunConfig::ess): its chains continue in blocks.
-/// The approximate subsampling samplers (minibatch MH, SGLD) run a fixed length.
-inline bool can_target_ess(Algo a) noexcept {
-  return uses_theta_kernel(a) || a == Algo::smh || is_pdmp(a) || a == Algo::automatic;
-}
-/// Whether the sampler estimates gradients or acceptance tests from batches of --batch-size data.
-inline bool uses_batches(Algo a) noexcept {
-  return a == Algo::minibatch_mh || a == Algo::sgld || a == Algo::lipsbps || a == Algo::sbps ||
-         a == Algo::psbps;
-}
 enum class BoundTuning { map, untuned };     ///< docs/math.md §1.4
 enum class ZUpdate { implicit, explicit_ };  ///< docs/math.md §1.2 / 1.1
 /// θ-kernels (docs/math.md §3): random-walk MH, MALA, HMC (leapfrog), slice sampling (Neal 2003),
@@ -95,12 +66,6 @@ enum class Init { map, prior };  ///< chain starting points
 /// is fixed for the run (warm-up draws estimate the posterior, not p(θ | z), so it is not
 /// re-estimated); any fixed metric leaves the chain exact.
 enum class Metric { automatic, identity, diag, dense, fly };
-/// Models (docs/math.md §2): logistic regression (labels ±1), softmax classification (labels
-/// 0..K−1), robust linear regression with a Student-t likelihood (real responses), and the
-/// single-index models built on SingleIndexFamily (models/family.hpp): probit regression (labels
-/// ±1), Gaussian linear regression with a known noise scale (real responses), and `custom`, a
-/// family given in code (RunConfig::family).
-enum class ModelKind { logistic, softmax, robust, probit, gaussian, custom };
 /// Prior on every coefficient: N(0, sd²), or Laplace with the same standard deviation.
 enum class PriorKind { gaussian, laplace };
 /// Softmax classification's quadratic bound on lse (docs/math.md §2.2): Böhning's fixed curvature

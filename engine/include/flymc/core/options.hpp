@@ -5,7 +5,9 @@
 /// the draw-file header, summary.json and the checkpoint are generated, so that they cannot drift
 /// apart. Adding an option is a RunConfig field, one entry in run_options() and its use; the
 /// `options` unit test fails while any place lacks it.
+#include <array>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <span>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "flymc/core/config.hpp"
+#include "flymc/core/samplers.hpp"
 
 namespace flymc {
 
@@ -28,11 +31,12 @@ struct EnumName {
 };
 
 // One name table per enum: parsing and to_string() both read it.
-inline constexpr EnumName<Algo> kAlgoNames[] = {
-    {Algo::flymc, "flymc"},         {Algo::full, "full"},   {Algo::minibatch_mh, "minibatch-mh"},
-    {Algo::sgld, "sgld"},           {Algo::bps, "bps"},     {Algo::lipsbps, "lipsbps"},
-    {Algo::sbps, "sbps"},           {Algo::psbps, "psbps"}, {Algo::zigzag_ss, "zigzag-ss"},
-    {Algo::zigzag_cv, "zigzag-cv"}, {Algo::smh, "smh"},     {Algo::automatic, "auto"}};
+/// The samplers' names are their table's (samplers.hpp).
+inline constexpr auto kAlgoNames = [] {
+  std::array<EnumName<Algo>, std::size(kSamplers)> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = {kSamplers[i].algo, kSamplers[i].name};
+  return names;
+}();
 inline constexpr EnumName<BoundTuning> kBoundTuningNames[] = {{BoundTuning::map, "map"},
                                                               {BoundTuning::untuned, "untuned"}};
 inline constexpr EnumName<ZUpdate> kZUpdateNames[] = {{ZUpdate::implicit, "implicit"},
@@ -47,10 +51,12 @@ inline constexpr EnumName<Metric> kMetricNames[] = {{Metric::automatic, "auto"},
                                                     {Metric::diag, "diag"},
                                                     {Metric::dense, "dense"},
                                                     {Metric::fly, "fly"}};
-inline constexpr EnumName<ModelKind> kModelNames[] = {
-    {ModelKind::logistic, "logistic"}, {ModelKind::softmax, "softmax"},
-    {ModelKind::robust, "robust"},     {ModelKind::probit, "probit"},
-    {ModelKind::gaussian, "gaussian"}, {ModelKind::custom, "custom"}};
+/// The models' names are their table's (model_table.hpp).
+inline constexpr auto kModelNames = [] {
+  std::array<EnumName<ModelKind>, std::size(kModels)> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = {kModels[i].kind, kModels[i].name};
+  return names;
+}();
 inline constexpr EnumName<PriorKind> kPriorNames[] = {{PriorKind::gaussian, "gaussian"},
                                                       {PriorKind::laplace, "laplace"}};
 inline constexpr EnumName<SliceMode> kSliceModeNames[] = {{SliceMode::direction, "direction"},
@@ -143,14 +149,14 @@ enum class OptionKind {
   choice
 };
 
-/// The samplers that read an option: a bit per Algo value.
-using AlgoMask = std::uint32_t;
-constexpr AlgoMask algo_bit(Algo a) noexcept { return AlgoMask{1} << static_cast<unsigned>(a); }
-inline constexpr AlgoMask kAllAlgos = (algo_bit(Algo::smh) << 1) - 1;  // smh: the last Algo
-inline constexpr AlgoMask kThetaKernelAlgos = algo_bit(Algo::flymc) | algo_bit(Algo::full);
-inline constexpr AlgoMask kPdmpAlgos = algo_bit(Algo::bps) | algo_bit(Algo::lipsbps) |
-                                       algo_bit(Algo::sbps) | algo_bit(Algo::psbps) |
-                                       algo_bit(Algo::zigzag_ss) | algo_bit(Algo::zigzag_cv);
+/// The models that read an option: a bit per ModelKind value.
+using ModelMask = std::uint32_t;
+constexpr ModelMask model_bit(ModelKind m) noexcept {
+  return ModelMask{1} << static_cast<unsigned>(m);
+}
+inline constexpr ModelMask kAllModels = (ModelMask{1} << std::size(kModels)) - 1;
+
+/// The bouncy particle samplers (their refreshment rate).
 inline constexpr AlgoMask kBpsAlgos =
     algo_bit(Algo::bps) | algo_bit(Algo::lipsbps) | algo_bit(Algo::sbps) | algo_bit(Algo::psbps);
 
@@ -184,9 +190,12 @@ struct OptionInfo {
   /// The header shows the value resolved for the run ("auto" settled by the kernel) where set.
   std::string (*resolved)(const RunConfig&) = nullptr;
   bool in_cli = true;  ///< an option of `flymc sample`
+  /// The models that read it (a model's own constants: --nu, --softmax-bound, …).
+  ModelMask models = kAllModels;
 
   OptionKind kind() const noexcept { return static_cast<OptionKind>(field.index()); }
   bool reads(Algo a) const noexcept { return (read_by & algo_bit(a)) != 0; }
+  bool reads(ModelKind m) const noexcept { return (models & model_bit(m)) != 0; }
   const char* header_name() const noexcept { return header_key != nullptr ? header_key : key; }
 };
 
@@ -219,6 +228,10 @@ std::string reader_names(const OptionInfo& o);
 /// an option it does not read would be silently ignored, so it is refused.
 /// @throw UsageError naming the first such option, `algo`, and the samplers that read it.
 void check_read_by(Algo algo, std::span<const OptionInfo* const> given);
+/// The options given against the model: one it does not read (another model's constant) would
+/// be silently ignored, so it is refused.
+/// @throw UsageError naming the first such option, `model`, and the models that read it.
+void check_model_reads(ModelKind model, std::span<const OptionInfo* const> given);
 /// Whether `--algo auto` sets the option itself for each candidate (its θ-kernel, metric and
 /// their tuning, SMH's proposal and order): given with auto, it could not apply.
 bool chosen_by_auto(const OptionInfo& o) noexcept;

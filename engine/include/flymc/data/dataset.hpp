@@ -10,7 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "flymc/core/memory.hpp"  // huge_page_alloc
+#include "flymc/core/memory.hpp"       // huge_page_alloc
+#include "flymc/core/model_table.hpp"  // LabelDomain
 #include "flymc/core/row_link.hpp"
 #include "flymc/core/storage.hpp"
 
@@ -218,16 +219,5 @@ std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vecto
 /// subset_rows by the whole data set's row indices (ascending): of a shard, every process gets
 /// the same rows, gathered from the parts that hold them (collective over the parts).
 std::shared_ptr<const Dataset> gather_rows(const Dataset& data, const std::vector<Index>& rows);
-
-/// What values the label column may hold.
-enum class LabelDomain {
-  /// Any finite value (regression).
-  any,
-  /// Two classes: all labels in {-1, +1} (kept), or all in {0, 1} (0 is mapped to -1, 1 to +1).
-  /// Any other value, or a mix of the codings such as {-1, 0, 1}, is a DataError.
-  binary,
-  /// Class indices 0..K-1 (softmax): non-negative integers.
-  categorical,
-};
 
 }  // namespace flymc

@@ -15,6 +15,7 @@
 
 #include "flymc/core/config.hpp"
 #include "flymc/core/profile.hpp"
+#include "flymc/core/samplers.hpp"
 #include "flymc/data/dataset.hpp"
 #include "flymc/mcmc/counters.hpp"
 #include "flymc/mcmc/ess_target.hpp"
@@ -236,6 +237,20 @@ struct Precomputed {
   std::shared_ptr<SetupCache> cache;     ///< set-up to take over or to leave (null: neither)
 };
 
+struct RunPart;
+/// Everything one run of a resolved configuration is given: the arguments of run() and
+/// run_part(), as the sampler table's runners (samplers.hpp) take them.
+struct RunRequest {
+  const RunConfig& cfg;
+  std::shared_ptr<const Dataset> data;
+  const SinkFactory& sinks;
+  Progress* progress = nullptr;
+  const CheckpointOptions* checkpoint = nullptr;
+  const FaultInjection& faults;
+  const RunPart* part = nullptr;  ///< null: the whole run in this process
+  const Precomputed& pre;
+};
+
 /// Runs `cfg` (its model, algorithm and θ-kernel) over `data`; with Algo::automatic (the
 /// default) the pilots of choose_algo() pick the algorithm first. Throws ConfigError for an invalid
 /// config, DataError for data the model cannot take (labels, non-finite features).
@@ -267,8 +282,5 @@ inline RunResult run_logistic(const RunConfig& cfg, std::shared_ptr<const Datase
                               const CheckpointOptions* checkpoint = nullptr) {
   return run(cfg, std::move(data), sinks, progress, checkpoint);
 }
-
-/// The label domain a model's data files are read with (binary, categorical, any).
-LabelDomain label_domain(ModelKind model) noexcept;
 
 }  // namespace flymc

@@ -25,6 +25,7 @@
 namespace flymc {
 
 struct RunConfig;
+class Rng;
 
 /// f(y, η) and what the samplers need of it. Implementations must be thread-safe (every member
 /// is called concurrently from the engine's threads) and deterministic.
@@ -61,6 +62,11 @@ class SingleIndexFamily {
   /// M4 ≥ |f''''(y, η)| for every y and η: scalable MH of the third order.
   virtual std::optional<double> m4() const { return std::nullopt; }
 
+  /// A response drawn from the model at predictor η, from `rng`: simulation-based calibration
+  /// (`flymc validate sbc`) makes its data sets with it. The default throws ConfigError: a
+  /// family need not simulate to be sampled.
+  virtual double simulate(double eta, Rng& rng) const;
+
   /// f(y, η) alone.
   double log_lik(double y, double eta) const {
     double f = 0.0;
@@ -85,6 +91,7 @@ class ProbitFamily final : public SingleIndexFamily {
   std::optional<double> kappa() const override { return 1.0; }
   std::optional<double> m3() const override { return kM3; }
   std::optional<double> m4() const override { return kM4; }
+  double simulate(double eta, Rng& rng) const override;
 };
 
 /// Gaussian linear regression with a known noise scale s: f(y, η) = −(y − η)²/(2s²). Every
@@ -99,6 +106,7 @@ class GaussianFamily final : public SingleIndexFamily {
   std::optional<double> kappa() const override { return precision_; }
   std::optional<double> m3() const override { return 0.0; }
   std::optional<double> m4() const override { return 0.0; }
+  double simulate(double eta, Rng& rng) const override;
   double noise_scale() const noexcept { return scale_; }
 
  private:

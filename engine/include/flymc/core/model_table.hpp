@@ -1,0 +1,127 @@
+#pragma once
+/// @file model_table.hpp
+/// The model table: one row per built-in model with everything the engine asks of it by its
+/// kind (its name, the labels it reads, what it offers the samplers, the single-index family it
+/// is made of, and the runner of its FlyMC and regular MCMC chains). The option parser, the
+/// loaders, the sampler checks (mcmc/model_needs.hpp), SBC and run() read it, so a new built-in
+/// single-index model is its family's file (engine/src/models/) plus its ModelKind value, its
+/// maker's declaration and one row here; a model with a bound of its own adds its runner.
+#include <cstddef>
+#include <memory>
+
+namespace flymc {
+
+/// Models (docs/math.md §2): logistic regression (labels ±1), softmax classification (labels
+/// 0..K−1), robust linear regression with a Student-t likelihood (real responses), and the
+/// single-index models built on SingleIndexFamily (models/family.hpp): probit regression (labels
+/// ±1), Gaussian linear regression with a known noise scale (real responses), and `custom`, a
+/// family given in code (RunConfig::family).
+enum class ModelKind { logistic, softmax, robust, probit, gaussian, custom };
+
+/// What values the label column may hold.
+enum class LabelDomain {
+  /// Any finite value (regression).
+  any,
+  /// Two classes: all labels in {-1, +1} (kept), or all in {0, 1} (0 is mapped to -1, 1 to +1).
+  /// Any other value, or a mix of the codings such as {-1, 0, 1}, is a DataError.
+  binary,
+  /// Class indices 0..K-1 (softmax): non-negative integers.
+  categorical,
+};
+
+/// What a model offers the samplers, one bit each (core/samplers.hpp says what each sampler
+/// needs; a sampler refuses a model that lacks a bit it needs, naming it).
+enum ModelOffer : unsigned {
+  /// Log-likelihood, gradient and MAP fit: every model (regular MCMC).
+  kOfferLikelihood = 1u << 0,
+  /// A lower bound per datum whose product collapses into sufficient statistics (FlyMC).
+  kOfferFlyBound = 1u << 1,
+  /// A bound on each datum's third derivative in its predictor (scalable MH, second order).
+  kOfferThirdBound = 1u << 2,
+  /// A bound on the fourth derivative (scalable MH, third order).
+  kOfferFourthBound = 1u << 3,
+  /// Logistic regression's per-datum constants that the piecewise-deterministic samplers'
+  /// event bounds and the approximate samplers' tests are written for.
+  kOfferLogisticDatum = 1u << 4,
+  /// Data-wide sums that go across the processes of a sharded data set (docs/mpi.md).
+  kOfferShards = 1u << 5,
+};
+
+struct RunConfig;
+struct RunRequest;  // mcmc/sampler.hpp
+struct RunResult;
+class SingleIndexFamily;
+/// A single-index model's family for the run's options (models/family.hpp).
+using FamilyMaker = std::shared_ptr<const SingleIndexFamily> (*)(const RunConfig&);
+/// Runs FlyMC or regular MCMC on the model (detail::run_model instantiated for its type).
+using ModelRunner = RunResult (*)(const RunRequest&);
+
+// The built-in families (engine/src/models/family.cpp); `custom` is RunConfig::family.
+std::shared_ptr<const SingleIndexFamily> probit_family(const RunConfig&);
+std::shared_ptr<const SingleIndexFamily> gaussian_family(const RunConfig&);
+std::shared_ptr<const SingleIndexFamily> custom_family(const RunConfig&);
+// The θ-kernel runners (engine/src/mcmc/sampler_<model>.cpp).
+RunResult run_logistic_model(const RunRequest&);
+RunResult run_softmax_model(const RunRequest&);
+RunResult run_robust_model(const RunRequest&);
+RunResult run_glm_model(const RunRequest&);  // every single-index model
+
+/// One row of the table.
+struct ModelInfo {
+  ModelKind kind;
+  const char* name;  ///< its --model spelling
+  LabelDomain labels;
+  /// ModelOffer bits; a single-index model adds those its family's constants give.
+  unsigned offers = kOfferLikelihood;
+  FamilyMaker family = nullptr;  ///< single-index models: their family
+  ModelRunner runner = &run_glm_model;
+};
+
+namespace detail {
+inline constexpr unsigned kSingleIndexOffers = kOfferLikelihood | kOfferShards;
+}
+
+/// Every ModelKind value in its order (a static_assert in samplers.cpp checks it).
+inline constexpr ModelInfo kModels[] = {
+    {.kind = ModelKind::logistic,
+     .name = "logistic",
+     .labels = LabelDomain::binary,
+     .offers = kOfferLikelihood | kOfferFlyBound | kOfferThirdBound | kOfferFourthBound |
+               kOfferLogisticDatum | kOfferShards,
+     .runner = &run_logistic_model},
+    {.kind = ModelKind::softmax,
+     .name = "softmax",
+     .labels = LabelDomain::categorical,
+     .offers = kOfferLikelihood | kOfferFlyBound,
+     .runner = &run_softmax_model},
+    {.kind = ModelKind::robust,
+     .name = "robust",
+     .labels = LabelDomain::any,
+     .offers = kOfferLikelihood | kOfferFlyBound | kOfferThirdBound | kOfferShards,
+     .runner = &run_robust_model},
+    {.kind = ModelKind::probit,
+     .name = "probit",
+     .labels = LabelDomain::binary,
+     .offers = detail::kSingleIndexOffers,
+     .family = &probit_family},
+    {.kind = ModelKind::gaussian,
+     .name = "gaussian",
+     .labels = LabelDomain::any,
+     .offers = detail::kSingleIndexOffers,
+     .family = &gaussian_family},
+    // A family given in code reads its data in code too: any label reaches its check_label().
+    {.kind = ModelKind::custom,
+     .name = "custom",
+     .labels = LabelDomain::any,
+     .offers = detail::kSingleIndexOffers,
+     .family = &custom_family},
+};
+
+/// The row of `m`.
+constexpr const ModelInfo& model_info(ModelKind m) noexcept {
+  return kModels[static_cast<std::size_t>(m)];
+}
+/// What the model's label column may hold (the loaders' check).
+constexpr LabelDomain label_domain(ModelKind m) noexcept { return model_info(m).labels; }
+
+}  // namespace flymc

@@ -36,28 +36,19 @@ struct GlmStats {
   double clipped = 0.0;
   std::vector<double> g;
   Mat h;
+
+  // As doubles for the processes of a sharded data set (row_fold.hpp).
+  static constexpr const char* kWhat = "single-index model";
+  void pack(PackedSums& p) const { p.scalar(f).scalar(clipped).array(g).matrix(h); }
+  static GlmStats unpack(SumsReader& r) {
+    GlmStats s;
+    s.f = r.scalar();
+    s.clipped = r.scalar();
+    s.g = r.array();
+    s.h = r.matrix<Mat>();
+    return s;
+  }
 };
-
-std::vector<double> pack_stats(const GlmStats& s) {
-  std::vector<double> v{s.f, s.clipped, double(s.g.size()), double(s.h.rows())};
-  v.insert(v.end(), s.g.begin(), s.g.end());
-  v.insert(v.end(), s.h.data(), s.h.data() + s.h.size());
-  return v;
-}
-
-GlmStats unpack_stats(const std::vector<double>& v) {
-  if (v.size() < 4) throw Error("single-index model: a shard's partial sums are too short");
-  GlmStats s;
-  s.f = v[0];
-  s.clipped = v[1];
-  const auto ng = static_cast<std::size_t>(v[2]);
-  const auto nh = static_cast<Eigen::Index>(v[3]);
-  if (v.size() != 4 + ng + static_cast<std::size_t>(nh * nh))
-    throw Error("single-index model: a shard's partial sums have the wrong size");
-  s.g.assign(v.begin() + 4, v.begin() + 4 + static_cast<std::ptrdiff_t>(ng));
-  s.h = Eigen::Map<const Mat>(v.data() + 4 + ng, nh, nh);
-  return s;
-}
 
 /// acc + p (the reduction's first value is empty: 0 + x is x, bit for bit).
 GlmStats add_stats(GlmStats acc, GlmStats p) {
@@ -83,7 +74,7 @@ GlmStats glm_pass(const Dataset& ds, const SingleIndexFamily& fam, const double*
   const std::size_t d = ds.d(), stride = ds.stride();
   const int order = curvature ? 2 : grad ? 1 : 0;
   const auto y = ds.y();
-  return fold_rows(
+  return fold_sums(
       ds, GlmStats{},
       [&](std::size_t lo, std::size_t hi) {
         GlmStats p;
@@ -111,7 +102,7 @@ GlmStats glm_pass(const Dataset& ds, const SingleIndexFamily& fam, const double*
         }
         return p;
       },
-      add_stats, pack_stats, unpack_stats);
+      add_stats);
 }
 
 Mat symmetric(const Mat& upper) { return upper.selfadjointView<Eigen::Upper>(); }
@@ -247,7 +238,7 @@ GlmBound::GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, doub
   const double half_kappa = 0.5 * kappa_;
   // One pass: each datum's tangent (records), and at the anchor θ0, with e_n = x_n·θ0 − η̂_n,
   // f0 = Σ [f̂ + f̂'·e − (κ/2)e²], g0 = Σ (f̂' − κe)·x_n and S = Σ x_n x_nᵀ (A = (κ/2)S).
-  const GlmStats s = fold_rows(
+  const GlmStats s = fold_sums(
       ds, GlmStats{},
       [&](std::size_t lo, std::size_t hi) {
         GlmStats p;
@@ -273,7 +264,7 @@ GlmBound::GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, doub
         }
         return p;
       },
-      add_stats, pack_stats, unpack_stats);
+      add_stats);
   sum_ = CollapsedQuadratic(s.f - static_cast<double>(ds.total_n()) * slack,
                             Eigen::Map<const Vec>(s.g.data(), static_cast<Eigen::Index>(d)),
                             half_kappa * symmetric(s.h), theta_hat, stride);

@@ -15,6 +15,16 @@ namespace flymc::detail {
 struct LikGrad {
   double f = 0.0;
   std::vector<double> g;
+
+  // As doubles for the processes of a sharded data set (row_fold.hpp).
+  static constexpr const char* kWhat = "the log-likelihood's gradient";
+  void pack(PackedSums& p) const { p.scalar(f).array(g); }
+  static LikGrad unpack(SumsReader& r) {
+    LikGrad l;
+    l.f = r.scalar();
+    l.g = r.array();
+    return l;
+  }
 };
 
 /// Σ over the rows of `ds` (of the whole data set if it is a shard: collective then) of the
@@ -22,22 +32,12 @@ struct LikGrad {
 /// [lo, hi)'s LikGrad, g sized as the gradient.
 template <class Chunk>
 double reduce_lik_grad(const Dataset& ds, Chunk&& chunk, double* grad) {
-  LikGrad total = fold_rows(
-      ds, LikGrad{}, chunk,
-      [](LikGrad acc, LikGrad p) {
-        if (acc.g.empty()) return p;
-        acc.f += p.f;
-        for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += p.g[j];
-        return acc;
-      },
-      [](const LikGrad& p) {
-        std::vector<double> v{p.f};
-        v.insert(v.end(), p.g.begin(), p.g.end());
-        return v;
-      },
-      [](const std::vector<double>& v) {
-        return LikGrad{v.at(0), {v.begin() + 1, v.end()}};
-      });
+  LikGrad total = fold_sums(ds, LikGrad{}, chunk, [](LikGrad acc, LikGrad p) {
+    if (acc.g.empty()) return p;
+    acc.f += p.f;
+    for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += p.g[j];
+    return acc;
+  });
   std::copy(total.g.begin(), total.g.end(), grad);
   return total.f;
 }

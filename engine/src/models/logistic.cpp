@@ -34,6 +34,18 @@ struct Partial {
   double f = 0.0;  // Σ scalar terms
   Vec g;           // Σ vector terms
   Mat h;           // Σ weighted outer products (upper triangle)
+
+  // As doubles for the processes of a sharded data set (row_fold.hpp).
+  static constexpr const char* kWhat = "logistic regression";
+  void pack(PackedSums& p) const { p.scalar(f).array(g).matrix(h); }
+  static Partial unpack(SumsReader& r) {
+    Partial p;
+    p.f = r.scalar();
+    const std::vector<double> g = r.array();
+    p.g = Eigen::Map<const Vec>(g.data(), static_cast<Eigen::Index>(g.size()));
+    p.h = r.matrix<Mat>();
+    return p;
+  }
 };
 
 /// Accumulates over rows [lo, hi): f += sf(n, a_n), g += sg(n, a_n)·x_n, H += w(n, a_n) x_n x_nᵀ
@@ -76,29 +88,10 @@ Partial add_partial(Partial acc, Partial p) {
   return acc;
 }
 
-/// A Partial as doubles for the processes of a sharded data set: f, the sizes of g and h, g, h.
-std::vector<double> pack_partial(const Partial& p) {
-  std::vector<double> v{p.f, double(p.g.size()), double(p.h.rows())};
-  v.insert(v.end(), p.g.data(), p.g.data() + p.g.size());
-  v.insert(v.end(), p.h.data(), p.h.data() + p.h.size());
-  return v;
-}
-
-Partial unpack_partial(const std::vector<double>& v) {
-  Partial p;
-  p.f = v.at(0);
-  const auto ng = static_cast<Eigen::Index>(v.at(1)), nh = static_cast<Eigen::Index>(v.at(2));
-  if (v.size() != static_cast<std::size_t>(3 + ng + nh * nh))
-    throw Error("logistic regression: a shard's partial sums have the wrong size");
-  p.g = Eigen::Map<const Vec>(v.data() + 3, ng);
-  p.h = Eigen::Map<const Mat>(v.data() + 3 + ng, nh, nh);
-  return p;
-}
-
 /// Partial sums over every row of the data set (of the whole one if `ds` is a shard).
 template <class ChunkFn>
 Partial fold_partials(const Dataset& ds, ChunkFn&& chunk) {
-  return fold_rows(ds, Partial{}, chunk, add_partial, pack_partial, unpack_partial);
+  return fold_sums(ds, Partial{}, chunk, add_partial);
 }
 
 template <class Fn>

@@ -70,6 +70,17 @@ struct Stats {
   double f = 0.0;
   std::vector<double> g;  // Σ gc_n x_n, stride entries; empty only in the reduction's init value
   Mat h[2];               // Σ hw_k(n) x_n x_nᵀ (upper triangles)
+
+  // As doubles for the processes of a sharded data set (row_fold.hpp).
+  static constexpr const char* kWhat = "robust regression";
+  void pack(PackedSums& p) const { p.scalar(f).array(g).matrix(h[0]).matrix(h[1]); }
+  static Stats unpack(SumsReader& r) {
+    Stats s;
+    s.f = r.scalar();
+    s.g = r.array();
+    for (Mat& m : s.h) m = r.matrix<Mat>();
+    return s;
+  }
 };
 
 /// Per-row outputs a block functor fills: gradient coefficients (null when not wanted) and
@@ -78,37 +89,6 @@ struct BlockOut {
   double* gc;
   double* hw[2];
 };
-
-/// Stats as doubles for the processes of a sharded data set: f, g's size and g, then per
-/// curvature its size and values (row_fold.hpp).
-std::vector<double> pack_stats(const Stats& s) {
-  std::vector<double> v{s.f, double(s.g.size())};
-  v.insert(v.end(), s.g.begin(), s.g.end());
-  for (const Mat& h : s.h) {
-    v.push_back(double(h.rows()));
-    v.insert(v.end(), h.data(), h.data() + h.size());
-  }
-  return v;
-}
-
-Stats unpack_stats(const std::vector<double>& v) {
-  Stats s;
-  std::size_t at = 0;
-  auto next = [&]() {
-    if (at >= v.size()) throw Error("robust regression: a shard's partial sums are too short");
-    return v[at++];
-  };
-  s.f = next();
-  const auto ng = static_cast<std::size_t>(next());
-  for (std::size_t j = 0; j < ng; ++j) s.g.push_back(next());
-  for (Mat& h : s.h) {
-    const auto r = static_cast<Eigen::Index>(next());
-    h.resize(r, r);
-    for (Eigen::Index k = 0; k < r * r; ++k) h.data()[k] = next();
-  }
-  if (at != v.size()) throw Error("robust regression: a shard's partial sums are too long");
-  return s;
-}
 
 /// One deterministic parallel pass over the data at padded θ (over the whole data set if `ds`
 /// is a shard: the fold goes on across its processes). For each block of rows
@@ -120,7 +100,7 @@ template <class Fn>
 Stats data_stats(const Dataset& ds, const double* theta_p, bool want_grad, int nh, Fn&& fn) {
   const std::size_t d = ds.d(), stride = ds.stride();
   const auto dd = static_cast<Eigen::Index>(d);
-  return fold_rows(
+  return fold_sums(
       ds, Stats(),
       [&](std::size_t lo, std::size_t hi) {
         Stats p;
@@ -167,8 +147,7 @@ Stats data_stats(const Dataset& ds, const double* theta_p, bool want_grad, int n
         for (std::size_t j = 0; j < acc.g.size(); ++j) acc.g[j] += p.g[j];
         for (int k = 0; k < nh; ++k) acc.h[k] += p.h[k];
         return acc;
-      },
-      pack_stats, unpack_stats);
+      });
 }
 
 /// Largest response magnitude accepted, as for features (detail::kMaxFeature): the collapsed

@@ -3,6 +3,9 @@
 /// Data-wide sums over a data set that may be one part of a larger one (RowShard): each process
 /// folds its own chunks and hands the accumulator on in row order, so every process gets the sum
 /// one process holding every row would get, bit for bit, whatever the number of parts.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <exception>
 #include <string>
 #include <utility>
@@ -44,6 +47,93 @@ inline std::vector<double> failed_fold(const std::exception_ptr& e) {
 }
 
 }  // namespace detail
+
+/// Partial sums as doubles, for the processes of a sharded data set (fold_rows' messages):
+/// scalars as they are, arrays and matrices behind their sizes, read back by SumsReader in the
+/// order written. Every model's partials use this one layout, so a message is checked in one
+/// place.
+class PackedSums {
+ public:
+  PackedSums& scalar(double x) {
+    v_.push_back(x);
+    return *this;
+  }
+  PackedSums& array(const double* p, std::size_t n) {
+    v_.reserve(v_.size() + 1 + n);
+    v_.push_back(static_cast<double>(n));
+    v_.insert(v_.end(), p, p + n);
+    return *this;
+  }
+  /// A contiguous container of doubles (std::vector, an Eigen vector).
+  template <class V>
+  PackedSums& array(const V& v) {
+    return array(v.data(), static_cast<std::size_t>(v.size()));
+  }
+  /// A column-major matrix (Eigen's).
+  template <class M>
+  PackedSums& matrix(const M& m) {
+    v_.reserve(v_.size() + 2 + static_cast<std::size_t>(m.size()));
+    v_.push_back(static_cast<double>(m.rows()));
+    v_.push_back(static_cast<double>(m.cols()));
+    v_.insert(v_.end(), m.data(), m.data() + m.size());
+    return *this;
+  }
+  std::vector<double> take() { return std::move(v_); }
+
+ private:
+  std::vector<double> v_;
+};
+
+/// Reads what PackedSums wrote. A message too short, or with values left over, is an Error
+/// naming `what` (a shard's partial sums of the wrong size).
+class SumsReader {
+ public:
+  SumsReader(const std::vector<double>& v, const char* what) : v_(v), what_(what) {}
+  double scalar() {
+    if (at_ >= v_.size()) fail("too short");
+    return v_[at_++];
+  }
+  std::vector<double> array() {
+    const std::size_t n = count();
+    need(n);
+    std::vector<double> out(v_.begin() + static_cast<std::ptrdiff_t>(at_),
+                            v_.begin() + static_cast<std::ptrdiff_t>(at_ + n));
+    at_ += n;
+    return out;
+  }
+  template <class M>
+  M matrix() {
+    const std::size_t rows = count(), cols = count();
+    if (cols != 0 && rows > (v_.size() - at_) / cols) fail("too short");
+    const std::size_t n = rows * cols;
+    M m(static_cast<std::ptrdiff_t>(rows), static_cast<std::ptrdiff_t>(cols));
+    std::copy(v_.begin() + static_cast<std::ptrdiff_t>(at_),
+              v_.begin() + static_cast<std::ptrdiff_t>(at_ + n), m.data());
+    at_ += n;
+    return m;
+  }
+  /// Every value read.
+  void end() const {
+    if (at_ != v_.size()) fail("too long");
+  }
+
+ private:
+  /// A size: a whole number no larger than the message.
+  std::size_t count() {
+    const double n = scalar();
+    if (!(n >= 0.0 && n <= static_cast<double>(v_.size())) || n != std::floor(n)) fail("malformed");
+    return static_cast<std::size_t>(n);
+  }
+  void need(std::size_t n) const {
+    if (n > v_.size() - at_) fail("too short");
+  }
+  [[noreturn]] void fail(const char* how) const {
+    throw Error(std::string(what_) + ": a shard's partial sums are " + how);
+  }
+  const std::vector<double>& v_;
+  std::size_t at_ = 0;
+  const char* what_;
+};
 
 /// The link to the other processes holding parts of the data set `ds` is a part of, or null
 /// when no other process holds any (not a shard, or a shard of one part).
@@ -123,6 +213,25 @@ void agree_on_parts(const Dataset& ds, F&& f) {
                                                     all.begin() + static_cast<long>(at + 1 + len)));
     at += 1 + len;
   }
+}
+
+/// fold_rows of partial sums T that write themselves (`void pack(PackedSums&) const`) and read
+/// themselves back (`static T unpack(SumsReader&)`, T::kWhat naming them in errors).
+template <class T, class ChunkFn, class Combine>
+T fold_sums(const Dataset& ds, T init, ChunkFn&& chunk_fn, Combine&& combine) {
+  return fold_rows(
+      ds, std::move(init), chunk_fn, combine,
+      [](const T& t) {
+        PackedSums p;
+        t.pack(p);
+        return p.take();
+      },
+      [](const std::vector<double>& v) {
+        SumsReader r(v, T::kWhat);
+        T t = T::unpack(r);
+        r.end();
+        return t;
+      });
 }
 
 /// fold_rows of a sum of doubles.

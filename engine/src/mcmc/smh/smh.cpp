@@ -137,20 +137,13 @@ void add_weighted_outer(Mat& h, const Dataset& ds, const double* x, const std::v
   }
 }
 
-/// A matrix or vector as doubles for a sharded data set's processes: its rows, columns, values.
-std::vector<double> pack_matrix(const Mat& m) {
-  std::vector<double> v{double(m.rows()), double(m.cols())};
-  v.insert(v.end(), m.data(), m.data() + m.size());
-  return v;
-}
-
-Mat unpack_matrix(const std::vector<double>& v) {
-  const auto r = static_cast<Eigen::Index>(v.at(0)), c = static_cast<Eigen::Index>(v.at(1));
-  if (v.size() != static_cast<std::size_t>(2 + r * c))
-    throw Error("--algo smh: a shard's partial sum has the wrong size");
-  return Eigen::Map<const Mat>(v.data() + 2, r, c);
-}
-
+/// A sum of matrices over the rows of a sharded data set (row_fold.hpp).
+struct MatrixSum {
+  Mat m;
+  static constexpr const char* kWhat = "--algo smh";
+  void pack(PackedSums& p) const { p.matrix(m); }
+  static MatrixSum unpack(SumsReader& r) { return {r.matrix<Mat>()}; }
+};
 /// The data's predictors at θ̂, ŝ_n = x_n·θ̂, of rows [lo, hi) (widened in `xr`).
 std::vector<double> predictors(const SmhStatistics& sh, const RowsF64& xr, std::size_t lo,
                                std::size_t hi, const double* theta_p) {
@@ -173,19 +166,21 @@ Mat curvature_pass(const SmhStatistics& sh) {
   const AlignedBuffer th = padded_theta_hat(sh);
   const auto y = ds.y();
   const auto dd = static_cast<Eigen::Index>(ds.d());
-  Mat h = fold_rows(
-      ds, Mat{},
-      [&](std::size_t lo, std::size_t hi) {
-        const RowsF64 xr = ds.rows(lo, hi);
-        const std::vector<double> s = predictors(sh, xr, lo, hi, th.get());
-        std::vector<double> w(hi - lo);
-        for (std::size_t i = 0; i < hi - lo; ++i) w[i] = -sh.taylor(y[lo + i], s[i]).f2;
-        Mat part = Mat::Zero(dd, dd);
-        add_weighted_outer(part, ds, xr.data(), w);
-        return part;
-      },
-      [](Mat acc, Mat part) { return acc.size() == 0 ? part : Mat(acc + part); }, pack_matrix,
-      unpack_matrix);
+  Mat h = fold_sums(
+              ds, MatrixSum{},
+              [&](std::size_t lo, std::size_t hi) {
+                const RowsF64 xr = ds.rows(lo, hi);
+                const std::vector<double> s = predictors(sh, xr, lo, hi, th.get());
+                std::vector<double> w(hi - lo);
+                for (std::size_t i = 0; i < hi - lo; ++i) w[i] = -sh.taylor(y[lo + i], s[i]).f2;
+                MatrixSum part{Mat::Zero(dd, dd)};
+                add_weighted_outer(part.m, ds, xr.data(), w);
+                return part;
+              },
+              [](MatrixSum acc, MatrixSum part) {
+                return acc.m.size() == 0 ? part : MatrixSum{acc.m + part.m};
+              })
+              .m;
   return h.selfadjointView<Eigen::Upper>();
 }
 
@@ -290,20 +285,16 @@ void bound_block(const SmhStatistics& sh, const Mat& linv, const double* x, std:
 struct ExpandPartial {
   Mat g;
   std::vector<double> cubic;
+
+  static constexpr const char* kWhat = "--algo smh";
+  void pack(PackedSums& p) const { p.matrix(g).array(cubic); }
+  static ExpandPartial unpack(SumsReader& r) {
+    ExpandPartial e;
+    e.g = r.matrix<Mat>();
+    e.cubic = r.array();
+    return e;
+  }
 };
-
-std::vector<double> pack_partial(const ExpandPartial& p) {
-  std::vector<double> v = pack_matrix(p.g);
-  v.insert(v.end(), p.cubic.begin(), p.cubic.end());
-  return v;
-}
-
-ExpandPartial unpack_partial(const std::vector<double>& v, std::size_t cubic_entries) {
-  if (v.size() < cubic_entries) throw Error("--algo smh: a shard's partial sum is too short");
-  const auto split = v.end() - static_cast<std::ptrdiff_t>(cubic_entries);
-  return {unpack_matrix(std::vector<double>(v.begin(), split)),
-          std::vector<double>(split, v.end())};
-}
 
 void expand_and_bound(SmhStatistics& sh) {
   const Dataset& ds = *sh.data;
@@ -314,7 +305,7 @@ void expand_and_bound(SmhStatistics& sh) {
   const double c = sh.m / (sh.order == 3 ? 24.0 : 6.0) * (1.0 + 1e-9) * std::exp(-sh.bound_excess);
   const std::size_t cubic_entries = sh.order == 3 ? smh::cubic_size(sh.dim()) : 0;
   const Mat& linv = sh.linv;
-  ExpandPartial all = fold_rows(
+  ExpandPartial all = fold_sums(
       ds, ExpandPartial{},
       [&](std::size_t lo, std::size_t hi) {
         const RowsF64 xr = ds.rows(lo, hi);
@@ -342,8 +333,7 @@ void expand_and_bound(SmhStatistics& sh) {
         acc.g += part.g;
         for (std::size_t k = 0; k < acc.cubic.size(); ++k) acc.cubic[k] += part.cubic[k];
         return acc;
-      },
-      pack_partial, [&](const std::vector<double>& v) { return unpack_partial(v, cubic_entries); });
+      });
   sh.grad = all.g.col(0);
   if (sh.order == 3) {
     count_index_orders(all.cubic, sh.dim());

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "chain_stops.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/data/row_fold.hpp"
 #include "flymc/mcmc/chain_state.hpp"
@@ -58,7 +59,7 @@ class Chain {
         zup_(zup),
         sink_(sink),
         ses_(ses),
-        ck_(ses.ck),
+        stops_(ses.ck, sh.faults, link_),
         total_(cfg_.warmup + cfg_.iters),
         theta_steps_(cfg_.resolved_theta_steps()),
         rng_(cfg_.seed, static_cast<std::uint64_t>(chain_id)),
@@ -81,7 +82,10 @@ class Chain {
     if (stage_ == Stage::fresh) begin(gauge);
     if (stage_ != Stage::running || res_.stopped) return;
     for (; pos_ < end; ++pos_) {
-      if (ck_ != nullptr && checkpoint_or_stop(pos_)) return;
+      if (stops_.on() && stops_.checkpoint_or_stop(pos_, save_at())) {
+        res_.stopped = true;
+        return;
+      }
       if (pos_ == cfg_.warmup) begin_sampling();
       transition(pos_);
       if (pos_ >= cfg_.warmup) record(pos_);
@@ -94,7 +98,7 @@ class Chain {
   /// Saves the state where the chain is and stops it, as a stop request would.
   void halt() {
     if (stage_ != Stage::running || res_.stopped) return;
-    if (ck_ != nullptr && !sh_.faults.stop_without_saving && saved_at_ != pos_) save(pos_, false);
+    stops_.halt(pos_, save_at());
     res_.stopped = true;
   }
 
@@ -115,7 +119,7 @@ class Chain {
     if (res_.stopped) return std::move(res_);
     fill_sampling_results(pos_ - cfg_.warmup);
     if (sink_) sink_->end(res_.warmup_seconds, res_.sampling_seconds, counters());
-    if (ck_ != nullptr) save(pos_, true);
+    if (stops_.on()) save(pos_, true);
     return std::move(res_);
   }
 
@@ -123,13 +127,16 @@ class Chain {
   using Target = std::conditional_t<kFly, FlyTarget<M>, FullTarget<M>>;
 
   Counters& counters() noexcept { return res_.counters; }
-  long every() const noexcept { return ck_ != nullptr ? ck_->every : 0; }
+  /// Saves the chain's unfinished state at an iteration (ChainStops' callback).
+  auto save_at() {
+    return [this](long it) { save(it, false); };
+  }
   /// The chain's start: fresh, resumed, or over before it began (stopped at once, or finished
   /// in an earlier session: its results are then complete).
   void begin(ChainGauge* gauge) {
     const ChainState* st = ses_.state;
     stage_ = Stage::over;
-    if (st == nullptr && stop_requested(0)) {  // stopped before it started: nothing to save
+    if (st == nullptr && stops_.stop_requested(0)) {  // stopped before it started: nothing to save
       res_.stopped = true;
       res_.kept = 0;
       return;
@@ -140,24 +147,9 @@ class Chain {
       return;
     }
     pos_ = st == nullptr ? start() : restore(*st, gauge);
-    next_save_ = every() > 0 ? (pos_ / every() + 1) * every() : std::numeric_limits<long>::max();
-    saved_at_ = st != nullptr ? pos_ : -1;
+    stops_.start(pos_, st != nullptr);
     stage_ = Stage::running;
   }
-
-  /// A stop asked for at the top of iteration `it`: the fault hook's iteration, or a signal. On a
-  /// shard every process must stop at the same iteration (the z-updates are collective), so the
-  /// signal is polled every kStopPoll iterations with one all-gather.
-  bool stop_requested(long it) {
-    if (ck_ == nullptr) return false;
-    if (it == sh_.faults.stop_at) return true;
-    const bool mine = ck_->stop && ck_->stop->load(std::memory_order_relaxed);
-    if (link_ == nullptr) return mine;
-    if (it % kStopPoll != 0) return false;
-    const std::vector<double> all = link_->all_gather({mine ? 1.0 : 0.0});
-    return std::any_of(all.begin(), all.end(), [](double v) { return v != 0.0; });
-  }
-  static constexpr long kStopPoll = 256;
 
   /// The chain's objects before θ is known: θ-state, bright set, target, output buffers.
   void construct() {
@@ -330,19 +322,6 @@ class Chain {
     samp = ses_.sampling + (in_warmup_ ? 0.0 : open);
   }
 
-  /// Saves the state when due and handles stop requests; true when the chain must stop.
-  bool checkpoint_or_stop(long it) {
-    if (it == next_save_) {
-      save(it, false);
-      saved_at_ = it;
-      next_save_ += every();
-    }
-    if (!stop_requested(it)) return false;
-    if (!sh_.faults.stop_without_saving && saved_at_ != it) save(it, false);
-    res_.stopped = true;
-    return true;
-  }
-
   /// End of warm-up: the kernel freezes its adaptation, the draw file gets the adaptation block,
   /// the sampling sums start.
   void begin_sampling() {
@@ -448,7 +427,7 @@ class Chain {
         c.coefs.assign(bright_.coefs(), bright_.coefs() + bright_.size() * bright_.coef_width());
       }
     }
-    ck_->store->save_chain(c);
+    stops_.options().store->save_chain(c);
   }
 
   void fill_sampling_results(long sampling_iters) {
@@ -469,7 +448,7 @@ class Chain {
   ZUp* zup_;
   DrawSink* sink_;
   ChainSession& ses_;
-  const CheckpointOptions* ck_;
+  ChainStops stops_;
   const long total_;
   const int theta_steps_;
 
@@ -491,8 +470,7 @@ class Chain {
   bool in_warmup_ = true;
   enum class Stage { fresh, running, over };
   Stage stage_ = Stage::fresh;
-  long pos_ = 0;  // the next iteration to run
-  long next_save_ = 0, saved_at_ = -1;
+  long pos_ = 0;               // the next iteration to run
   long session_first_ = 0;     // the first iteration of this session (a resumed run's restart)
   double gauge_accept_ = 0.0;  // acceptance summed over this session, for ChainGauge only
 };

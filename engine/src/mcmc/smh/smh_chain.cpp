@@ -22,9 +22,6 @@ namespace {
 constexpr std::array<double, 5> kRhoGrid = {0.0, 0.5, 0.8, 0.9, 0.95};
 /// Too short a warm-up to compare them: ρ stays at the grid's first value.
 constexpr long kMinTuningWarmup = 50;
-/// On a shard, the processes agree on a stop request (a signal reaches each at its own moment)
-/// every this many iterations, so that all of them stop at the same one.
-constexpr long kStopPoll = 256;
 /// The dual averaging's state (DualAveraging::State) in a saved chain.
 constexpr std::size_t kAdaptValues = 9;
 
@@ -41,7 +38,7 @@ SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink, ChainSessi
       chain_id_(chain_id),
       sink_(sink),
       ses_(ses),
-      ck_(ses.ck),
+      stops_(ses.ck, sh.faults, sh.link),
       rng_(cfg_.seed, static_cast<std::uint64_t>(chain_id)),
       // A random walk in u, where the posterior is close to N(0, I): Roberts, Gelman & Gilks's
       // 2.38/√d to start, then dual averaging toward the RW target acceptance.
@@ -415,7 +412,7 @@ void SmhChain::begin(ChainGauge* gauge) {
     pos_ = st->tally.iteration;
     return;
   }
-  if (st == nullptr && stop_requested(0)) {  // stopped before it started: nothing to save
+  if (st == nullptr && stops_.stop_requested(0)) {  // stopped before it started: nothing to save
     res_.stopped = true;
     res_.kept = 0;
     return;
@@ -433,9 +430,7 @@ void SmhChain::begin(ChainGauge* gauge) {
     set_state_from_theta();
     if (sink_) sink_->begin(sh_.columns);
   }
-  const long every = ck_ != nullptr ? ck_->every : 0;
-  next_save_ = every > 0 ? (pos_ / every + 1) * every : std::numeric_limits<long>::max();
-  saved_at_ = st != nullptr ? pos_ : -1;
+  stops_.start(pos_, st != nullptr);
   session_first_ = pos_;
   seg_start_ = Clock::now();
   in_warmup_ = pos_ <= cfg_.warmup;
@@ -446,7 +441,10 @@ void SmhChain::advance(long end, ChainGauge* gauge) {
   if (stage_ == Stage::fresh) begin(gauge);
   if (stage_ != Stage::running || res_.stopped) return;
   for (; pos_ < end; ++pos_) {
-    if (ck_ != nullptr && checkpoint_or_stop(pos_)) return;
+    if (stops_.on() && stops_.checkpoint_or_stop(pos_, [this](long it) { save(it, false); })) {
+      res_.stopped = true;
+      return;
+    }
     if (pos_ == cfg_.warmup) end_warmup();
     transition(pos_);
     if (pos_ >= cfg_.warmup) record(pos_);
@@ -458,7 +456,7 @@ void SmhChain::advance(long end, ChainGauge* gauge) {
 
 void SmhChain::halt() {
   if (stage_ != Stage::running || res_.stopped) return;
-  if (ck_ != nullptr && !sh_.faults.stop_without_saving && saved_at_ != pos_) save(pos_, false);
+  stops_.halt(pos_, [this](long it) { save(it, false); });
   res_.stopped = true;
 }
 
@@ -481,7 +479,7 @@ ChainResult SmhChain::finish() {
   res_.bright_mean = std::numeric_limits<double>::quiet_NaN();
   res_.sampling_queries = res_.counters.queries - queries_at_sampling_;
   if (sink_) sink_->end(res_.warmup_seconds, res_.sampling_seconds, res_.counters);
-  if (ck_ != nullptr) save(pos_, true);
+  if (stops_.on()) save(pos_, true);
   return std::move(res_);
 }
 
@@ -490,32 +488,6 @@ void SmhChain::session_times(double& warm, double& samp) const {
   const double open = seconds_between(seg_start_, Clock::now());
   warm = ses_.warmup + (in_warmup_ ? open : 0.0);
   samp = ses_.sampling + (in_warmup_ ? 0.0 : open);
-}
-
-/// A stop asked for at the top of iteration `it`: the fault hook's iteration, or a signal. On a
-/// shard every process must stop at the same iteration (each proposal's test is collective), so
-/// the signal is polled every kStopPoll iterations with one all-gather.
-bool SmhChain::stop_requested(long it) {
-  if (ck_ == nullptr) return false;
-  if (it == sh_.faults.stop_at) return true;
-  const bool mine = ck_->stop != nullptr && ck_->stop->load(std::memory_order_relaxed);
-  if (sh_.link == nullptr) return mine;
-  if (it % kStopPoll != 0) return false;
-  const std::vector<double> all = sh_.link->all_gather({mine ? 1.0 : 0.0});
-  return std::any_of(all.begin(), all.end(), [](double v) { return v != 0.0; });
-}
-
-/// Saves the state when due and handles stop requests; true when the chain must stop.
-bool SmhChain::checkpoint_or_stop(long it) {
-  if (it == next_save_) {
-    save(it, false);
-    saved_at_ = it;
-    next_save_ += ck_->every;
-  }
-  if (!stop_requested(it)) return false;
-  if (!sh_.faults.stop_without_saving && saved_at_ != it) save(it, false);
-  res_.stopped = true;
-  return true;
 }
 
 /// What a chain's state holds beyond ChainState's common fields (its kernel_state): the dual
@@ -575,7 +547,7 @@ void SmhChain::save(long it, bool finished) {
   double warm = 0.0, samp = 0.0;
   session_times(warm, samp);
   c.timers = saved_timers(prev_, ses_, warm, samp);
-  ck_->store->save_chain(c);
+  stops_.options().store->save_chain(c);
 }
 
 /// A chain resumed from `st`: every value the loop reads, as it was. Returns the iteration to

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../chain_stops.hpp"
 #include "../run_start.hpp"
 #include "flymc/core/alias_table.hpp"
 #include "flymc/core/memory.hpp"
@@ -191,8 +192,6 @@ class SmhChain {
   void begin(ChainGauge* gauge);
   long restore(const ChainState& st);
   void finished_earlier(const ChainState& st, ChainGauge* gauge);
-  bool stop_requested(long it);
-  bool checkpoint_or_stop(long it);
   void save(long it, bool finished);
   std::vector<double> saved_moves() const;
   void load_moves(const std::vector<double>& v, std::size_t expected);
@@ -230,7 +229,7 @@ class SmhChain {
   const int chain_id_;
   DrawSink* sink_;
   ChainSession& ses_;
-  const CheckpointOptions* ck_;  // ses_.ck
+  ChainStops stops_;  // checkpoints and stop requests
   Rng rng_;
   std::uint64_t proposals_ = 0;  // proposals made so far: keys each one's thinning stream
   // A batch of the candidates in this process's blocks: the point's index, alias word (the
@@ -262,9 +261,9 @@ class SmhChain {
   double gauge_accept_ = 0.0;
   std::uint64_t queries_at_row_ = 0, queries_at_sampling_ = 0;
   ChainResult res_;
-  // Checkpoints: the next iteration to save at, the last saved, this session's first iteration
-  // and start, whether it is still in warm-up, and the timers of earlier sessions.
-  long next_save_ = 0, saved_at_ = -1, session_first_ = 0;
+  // This session's first iteration and start, whether it is still in warm-up, and the timers
+  // of earlier sessions.
+  long session_first_ = 0;
   enum class Stage { fresh, running, over };
   Stage stage_ = Stage::fresh;
   long pos_ = 0;  // the next iteration to run

@@ -156,5 +156,11 @@ class SingleIndexModels(unittest.TestCase):
         g = flymc.sample(x, x @ np.ones(x.shape[1]), model="gaussian", noise_scale=0.5, **SMALL)
         self.assertTrue(np.all(g.sampler["n_bright__"] == 0))
 
+    def test_another_models_constant_is_refused(self):
+        # --nu is robust regression's: for probit it would be ignored, so it is refused.
+        x, y = ft.logistic_data()
+        with self.assertRaisesRegex(flymc.UsageError, "student_nu|--nu"):
+            flymc.sample(x, y, model="probit", student_nu=3.0, **SMALL)
+
 if __name__ == "__main__":
     unittest.main()

@@ -118,29 +118,6 @@ MapResult start_map(const M& model, const Precomputed& pre, bool& found) {
   return *pre.map;
 }
 
-/// The start of a run of a sampler that makes its own moves (minibatch, pdmp, smh): refuses
-/// checkpointing, which these samplers lack, and returns the RunResult with the model's part and
-/// θ_MAP filled in (found, or `pre`'s; set-up phase "map" on `phases`).
-/// @throw ConfigError when `checkpoint` asks for checkpoints.
-template <FireflyModel M>
-RunResult start_uncheckpointed_run(const RunConfig& cfg, const M& model,
-                                   const CheckpointOptions* checkpoint, const Precomputed& pre,
-                                   SetupClock& phases) {
-  if (checkpoint != nullptr && checkpoint->store)
-    throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
-                      " cannot checkpoint or resume yet (--checkpoint-every, --resume)");
-  RunResult out;
-  out.config = cfg;
-  out.n = model.num_data();
-  out.dim = model.dim();
-  out.names = model.param_names();
-  phases.begin("map");
-  bool found = false;
-  out.map = start_map(model, pre, found);
-  phases.end(found ? out.map.passes : 0);
-  return out;
-}
-
 /// The iteration loop of a chain that makes its own moves (the approximate samplers, SMH): warm-up
 /// iterations, then sampling ones with a kept draw every thin-th, the gauge every 16 iterations;
 /// the warm-up and sampling wall times go to `res`. `end_warmup()`, `transition(it)`,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "flymc/data/row_fold.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/chain_state.hpp"
 #include "flymc/mcmc/run_part.hpp"
@@ -161,8 +162,11 @@ RunStart agree_start(const PartSync& sync, const M& model, const RunConfig& cfg,
   const bool resuming = ck != nullptr && ck->resume;
   RunStart st;
   if (sync.whole()) {
+    // (On a shard, every process loads and checks it: an error on one is thrown on all.)
     if (resuming)
-      st.manifest = load_matching_manifest(*ck, cfg, data, fingerprint, model.dim(), warnings);
+      agree_on_parts(data, [&] {
+        st.manifest = load_matching_manifest(*ck, cfg, data, fingerprint, model.dim(), warnings);
+      });
     // On resume the MAP fit is the checkpointed one: the bounds and metric built from it are
     // then those of the first session, bit for bit.
     st.map = st.manifest ? st.manifest->map : start_map(model, pre, st.found);

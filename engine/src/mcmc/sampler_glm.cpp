@@ -4,9 +4,6 @@
 
 namespace flymc {
 
-RunResult run_glm_model(const RunRequest& r) {
-  return detail::run_model<GlmModel>(r.cfg, r.data, r.sinks, r.progress, r.checkpoint, r.faults,
-                                     r.part, r.pre);
-}
+RunResult run_glm_model(const RunRequest& r) { return detail::run_model<GlmModel>(r); }
 
 }  // namespace flymc

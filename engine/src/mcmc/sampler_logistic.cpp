@@ -4,9 +4,6 @@
 
 namespace flymc {
 
-RunResult run_logistic_model(const RunRequest& r) {
-  return detail::run_model<LogisticModel>(r.cfg, r.data, r.sinks, r.progress, r.checkpoint,
-                                          r.faults, r.part, r.pre);
-}
+RunResult run_logistic_model(const RunRequest& r) { return detail::run_model<LogisticModel>(r); }
 
 }  // namespace flymc

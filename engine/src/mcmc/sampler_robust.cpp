@@ -4,9 +4,6 @@
 
 namespace flymc {
 
-RunResult run_robust_model(const RunRequest& r) {
-  return detail::run_model<RobustModel>(r.cfg, r.data, r.sinks, r.progress, r.checkpoint, r.faults,
-                                        r.part, r.pre);
-}
+RunResult run_robust_model(const RunRequest& r) { return detail::run_model<RobustModel>(r); }
 
 }  // namespace flymc

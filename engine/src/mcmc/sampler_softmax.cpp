@@ -4,9 +4,6 @@
 
 namespace flymc {
 
-RunResult run_softmax_model(const RunRequest& r) {
-  return detail::run_model<SoftmaxModel>(r.cfg, r.data, r.sinks, r.progress, r.checkpoint, r.faults,
-                                         r.part, r.pre);
-}
+RunResult run_softmax_model(const RunRequest& r) { return detail::run_model<SoftmaxModel>(r); }
 
 }  // namespace flymc

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../run_chains.hpp"
+#include "../run_skeleton.hpp"
 #include "approx_chain.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
@@ -249,13 +250,13 @@ RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> d
                           const SinkFactory& sinks, Progress* progress,
                           const CheckpointOptions* checkpoint, const Precomputed& pre) {
   check_model_fits(cfg);
-  const Stopwatch setup_clock;
-  detail::SetupClock phases(progress);
-  phases.begin("checks");
-  const LogisticModel model(data, cfg);
-  phases.end(1);
-  RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint, pre, phases);
-  phases.begin("statistics");
+  const FaultInjection none;
+  const RunRequest r{cfg, std::move(data), sinks, progress, checkpoint, none, nullptr, pre};
+  detail::RunSkeleton run(r);
+  std::optional<LogisticModel> model_opt;
+  const LogisticModel& model = run.load(model_opt);
+  run.start(model);
+  RunResult& out = run.result();
   RunConfig rw = cfg;
   rw.kernel = KernelKind::rwmh;  // minibatch MH's walk starts at the RW optimal scaling
   detail::ApproxShared sh{cfg,
@@ -266,15 +267,15 @@ RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> d
                           initial_step_size(rw, out.map, out.dim),
                           approx_draw_columns(out.names),
                           cfg.algo == Algo::minibatch_mh ? &BarkerCorrection::standard() : nullptr};
-  detail::set_metric(sh, out.dim);
-  phases.end();
-  out.setup_phases = phases.take();
-  out.setup_seconds = setup_clock.seconds();
-
-  detail::run_independent_chains(cfg, sinks, progress, out, [&](int id, DrawSink* sink) {
-    return detail::ApproxChain(sh, id, sink);
+  run.set_up([&] {
+    detail::set_metric(sh, out.dim);
+    return -1;
   });
-  return out;
+  return run.finish_unsaved([&](RunResult& o) {
+    detail::run_independent_chains(cfg, sinks, progress, o, [&](int id, DrawSink* sink) {
+      return detail::ApproxChain(sh, id, sink);
+    });
+  });
 }
 
 }  // namespace flymc

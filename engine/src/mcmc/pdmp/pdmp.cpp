@@ -7,6 +7,7 @@
 
 #include "../run_blocks.hpp"
 #include "../run_chains.hpp"
+#include "../run_skeleton.hpp"
 #include "bouncy.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
@@ -130,29 +131,37 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const CheckpointOptions* checkpoint, const Precomputed& pre) {
   cfg.validate();  // the model and prior checks (run() validated already; callers may not)
   check_model_fits(cfg);
-  const Stopwatch setup_clock;
-  detail::SetupClock phases(progress);
-  phases.begin("checks");
-  const LogisticModel model(data, cfg);
-  phases.end(1);
-  RunResult out = detail::start_uncheckpointed_run(cfg, model, checkpoint, pre, phases);
-  phases.begin("statistics");
-  const Mat transform = chain_transform(cfg, out.map);
+  const FaultInjection none;
+  const RunRequest r{cfg, std::move(data), sinks, progress, checkpoint, none, nullptr, pre};
+  detail::RunSkeleton run(r);
+  std::optional<LogisticModel> model_opt;
+  const LogisticModel& model = run.load(model_opt);
+  run.start(model);
+  RunResult& out = run.result();
+  // The statistics: the chains' coordinates u = T⁻¹θ (their data's features Tᵀx) and the
+  // event bounds' constants there.
+  Mat transform;
   std::optional<LogisticModel> moved;
-  if (transform.size() != 0) moved.emplace(transformed_data(*data, transform), cfg);
-  const LogisticModel& chain_model = moved ? *moved : model;
-  auto consts =
-      pdmp::LogisticPdmpConstants::make(chain_model, chain_map(out.map, transform),
-                                        prior_precision(transform, model.prior().precision()));
-  if (cfg.algo == Algo::bps) consts.fill_curvature(chain_model);
-  if (cfg.algo == Algo::lipsbps) consts.fill_lipsbps();
-  if (is_zigzag(cfg.algo)) consts.fill_zigzag(chain_model, cfg.algo == Algo::zigzag_cv);
-  const double time_scale = pdmp_time_scale(cfg.algo, out.map, transform);
+  std::optional<pdmp::LogisticPdmpConstants> consts;
+  double time_scale = 1.0;
+  run.set_up([&] {
+    transform = chain_transform(cfg, out.map);
+    if (transform.size() != 0) moved.emplace(transformed_data(*r.data, transform), cfg);
+    const LogisticModel& chain_model = moved ? *moved : model;
+    consts.emplace(
+        pdmp::LogisticPdmpConstants::make(chain_model, chain_map(out.map, transform),
+                                          prior_precision(transform, model.prior().precision())));
+    if (cfg.algo == Algo::bps) consts->fill_curvature(chain_model);
+    if (cfg.algo == Algo::lipsbps) consts->fill_lipsbps();
+    if (is_zigzag(cfg.algo)) consts->fill_zigzag(chain_model, cfg.algo == Algo::zigzag_cv);
+    time_scale = pdmp_time_scale(cfg.algo, out.map, transform);
+    return -1;
+  });
   const detail::PdmpShared sh{
       cfg,
-      chain_model,
+      moved ? *moved : model,
       out.map,
-      consts,
+      *consts,
       transform,
       cfg.pdmp_spacing.value_or(time_scale),
       is_zigzag(cfg.algo) ? 0.0 : cfg.refresh_rate.value_or(1.0 / time_scale),
@@ -161,14 +170,12 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
       pdmp_draw_columns(out.names)};
   out.pdmp_spacing = sh.spacing;
   if (!is_zigzag(cfg.algo)) out.refresh_rate = sh.refresh;
-  phases.end();
-  out.setup_phases = phases.take();
-  out.setup_seconds = setup_clock.seconds();
-  if (is_zigzag(cfg.algo))
-    run_pdmp_chains<detail::ZigZagChain>(sh, sinks, progress, out);
-  else
-    run_pdmp_chains<detail::BouncyChain>(sh, sinks, progress, out);
-  return out;
+  return run.finish_unsaved([&](RunResult& o) {
+    if (is_zigzag(cfg.algo))
+      run_pdmp_chains<detail::ZigZagChain>(sh, sinks, progress, o);
+    else
+      run_pdmp_chains<detail::BouncyChain>(sh, sinks, progress, o);
+  });
 }
 
 }  // namespace flymc

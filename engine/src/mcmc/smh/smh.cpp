@@ -12,6 +12,7 @@
 
 #include "../run_blocks.hpp"
 #include "../run_chains.hpp"
+#include "../run_skeleton.hpp"
 #include "flymc/core/blas.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
@@ -411,11 +412,11 @@ std::shared_ptr<const SmhStatistics> build_smh_statistics(
 namespace detail {
 namespace {
 
-/// The chains of one SMH run, each saving and resuming its state where `ck` asks (ChainSession),
-/// to the run's end (a fixed length or an ESS target). On a shard every process runs every chain,
-/// one after another (each proposal's test is collective).
-void run_smh_chains(const SmhShared& sh, ChainSessions& cs, Progress* progress, RunResult& out) {
-  if (progress) progress->chains_started.store(true);
+/// The chains of one SMH run, each saving and resuming its state where its session asks, to the
+/// run's end (a fixed length or an ESS target). On a shard every process runs every chain, one
+/// after another (each proposal's test is collective).
+BlockOutcome run_smh_chains(const SmhShared& sh, ChainSessions& cs, Progress* progress,
+                            RunResult& out) {
   auto make = [&](int i) {
     const auto ci = static_cast<std::size_t>(i);
     return std::make_unique<SmhChain>(sh, i + 1, cs.sinks[ci].get(), cs.sessions[ci]);
@@ -425,11 +426,56 @@ void run_smh_chains(const SmhShared& sh, ChainSessions& cs, Progress* progress, 
     cs.sinks[static_cast<std::size_t>(i)].reset();  // closes the file in the chain's own task
     return r;
   };
-  const BlockOutcome b =
-      run_blocks<SmhChain>(sh.cfg, sh.dim(), sh.cfg.chains, 1, sh.link != nullptr, progress, make,
-                           finish, out.chains, block_sync(nullptr, sh.link));
-  take_outcome(b, out);
-  for (const ChainResult& c : out.chains) out.stopped = out.stopped || c.stopped;
+  return run_blocks<SmhChain>(sh.cfg, sh.dim(), sh.cfg.chains, 1, sh.link != nullptr, progress,
+                              make, finish, out.chains, block_sync(nullptr, sh.link));
+}
+
+// The likelihood SMH expands: robust regression's Student-t, a single-index model's family, or
+// (neither) logistic regression's.
+std::optional<StudentT> smh_student(const RobustModel& m) { return m.student(); }
+template <class M>
+std::optional<StudentT> smh_student(const M&) {
+  return std::nullopt;
+}
+std::shared_ptr<const SingleIndexFamily> smh_family(const GlmModel& m) { return m.family_ptr(); }
+template <class M>
+std::shared_ptr<const SingleIndexFamily> smh_family(const M&) {
+  return nullptr;
+}
+
+/// SMH's run of model M through the run skeleton (run_skeleton.hpp). Its statistics are the
+/// expansion at θ̂ and the bounds (SmhStatistics), taken from `pre`'s cache where they fit (auto's
+/// pilot built them) or built and left there.
+template <class M>
+RunResult run_smh_model(const RunRequest& r) {
+  RunSkeleton run(r);
+  std::optional<M> model_opt;
+  const M& model = run.load(model_opt);
+  run.start(model);
+  RunResult& out = run.result();
+  const std::optional<StudentT> st = smh_student(model);
+  const std::shared_ptr<const SingleIndexFamily> fam = smh_family(model);
+  std::shared_ptr<const SmhStatistics> stats;
+  run.set_up([&] {
+    const SetupCache* cache = r.pre.cache.get();
+    if (cache && cache->smh &&
+        cache->smh->fits(r.data, model.prior(), st, out.map, r.faults.bound_excess, r.cfg.smh_order,
+                         fam)) {
+      stats = cache->smh;
+      return 0;
+    }
+    stats = build_smh_statistics(r.data, model.prior(), out.map, st, r.faults.bound_excess,
+                                 r.cfg.smh_order, fam);
+    if (r.pre.cache) r.pre.cache->smh = stats;
+    return stats->passes;
+  });
+  run.begin_chains();
+  const SmhShared sh{r.cfg,    model.data(), model.prior(),
+                     out.map,  stats,        smh_draw_columns(out.names),
+                     r.faults, run.link(),   run.leader()};
+  run.open_sessions(sh.columns, 0);
+  return run.finish(
+      [&](ChainBlock, ChainSessions& cs) { return run_smh_chains(sh, cs, r.progress, out); });
 }
 
 }  // namespace
@@ -439,82 +485,10 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                   const SinkFactory& sinks, Progress* progress, const CheckpointOptions* checkpoint,
                   const Precomputed& pre, const FaultInjection& faults) {
   check_model_fits(cfg, data->shard() != nullptr);
-  const Stopwatch setup_clock;
-  detail::SetupClock phases(progress);
-  RowLink* link = shard_link(*data);
-  const bool leader = link == nullptr || link->part() == 0;
-  auto sample = [&](const auto& model, std::optional<StudentT> student,
-                    std::shared_ptr<const SingleIndexFamily> family) {
-    // "checks": building the model checked the labels and features; a checkpointed run also
-    // takes the data's fingerprint.
-    const CheckpointOptions* ck = detail::sharded_checkpoint(*data, checkpoint, sinks, leader);
-    const std::uint64_t fingerprint = ck != nullptr ? data_fingerprint(*data) : 0;
-    phases.end(ck != nullptr ? 2 : 1);
-    RunResult out;
-    out.config = cfg;
-    out.n = data->total_n();
-    out.dim = model.dim();
-    out.names = model.param_names();
-    phases.begin("map");
-    // Resuming, every process takes the checkpoint's MAP fit (with the likelihood's curvature,
-    // so that the statistics are the first session's bit for bit).
-    std::optional<RunManifest> manifest;
-    bool found = false;
-    if (ck != nullptr && ck->resume) {
-      agree_on_parts(*data, [&] {
-        manifest =
-            detail::load_matching_manifest(*ck, cfg, *data, fingerprint, model.dim(), out.warnings);
-      });
-      out.map = manifest->map;
-    } else {
-      out.map = detail::start_map(model, pre, found);
-    }
-    phases.end(found ? out.map.passes : 0);
-    phases.begin("statistics");
-    std::shared_ptr<const detail::SmhStatistics> stats;
-    if (pre.cache && pre.cache->smh &&
-        pre.cache->smh->fits(data, model.prior(), student, out.map, faults.bound_excess,
-                             cfg.smh_order, family))
-      stats = pre.cache->smh;
-    const bool taken = stats != nullptr;
-    if (!taken) {
-      stats = detail::build_smh_statistics(data, model.prior(), out.map, student,
-                                           faults.bound_excess, cfg.smh_order, family);
-      if (pre.cache) pre.cache->smh = stats;
-    }
-    phases.end(taken ? 0 : stats->passes);
-    phases.begin("chains");
-    const detail::SmhShared sh{cfg,     model.data(), model.prior(),
-                               out.map, stats,        smh_draw_columns(out.names),
-                               faults,  link,         leader};
-    const int threads = detail::run_threads(cfg);
-    detail::ChainSessions cs;
-    agree_on_parts(*data, [&] {
-      if (ck != nullptr && !ck->resume && leader)
-        detail::start_manifest(*ck, cfg, *data, fingerprint, out.map, setup_clock.seconds());
-      cs = detail::open_sessions(cfg, ChainBlock{1, cfg.chains}, ck, leader ? sinks : SinkFactory{},
-                                 sh.columns, data->n(), out.dim, 0, threads, leader);
-    });
-    if (link != nullptr)
-      for (detail::ChainSession& ses : cs.sessions) ses.concurrency = 1.0;  // in turn
-    phases.end();
-    out.setup_phases = phases.take();
-    const double setup_serial = setup_clock.seconds();
-    if (manifest) out.setup_seconds = manifest->setup_seconds;
-    const Stopwatch par_clock;
-    detail::run_smh_chains(sh, cs, progress, out);
-    detail::apportion_wall_time(out, cs, setup_serial, par_clock.seconds());
-    return out;
-  };
-  phases.begin("checks");
-  if (cfg.model == ModelKind::robust) {
-    const RobustModel model(data, cfg);
-    return sample(model, model.student(), nullptr);
-  }
-  if (cfg.model == ModelKind::logistic)
-    return sample(LogisticModel(data, cfg), std::nullopt, nullptr);
-  const GlmModel model(data, cfg);
-  return sample(model, std::nullopt, model.family_ptr());
+  const RunRequest r{cfg, std::move(data), sinks, progress, checkpoint, faults, nullptr, pre};
+  if (cfg.model == ModelKind::robust) return detail::run_smh_model<RobustModel>(r);
+  if (cfg.model == ModelKind::logistic) return detail::run_smh_model<LogisticModel>(r);
+  return detail::run_smh_model<GlmModel>(r);  // every single-index model
 }
 
 }  // namespace flymc

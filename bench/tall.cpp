@@ -381,7 +381,7 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
       "Tall data: regular MCMC's best (gradient kernels, dense adapted metric) against FlyMC "
       "with each theta-kernel, budgets sized for a min bulk ESS target");
   t->add_option("--data", o.data, "Data set (.csv/.npy)")->required();
-  cli::add_run_named(t, "model", o.model, "logistic, softmax or robust")->capture_default_str();
+  cli::add_run_named(t, "model", o.model)->capture_default_str();
   t->add_flag("--auto,!--no-auto", o.check_auto,
               "also run --algo auto's pilots and compare its choice with the measured rows");
   t->add_option("--json", o.json, "Write rows[] and posteriors{} as JSON");
@@ -418,7 +418,8 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
       ->capture_default_str();
   t->add_option("--smh", o.smh,
                 "scalable MH's proposals, comma-separated: pcn, rw, and pcn3, rw3 with the "
-                "third-order expansion (--smh-order 3; logistic regression; empty: none)")
+                "third-order expansion (--smh-order 3: the models with a bound on the fourth "
+                "derivative, logistic, probit and gaussian; empty: none)")
       ->capture_default_str();
   t->add_option("--warmup-smh", o.warmup_smh)->capture_default_str();
   t->add_option("--pilot-smh", o.pilot_smh, "scalable MH's pilot iterations")

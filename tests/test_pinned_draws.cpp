@@ -142,6 +142,15 @@ std::vector<Pinned> configurations() {
       {"robust-smh2-pcn", sampler(ModelKind::robust, Algo::smh), robust},
       {"softmax-full-nuts", sampler(ModelKind::softmax, Algo::full, KernelKind::nuts), softmax},
       {"softmax-full-hmc", sampler(ModelKind::softmax, Algo::full, KernelKind::hmc), softmax},
+      // The single-index models (recorded after they shipped): FlyMC's generic bound, SMH of
+      // both orders, regular NUTS.
+      {"probit-nuts", sampler(ModelKind::probit, Algo::flymc, KernelKind::nuts), logistic},
+      {"probit-smh3-pcn",
+       sampler(ModelKind::probit, Algo::smh, KernelKind::rwmh,
+               [](RunConfig& c) { c.smh_order = 3; }),
+       logistic},
+      {"gaussian-full-nuts", sampler(ModelKind::gaussian, Algo::full, KernelKind::nuts), robust},
+      {"gaussian-smh2-pcn", sampler(ModelKind::gaussian, Algo::smh), robust},
   };
 }
 

@@ -70,10 +70,8 @@ BlockOutcome run_chains(const Shared<M>& sh, const RunSetup<M>& setup, ChainBloc
 /// statistics and the z-updates' rates (setup.hpp).
 template <FireflyModel M>
 RunResult run_model(const RunRequest& r) {
-  RunSkeleton run(r);
-  std::optional<M> model_opt;
-  const M& model = run.load(model_opt);
-  run.start(model);
+  ModelRun<M> run(r);
+  const M& model = run.model();
   RunResult& out = run.result();
   std::optional<RunSetup<M>> setup_opt;
   run.set_up([&] {

@@ -163,4 +163,16 @@ class RunSkeleton {
   RunResult out_;
 };
 
+/// The skeleton of a run of model M, loaded and started (the model checked, the MAP fit found or
+/// taken) as it is made.
+template <class M>
+class ModelRun : public RunSkeleton {
+ public:
+  explicit ModelRun(const RunRequest& r) : RunSkeleton(r) { start(load(model_)); }
+  const M& model() const noexcept { return *model_; }
+
+ private:
+  std::optional<M> model_;
+};
+
 }  // namespace flymc::detail

@@ -94,16 +94,6 @@ std::vector<std::vector<double>> DrawSink::resume(const std::vector<std::string>
 RunResult run_theta_kernel_request(const RunRequest& r) {
   return model_info(r.cfg.model).runner(r);
 }
-RunResult run_smh_request(const RunRequest& r) {
-  return run_smh(r.cfg, r.data, r.sinks, r.progress, r.checkpoint, r.pre, r.faults);
-}
-RunResult run_pdmp_request(const RunRequest& r) {
-  return run_pdmp(r.cfg, r.data, r.sinks, r.progress, r.checkpoint, r.pre);
-}
-RunResult run_approximate_request(const RunRequest& r) {
-  return run_approximate(r.cfg, r.data, r.sinks, r.progress, r.checkpoint, r.pre);
-}
-
 namespace {
 
 /// run() and run_part(): checks, then the sampler family's or the model's runner.

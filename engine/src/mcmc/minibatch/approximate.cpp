@@ -251,11 +251,14 @@ RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> d
                           const CheckpointOptions* checkpoint, const Precomputed& pre) {
   check_model_fits(cfg);
   const FaultInjection none;
-  const RunRequest r{cfg, std::move(data), sinks, progress, checkpoint, none, nullptr, pre};
-  detail::RunSkeleton run(r);
-  std::optional<LogisticModel> model_opt;
-  const LogisticModel& model = run.load(model_opt);
-  run.start(model);
+  return run_approximate_request(
+      {cfg, std::move(data), sinks, progress, checkpoint, none, nullptr, pre});
+}
+
+RunResult run_approximate_request(const RunRequest& r) {
+  const RunConfig& cfg = r.cfg;
+  detail::ModelRun<LogisticModel> run(r);
+  const LogisticModel& model = run.model();
   RunResult& out = run.result();
   RunConfig rw = cfg;
   rw.kernel = KernelKind::rwmh;  // minibatch MH's walk starts at the RW optimal scaling
@@ -272,7 +275,7 @@ RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> d
     return -1;
   });
   return run.finish_unsaved([&](RunResult& o) {
-    detail::run_independent_chains(cfg, sinks, progress, o, [&](int id, DrawSink* sink) {
+    detail::run_independent_chains(cfg, r.sinks, r.progress, o, [&](int id, DrawSink* sink) {
       return detail::ApproxChain(sh, id, sink);
     });
   });

@@ -132,11 +132,13 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   cfg.validate();  // the model and prior checks (run() validated already; callers may not)
   check_model_fits(cfg);
   const FaultInjection none;
-  const RunRequest r{cfg, std::move(data), sinks, progress, checkpoint, none, nullptr, pre};
-  detail::RunSkeleton run(r);
-  std::optional<LogisticModel> model_opt;
-  const LogisticModel& model = run.load(model_opt);
-  run.start(model);
+  return run_pdmp_request({cfg, std::move(data), sinks, progress, checkpoint, none, nullptr, pre});
+}
+
+RunResult run_pdmp_request(const RunRequest& r) {
+  const RunConfig& cfg = r.cfg;
+  detail::ModelRun<LogisticModel> run(r);
+  const LogisticModel& model = run.model();
   RunResult& out = run.result();
   // The statistics: the chains' coordinates u = T⁻¹θ (their data's features Tᵀx) and the
   // event bounds' constants there.
@@ -172,9 +174,9 @@ RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   if (!is_zigzag(cfg.algo)) out.refresh_rate = sh.refresh;
   return run.finish_unsaved([&](RunResult& o) {
     if (is_zigzag(cfg.algo))
-      run_pdmp_chains<detail::ZigZagChain>(sh, sinks, progress, o);
+      run_pdmp_chains<detail::ZigZagChain>(sh, r.sinks, r.progress, o);
     else
-      run_pdmp_chains<detail::BouncyChain>(sh, sinks, progress, o);
+      run_pdmp_chains<detail::BouncyChain>(sh, r.sinks, r.progress, o);
   });
 }
 

@@ -448,10 +448,8 @@ std::shared_ptr<const SingleIndexFamily> smh_family(const M&) {
 /// pilot built them) or built and left there.
 template <class M>
 RunResult run_smh_model(const RunRequest& r) {
-  RunSkeleton run(r);
-  std::optional<M> model_opt;
-  const M& model = run.load(model_opt);
-  run.start(model);
+  ModelRun<M> run(r);
+  const M& model = run.model();
   RunResult& out = run.result();
   const std::optional<StudentT> st = smh_student(model);
   const std::shared_ptr<const SingleIndexFamily> fam = smh_family(model);
@@ -485,9 +483,12 @@ RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                   const SinkFactory& sinks, Progress* progress, const CheckpointOptions* checkpoint,
                   const Precomputed& pre, const FaultInjection& faults) {
   check_model_fits(cfg, data->shard() != nullptr);
-  const RunRequest r{cfg, std::move(data), sinks, progress, checkpoint, faults, nullptr, pre};
-  if (cfg.model == ModelKind::robust) return detail::run_smh_model<RobustModel>(r);
-  if (cfg.model == ModelKind::logistic) return detail::run_smh_model<LogisticModel>(r);
+  return run_smh_request({cfg, std::move(data), sinks, progress, checkpoint, faults, nullptr, pre});
+}
+
+RunResult run_smh_request(const RunRequest& r) {
+  if (r.cfg.model == ModelKind::robust) return detail::run_smh_model<RobustModel>(r);
+  if (r.cfg.model == ModelKind::logistic) return detail::run_smh_model<LogisticModel>(r);
   return detail::run_smh_model<GlmModel>(r);  // every single-index model
 }
 

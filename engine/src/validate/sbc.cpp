@@ -137,11 +137,11 @@ void simulate_responses(Dataset& ds, const std::vector<double>& theta, const Run
 /// A single-index model's responses, each drawn by its family at its linear predictor.
 void simulate_single_index(Dataset& ds, const std::vector<double>& theta, const RunConfig& c,
                            Rng& rng) {
-  const SingleIndexFamily& family = *single_index_family(c);
+  const std::shared_ptr<const SingleIndexFamily> family = single_index_family(c);
   for (std::size_t i = 0; i < ds.n(); ++i) {
     double mean = 0.0;
     for (std::size_t j = 0; j < ds.d(); ++j) mean += theta[j] * ds.row(i)[j];
-    ds.mutable_y()[i] = family.simulate(mean, rng);
+    ds.mutable_y()[i] = family->simulate(mean, rng);
   }
 }
 

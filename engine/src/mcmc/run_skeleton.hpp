@@ -44,9 +44,6 @@ class RunSkeleton {
     phases_.begin("checks");
   }
 
-  const RunConfig& cfg() const noexcept { return r_.cfg; }
-  const RunRequest& request() const noexcept { return r_; }
-  const PartSync& sync() const noexcept { return sync_; }
   /// The other processes of a sharded data set (null otherwise).
   RowLink* link() const noexcept { return link_; }
   /// This process keeps the draws and saves the states (the first of a shard's processes).

@@ -208,11 +208,13 @@ TEST_SUITE("unit") {
     m.map.covariance << 1.0, 0.1, 0.1, 2.0;
     m.map.log_post = -12.5;
     m.map.iterations = 6;
+    m.map.chain_starts = {Vec::Constant(2, 0.75), Vec::Constant(2, -1.5)};  // auto's handover
     m.setup_seconds = 0.5;
     m.simd = "avx2";
     save_run_manifest(dir.string(), m);
     const RunManifest r = load_run_manifest(dir.string());
     CHECK(encode_checkpoint(r) == encode_checkpoint(m));
+    CHECK(r.map.chain_starts == m.map.chain_starts);
     CHECK(r.config.metric == Metric::dense);
     CHECK(r.config.softmax_bound == SoftmaxBoundKind::bohning);
     CHECK(r.config.seed == m.config.seed);

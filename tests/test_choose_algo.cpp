@@ -219,4 +219,66 @@ TEST_SUITE("unit") {
       CHECK(k == 1);
     }
   }
+
+  TEST_CASE("auto for an ESS target starts the chosen run where its pilot's chains ended") {
+    const auto data = test::logistic_data(4000, 3, 11);
+    RunConfig cfg = pilot_test_config(KernelKind::nuts);
+    cfg.chains = 3;  // beyond the one pilot chain (one thread): later rounds of starts
+    cfg.ess = 200;
+    AutoOptions opt;
+    const AlgoChoice c = choose_algo(cfg, data, opt);
+    const AutoCandidate& b = c.best();
+    CAPTURE(b.name);
+    REQUIRE_FALSE(b.rough);
+    REQUIRE(c.map != nullptr);
+    const std::vector<Vec>& s = c.map->chain_starts;
+    REQUIRE(s.size() == 3);
+    CHECK(s == b.pilot_states);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      CHECK(s[i].size() == 3);
+      CHECK(s[i].allFinite());
+      CHECK(s[i] != c.map->theta);
+      for (std::size_t j = 0; j < i; ++j) CHECK(s[i] != s[j]);  // no two chains start together
+    }
+    CHECK(b.config.warmup <= opt.reuse_warmup);
+    CHECK(c.why.find("start where its pilot's ended") != std::string::npos);
+    // Without the handover the chains start at θ_MAP plus jitter, as a run by hand does.
+    opt.reuse_state_warmup = -1;
+    CHECK(choose_algo(cfg, data, opt).map->chain_starts.empty());
+  }
+
+  TEST_CASE("every sampler family starts chain k at the map's chain_starts[(k - 1) mod size]") {
+    // Starts 30 Laplace sds from the mode. A random walk whose step is so long that every
+    // proposal is rejected, without warm-up, keeps each chain where it started; SMH's random
+    // walk (its own step) moves a few sds at most, so its first draw stays far nearer its start
+    // than the mode.
+    const auto data = test::logistic_data(500, 3, 5);
+    auto map = std::make_shared<MapResult>(LogisticModel(data, test::fixed_config()).find_map());
+    const Vec sd = map->covariance.diagonal().cwiseSqrt();
+    map->chain_starts = {map->theta + 30.0 * sd, map->theta - 30.0 * sd};
+    for (const Algo algo : {Algo::full, Algo::flymc, Algo::smh}) {
+      CAPTURE(to_string(algo));
+      RunConfig cfg = test::fixed_config();
+      cfg.algo = algo;
+      cfg.kernel = KernelKind::rwmh;
+      cfg.metric = algo == Algo::full ? Metric::identity : Metric::automatic;
+      cfg.proposal = SmhProposal::rw;
+      cfg.step_size = 1e6;
+      cfg.chains = 3;
+      cfg.threads = 1;
+      cfg.warmup = 0;
+      cfg.iters = 1;
+      const RunResult r = run(cfg, data, {}, nullptr, nullptr, {}, Precomputed{map, nullptr});
+      REQUIRE(r.chains.size() == 3);
+      for (std::size_t k = 0; k < 3; ++k) {
+        CAPTURE(k);
+        const Vec& at = map->chain_starts[k % 2];
+        const Vec first = Eigen::Map<const Vec>(r.chains[k].draws.data(), 3);
+        if (algo == Algo::smh)
+          CHECK((first - at).cwiseQuotient(sd).norm() < 10.0);
+        else
+          CHECK(first == at);
+      }
+    }
+  }
 }

@@ -267,6 +267,8 @@ std::vector<unsigned char> encode_checkpoint(const RunManifest& m) {
   w.put<std::int64_t>(m.map.iterations);
   w.put(m.map.seconds);
   w.put_array(m.map.lik_curvature.data(), static_cast<std::size_t>(m.map.lik_curvature.size()));
+  w.put<std::uint64_t>(m.map.chain_starts.size());
+  for (const Vec& s : m.map.chain_starts) w.put_array(s.data(), static_cast<std::size_t>(s.size()));
   w.put(m.setup_seconds);
   w.put_string(m.simd);
   return frame(kKindRun, w.bytes());
@@ -302,6 +304,13 @@ RunManifest decode_run_manifest(std::span<const unsigned char> bytes, const std:
   const auto curv = r.get_array<double>();
   if (!curv.empty() && curv.size() != p * p) r.fail("MAP likelihood curvature has the wrong size");
   if (!curv.empty()) m.map.lik_curvature = Eigen::Map<const Mat>(curv.data(), pp, pp);
+  const auto starts = r.get<std::uint64_t>();
+  if (starts > (1u << 20)) r.fail("too many chain starting points");
+  for (std::uint64_t i = 0; i < starts; ++i) {
+    const auto s = r.get_array<double>();
+    if (s.size() != p) r.fail("a chain's starting point has the wrong dimension");
+    m.map.chain_starts.emplace_back(Eigen::Map<const Vec>(s.data(), pp));
+  }
   m.setup_seconds = r.get<double>();
   m.simd = r.get_string();
   r.expect_end();

@@ -359,14 +359,14 @@ double mean_step_size(const RunResult& r) {
 }
 
 /// The chosen candidate of a run to an ESS target takes over its pilot's adaptation where that
-/// leaves the run exact: a θ-kernel's step size (the run's shorter warm-up goes on adapting from
-/// it) or SMH's ρ (then fixed), with the warm-up cut to opt.reuse_warmup. Any fixed step size
-/// after warm-up is exact; the run starts from θ_MAP as ever, and its convergence is what the
-/// target checks. Not after a pilot short of its ESS, nor for an adapted metric or a
+/// leaves the run exact, and says whether it did: a θ-kernel's step size (the run's shorter
+/// warm-up goes on adapting from it) or SMH's ρ (then fixed), with the warm-up cut to
+/// opt.reuse_warmup. Any fixed step size after warm-up is exact, and the target checks the
+/// run's convergence. Not after a pilot short of its ESS, nor for an adapted metric or a
 /// piecewise-deterministic sampler.
-void reuse_adaptation(AutoCandidate& c, const AutoOptions& opt) {
+bool reuse_adaptation(AutoCandidate& c, const AutoOptions& opt) {
   RunConfig& k = c.config;
-  if (opt.reuse_warmup <= 0 || c.rough || !std::isfinite(c.pilot_step_size)) return;
+  if (opt.reuse_warmup <= 0 || c.rough || !std::isfinite(c.pilot_step_size)) return false;
   // pCN and the independence sampler keep the Laplace covariance; NUTS re-estimates a
   // diag or dense metric when asked.
   const Metric m = k.resolved_metric();
@@ -380,9 +380,41 @@ void reuse_adaptation(AutoCandidate& c, const AutoOptions& opt) {
   } else if (k.algo == Algo::smh && k.proposal == SmhProposal::pcn && c.pilot_step_size < 1.0) {
     k.pcn_rho = c.pilot_step_size;
   } else {
-    return;
+    return false;
   }
   k.warmup = std::min(k.warmup, opt.reuse_warmup);
+  return true;
+}
+
+/// The run's `chains` starting points from a pilot's draws: run chain c starts at pilot chain
+/// (c mod k)'s last draw in the first round of k, and in later rounds at draws spread back over
+/// its sampling, so that no two chains start at one point. Empty when a chain kept no draw.
+std::vector<Vec> starts_from(const RunResult& r, int chains) {
+  const std::size_t k = r.chains.size(), d = r.dim;
+  if (k == 0 || d == 0 || chains <= 0) return {};
+  const std::size_t rounds = (static_cast<std::size_t>(chains) + k - 1) / k;
+  std::vector<Vec> out;
+  for (std::size_t c = 0; c < static_cast<std::size_t>(chains); ++c) {
+    const std::vector<double>& x = r.chains[c % k].draws;
+    const std::size_t n = x.size() / d;
+    if (n == 0) return {};
+    const std::size_t at = n - 1 - std::min((c / k) * (n / rounds), n - 1);
+    out.emplace_back(Eigen::Map<const Vec>(x.data() + at * d, static_cast<Eigen::Index>(d)));
+  }
+  return out;
+}
+
+/// The chosen candidate of a run to an ESS target starts its chains where its pilot's ended
+/// (AutoOptions::reuse_state_warmup): `map` with the starting points, and the warm-up cut where
+/// it took over the pilot's adaptation too (`adapted`; otherwise the warm-up still has that to
+/// do). Any starting point leaves the chains exact; the target's R̂ and ESS judge convergence.
+std::shared_ptr<const MapResult> reuse_states(AutoCandidate& c, const AutoOptions& opt,
+                                              bool adapted, std::shared_ptr<const MapResult> map) {
+  if (opt.reuse_state_warmup < 0 || c.rough || c.pilot_states.empty() || !map) return map;
+  auto m = std::make_shared<MapResult>(*map);
+  m->chain_starts = c.pilot_states;
+  if (adapted) c.config.warmup = std::min(c.config.warmup, opt.reuse_state_warmup);
+  return m;
 }
 
 /// The choice when a single candidate is left: no pilot can change it.
@@ -554,7 +586,12 @@ class Pilots {
   void pilot(std::size_t i, AutoCandidate& c, double share) {
     const bool regular = is_regular(c);
     const auto t0 = Clock::now();
-    const Pilot p = run_pilot(pilot_config(c, opt_), regular ? sub_ : data_, opt_, share, shared_);
+    RunConfig pc = pilot_config(c, opt_);
+    // A pilot to p effective draws that needs more than f·(p/N)·T_best seconds of sampling
+    // predicts more than f·T_best for the run's N: it cannot win.
+    if (target_ && opt_.give_up_factor > 0.0 && std::isfinite(best_seconds_))
+      pc.give_up_seconds = opt_.give_up_factor * best_seconds_ * pc.ess / cfg_.ess;
+    const Pilot p = run_pilot(pc, regular ? sub_ : data_, opt_, share, shared_);
     const double scale = regular ? regular_scale_ : 1.0;
     // A pilot that produced no effective draw still counts one, so ratios stay finite.
     c.ess_per_second = std::max(p.min_ess, 1.0) / std::max(p.result.sampling_seconds * scale, 1e-9);
@@ -564,6 +601,8 @@ class Pilots {
     c.pilot_seconds = seconds_since(t0);
     c.rough = p.min_ess < (target_ ? p.result.config.ess : opt_.min_pilot_ess);
     c.pilot_step_size = mean_step_size(p.result);
+    // A pilot on a subset samples a wider posterior: its draws are no place to start.
+    if (target_ && c.pilot_rows == n_) c.pilot_states = starts_from(p.result, cfg_.chains);
     if (c.config.algo == Algo::smh) {
       stats_seconds_[i] = phase_seconds(p.result, "statistics");
       last_smh_ = i;
@@ -679,10 +718,15 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
   out.pilots_short = out.candidates[ranked.front()].rough ||
                      (ranked.size() > 1 && out.candidates[ranked[1]].rough);
   out.predicted_speedup = predicted_speedup(out, pilots.regular_bound());
-  if (target) reuse_adaptation(out.candidates[out.chosen], opt);
-  out.why = why_chosen(cfg, out, ranked);
-  out.pilot_seconds = seconds_since(start);
   out.map = pilots.shared().map();
+  if (target) {
+    AutoCandidate& best = out.candidates[out.chosen];
+    out.map = reuse_states(best, opt, reuse_adaptation(best, opt), out.map);
+  }
+  out.why = why_chosen(cfg, out, ranked);
+  if (out.map && !out.map->chain_starts.empty())
+    out.why += "; its chains start where its pilot's ended";
+  out.pilot_seconds = seconds_since(start);
   out.cache = pilots.shared().cache();
   // Only what the chosen sampler takes stays in memory beside its run.
   if (out.algo() != Algo::smh) out.cache->smh.reset();

@@ -107,6 +107,17 @@ TargetStatus check(const RunConfig& cfg, std::size_t dim, long sampling_iters,
 
 }  // namespace blocks
 
+/// Whether a run with RunConfig::give_up_seconds gives up at a block's end after `sampling`
+/// seconds of sampling (at the pace so far): its bulk ESS, growing in proportion to the
+/// iterations, would reach the target only after more seconds of sampling than that. The bulk
+/// ESS alone: the tail ESS of a short run is often still near 0 while the warm-up's transient
+/// passes, and the bulk ESS, never below the smaller of the two, makes the rule err towards
+/// going on.
+inline bool hopeless(const RunConfig& cfg, const TargetStatus& s, double sampling) {
+  if (cfg.give_up_seconds <= 0.0 || s.min_ess_bulk >= cfg.ess) return false;
+  return sampling * cfg.ess / std::max(s.min_ess_bulk, 1.0) > cfg.give_up_seconds;
+}
+
 /// Runs chains `first_id` .. `first_id + nchains - 1` of `cfg` to the run's end. `make(i)`
 /// builds chain i of the block (a std::unique_ptr<C>) in its own task; `finish(i, chain)` returns
 /// its ChainResult (and closes its sink) in its own task. `in_turn`: one chain after another
@@ -175,6 +186,9 @@ BlockOutcome run_blocks(const RunConfig& cfg, std::size_t dim, int nchains, int 
     bool late =
         cfg.max_seconds > 0.0 && (elapsed >= cfg.max_seconds ||
                                   elapsed + pace * static_cast<double>(next - s) > cfg.max_seconds);
+    late = late || hopeless(cfg, out.status,
+                            elapsed * static_cast<double>(s) /
+                                static_cast<double>(std::max(1L, cfg.warmup + s)));
     if (sync.from_leader) {
       std::vector<double> v = {late ? 1.0 : 0.0};
       sync.from_leader(v);

@@ -147,12 +147,20 @@ void own_moves_loop(
   res.sampling_seconds = seconds_between(sampling_start, Clock::now());
 }
 
-/// A chain's starting point (dense θ), the same for every sampler family: θ_MAP plus
-/// chain-specific jitter of cfg.init_jitter Laplace standard deviations, or a draw from the prior
-/// (a Gaussian with the prior's sd).
+/// Chain `chain`'s starting point (dense θ), the same for every sampler family: the map's
+/// chain_starts where given (auto's pilot's draws), else θ_MAP plus chain-specific jitter of
+/// cfg.init_jitter Laplace standard deviations, or a draw from the prior (a Gaussian with the
+/// prior's sd).
 inline void initial_theta(const RunConfig& cfg, const MapResult& map, double prior_sd, Rng& rng,
-                          double* theta) {
+                          double* theta, int chain) {
   const auto p = map.theta.size();
+  if (!map.chain_starts.empty()) {
+    const Vec& s = map.chain_starts[static_cast<std::size_t>(std::max(chain - 1, 0)) %
+                                    map.chain_starts.size()];
+    if (s.size() != p) throw ConfigError("a chain's starting point has the wrong dimension");
+    std::copy_n(s.data(), p, theta);
+    return;
+  }
   for (Eigen::Index j = 0; j < p; ++j) {
     const auto jj = static_cast<std::size_t>(j);
     theta[jj] =

@@ -162,6 +162,11 @@ struct RunConfig {
   /// at the last block's end before them (the first block always runs), predicted from the pace
   /// of the iterations so far, with RunResult::target_reached false.
   double max_seconds = 0.0;
+  /// Code only (auto's pilots, choose_algo.hpp): with `ess`, the run also ends as if cut by
+  /// `max_seconds` at a block's end where its sampling so far, extrapolated at its ESS rate so
+  /// far, needs more than this many seconds of sampling in all to reach `ess` (0: never). A pilot
+  /// that can no longer win stops paying.
+  double give_up_seconds = 0.0;
   /// With `ess`: the largest R̂ the target accepts (Vehtari et al. 2021's 1.01).
   double max_rhat = 1.01;
   long thin = 1;  ///< keep every thin-th sampling iteration

@@ -255,7 +255,7 @@ void for_each_option(Visitor&& visit) {
 namespace detail {
 // Converts to any scalar: std::optional fields then take it through their converting
 // constructor (a conversion to optional itself would be ambiguous with that constructor); and
-// to the one field given only in code.
+// to the family, a field given only in code.
 struct AnyField {
   template <class T>
   requires std::is_arithmetic_v<T> || std::is_enum_v<T>
@@ -270,8 +270,8 @@ constexpr std::size_t field_count() {
     return sizeof...(A);
 }
 }  // namespace detail
-/// RunConfig's fields that are not options, given only in code: `family`.
-inline constexpr std::size_t kCodeOnlyFields = 1;
+/// RunConfig's fields that are not options, given only in code: `family`, `give_up_seconds`.
+inline constexpr std::size_t kCodeOnlyFields = 2;
 template <class T>
 constexpr std::size_t aggregate_field_count() {
   return detail::field_count<T>();

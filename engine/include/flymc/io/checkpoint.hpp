@@ -43,18 +43,20 @@
 
 namespace flymc {
 
-/// 11: the MAP fit's likelihood curvature in the manifest (SMH's statistics), and scalable MH's
-/// chain states. 10: the data's storage (f64 or f32) in the stored configuration. 9: `--metric
-/// auto` resolves to dense for the gradient kernels (a stored "auto" meant diag for them before).
-/// 8: the configuration as every option that affects the draws, each named (core/options.hpp), so
-/// the approximate samplers' options are stored too. 7: a chain's bright set as its bright indices
-/// (O(bright) bytes) instead of a permutation of all N, and the slack scale in the configuration.
-/// 6: both of the 5s below (the two were written on parallel branches). 5: NUTS (the kernel kind
-/// nuts, max_treedepth in the stored configuration); the fly metric (its blend). 4: a chain's state
-/// grouped as ChainState (counters with slice failures); no test hooks in the stored configuration.
-/// 3: the softmax bound kind in the stored configuration; 2: models, θ-kernels and their adaptation
-/// state (metric, windows); 1 held RW-MH only.
-inline constexpr std::uint32_t kCheckpointFormat = 11;
+/// 12: the chains' starting points (MapResult::chain_starts, auto's handover from its pilot) in
+/// the manifest, so that a chain resumed before its first checkpoint, or run by another process,
+/// starts where the leader's would. 11: the MAP fit's likelihood curvature in the manifest (SMH's
+/// statistics), and scalable MH's chain states. 10: the data's storage (f64 or f32) in the stored
+/// configuration. 9: `--metric auto` resolves to dense for the gradient kernels (a stored "auto"
+/// meant diag for them before). 8: the configuration as every option that affects the draws, each
+/// named (core/options.hpp), so the approximate samplers' options are stored too. 7: a chain's
+/// bright set as its bright indices (O(bright) bytes) instead of a permutation of all N, and the
+/// slack scale in the configuration. 6: both of the 5s below (the two were written on parallel
+/// branches). 5: NUTS (the kernel kind nuts, max_treedepth in the stored configuration); the fly
+/// metric (its blend). 4: a chain's state grouped as ChainState (counters with slice failures); no
+/// test hooks in the stored configuration. 3: the softmax bound kind in the stored configuration;
+/// 2: models, θ-kernels and their adaptation state (metric, windows); 1 held RW-MH only.
+inline constexpr std::uint32_t kCheckpointFormat = 12;
 
 std::vector<unsigned char> encode_checkpoint(const RunManifest& m);
 std::vector<unsigned char> encode_checkpoint(const ChainState& c);

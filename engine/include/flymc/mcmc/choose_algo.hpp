@@ -77,11 +77,22 @@ struct AutoOptions {
   /// share of the best predicted run's seconds; each is stopped at its share (at a block's end)
   /// and dropped if it has not met its ESS by then: it could not pay for itself.
   double pilot_budget_share = 0.3;
+  /// A run to an ESS target: a pilot after the first gives up at a block's end once its ESS
+  /// rate so far predicts its sampling alone at more than this many times the best run's
+  /// predicted seconds (RunConfig::give_up_seconds): it could not win, and a pilot far behind
+  /// would otherwise spend all of its share. Near-ties run their whole pilot. 0: never.
+  double give_up_factor = 3.0;
   /// A run to an ESS target: the chosen candidate takes over its pilot's adaptation (the step
   /// size; SMH's ρ) when the pilot met its ESS, and its warm-up is cut to at most this many
   /// iterations (the rest of what warm-up is for, adapting from a guess, the pilot did). Not for
   /// an adapted metric, whose windows need the whole warm-up. 0: no reuse.
   long reuse_warmup = 200;
+  /// A run to an ESS target: the chosen candidate's chains also start where its pilot's chains
+  /// ended (MapResult::chain_starts; the pilot's last draws, and earlier ones for chains beyond
+  /// the pilot's), when the pilot met its ESS on all the rows, and its warm-up is cut to at most
+  /// this many iterations: the chains start in the posterior's bulk, and only the step size
+  /// settles. Negative: the chains start at θ_MAP plus jitter.
+  long reuse_state_warmup = 50;
 };
 
 /// One configuration `--algo auto` weighs, and what its pilot predicted.
@@ -107,6 +118,9 @@ struct AutoCandidate {
   /// The step size the pilot's warm-up adapted, its chains' mean (SMH with pCN: its tuned ρ);
   /// NaN when no pilot ran.
   double pilot_step_size = std::numeric_limits<double>::quiet_NaN();
+  /// Where the run's chains would start (AutoOptions::reuse_state_warmup): draws of the pilot's
+  /// chains, one per chain of the run; empty when the pilot ran on a subset of the rows.
+  std::vector<Vec> pilot_states;
 };
 
 /// What `--algo auto` decided and why.

@@ -48,6 +48,10 @@ struct MapResult {
   /// Hessian of logistic regression's Newton steps); empty otherwise. A caller that needs the
   /// likelihood's curvature at θ_MAP (SMH's expansion) takes it instead of another pass.
   Mat lik_curvature;
+  /// Where the chains start instead of θ_MAP plus jitter: chain k at entry (k − 1) modulo their
+  /// count (dense θ). Empty for a search's own result; `--algo auto` fills it with its pilot's
+  /// draws for the chosen run (docs/math.md §3.3). Any starting point leaves a chain exact.
+  std::vector<Vec> chain_starts;
 };
 
 /// Outcome of comparing bounds with likelihoods (a bound's deltas()). Δ_n = log L_n − log B_n is

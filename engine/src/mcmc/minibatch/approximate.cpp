@@ -210,7 +210,7 @@ void ApproxChain::publish(ChainGauge& gauge, long iterations) const {
 ChainResult ApproxChain::run(ChainGauge* gauge) {
   res_.draws.reserve(res_.kept * p_);
   res_.lp.reserve(res_.kept);
-  initial_theta(cfg_, sh_.map, sh_.model.prior().sd, rng_, theta_.data());
+  initial_theta(cfg_, sh_.map, sh_.model.prior().sd, rng_, theta_.data(), res_.chain_id);
   if (sink_) sink_->begin(sh_.columns);
   own_moves_loop(
       cfg_, res_, gauge, [this] { end_warmup(); }, [this](long it) { transition(it); },

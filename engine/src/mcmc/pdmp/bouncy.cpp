@@ -63,7 +63,7 @@ void BouncyChain::advance(long end, ChainGauge* gauge) {
   if (!begun_) {
     begun_ = true;
     theta_.resize(p_);
-    sh_.start(rng_, theta_.data());
+    sh_.start(rng_, theta_.data(), out_.chain_id());
     pdmp::sphere_velocity(rng_, v_.data(), p_);
     set_velocity();
     next_refresh_ = sh_.refresh > 0.0 ? pdmp::exp1(rng_) / sh_.refresh : kInf;

@@ -9,8 +9,8 @@
 
 namespace flymc::detail {
 
-void PdmpShared::start(Rng& rng, double* u) const {
-  initial_theta(cfg, map, model.prior().sd, rng, u);
+void PdmpShared::start(Rng& rng, double* u, int chain) const {
+  initial_theta(cfg, map, model.prior().sd, rng, u, chain);
   if (transform.size() == 0) return;
   Eigen::Map<Vec> uv(u, transform.rows());
   transform.triangularView<Eigen::Lower>().solveInPlace(uv);

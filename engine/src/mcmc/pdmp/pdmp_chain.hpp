@@ -31,8 +31,8 @@ struct PdmpShared {
   double slope_sd = 1.0;   // SBPS: σ_β of the band's slope prior
   std::vector<std::string> columns;
 
-  /// A chain's starting point in u: T⁻¹ times initial_theta()'s θ.
-  void start(Rng& rng, double* u) const;
+  /// Chain `chain`'s starting point in u: T⁻¹ times initial_theta()'s θ.
+  void start(Rng& rng, double* u, int chain) const;
   /// θ = T u into theta (p entries); returns u itself for T = I.
   const double* to_theta(const double* u, double* theta) const noexcept;
 };
@@ -96,6 +96,7 @@ class PdmpOutput {
   void extend(long end) noexcept { path_.extend(end); }
   long position() const noexcept { return path_.passed(); }
   const std::vector<double>& draws() const noexcept { return res_.draws; }
+  int chain_id() const noexcept { return res_.chain_id; }
 
  private:
   void emit(long k, const double* u);

@@ -41,7 +41,7 @@ void ZigZagChain::advance(long end, ChainGauge* gauge) {
   if (!begun_) {
     begun_ = true;
     theta_.resize(p_);
-    sh_.start(rng_, theta_.data());
+    sh_.start(rng_, theta_.data(), out_.chain_id());
     for (double& x : v_) x = rng_.uniform() < 0.5 ? -1.0 : 1.0;
     out_.begin(gauge);
     out_.event(kPathStart, 0, theta_.data());

@@ -426,7 +426,7 @@ void SmhChain::begin(ChainGauge* gauge) {
     pos_ = restore(*st);
     if (gauge) gauge->publish(pos_);
   } else {
-    initial_theta(cfg_, sh_.map, sh_.prior.sd, rng_, theta_.get());
+    initial_theta(cfg_, sh_.map, sh_.prior.sd, rng_, theta_.get(), chain_id_);
     set_state_from_theta();
     if (sink_) sink_->begin(sh_.columns);
   }

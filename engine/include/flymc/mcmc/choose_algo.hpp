@@ -76,12 +76,12 @@ struct AutoOptions {
   /// A run to an ESS target: after the first pilot, the others together may take at most this
   /// share of the best predicted run's seconds; each is stopped at its share (at a block's end)
   /// and dropped if it has not met its ESS by then: it could not pay for itself.
-  double pilot_budget_share = 0.3;
+  double pilot_budget_share = 0.2;
   /// A run to an ESS target: a pilot after the first gives up at a block's end once its ESS
   /// rate so far predicts its sampling alone at more than this many times the best run's
   /// predicted seconds (RunConfig::give_up_seconds): it could not win, and a pilot far behind
   /// would otherwise spend all of its share. Near-ties run their whole pilot. 0: never.
-  double give_up_factor = 3.0;
+  double give_up_factor = 2.0;
   /// A run to an ESS target: the chosen candidate takes over its pilot's adaptation (the step
   /// size; SMH's ρ) when the pilot met its ESS, and its warm-up is cut to at most this many
   /// iterations (the rest of what warm-up is for, adapting from a guess, the pilot did). Not for

@@ -71,15 +71,23 @@ class SharedMap {
   void keep(const std::shared_ptr<const Dataset>& data, const RunResult& r) {
     if (data != all_) return;
     // A statistics pass (SMH's expansion and bounds) times one pass as FlyMC's set-up makes
-    // them; until one ran, the MAP search's passes (gradients and a Hessian) stand in.
+    // them; until one ran, a regular run's sampling (a pass per likelihood evaluation), and
+    // before that the MAP search's passes stand in. The search's Hessian passes cost D times a
+    // gradient pass: timed by them, a regular pilot's least cost was several times its whole
+    // run, and regular pCN went unpiloted on the 12,000-row 7-vs-9 data where it wins.
     for (const SetupPhase& p : r.setup_phases) {
       if (p.passes <= 0) continue;
       if (p.name == "statistics" && r.config.algo == Algo::smh) {
         pass_seconds_ = p.seconds / p.passes;
         from_statistics_ = true;
-      } else if (p.name == "map" && !from_statistics_) {
+      } else if (p.name == "map" && !from_statistics_ && !from_sampling_) {
         pass_seconds_ = p.seconds / p.passes;
       }
+    }
+    if (r.config.algo == Algo::full && !from_statistics_ && r.config.iters > 0 &&
+        r.queries_per_iter() > 0.0) {
+      pass_seconds_ = seconds_per_query(r) * static_cast<double>(all_->n());
+      from_sampling_ = true;
     }
     if (!map_) map_ = std::make_shared<const MapResult>(r.map);
   }
@@ -93,7 +101,7 @@ class SharedMap {
   std::shared_ptr<const MapResult> map_;
   std::shared_ptr<SetupCache> cache_ = std::make_shared<SetupCache>();
   double pass_seconds_ = 0.0;
-  bool from_statistics_ = false;
+  bool from_statistics_ = false, from_sampling_ = false;
 };
 
 /// Runs `c` on `data`, sharing the MAP fit through `shared`.
@@ -301,12 +309,12 @@ double phase_seconds(const RunResult& r, const std::string& name) {
 
 /// A candidate's predicted seconds from the pilots' end to its run's end: the set-up the pilots
 /// do not hand over (the MAP fit is shared; an SMH candidate's statistics are added afterwards
-/// unless the cache holds them), the warm-up at the pilot's pace, and the sampling to the
-/// request: cfg.ess effective draws at `ess_per_second` (ESS grows about in proportion to the
-/// iterations), or cfg.iters iterations at the pilot's pace. `scale` turns a subset's seconds
-/// into all the rows'.
-double predicted_seconds(const RunConfig& cfg, const RunResult& r, double ess_per_second,
-                         double scale, double statistics) {
+/// unless the cache holds them), `warmup` iterations (the run's, run_warmup()) at the pilot's
+/// pace, and the sampling to the request: cfg.ess effective draws at `ess_per_second` (ESS grows
+/// about in proportion to the iterations), or cfg.iters iterations at the pilot's pace. `scale`
+/// turns a subset's seconds into all the rows'.
+double predicted_seconds(const RunConfig& cfg, long warmup, const RunResult& r,
+                         double ess_per_second, double scale, double statistics) {
   double setup = 0.0;
   for (const SetupPhase& p : r.setup_phases)
     if (p.name != "map") setup += p.seconds;
@@ -316,7 +324,7 @@ double predicted_seconds(const RunConfig& cfg, const RunResult& r, double ess_pe
   const double chains =
       std::max<double>(cfg.chains, threads) / std::max<double>(r.config.chains, threads);
   const double warm = r.config.warmup > 0
-                          ? r.warmup_seconds * scale * chains * static_cast<double>(cfg.warmup) /
+                          ? r.warmup_seconds * scale * chains * static_cast<double>(warmup) /
                                 static_cast<double>(r.config.warmup)
                           : 0.0;
   const double sampling = cfg.ess > 0.0
@@ -415,6 +423,16 @@ std::shared_ptr<const MapResult> reuse_states(AutoCandidate& c, const AutoOption
   m->chain_starts = c.pilot_states;
   if (adapted) c.config.warmup = std::min(c.config.warmup, opt.reuse_state_warmup);
   return m;
+}
+
+/// The warm-up candidate `c`'s run would make if chosen, as choose_algo() hands a pilot over:
+/// the user's, or the shorter one of a run that takes over its pilot's adaptation and state.
+/// (A prediction at the user's warm-up charged a candidate for iterations its run never makes:
+/// on the softmax data regular NUTS's 1,000 at four times FlyMC's cost per iteration.)
+long run_warmup(AutoCandidate c, const AutoOptions& opt) {
+  if (reuse_adaptation(c, opt) && opt.reuse_state_warmup >= 0 && !c.pilot_states.empty())
+    c.config.warmup = std::min(c.config.warmup, opt.reuse_state_warmup);
+  return c.config.warmup;
 }
 
 /// The choice when a single candidate is left: no pilot can change it.
@@ -607,8 +625,8 @@ class Pilots {
       stats_seconds_[i] = phase_seconds(p.result, "statistics");
       last_smh_ = i;
     }
-    c.predicted_seconds =
-        predicted_seconds(cfg_, p.result, c.ess_per_second, scale, stats_seconds_[i]);
+    c.predicted_seconds = predicted_seconds(cfg_, target_ ? run_warmup(c, opt_) : cfg_.warmup,
+                                            p.result, c.ess_per_second, scale, stats_seconds_[i]);
     best_so_far_ = std::max(best_so_far_, c.ess_per_second);
     best_seconds_ = std::min(best_seconds_, c.predicted_seconds);
     if (first_done_ < 0.0) first_done_ = seconds_since(start_);

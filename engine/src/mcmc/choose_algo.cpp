@@ -412,26 +412,23 @@ std::vector<Vec> starts_from(const RunResult& r, int chains) {
   return out;
 }
 
-/// The chosen candidate of a run to an ESS target starts its chains where its pilot's ended
-/// (AutoOptions::reuse_state_warmup): `map` with the starting points, and the warm-up cut where
-/// it took over the pilot's adaptation too (`adapted`; otherwise the warm-up still has that to
-/// do). Any starting point leaves the chains exact; the target's R̂ and ESS judge convergence.
-std::shared_ptr<const MapResult> reuse_states(AutoCandidate& c, const AutoOptions& opt,
-                                              bool adapted, std::shared_ptr<const MapResult> map) {
-  if (opt.reuse_state_warmup < 0 || c.rough || c.pilot_states.empty() || !map) return map;
-  auto m = std::make_shared<MapResult>(*map);
-  m->chain_starts = c.pilot_states;
-  if (adapted) c.config.warmup = std::min(c.config.warmup, opt.reuse_state_warmup);
-  return m;
+/// What the run of a candidate for an ESS target takes over from its pilot, applied to its
+/// configuration: the adaptation (reuse_adaptation()) and, returned, whether its chains start
+/// at its pilot's draws (AutoOptions::reuse_state_warmup), with the warm-up cut further where
+/// both are taken over (otherwise the warm-up still has the adapting to do). Any starting point
+/// leaves the chains exact; the target's R̂ and ESS judge their convergence.
+bool hand_over(AutoCandidate& c, const AutoOptions& opt) {
+  const bool adapted = reuse_adaptation(c, opt);
+  const bool states = opt.reuse_state_warmup >= 0 && !c.rough && !c.pilot_states.empty();
+  if (states && adapted) c.config.warmup = std::min(c.config.warmup, opt.reuse_state_warmup);
+  return states;
 }
 
-/// The warm-up candidate `c`'s run would make if chosen, as choose_algo() hands a pilot over:
-/// the user's, or the shorter one of a run that takes over its pilot's adaptation and state.
-/// (A prediction at the user's warm-up charged a candidate for iterations its run never makes:
-/// on the softmax data regular NUTS's 1,000 at four times FlyMC's cost per iteration.)
+/// The warm-up candidate `c`'s run would make if chosen (hand_over() on a copy). A prediction at
+/// the user's warm-up charged a candidate for iterations its run never makes: on the softmax
+/// data regular NUTS's 1,000 at four times FlyMC's cost per iteration.
 long run_warmup(AutoCandidate c, const AutoOptions& opt) {
-  if (reuse_adaptation(c, opt) && opt.reuse_state_warmup >= 0 && !c.pilot_states.empty())
-    c.config.warmup = std::min(c.config.warmup, opt.reuse_state_warmup);
+  hand_over(c, opt);
   return c.config.warmup;
 }
 
@@ -737,9 +734,12 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
                      (ranked.size() > 1 && out.candidates[ranked[1]].rough);
   out.predicted_speedup = predicted_speedup(out, pilots.regular_bound());
   out.map = pilots.shared().map();
-  if (target) {
-    AutoCandidate& best = out.candidates[out.chosen];
-    out.map = reuse_states(best, opt, reuse_adaptation(best, opt), out.map);
+  // (A pilot with draws ran on all the rows, so their MAP fit is there.)
+  AutoCandidate& best = out.candidates[out.chosen];
+  if (target && hand_over(best, opt) && out.map) {
+    auto m = std::make_shared<MapResult>(*out.map);
+    m->chain_starts = best.pilot_states;
+    out.map = std::move(m);
   }
   out.why = why_chosen(cfg, out, ranked);
   if (out.map && !out.map->chain_starts.empty())

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -115,19 +116,49 @@ inline double seconds_per_1000_ess(const RunResult& r, double min_ess_bulk) {
                             : std::numeric_limits<double>::infinity();
 }
 
-/// What a user waits for with `flymc sample --ess N`: `cfg` run to N effective draws (bulk and
-/// tail, R-hat <= 1.01) within `max_seconds` of sampling, its set-up included, plus `before`
-/// (reading the data, auto's pilots). NaN when the target was not reached.
-inline double time_to_target(RunConfig cfg, double ess, double max_seconds,
-                             const std::shared_ptr<const Dataset>& data, double before = 0.0,
-                             const Precomputed& pre = {}) {
+/// The seconds a user waits for a run to an ESS target: measured, or, for a run its cap cut
+/// short, projected (marked so).
+struct TargetTime {
+  double seconds = std::numeric_limits<double>::quiet_NaN();  ///< NaN: off, or no projection
+  bool projected = false;
+
+  /// The table's cell: "12.34", "~567.8" for a projection, "-" when off.
+  std::string text() const {
+    if (!std::isfinite(seconds)) return "-";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s%.2f", projected ? "~" : "", seconds);
+    return buf;
+  }
+  /// Into a row's JSON: time_to_target_seconds (null when none) and time_to_target_projected.
+  void write(nlohmann::json& j) const {
+    j["time_to_target_seconds"] = std::isfinite(seconds) ? nlohmann::json(seconds) : nullptr;
+    j["time_to_target_projected"] = projected;
+  }
+};
+
+/// A run to an ESS target that its cap ended first: its set-up and warm-up as run, and its
+/// sampling extrapolated to `ess` at its rate so far (ESS grows about in proportion to the
+/// iterations, the rule the run's own blocks use). NaN when it made no effective draw.
+inline double projected_seconds(const RunResult& r, double ess) {
+  const double so_far = std::min(r.target.min_ess_bulk, r.target.min_ess_tail);
+  if (!(so_far > 0.0)) return std::numeric_limits<double>::quiet_NaN();
+  return r.setup_seconds + r.warmup_seconds + r.sampling_seconds * std::max(1.0, ess / so_far);
+}
+
+/// What a user waits for with `flymc sample --ess N --max-seconds S`: `cfg` run to N effective
+/// draws (bulk and tail, R-hat <= 1.01), its set-up included, plus `before` (reading the data,
+/// auto's pilots); past S seconds (0: no cap) the run stops at a block's end and the time is
+/// projected (projected_seconds()).
+inline TargetTime time_to_target(RunConfig cfg, double ess, double max_seconds,
+                                 const std::shared_ptr<const Dataset>& data, double before = 0.0,
+                                 const Precomputed& pre = {}) {
   cfg.ess = ess;
   cfg.iters = kEssIterCap;
   cfg.thin = 1;
   cfg.max_seconds = max_seconds;
   const RunResult r = run(cfg, data, {}, nullptr, nullptr, {}, pre);
-  return r.target_reached ? before + end_to_end_seconds(r)
-                          : std::numeric_limits<double>::quiet_NaN();
+  if (r.target_reached) return {before + end_to_end_seconds(r), false};
+  return {before + projected_seconds(r, ess), true};
 }
 
 /// Each parameter's summary (mean, MCSE, ...) of a run.

@@ -20,6 +20,7 @@
 
 #include "auto_option.hpp"
 #include "bench_common.hpp"
+#include "calibrate.hpp"
 #include "compare.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/options.hpp"
@@ -27,7 +28,7 @@
 #include "flymc/datagen/datagen.hpp"
 #include "flymc/diagnostics/diagnostics.hpp"
 #include "flymc/kernels/kernels.hpp"
-#include "flymc/mcmc/choose_algo.hpp"
+#include "flymc/mcmc/auto/choose_algo.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "storage.hpp"
 #include "tall.hpp"
@@ -44,7 +45,7 @@ struct RowStats {
   double ess_min;  // min bulk ESS over the parameters, all chains
   long warmup, iters;
   std::optional<bool> target_reached;  // with --target-ess only
-  double time_to_target = NAN;         // seconds to --time-to-ess effective draws (NaN: not)
+  bench::TargetTime time_to_target;    // seconds to --time-to-ess effective draws
 };
 
 RowStats measure(const std::string& algo, const RunConfig& cfg,
@@ -160,6 +161,9 @@ struct Table1Options {
   // > 0: each algorithm also runs with --ess N (within max_seconds of sampling), and the default
   // flymc sample (--algo auto --ess N) on each row's data: the seconds to the target.
   double time_to_ess = 1000.0;
+  // The wall-time cap of each of those runs (the default run's pilots included; 0: none); a row
+  // that reaches it reports the time its ESS rate so far projects, marked.
+  double target_max_seconds = 60.0;
   // Logistic regression (Fashion-MNIST 7-vs-9): enough iterations for a min bulk ESS of a few
   // hundred per algorithm with RW-MH (regular MCMC mixes at ~0.2 ESS per 1000 iterations there,
   // FlyMC at ~0.03).
@@ -310,32 +314,30 @@ std::string kernel_label(const RunConfig& c) {
 /// One algorithm's figures as a JSON row, speedups against regular MCMC's `r0`.
 nlohmann::json row_json(const RowSpec& spec, const std::string& kernel, const RowStats& r,
                         const RowStats& r0) {
-  nlohmann::json j = {
-      {"dataset", spec.dataset},
-      {"model", to_string(spec.base.model)},
-      {"kernel", kernel},
-      {"algo", r.algo},
-      {"n", spec.data->n()},
-      {"d", spec.data->d()},
-      {"queries_per_iter", r.queries_per_iter},
-      {"bright_mean", r.bright_mean},
-      {"ess_per_1000_min", r.ess1000_min},
-      {"ess_per_1000_median", r.ess1000_median},
-      {"ess_per_second_min", r.ess_per_sec_min},
-      {"ess_per_query_min", r.ess_per_query_min},
-      {"speedup_queries", r.ess_per_query_min / r0.ess_per_query_min},
-      {"speedup_wall", r.ess_per_sec_min / r0.ess_per_sec_min},
-      {"accept_rate", r.accept},
-      {"step_size", r.step_size},
-      {"seconds_per_iter", r.seconds_per_iter},
-      {"setup_seconds", r.setup_seconds},
-      {"warmup", r.warmup},
-      {"iters", r.iters},
-      {"min_ess_bulk", r.ess_min},
-      {"chains", spec.base.chains},
-      {"sampling_seconds", r.sampling_seconds},
-      {"time_to_target_seconds",
-       std::isfinite(r.time_to_target) ? nlohmann::json(r.time_to_target) : nlohmann::json()}};
+  nlohmann::json j = {{"dataset", spec.dataset},
+                      {"model", to_string(spec.base.model)},
+                      {"kernel", kernel},
+                      {"algo", r.algo},
+                      {"n", spec.data->n()},
+                      {"d", spec.data->d()},
+                      {"queries_per_iter", r.queries_per_iter},
+                      {"bright_mean", r.bright_mean},
+                      {"ess_per_1000_min", r.ess1000_min},
+                      {"ess_per_1000_median", r.ess1000_median},
+                      {"ess_per_second_min", r.ess_per_sec_min},
+                      {"ess_per_query_min", r.ess_per_query_min},
+                      {"speedup_queries", r.ess_per_query_min / r0.ess_per_query_min},
+                      {"speedup_wall", r.ess_per_sec_min / r0.ess_per_sec_min},
+                      {"accept_rate", r.accept},
+                      {"step_size", r.step_size},
+                      {"seconds_per_iter", r.seconds_per_iter},
+                      {"setup_seconds", r.setup_seconds},
+                      {"warmup", r.warmup},
+                      {"iters", r.iters},
+                      {"min_ess_bulk", r.ess_min},
+                      {"chains", spec.base.chains},
+                      {"sampling_seconds", r.sampling_seconds}};
+  r.time_to_target.write(j);
   if (!spec.protocol.empty()) j["protocol"] = spec.protocol;
   if (r.target_reached) j["target_reached"] = *r.target_reached;
   return j;
@@ -357,14 +359,15 @@ nlohmann::json default_run(const RowSpec& spec, const Table1Options& o) {
   c.seed = spec.base.seed;
   c.ess = o.time_to_ess;
   c.iters = kEssIterCap;
+  c.max_seconds = o.target_max_seconds;  // (the pilots count: the run gets what they leave)
   const AlgoChoice choice = choose_algo(c, spec.data);
-  const double t =
-      bench::time_to_target(choice.best().config, o.time_to_ess, o.max_seconds, spec.data,
-                            choice.pilot_seconds, Precomputed{choice.map, choice.cache});
-  return {{"chosen", choice.best().name},
-          {"why", choice.why},
-          {"pilot_seconds", choice.pilot_seconds},
-          {"time_to_target_seconds", std::isfinite(t) ? nlohmann::json(t) : nlohmann::json()}};
+  const bench::TargetTime t =
+      bench::time_to_target(choice.best().config, o.time_to_ess, choice.best().config.max_seconds,
+                            spec.data, choice.pilot_seconds, Precomputed{choice.map, choice.cache});
+  nlohmann::json j = {
+      {"chosen", choice.best().name}, {"why", choice.why}, {"pilot_seconds", choice.pilot_seconds}};
+  t.write(j);
+  return j;
 }
 
 /// Runs one row's algorithms (regular MCMC first: the speedups' reference) and prints its table.
@@ -398,7 +401,7 @@ void table1_row(const RowSpec& spec, const Table1Options& o, nlohmann::json& jro
       c.warmup = rows.back().warmup;
       std::fprintf(stderr, "table1:   ... to %.0f effective draws with --ess\n", o.time_to_ess);
       rows.back().time_to_target =
-          bench::time_to_target(c, o.time_to_ess, o.max_seconds, spec.data);
+          bench::time_to_target(c, o.time_to_ess, o.target_max_seconds, spec.data);
     }
   }
   // The default run depends on the data and the model only: once per data set (the softmax
@@ -412,7 +415,7 @@ void table1_row(const RowSpec& spec, const Table1Options& o, nlohmann::json& jro
                 spec.protocol.c_str(), spec.dataset.c_str(), spec.data->n(), spec.data->d(),
                 to_string(spec.base.kernel), to_string(spec.base.resolved_metric()));
   text += line;
-  std::snprintf(line, sizeof line, "%-14s %12s %9s %13s %13s %11s %10s %10s %7s %10s %9s\n",
+  std::snprintf(line, sizeof line, "%-14s %12s %9s %13s %13s %11s %10s %10s %7s %10s %10s\n",
                 "algorithm", "queries/iter", "bright", "ESS/1000 min", "ESS/1000 med", "min ESS/s",
                 "x queries", "x wall", "accept", "us/iter", "to target");
   text += line;
@@ -422,18 +425,21 @@ void table1_row(const RowSpec& spec, const Table1Options& o, nlohmann::json& jro
     const double sw = r.ess_per_sec_min / r0.ess_per_sec_min;
     const std::string name = r.algo + (r.target_reached == false ? "*" : "");
     std::snprintf(line, sizeof line,
-                  "%-14s %12.1f %9.1f %13.3f %13.3f %11.2f %10.2f %10.2f %7.3f %10.2f %9.2f\n",
+                  "%-14s %12.1f %9.1f %13.3f %13.3f %11.2f %10.2f %10.2f %7.3f %10.2f %10s\n",
                   name.c_str(), r.queries_per_iter, r.bright_mean, r.ess1000_min, r.ess1000_median,
-                  r.ess_per_sec_min, sq, sw, r.accept, 1e6 * r.seconds_per_iter, r.time_to_target);
+                  r.ess_per_sec_min, sq, sw, r.accept, 1e6 * r.seconds_per_iter,
+                  r.time_to_target.text().c_str());
     text += line;
     jrows.push_back(row_json(spec, kernel_label(algos[i].first), r, r0));
   }
   if (!dflt.is_null()) {
     const auto& t = dflt["time_to_target_seconds"];
+    const bench::TargetTime tt{t.is_null() ? NAN : double(t),
+                               dflt["time_to_target_projected"].get<bool>()};
     std::snprintf(line, sizeof line,
-                  "%-14s %12s %9s %13s %13s %11s %10s %10s %7s %10s %9.2f  (chose %s; pilots "
+                  "%-14s %12s %9s %13s %13s %11s %10s %10s %7s %10s %10s  (chose %s; pilots "
                   "%.2f s)\n",
-                  "default", "", "", "", "", "", "", "", "", "", t.is_null() ? NAN : double(t),
+                  "default", "", "", "", "", "", "", "", "", "", tt.text().c_str(),
                   dflt["chosen"].get<std::string>().c_str(), double(dflt["pilot_seconds"]));
     text += line;
     nlohmann::json j = dflt;
@@ -658,7 +664,11 @@ void add_table1_command(CLI::App& app, Table1Options& t) {
       ->capture_default_str();
   t1->add_option("--time-to-ess", t.time_to_ess,
                  "Also run each algorithm, and the default flymc sample (--algo auto), with --ess "
-                 "N: the seconds to the target, within --max-seconds of sampling (0: skip)")
+                 "N: the seconds to the target (0: skip)")
+      ->capture_default_str();
+  t1->add_option("--target-max-seconds", t.target_max_seconds,
+                 "Wall-time cap of each --time-to-ess run (the default run's pilots included); a "
+                 "row it ends reports its projected time, marked ~ (0: no cap)")
       ->capture_default_str();
   t1->add_option("--target-ess", t.target_ess,
                  "Run each algorithm until its min bulk ESS reaches this (pilot-sized, within "
@@ -777,6 +787,8 @@ int main(int argc, char** argv) {
   bench::add_compare_command(app, cmp);
   bench::StorageOptions storage;
   bench::add_storage_command(app, storage);
+  bench::CostModelOptions cost_model;
+  bench::add_cost_model_command(app, cost_model);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,7 +17,7 @@
 #include "flymc/core/clock.hpp"
 #include "flymc/core/options.hpp"
 #include "flymc/data/loaders.hpp"
-#include "flymc/mcmc/choose_algo.hpp"
+#include "flymc/mcmc/auto/choose_algo.hpp"
 
 namespace flymc::bench {
 namespace {
@@ -27,19 +27,20 @@ struct TallRow {
   RunResult result;
   double min_ess = 0.0, max_rhat = 0.0, ess_per_second = 0.0;
   std::vector<ParamSummary> summary;
-  /// Seconds from reading the data to --time-to-ess effective draws (NaN: off, or not reached).
-  double time_to_target = NAN;
+  /// Seconds from reading the data to --time-to-ess effective draws (projected past its cap).
+  bench::TargetTime time_to_target;
 };
 
 /// What a user waits for: the row's sampler run with `--ess o.time_to_ess` (as `flymc sample`
-/// would, its set-up included) from the data's reading to the target, or NaN when the target
-/// was not reached within --max-seconds of sampling (or the column is off).
-double time_to_target(const TallOptions& o, const RunConfig& c,
-                      const std::shared_ptr<const Dataset>& d, double before,
-                      const Precomputed& pre = {}) {
-  if (o.time_to_ess <= 0.0) return NAN;
+/// would, its set-up included) from the data's reading to the target, projected when the run
+/// reaches --target-max-seconds first (NaN when the column is off).
+bench::TargetTime time_to_target(const TallOptions& o, const RunConfig& c,
+                                 const std::shared_ptr<const Dataset>& d, double before,
+                                 const Precomputed& pre = {}) {
+  if (o.time_to_ess <= 0.0) return {};
   std::fprintf(stderr, "tall:   ... to %.0f effective draws with --ess\n", o.time_to_ess);
-  return bench::time_to_target(c, o.time_to_ess, o.max_seconds, d, before, pre);
+  return bench::time_to_target(
+      c, o.time_to_ess, c.max_seconds > 0.0 ? c.max_seconds : o.target_max_seconds, d, before, pre);
 }
 
 ModelKind model_kind(const std::string& m) {
@@ -196,8 +197,6 @@ nlohmann::json row_json(const TallRow& r, const Dataset& data, double best_regul
       {"end_to_end_seconds", bench::end_to_end_seconds(res)},
       {"seconds_per_1000_ess", bench::seconds_per_1000_ess(res, r.min_ess)},
       {"seconds_per_iter", seconds_per_iter(res)},
-      {"time_to_target_seconds",
-       std::isfinite(r.time_to_target) ? nlohmann::json(r.time_to_target) : nlohmann::json()},
       {"iters", res.config.iters},
       {"warmup", res.config.warmup},
       {"chains", res.config.chains},
@@ -273,14 +272,15 @@ nlohmann::json default_run(const TallOptions& o, const std::shared_ptr<const Dat
   c.warmup = RunConfig{}.warmup;
   c.ess = o.time_to_ess;
   c.iters = kEssIterCap;
+  c.max_seconds = o.target_max_seconds;  // (the pilots count: the run gets what they leave)
   const AlgoChoice choice = choose_algo(c, data);
-  const double t =
+  const bench::TargetTime t =
       time_to_target(o, choice.best().config, data, read_seconds + choice.pilot_seconds,
                      Precomputed{choice.map, choice.cache});
-  return {{"chosen", choice.best().name},
-          {"why", choice.why},
-          {"pilot_seconds", choice.pilot_seconds},
-          {"time_to_target_seconds", std::isfinite(t) ? nlohmann::json(t) : nlohmann::json()}};
+  nlohmann::json j = {
+      {"chosen", choice.best().name}, {"why", choice.why}, {"pilot_seconds", choice.pilot_seconds}};
+  t.write(j);
+  return j;
 }
 
 void print_auto(const nlohmann::json& a) {
@@ -322,18 +322,19 @@ void tall(const TallOptions& o) {
   const double best_es = best ? best->ess_per_second : 1.0;
   std::printf("\nTall data: %s (N = %zu, D = %zu), %d chains per algorithm\n", o.data.c_str(),
               data->n(), data->d(), o.chains);
-  std::printf("%-20s %12s %9s %9s %7s %11s %10s %9s %8s %10s %7s %9s\n", "algorithm",
+  std::printf("%-20s %12s %9s %9s %7s %11s %10s %9s %8s %10s %7s %10s\n", "algorithm",
               "queries/iter", "bright", "min ESS", "max R^", "min ESS/s", "x best reg", "us/iter",
               "seconds", "s/1k ESS", "mean z", "to target");
   nlohmann::json jrows = nlohmann::json::array(), posteriors = nlohmann::json::object();
   for (const TallRow& r : rows) {
-    const nlohmann::json j = row_json(r, *data, best_es, best);
-    std::printf("%-20s %12.1f %9.1f %9.1f %7.3f %11.3f %10.2f %9.2f %8.1f %10.2f %7.2f %9.2f\n",
+    nlohmann::json j = row_json(r, *data, best_es, best);
+    r.time_to_target.write(j);
+    std::printf("%-20s %12.1f %9.1f %9.1f %7.3f %11.3f %10.2f %9.2f %8.1f %10.2f %7.2f %10s\n",
                 r.algo.c_str(), r.result.queries_per_iter(), r.result.bright_mean(), r.min_ess,
                 r.max_rhat, r.ess_per_second, double(j["speedup_vs_best_regular"]),
                 1e6 * seconds_per_iter(r.result), r.result.sampling_seconds,
                 bench::seconds_per_1000_ess(r.result, r.min_ess),
-                double(j["max_mean_z_vs_best_regular"]), r.time_to_target);
+                double(j["max_mean_z_vs_best_regular"]), r.time_to_target.text().c_str());
     jrows.push_back(j);
     nlohmann::json post = nlohmann::json::array();
     for (std::size_t p = 0; p < r.summary.size(); ++p)
@@ -344,9 +345,11 @@ void tall(const TallOptions& o) {
   }
   if (!defaults.is_null()) {
     const auto& t = defaults["time_to_target_seconds"];
+    const bench::TargetTime tt{t.is_null() ? NAN : double(t),
+                               defaults["time_to_target_projected"].get<bool>()};
     std::printf(
-        "%-20s %12s %9s %9s %7s %11s %10s %9s %8s %10s %7s %9.2f  (chose %s; pilots %.2f s)\n",
-        "default (auto)", "", "", "", "", "", "", "", "", "", "", t.is_null() ? NAN : double(t),
+        "%-20s %12s %9s %9s %7s %11s %10s %9s %8s %10s %7s %10s  (chose %s; pilots %.2f s)\n",
+        "default (auto)", "", "", "", "", "", "", "", "", "", "", tt.text().c_str(),
         defaults["chosen"].get<std::string>().c_str(), double(defaults["pilot_seconds"]));
   }
   std::printf(
@@ -357,8 +360,9 @@ void tall(const TallOptions& o) {
   std::printf(
       "(to target: seconds from the data's reading to min bulk and tail ESS >= %.0f and R-hat <= "
       "1.01, each row's sampler run with --ess, set-up included; default: flymc sample's "
-      "--algo auto --ess, pilots included)\n",
-      o.time_to_ess);
+      "--algo auto --ess, pilots included; ~: the run reached --target-max-seconds (%.0f s) "
+      "first, and its sampling is projected at its ESS rate so far)\n",
+      o.time_to_ess, o.target_max_seconds);
   print_auto(autos);
   write_json(o.json, "tall",
              {{"dataset", o.data},
@@ -395,6 +399,10 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
   t->add_option("--target-ess", o.target_ess, "min bulk ESS each algorithm is run to")
       ->capture_default_str();
   cli::add_run_named(t, "max-seconds", o.max_seconds, "sampling time cap per algorithm")
+      ->capture_default_str();
+  t->add_option("--target-max-seconds", o.target_max_seconds,
+                "wall-time cap of each --time-to-ess run (pilots included for the default run); "
+                "a run it ends reports its projected time, marked ~ (0: no cap)")
       ->capture_default_str();
   t->add_option("--regular", o.regular, "regular MCMC's kernels, comma-separated")
       ->capture_default_str();

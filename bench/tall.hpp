@@ -23,6 +23,9 @@ struct TallOptions {
   double max_seconds = 900.0;
   /// Each row's time to this many effective draws with --ess, and the default run's (0: off).
   double time_to_ess = 1000.0;
+  /// The wall-time cap of each of those runs (0: none): a row that reaches it reports the time
+  /// its ESS rate so far projects, marked.
+  double target_max_seconds = 120.0;
   std::string regular = "nuts,hmc";  ///< regular MCMC's kernels (dense metric)
   /// Regular MCMC's metrics, comma-separated: adapted (the dense Laplace covariance re-estimated
   /// in Stan's windows) and/or laplace (the dense Laplace covariance kept fixed, rows named

@@ -1,5 +1,5 @@
-// --algo auto's library side (flymc/mcmc/choose_algo.hpp): the subset the regular pilot runs on,
-// and a choice consistent with its own prediction on both of its paths (all rows, and a subset
+// --algo auto's library side (flymc/mcmc/auto/choose_algo.hpp): the subset the regular pilot runs
+// on, and a choice consistent with its own prediction on both of its paths (all rows, and a subset
 // priced at the full data's measured query time).
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "flymc/core/errors.hpp"
-#include "flymc/mcmc/choose_algo.hpp"
+#include "flymc/mcmc/auto/choose_algo.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/models/logistic.hpp"
 #include "test_util.hpp"
@@ -211,6 +211,8 @@ TEST_SUITE("unit") {
     // Each pilot that was short ran again with 4^k times the iterations.
     for (const AutoCandidate& a : c.candidates) {
       CAPTURE(a.name);
+      REQUIRE(a.skipped.empty());
+      REQUIRE(a.pilot_iters > 0);
       CHECK(a.pilot_ess >= 10.0);
       CHECK_FALSE(a.rough);
       CHECK(a.pilot_iters % 2 == 0);

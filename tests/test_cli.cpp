@@ -125,6 +125,8 @@ TEST_SUITE("unit") {
                                        "prediction_rough",
                                        "auto_why",
                                        "auto_pilot_seconds",
+                                       "auto_predicted_seconds",
+                                       "auto_measured_seconds",
                                        "ess_target",
                                        "target_reached",
                                        "target_timed_out",

@@ -166,13 +166,13 @@ TEST_SUITE("unit") {
 }
 
 TEST_SUITE("threaded") {
-  TEST_CASE("an ESS run with give_up_seconds ends where its ESS rate cannot reach the target") {
+  TEST_CASE("an ESS run with give_up_cost ends where its ESS rate cannot reach the target") {
     // Auto's pilots stop paying once they cannot win (choose_algo.hpp): the rule extrapolates
     // the bulk ESS in proportion to the sampling, and only cuts, like max_seconds.
     auto ds = test::logistic_data(1500, 4, 3);
     RunConfig cfg = ess_config(Algo::full, KernelKind::nuts, 1e7);
     cfg.threads = 1;
-    cfg.give_up_seconds = 1e-9;  // any sampling at all extrapolates past it
+    cfg.give_up_cost = 1e-9;  // any sampling at all extrapolates past it
     const RunResult r = run(cfg, ds);
     CHECK_FALSE(r.target_reached);
     CHECK(r.target_timed_out);
@@ -180,10 +180,10 @@ TEST_SUITE("threaded") {
     // A target the run meets in its blocks is not given up, whatever the limit's size once
     // the ESS is there; and without the limit the same run goes on to it.
     cfg.ess = 400;
-    cfg.give_up_seconds = 1e9;
+    cfg.give_up_cost = 1e9;
     const RunResult met = run(cfg, ds);
     CHECK(met.target_reached);
-    cfg.give_up_seconds = 0.0;
+    cfg.give_up_cost = 0.0;
     check_same_draws(met, run(cfg, ds));
   }
 

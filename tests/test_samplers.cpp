@@ -11,7 +11,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/options.hpp"
 #include "flymc/core/samplers.hpp"
-#include "flymc/mcmc/choose_algo.hpp"
+#include "flymc/mcmc/auto/choose_algo.hpp"
 #include "flymc/mcmc/model_needs.hpp"
 #include "test_util.hpp"
 

@@ -34,7 +34,7 @@
 #include "flymc/io/checkpoint.hpp"
 #include "flymc/io/output.hpp"
 #include "flymc/io/run_dir.hpp"
-#include "flymc/mcmc/choose_algo.hpp"
+#include "flymc/mcmc/auto/choose_algo.hpp"
 #include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "job_group.hpp"
@@ -146,10 +146,12 @@ nlohmann::json auto_candidates_json(const AlgoChoice& choice) {
                    {"skipped", ran ? nlohmann::json() : nlohmann::json(c.skipped)},
                    {"predicted_ess_per_second", ran ? num(c.ess_per_second) : nlohmann::json()},
                    {"predicted_seconds", ran ? num(c.predicted_seconds) : nlohmann::json()},
+                   {"predicted_core_seconds", ran ? num(c.predicted_cost) : nlohmann::json()},
                    {"pilot_min_ess", ran ? num(c.pilot_ess) : nlohmann::json()},
                    {"pilot_iters", ran ? nlohmann::json(c.pilot_iters) : nlohmann::json()},
                    {"pilot_rows", ran ? nlohmann::json(c.pilot_rows) : nlohmann::json()},
                    {"pilot_seconds", ran ? num(c.pilot_seconds) : nlohmann::json()},
+                   {"pilot_core_seconds", ran ? num(c.pilot_cost) : nlohmann::json()},
                    {"rough", ran ? nlohmann::json(c.rough) : nlohmann::json()}});
   }
   return out;
@@ -189,6 +191,9 @@ void write_summary_json(const std::string& path, const RunResult& r,
       {"prediction_rough", choice ? nlohmann::json(choice->pilots_short) : nlohmann::json()},
       {"auto_why", choice ? nlohmann::json(choice->why) : nlohmann::json()},
       {"auto_pilot_seconds", choice ? num(choice->pilot_seconds) : nlohmann::json()},
+      {"auto_predicted_seconds", choice ? num(choice->best().predicted_seconds) : nlohmann::json()},
+      {"auto_measured_seconds",
+       choice ? num(r.setup_seconds + r.warmup_seconds + r.sampling_seconds) : nlohmann::json()},
       {"chains", r.config.chains},
       {"warmup", r.config.warmup},
       {"iters", r.config.iters},
@@ -550,16 +555,18 @@ AlgoChoice choose_job_algo(const SampleOptions& o, const SampleJob& job,
   return c;
 }
 
-/// The chosen run's step size, ρ and warm-up as choose_algo() set them ("step rho warmup", "-"
-/// for unset), as the leader sent them.
+/// The chosen run's step size, ρ, warm-up and --max-seconds left as choose_algo() set them
+/// ("step rho warmup seconds", "-" for unset), as the leader sent them.
 void take_adaptation(const std::string& text, RunConfig& cfg) {
   std::istringstream in(text);
   std::string step, rho;
   long warmup = cfg.warmup;
-  if (!(in >> step >> rho >> warmup)) return;
+  double seconds = cfg.max_seconds;
+  if (!(in >> step >> rho >> warmup >> seconds)) return;
   if (step != "-") cfg.step_size = std::stod(step);
   if (rho != "-") cfg.pcn_rho = std::stod(rho);
   cfg.warmup = warmup;
+  cfg.max_seconds = seconds;
 }
 
 /// --algo auto: the leader runs the pilots; every process takes its choice (the candidates are
@@ -582,7 +589,8 @@ std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGro
   if (choice) {
     const RunConfig& c = choice->best().config;
     adapted = (c.step_size ? number_text(*c.step_size) : "-") + " " +
-              (c.pcn_rho ? number_text(*c.pcn_rho) : "-") + " " + std::to_string(c.warmup);
+              (c.pcn_rho ? number_text(*c.pcn_rho) : "-") + " " + std::to_string(c.warmup) + " " +
+              number_text(c.max_seconds);
   }
   take_adaptation(group.from_leader(adapted), job.cfg);
   speedup_text = group.from_leader(choice ? number_text(choice->predicted_speedup) : "");

@@ -12,7 +12,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/hdf5/hdf5.hpp"
-#include "flymc/mcmc/choose_algo.hpp"
+#include "flymc/mcmc/auto/choose_algo.hpp"
 #include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "options.hpp"

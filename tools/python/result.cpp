@@ -121,10 +121,13 @@ py::object auto_candidates_list(const AlgoChoice& choice) {
     d["metric"] = to_string(c.config.resolved_metric());
     d["skipped"] = ran ? py::none() : py::object(py::str(c.skipped));
     d["predicted_ess_per_second"] = ran ? finite_or_none(c.ess_per_second) : py::none();
+    d["predicted_seconds"] = ran ? finite_or_none(c.predicted_seconds) : py::none();
+    d["predicted_core_seconds"] = ran ? finite_or_none(c.predicted_cost) : py::none();
     d["pilot_min_ess"] = ran ? finite_or_none(c.pilot_ess) : py::none();
     d["pilot_iters"] = ran ? py::object(py::int_(c.pilot_iters)) : py::none();
     d["pilot_rows"] = ran ? py::object(py::int_(c.pilot_rows)) : py::none();
     d["pilot_seconds"] = ran ? finite_or_none(c.pilot_seconds) : py::none();
+    d["pilot_core_seconds"] = ran ? finite_or_none(c.pilot_cost) : py::none();
     d["rough"] = ran ? py::object(py::bool_(c.rough)) : py::none();
     out.append(d);
   }
@@ -143,6 +146,12 @@ py::dict run_dict(const RunResult& r, const std::vector<NamedSummary>& params,
   d["auto_candidates"] = choice ? auto_candidates_list(*choice) : py::none();
   d["predicted_speedup"] = choice ? finite_or_none(choice->predicted_speedup) : py::none();
   d["prediction_rough"] = choice ? py::object(py::bool_(choice->pilots_short)) : py::none();
+  d["auto_why"] = choice ? py::object(py::str(choice->why)) : py::none();
+  d["auto_pilot_seconds"] = choice ? finite_or_none(choice->pilot_seconds) : py::none();
+  d["auto_predicted_seconds"] =
+      choice ? finite_or_none(choice->best().predicted_seconds) : py::none();
+  d["auto_measured_seconds"] =
+      choice ? finite_or_none(r.setup_seconds + r.warmup_seconds + r.sampling_seconds) : py::none();
   d["n"] = r.n;
   d["dim"] = r.dim;
   d["chains"] = c.chains;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "flymc/mcmc/choose_algo.hpp"
+#include "flymc/mcmc/auto/choose_algo.hpp"
 #include "flymc/mcmc/sampler.hpp"
 
 namespace flymc::python {

@@ -14,6 +14,7 @@
 
 #include "flymc/core/clock.hpp"
 #include "flymc/core/row_link.hpp"
+#include "flymc/mcmc/auto/cost_model.hpp"
 #include "flymc/mcmc/ess_target.hpp"
 #include "flymc/mcmc/run_part.hpp"
 #include "flymc/mcmc/sampler.hpp"
@@ -107,25 +108,55 @@ TargetStatus check(const RunConfig& cfg, std::size_t dim, long sampling_iters,
 
 }  // namespace blocks
 
-/// Whether a run with RunConfig::give_up_seconds gives up at a block's end after `sampling`
-/// seconds of sampling (at the pace so far): its bulk ESS, growing in proportion to the
-/// iterations, would reach the target only after more seconds of sampling than that. The bulk
-/// ESS alone: the tail ESS of a short run is often still near 0 while the warm-up's transient
-/// passes, and the bulk ESS, never below the smaller of the two, makes the rule err towards
-/// going on.
+/// Whether a run with RunConfig::give_up_cost gives up at a block's end after `sampling`
+/// core-seconds of sampling (the cost model's price of its counted work): its bulk ESS, growing
+/// in proportion to the iterations, would reach the target only after more core-seconds of
+/// sampling than that. The bulk ESS alone: the tail ESS of a short run is often still near 0
+/// while the warm-up's transient passes, and the bulk ESS, never below the smaller of the two,
+/// makes the rule err towards going on.
 inline bool hopeless(const RunConfig& cfg, const TargetStatus& s, double sampling) {
-  if (cfg.give_up_seconds <= 0.0 || s.min_ess_bulk >= cfg.ess) return false;
-  return sampling * cfg.ess / std::max(s.min_ess_bulk, 1.0) > cfg.give_up_seconds;
+  if (cfg.give_up_cost <= 0.0 || s.min_ess_bulk >= cfg.ess) return false;
+  return sampling * cfg.ess / std::max(s.min_ess_bulk, 1.0) > cfg.give_up_cost;
+}
+
+/// The core-seconds of the chains' counted work so far, warm-up included.
+template <class C>
+double priced_work(const RunConfig& cfg, const CostShape& shape,
+                   const std::vector<std::unique_ptr<C>>& chains) {
+  Work w;
+  for (const auto& ch : chains)
+    w += Work{static_cast<double>(ch->position()), static_cast<double>(ch->counts().queries),
+              static_cast<double>(ch->counts().grad_evals)};
+  return work_seconds(cfg, shape, w);
+}
+
+/// Whether the run's priced work ends it at this block's end (RunConfig::give_up_cost and
+/// max_cost; auto's pilots, all of whose chains run in one process): a function of the counted
+/// work alone, so the same at any load and thread count. `s` is the sampling iterations so far,
+/// `next` where the next block would end.
+template <class C>
+bool out_of_budget(const RunConfig& cfg, const CostShape& shape,
+                   const std::vector<std::unique_ptr<C>>& chains, const TargetStatus& status,
+                   long s, long next) {
+  if (cfg.give_up_cost <= 0.0 && cfg.max_cost <= 0.0) return false;
+  const double spent = priced_work(cfg, shape, chains);
+  const double pace = spent / static_cast<double>(std::max(1L, cfg.warmup + s));
+  if (cfg.max_cost > 0.0 && spent + pace * static_cast<double>(next - s) > cfg.max_cost)
+    return true;
+  return hopeless(cfg, status, pace * static_cast<double>(s));
 }
 
 /// Runs chains `first_id` .. `first_id + nchains - 1` of `cfg` to the run's end. `make(i)`
 /// builds chain i of the block (a std::unique_ptr<C>) in its own task; `finish(i, chain)` returns
 /// its ChainResult (and closes its sink) in its own task. `in_turn`: one chain after another
 /// (chains on a shard of the data).
+/// `shape` prices the chains' work for RunConfig::give_up_cost and max_cost; its `p` is the
+/// draws' width.
 template <class C, class Make, class Finish>
-BlockOutcome run_blocks(const RunConfig& cfg, std::size_t dim, int nchains, int first_id,
+BlockOutcome run_blocks(const RunConfig& cfg, const CostShape& shape, int nchains, int first_id,
                         bool in_turn, Progress* progress, Make&& make, Finish&& finish,
                         std::vector<ChainResult>& results, const BlockSync& sync = {}) {
+  const std::size_t dim = shape.p;
   const int threads = run_threads(cfg);
   results.resize(static_cast<std::size_t>(nchains));
   auto gauge = [&](int i) -> ChainGauge* {
@@ -186,9 +217,7 @@ BlockOutcome run_blocks(const RunConfig& cfg, std::size_t dim, int nchains, int 
     bool late =
         cfg.max_seconds > 0.0 && (elapsed >= cfg.max_seconds ||
                                   elapsed + pace * static_cast<double>(next - s) > cfg.max_seconds);
-    late = late || hopeless(cfg, out.status,
-                            elapsed * static_cast<double>(s) /
-                                static_cast<double>(std::max(1L, cfg.warmup + s)));
+    late = late || out_of_budget(cfg, shape, chains, out.status, s, next);
     if (sync.from_leader) {
       std::vector<double> v = {late ? 1.0 : 0.0};
       sync.from_leader(v);

@@ -41,8 +41,8 @@ BlockOutcome run_chain_blocks(const Shared<M>& sh, ChainBlock block, ChainSessio
   // On a sharded data set every process runs every chain, one after another in chain order
   // (their z-updates are collective).
   const bool in_turn = shard_link(sh.model.data()) != nullptr;
-  return run_blocks<C>(sh.cfg, sh.model.dim(), block.count, block.first, in_turn, progress, make,
-                       finish, results, sync);
+  return run_blocks<C>(sh.cfg, cost_shape(sh.model.data(), sh.model.dim()), block.count,
+                       block.first, in_turn, progress, make, finish, results, sync);
 }
 
 /// Runs the chains of `block` to the run's end (a fixed length, or an ESS target); a chain's

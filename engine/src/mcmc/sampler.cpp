@@ -5,7 +5,7 @@
 #include <string>
 
 #include "flymc/core/errors.hpp"
-#include "flymc/mcmc/choose_algo.hpp"
+#include "flymc/mcmc/auto/choose_algo.hpp"
 #include "flymc/mcmc/metric.hpp"
 #include "flymc/mcmc/minibatch/approximate.hpp"
 #include "flymc/mcmc/model_needs.hpp"
@@ -152,7 +152,7 @@ RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const S
   if (!data) throw DataError("no data");
   if (checkpoint != nullptr && checkpoint->resume)
     throw ConfigError(
-        "--algo auto cannot resume: its choice depends on its pilots' timing; resume with the "
+        "--algo auto cannot resume: its pilots are not checkpointed; resume with the "
         "configuration the run chose (RunResult::config, or the checkpoint's)");
   AutoOptions opt;
   opt.checkpointed = checkpoint != nullptr && checkpoint->store != nullptr;

@@ -162,11 +162,17 @@ struct RunConfig {
   /// at the last block's end before them (the first block always runs), predicted from the pace
   /// of the iterations so far, with RunResult::target_reached false.
   double max_seconds = 0.0;
-  /// Code only (auto's pilots, choose_algo.hpp): with `ess`, the run also ends as if cut by
-  /// `max_seconds` at a block's end where its sampling so far, extrapolated at its ESS rate so
-  /// far, needs more than this many seconds of sampling in all to reach `ess` (0: never). A pilot
-  /// that can no longer win stops paying.
-  double give_up_seconds = 0.0;
+  /// Code only (auto's pilots, flymc/mcmc/auto/choose_algo.hpp): with `ess`, the run also ends
+  /// as if cut by `max_seconds` at a block's end where its sampling so far, extrapolated at its
+  /// ESS rate so far, needs more than this many core-seconds of sampling in all to reach `ess`
+  /// (0: never). Core-seconds are the cost model's price of the chains' counted work
+  /// (flymc/mcmc/auto/cost_model.hpp), never a clock's: a pilot that can no longer win stops
+  /// paying at the same iteration on any machine, at any load and thread count.
+  double give_up_cost = 0.0;
+  /// Code only (auto's pilots): with `ess`, the run also ends at the last block's end whose
+  /// priced work, warm-up included, stays within this many core-seconds (0: no limit). The
+  /// first block always runs.
+  double max_cost = 0.0;
   /// With `ess`: the largest R̂ the target accepts (Vehtari et al. 2021's 1.01).
   double max_rhat = 1.01;
   long thin = 1;  ///< keep every thin-th sampling iteration

@@ -270,8 +270,9 @@ constexpr std::size_t field_count() {
     return sizeof...(A);
 }
 }  // namespace detail
-/// RunConfig's fields that are not options, given only in code: `family`, `give_up_seconds`.
-inline constexpr std::size_t kCodeOnlyFields = 2;
+/// RunConfig's fields that are not options, given only in code: `family`, `give_up_cost`,
+/// `max_cost`.
+inline constexpr std::size_t kCodeOnlyFields = 3;
 template <class T>
 constexpr std::size_t aggregate_field_count() {
   return detail::field_count<T>();

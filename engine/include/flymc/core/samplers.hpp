@@ -21,6 +21,11 @@ namespace flymc {
 /// piecewise-deterministic path, or an approximate subsampling step.
 enum class SamplerKind { theta_kernel, smh, pdmp, approximate, automatic };
 
+/// Which prices of auto's cost model (mcmc/auto/cost_model.hpp) a sampler's counted work takes:
+/// regular MCMC's full passes, FlyMC's packed bright rows, scalable MH's gathered rows, or a
+/// piecewise-deterministic path's events.
+enum class CostFamily { full_data, flymc, smh, pdmp };
+
 /// One set-up of a sampler that `--algo auto` pilots (choose_algo.hpp): its candidate name and
 /// the choices it makes for the user.
 struct AutoSetup {
@@ -66,6 +71,7 @@ struct SamplerInfo {
   bool targets_ess = false;  ///< runs to an ESS target (--ess), its chains continuing in blocks
   bool batches = false;      ///< estimates gradients or tests from batches of --batch-size data
   std::span<const AutoSetup> auto_setups = {};  ///< what auto pilots of it (empty: no candidate)
+  CostFamily cost = CostFamily::pdmp;           ///< the cost model's prices for its work
   SamplerRunner runner = nullptr;               ///< null for auto, which resolves to another row
 };
 
@@ -127,6 +133,7 @@ inline constexpr SamplerInfo kSamplers[] = {
      .checkpointable = true,
      .targets_ess = true,
      .auto_setups = detail::kFlymcSetups,
+     .cost = CostFamily::flymc,
      .runner = &run_theta_kernel_request},
     {.algo = Algo::full,
      .name = "full",
@@ -137,6 +144,7 @@ inline constexpr SamplerInfo kSamplers[] = {
      .checkpointable = true,
      .targets_ess = true,
      .auto_setups = detail::kFullSetups,
+     .cost = CostFamily::full_data,
      .runner = &run_theta_kernel_request},
     detail::approximate_row(Algo::minibatch_mh, "minibatch-mh", "MinibatchMH(barker)"),
     detail::approximate_row(Algo::sgld, "sgld", "SGLD"),
@@ -159,6 +167,7 @@ inline constexpr SamplerInfo kSamplers[] = {
      .checkpointable = true,
      .targets_ess = true,
      .auto_setups = detail::kSmhSetups,
+     .cost = CostFamily::smh,
      .runner = &run_smh_request},
     {.algo = Algo::automatic,
      .name = "auto",

@@ -28,6 +28,7 @@ class BouncyChain {
   /// refreshment), which leaves the process exact (run_blocks.hpp).
   void advance(long end, ChainGauge* gauge);
   long position() const noexcept { return out_.position(); }
+  const Counters& counts() const noexcept { return out_.counts(); }
   bool stopped() const noexcept { return false; }  // (no checkpoints: nothing asks it to stop)
   void halt() noexcept {}
   const std::vector<double>& draws() const noexcept { return out_.draws(); }

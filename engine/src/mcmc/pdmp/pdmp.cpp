@@ -120,8 +120,9 @@ void run_pdmp_chains(const detail::PdmpShared& sh, const SinkFactory& sinks, Pro
   };
   if (progress) progress->chains_started.store(true);
   const Stopwatch par_clock;
-  const detail::BlockOutcome b = detail::run_blocks<C>(cfg, sh.model.dim(), cfg.chains, 1, false,
-                                                       progress, make, finish, out.chains);
+  const detail::BlockOutcome b =
+      detail::run_blocks<C>(cfg, cost_shape(sh.model.data(), sh.model.dim()), cfg.chains, 1, false,
+                            progress, make, finish, out.chains);
   detail::take_outcome(b, out);
   detail::split_wall_time(out, par_clock.seconds());
 }

@@ -95,6 +95,7 @@ class PdmpOutput {
   /// The path's end moves on to iteration `end` (warm-up included), for the next block.
   void extend(long end) noexcept { path_.extend(end); }
   long position() const noexcept { return path_.passed(); }
+  const Counters& counts() const noexcept { return res_.counters; }
   const std::vector<double>& draws() const noexcept { return res_.draws; }
   int chain_id() const noexcept { return res_.chain_id; }
 

@@ -26,6 +26,7 @@ class ZigZagChain {
   /// makes the path of one run of the same length (run_blocks.hpp).
   void advance(long end, ChainGauge* gauge);
   long position() const noexcept { return out_.position(); }
+  const Counters& counts() const noexcept { return out_.counts(); }
   bool stopped() const noexcept { return false; }  // (no checkpoints: nothing asks it to stop)
   void halt() noexcept {}
   const std::vector<double>& draws() const noexcept { return out_.draws(); }

@@ -426,8 +426,9 @@ BlockOutcome run_smh_chains(const SmhShared& sh, ChainSessions& cs, Progress* pr
     cs.sinks[static_cast<std::size_t>(i)].reset();  // closes the file in the chain's own task
     return r;
   };
-  return run_blocks<SmhChain>(sh.cfg, sh.dim(), sh.cfg.chains, 1, sh.link != nullptr, progress,
-                              make, finish, out.chains, block_sync(nullptr, sh.link));
+  return run_blocks<SmhChain>(sh.cfg, cost_shape(sh.data, sh.dim()), sh.cfg.chains, 1,
+                              sh.link != nullptr, progress, make, finish, out.chains,
+                              block_sync(nullptr, sh.link));
 }
 
 // The likelihood SMH expands: robust regression's Student-t, a single-index model's family, or

@@ -182,6 +182,8 @@ class SmhChain {
   void advance(long end, ChainGauge* gauge);
   long position() const noexcept { return pos_; }
   bool stopped() const noexcept { return res_.stopped; }
+  /// The counts so far, warm-up included (auto's pilots price them at a block's end).
+  const Counters& counts() const noexcept { return res_.counters; }
   const std::vector<double>& draws() const noexcept { return res_.draws; }
   /// Saves the state where the chain is and stops it, as a stop request would.
   void halt();

@@ -1,6 +1,8 @@
-// --algo auto (flymc/mcmc/choose_algo.hpp): a pilot of every exact candidate, compared by min bulk
-// ESS per second of sampling.
-#include "flymc/mcmc/choose_algo.hpp"
+// --algo auto (flymc/mcmc/auto/choose_algo.hpp): a pilot of every exact candidate, compared by
+// min ESS per core-second of sampling, the core-seconds being the cost model's price of the
+// pilot's counted work (cost_model.hpp). No decision here reads a clock: the clock only reports
+// (pilot_seconds) and enforces the user's --max-seconds.
+#include "flymc/mcmc/auto/choose_algo.hpp"
 
 #include <tbb/info.h>
 
@@ -19,6 +21,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/rng.hpp"
 #include "flymc/diagnostics/diagnostics.hpp"
+#include "flymc/mcmc/auto/cost_model.hpp"
 #include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/smh/smh.hpp"
@@ -51,10 +54,25 @@ double min_ess_bulk(const RunResult& r) {
   return std::isfinite(m) ? m : 0.0;
 }
 
-/// Sampling wall time per likelihood query of one chain (the chains run concurrently).
-double seconds_per_query(const RunResult& r) {
-  const double q = static_cast<double>(r.config.iters) * r.queries_per_iter();
-  return std::max(r.sampling_seconds, 1e-9) / std::max(q, 1.0);
+/// A run's counted work, summed over its chains, split at the end of warm-up. A chain's sampling
+/// gradients are its gradients prorated by its sampling queries (a chain counts the queries
+/// since sampling began, not the gradients).
+struct RunWork {
+  Work warmup, sampling;
+};
+
+RunWork run_work(const RunResult& r) {
+  RunWork w;
+  for (const ChainResult& ch : r.chains) {
+    const auto queries = static_cast<double>(ch.counters.queries);
+    const auto sq = static_cast<double>(ch.sampling_queries);
+    const double share = queries > 0.0 ? sq / queries : 0.0;
+    const auto grads = static_cast<double>(ch.counters.grad_evals);
+    const Work s{static_cast<double>(r.config.iters), sq, grads * share};
+    w.sampling += s;
+    w.warmup += Work{static_cast<double>(r.config.warmup), queries - sq, grads - s.grads};
+  }
+  return w;
 }
 
 /// The MAP fit on all the data, found by the first run there and taken by every later one, and
@@ -69,39 +87,15 @@ class SharedMap {
   }
   /// Keeps the MAP fit of a run on `data` if it is the first on all the data.
   void keep(const std::shared_ptr<const Dataset>& data, const RunResult& r) {
-    if (data != all_) return;
-    // A statistics pass (SMH's expansion and bounds) times one pass as FlyMC's set-up makes
-    // them; until one ran, a regular run's sampling (a pass per likelihood evaluation), and
-    // before that the MAP search's passes stand in. The search's Hessian passes cost D times a
-    // gradient pass: timed by them, a regular pilot's least cost was several times its whole
-    // run, and regular pCN went unpiloted on the 12,000-row 7-vs-9 data where it wins.
-    for (const SetupPhase& p : r.setup_phases) {
-      if (p.passes <= 0) continue;
-      if (p.name == "statistics" && r.config.algo == Algo::smh) {
-        pass_seconds_ = p.seconds / p.passes;
-        from_statistics_ = true;
-      } else if (p.name == "map" && !from_statistics_ && !from_sampling_) {
-        pass_seconds_ = p.seconds / p.passes;
-      }
-    }
-    if (r.config.algo == Algo::full && !from_statistics_ && r.config.iters > 0 &&
-        r.queries_per_iter() > 0.0) {
-      pass_seconds_ = seconds_per_query(r) * static_cast<double>(all_->n());
-      from_sampling_ = true;
-    }
-    if (!map_) map_ = std::make_shared<const MapResult>(r.map);
+    if (data == all_ && !map_) map_ = std::make_shared<const MapResult>(r.map);
   }
   std::shared_ptr<const MapResult> map() const { return map_; }
-  /// Seconds of one pass over all the rows (0 until a run on all the data counted its passes).
-  double pass_seconds() const { return pass_seconds_; }
   std::shared_ptr<SetupCache> cache() const { return cache_; }
 
  private:
   std::shared_ptr<const Dataset> all_;
   std::shared_ptr<const MapResult> map_;
   std::shared_ptr<SetupCache> cache_ = std::make_shared<SetupCache>();
-  double pass_seconds_ = 0.0;
-  bool from_statistics_ = false, from_sampling_ = false;
 };
 
 /// Runs `c` on `data`, sharing the MAP fit through `shared`.
@@ -112,31 +106,58 @@ RunResult run_sharing(const RunConfig& c, const std::shared_ptr<const Dataset>& 
   return r;
 }
 
-/// A pilot's last run and its min bulk ESS.
+/// A pilot's last run, its min bulk ESS, its counted work, and the core-seconds all of its runs
+/// cost (priced on the rows they ran on).
 struct Pilot {
   RunResult result;
   double min_ess = 0.0;
+  RunWork work;
+  double cost = 0.0;
 };
 
+/// The core-seconds a pilot run cost: its statistics passes, warm-up and sampling, priced on the
+/// rows it ran on (the shared MAP fit is not counted).
+double run_cost(const RunResult& r, const RunWork& w, const CostShape& shape) {
+  double passes = 0.0;
+  for (const SetupPhase& p : r.setup_phases)
+    if (p.name == "statistics" && p.passes > 0) passes += p.passes;
+  return statistics_seconds(r.config, shape, passes) + work_seconds(r.config, shape, w.warmup) +
+         work_seconds(r.config, shape, w.sampling);
+}
+
 /// Runs `c` on `data`, and again with four times the sampling iterations while its min bulk ESS
-/// is below opt.min_pilot_ess and the next run should end within `seconds` of the first run's
-/// start. Every run starts afresh from the same seed (run() does not resume): the shorter runs
-/// before the last cost about a third of its sampling, plus their warm-ups.
+/// is below opt.min_pilot_ess and the runs so far and the next, at four times the last's price,
+/// stay within `budget` core-seconds. Every run starts afresh from the same seed (run() does not
+/// resume): the shorter runs before the last cost about a third of its sampling, plus their
+/// warm-ups. `deadline`: the user's --max-seconds left (0: none).
 Pilot run_pilot(RunConfig c, const std::shared_ptr<const Dataset>& data, const AutoOptions& opt,
-                double seconds, SharedMap& shared) {
-  if (c.ess > 0.0) {  // one run to the pilot's ESS, stopped at `seconds` (at a block's end)
-    c.max_seconds = std::isfinite(seconds) ? std::max(seconds, 1e-3) : 0.0;
-    Pilot p{run_sharing(c, data, shared), 0.0};
+                double budget, double deadline, SharedMap& shared) {
+  const CostShape shape = cost_shape(*data, 0);
+  auto priced = [&](Pilot& p) {
+    p.work = run_work(p.result);
+    CostShape s = shape;
+    s.p = p.result.dim;
+    p.cost += run_cost(p.result, p.work, s);
+  };
+  if (c.ess > 0.0) {  // one run to the pilot's ESS, stopped at `budget` (at a block's end)
+    c.max_cost = std::isfinite(budget) ? std::max(budget, 1e-9) : 0.0;
+    c.max_seconds = deadline;
+    Pilot p;
+    p.result = run_sharing(c, data, shared);
     p.min_ess = std::min(p.result.target.min_ess_bulk, p.result.target.min_ess_tail);
+    priced(p);
     return p;
   }
-  const auto start = Clock::now();
+  double spent = 0.0;
   for (;;) {
-    const auto t0 = Clock::now();
-    Pilot p{run_sharing(c, data, shared), 0.0};
+    Pilot p;
+    p.result = run_sharing(c, data, shared);
     p.min_ess = min_ess_bulk(p.result);
-    const double last = seconds_since(t0);
-    if (p.min_ess >= opt.min_pilot_ess || seconds_since(start) + 4.0 * last > seconds) return p;
+    priced(p);
+    const double last = p.cost;
+    spent += last;
+    p.cost = spent;
+    if (p.min_ess >= opt.min_pilot_ess || spent + 4.0 * last > budget) return p;
     c.iters *= 4;
     c.thin = std::max(1L, c.iters / kMaxPilotDraws);
   }
@@ -173,32 +194,18 @@ bool is_third_order_smh(const AutoCandidate& c) {
   return c.config.algo == Algo::smh && c.config.smh_order == 3;
 }
 
-/// What the second-order SMH pilot tells of the third-order candidate's cost: seconds of its
-/// statistics pass and of one iteration (the chains run concurrently).
-struct SmhCosts {
-  double statistics = -1.0, per_iter = -1.0;
-};
-
-SmhCosts smh_costs(const RunResult& r) {
-  SmhCosts c;
-  for (const SetupPhase& p : r.setup_phases)
-    if (p.name == "statistics" && p.passes > 0) c.statistics = p.seconds;
-  c.per_iter = r.sampling_seconds / static_cast<double>(std::max(1L, r.config.iters));
-  return c;
-}
-
 /// Why the third-order SMH candidate runs no pilot, or "": its tensor pass (about d³/6
-/// multiply-adds a row, against the second-order pass's d(d + 1)/2) would take longer than all
-/// the second-order run's iterations, so it could not end sooner whatever its ESS per second.
-std::string third_order_ruled_out(const SmhCosts& c, double run2, std::size_t d) {
-  if (c.statistics < 0.0 || c.per_iter < 0.0 || run2 < 0.0) return "";
-  const double pass =
-      c.statistics * static_cast<double>(smh::cubic_size(d)) / static_cast<double>(d * (d + 1) / 2);
+/// multiply-adds a row, against the second-order pass's d(d + 1)/2), priced by the cost model,
+/// would cost more than the whole second-order run (`run2` core-seconds), so it could not end
+/// sooner whatever its ESS per second.
+std::string third_order_ruled_out(const RunConfig& third, const CostShape& shape, double run2) {
+  if (run2 < 0.0) return "";
+  const double pass = statistics_seconds(third, shape, 1.0);
   if (pass <= run2) return "";
   char why[200];
   std::snprintf(why, sizeof why,
-                "its tensor pass (about %.2g s) would outlast the second-order run's iterations "
-                "(about %.2g s)",
+                "its tensor pass (about %.2g core-s) would outlast the second-order run (about "
+                "%.2g core-s)",
                 pass, run2);
   return why;
 }
@@ -209,9 +216,10 @@ bool is_regular(const AutoCandidate& c) { return c.config.algo == Algo::full; }
 /// most) after a short warm-up (no longer than the run's).
 RunConfig target_pilot_config(RunConfig p, const AutoOptions& opt) {
   const double want = p.ess;
-  // As many chains as threads: chains beyond them add as much time as draws, so the pilot
-  // measures the same ESS per second for less warm-up.
-  p.chains = std::min(p.chains, p.threads > 0 ? p.threads : tbb::info::default_concurrency());
+  // A fixed number of chains, never the thread count's: the pilot's draws decide the run's
+  // start and length. Chains beyond two add as much work as draws, so the pilot measures the
+  // same ESS per core-second for less warm-up.
+  p.chains = std::min(p.chains, opt.pilot_chains);
   p.ess = std::max(std::min(opt.pilot_ess, want / 5.0), opt.min_pilot_ess);
   // A pilot estimates ESS per second; R̂ only guards against a stuck chain.
   p.max_rhat = std::max(p.max_rhat, opt.pilot_max_rhat);
@@ -225,21 +233,24 @@ RunConfig target_pilot_config(RunConfig p, const AutoOptions& opt) {
   return p;
 }
 
-/// The least a pilot of `c` can cost, in passes over all N rows: FlyMC's set-up makes a pass for
-/// the bound's statistics and a Gibbs pass for the initial bright set, SMH's at least one for its
-/// expansion, and regular MCMC at least one per iteration of its warm-up and first block (on
-/// `rows` of the N).
-double min_pilot_passes(const AutoCandidate& c, const AutoOptions& opt, std::size_t rows,
-                        std::size_t n) {
+/// The least a pilot of `c` can cost, in core-seconds: FlyMC's set-up makes a statistics pass for
+/// the bound and a Gibbs pass for the initial bright set, SMH's two statistics passes (its
+/// expansion and its bounds), and regular MCMC at least one query of each of its `rows` rows per
+/// iteration of its warm-up and first block, per chain.
+double min_pilot_cost(const AutoCandidate& c, const AutoOptions& opt, const CostShape& all,
+                      std::size_t rows) {
+  const RunConfig p = target_pilot_config(c.config, opt);
   switch (c.config.algo) {
     case Algo::flymc:
-      return 2.0;
+      return statistics_seconds(p, all, 1.0) +
+             work_seconds(p, all, Work{0.0, static_cast<double>(all.n) * p.chains, 0.0});
     case Algo::smh:
-      return 1.0;
+      return statistics_seconds(p, all, 2.0);
     case Algo::full: {
-      const RunConfig p = target_pilot_config(c.config, opt);
-      return static_cast<double>(p.warmup + kMinBlock) * static_cast<double>(rows) /
-             static_cast<double>(std::max<std::size_t>(n, 1));
+      CostShape sub = all;
+      sub.n = rows;
+      const double iters = static_cast<double>((p.warmup + kMinBlock) * p.chains);
+      return work_seconds(p, sub, Work{iters, iters * static_cast<double>(rows), 0.0});
     }
     default:
       return 0.0;
@@ -275,63 +286,25 @@ RunConfig pilot_config(const AutoCandidate& c, const AutoOptions& opt) {
   return p;
 }
 
-/// Seconds per likelihood query of one chain on all the data and on `sub`.
-struct QueryTimes {
-  double all = 0.0, sub = 0.0;
-};
-
-/// Seconds per query on all the data and on `sub`, by a few MALA iterations on each data set's
-/// rows (a subset may fit in cache where all the data do not).
-QueryTimes query_times(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
-                       const std::shared_ptr<const Dataset>& sub, const AutoOptions& opt,
-                       SharedMap& shared) {
-  RunConfig t = with_sampler(cfg, Algo::full, KernelKind::mala, Metric::identity);
-  t.seed = cfg.seed ^ kPilotSeedMix;
-  t.warmup = 0;
-  t.iters = opt.timing_iters;
-  t.profile = false;
-  t.ess = 0.0;
-  t.max_seconds = 0.0;
-  QueryTimes q;
-  q.all = seconds_per_query(run_sharing(t, data, shared));
-  t.iters = opt.timing_iters * 4;  // the subset is short: more iterations for the same clock
-  q.sub = seconds_per_query(run_sharing(t, sub, shared));
-  return q;
-}
-
-/// The seconds of a run's set-up phase `name` (0 when it has none).
-double phase_seconds(const RunResult& r, const std::string& name) {
-  double t = 0.0;
-  for (const SetupPhase& p : r.setup_phases)
-    if (p.name == name) t += p.seconds;
-  return t;
-}
-
-/// A candidate's predicted seconds from the pilots' end to its run's end: the set-up the pilots
-/// do not hand over (the MAP fit is shared; an SMH candidate's statistics are added afterwards
-/// unless the cache holds them), `warmup` iterations (the run's, run_warmup()) at the pilot's
-/// pace, and the sampling to the request: cfg.ess effective draws at `ess_per_second` (ESS grows
-/// about in proportion to the iterations), or cfg.iters iterations at the pilot's pace. `scale`
-/// turns a subset's seconds into all the rows'.
-double predicted_seconds(const RunConfig& cfg, long warmup, const RunResult& r,
-                         double ess_per_second, double scale, double statistics) {
-  double setup = 0.0;
-  for (const SetupPhase& p : r.setup_phases)
-    if (p.name != "map") setup += p.seconds;
-  setup -= statistics;
-  // Warm-up time grows with the iterations and with the chains beyond the threads.
-  const double threads = cfg.threads > 0 ? cfg.threads : tbb::info::default_concurrency();
-  const double chains =
-      std::max<double>(cfg.chains, threads) / std::max<double>(r.config.chains, threads);
-  const double warm = r.config.warmup > 0
-                          ? r.warmup_seconds * scale * chains * static_cast<double>(warmup) /
-                                static_cast<double>(r.config.warmup)
-                          : 0.0;
-  const double sampling = cfg.ess > 0.0
-                              ? cfg.ess / std::max(ess_per_second, 1e-12)
-                              : r.sampling_seconds * scale * static_cast<double>(cfg.iters) /
-                                    static_cast<double>(std::max(1L, r.config.iters));
-  return std::max(setup, 0.0) + warm + sampling;
+/// A candidate's predicted core-seconds from the pilots' end to its run's end, priced on all the
+/// rows (`all`): `statistics` (the set-up the pilots do not hand over; the MAP fit is shared, and
+/// an SMH candidate's statistics are added afterwards unless the cache holds them), `warmup`
+/// iterations per chain (the run's, run_warmup()) at the pilot's counted work per iteration,
+/// and the sampling to the request: cfg.ess effective draws at `ess_per_cost` (ESS grows about
+/// in proportion to the iterations), or cfg.iters iterations per chain at the pilot's work per
+/// iteration. `w` is the pilot's work with its queries already scaled to all the rows.
+double predicted_cost(const RunConfig& cfg, long warmup, const RunConfig& pilot, const RunWork& w,
+                      const CostShape& all, double ess_per_cost) {
+  const double chains = static_cast<double>(cfg.chains);
+  auto per_iter = [&](const Work& x, long iters) {
+    return iters > 0 ? work_seconds(pilot, all, x) / (static_cast<double>(iters) * pilot.chains)
+                     : 0.0;
+  };
+  const double warm = per_iter(w.warmup, pilot.warmup) * static_cast<double>(warmup) * chains;
+  const double sampling =
+      cfg.ess > 0.0 ? cfg.ess / std::max(ess_per_cost, 1e-12)
+                    : per_iter(w.sampling, pilot.iters) * static_cast<double>(cfg.iters) * chains;
+  return warm + sampling;
 }
 
 /// The order the candidates are piloted in. On data whose rows all fit the regular pilots
@@ -448,18 +421,19 @@ std::string why_chosen(const RunConfig& cfg, const AlgoChoice& out,
   const AutoCandidate& b = out.best();
   char buf[320];
   if (cfg.ess > 0.0)
-    std::snprintf(buf, sizeof buf, "predicted %.3g s to %.0f effective draws after the pilots",
-                  b.predicted_seconds, cfg.ess);
+    std::snprintf(buf, sizeof buf, "predicted %.3g core-s to %.0f effective draws after the pilots",
+                  b.predicted_cost, cfg.ess);
   else
-    std::snprintf(buf, sizeof buf, "predicted %.4g min-ESS/s (%.3g s for the run)",
-                  b.ess_per_second, b.predicted_seconds);
+    std::snprintf(buf, sizeof buf, "predicted %.4g min-ESS per core-s (%.3g core-s for the run)",
+                  b.ess_per_second, b.predicted_cost);
   std::string why = buf;
   if (ranked.size() > 1) {
     const AutoCandidate& r = out.candidates[ranked[1]];
     if (cfg.ess > 0.0)
-      std::snprintf(buf, sizeof buf, "; next %s, %.3g s", r.name.c_str(), r.predicted_seconds);
+      std::snprintf(buf, sizeof buf, "; next %s, %.3g core-s", r.name.c_str(), r.predicted_cost);
     else
-      std::snprintf(buf, sizeof buf, "; next %s, %.4g min-ESS/s", r.name.c_str(), r.ess_per_second);
+      std::snprintf(buf, sizeof buf, "; next %s, %.4g min-ESS per core-s", r.name.c_str(),
+                    r.ess_per_second);
     why += buf;
   }
   return why;
@@ -532,8 +506,10 @@ void drop_adapted_nuts(std::vector<AutoCandidate>& candidates) {
 }
 
 /// One choose_algo() call's pilots: the data and the regular pilots' subset, the MAP fit and
-/// set-up they share, regular MCMC's query times (measured when first needed), and what the
-/// pilots so far found, from which the later ones are ruled out or given their time.
+/// set-up they share, and what the pilots so far found, from which the later ones are ruled out
+/// or given their budget. Every figure here is the cost model's price of counted work
+/// (core-seconds), so the pilots' lengths and the choice depend on the data, the options and the
+/// seed alone; the clock is read only for the user's --max-seconds and for reporting.
 class Pilots {
  public:
   Pilots(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data, const AutoOptions& opt,
@@ -547,91 +523,98 @@ class Pilots {
         sub_(rows_ < n_ ? subset_rows(*data, random_rows(n_, rows_, cfg.seed ^ kPilotSeedMix))
                         : data),
         shared_(data),
-        timed_(sub_ == data),
-        stats_seconds_(ncandidates, 0.0),
-        last_smh_(ncandidates) {
-    // A run of fixed length times the queries first, as it always did; a run to an ESS target
-    // only once a regular candidate is left to pilot (on tall data the budget rule often spares
-    // them).
-    if (!target_) time_queries();
-  }
+        all_(cost_shape(*data, 0)),
+        stats_cost_(ncandidates, 0.0),
+        last_smh_(ncandidates) {}
 
   /// Whether regular MCMC's pilots run first (every row fits their subset, for an ESS target).
   bool regular_first() const { return target_ && sub_ == data_; }
 
   /// Why candidate `c` runs no pilot ("" if it runs one), `left` candidates (`c` among them)
-  /// being still to pilot; `share` gets its pilot's time limit.
-  std::string ruled_out(const AutoCandidate& c, std::size_t left, double& share) {
+  /// being still to pilot; `budget` gets its pilot's limit in core-seconds.
+  std::string ruled_out(const AutoCandidate& c, std::size_t left, double& budget) {
+    if (cfg_.max_seconds > 0.0 && first_done_ && deadline() <= 0.0)
+      return "--max-seconds was spent before its pilot";
+    const CostShape all = shape_of();
     if (is_third_order_smh(c)) {
-      std::string why = third_order_ruled_out(smh2_, smh2_run_, data_->d());
+      std::string why = third_order_ruled_out(c.config, all, smh2_run_);
       if (!why.empty()) return why;
     }
-    share = std::numeric_limits<double>::infinity();  // the first target pilot: no limit
-    if (target_ && first_done_ >= 0.0) {
-      // Piloting pays only while it costs less than it may save of the best run's time.
-      share = opt_.pilot_budget_share * best_seconds_ - (seconds_since(start_) - first_done_);
-      const double least = min_pilot_passes(c, opt_, rows_, n_) * shared_.pass_seconds();
-      if (share <= 0.0 || least > share) {
+    budget = std::numeric_limits<double>::infinity();  // the first target pilot: no limit
+    if (target_ && first_done_) {
+      // Piloting pays only while it costs less than it may save of the best run's price.
+      budget = opt_.pilot_budget_share * best_cost_ - spent_after_first_;
+      const double least = min_pilot_cost(c, opt_, all, rows_);
+      if (budget <= 0.0 || least > budget) {
         char why[240];
         std::snprintf(why, sizeof why,
-                      "its pilot could not pay for itself: the pilots after the first may take "
-                      "%.0f%% of the best run's predicted %.3g s, %.3g s are left, and it would "
-                      "cost at least %.3g s",
-                      100.0 * opt_.pilot_budget_share, best_seconds_, std::max(share, 0.0), least);
+                      "its pilot could not pay for itself: the pilots after the first may cost "
+                      "%.0f%% of the best run's predicted %.3g core-s, %.3g are left, and it "
+                      "would cost at least %.3g",
+                      100.0 * opt_.pilot_budget_share, best_cost_, std::max(budget, 0.0), least);
         return why;
       }
     } else if (!target_) {
-      share =
-          std::max(opt_.budget_seconds - seconds_since(start_), 0.0) / static_cast<double>(left);
+      budget = std::max(opt_.budget_seconds - spent_, 0.0) / static_cast<double>(left);
     }
     if (!is_regular(c)) return "";
-    time_queries();
-    if (opt_.skip_beaten_regular && best_so_far_ > regular_bound_) {
+    // (Where every row fits the regular pilots, they run: their own pilot prices them.)
+    if (opt_.skip_beaten_regular && rows_ < n_ && best_so_far_ > regular_bound(c)) {
       char why[160];
       std::snprintf(why, sizeof why,
-                    "regular MCMC reads all %zu rows per iteration: at most %.3g min-ESS/s, below "
-                    "%.3g",
-                    n_, regular_bound_, best_so_far_);
+                    "regular MCMC reads all %zu rows per iteration: at most %.3g min-ESS per "
+                    "core-s, below %.3g",
+                    n_, regular_bound(c), best_so_far_);
       return why;
     }
     return "";
   }
 
-  /// Runs the pilot of candidate `i` within `share` seconds and fills in its prediction.
-  void pilot(std::size_t i, AutoCandidate& c, double share) {
+  /// Runs the pilot of candidate `i` within `budget` core-seconds and fills in its prediction.
+  void pilot(std::size_t i, AutoCandidate& c, double budget) {
     const bool regular = is_regular(c);
     const auto t0 = Clock::now();
     RunConfig pc = pilot_config(c, opt_);
-    // A pilot to p effective draws that needs more than f·(p/N)·T_best seconds of sampling
-    // predicts more than f·T_best for the run's N: it cannot win.
-    if (target_ && opt_.give_up_factor > 0.0 && std::isfinite(best_seconds_))
-      pc.give_up_seconds = opt_.give_up_factor * best_seconds_ * pc.ess / cfg_.ess;
-    const Pilot p = run_pilot(pc, regular ? sub_ : data_, opt_, share, shared_);
-    const double scale = regular ? regular_scale_ : 1.0;
+    // A pilot to p effective draws that needs more than f·(p/N)·C_best core-seconds of sampling
+    // predicts more than f·C_best for the run's N: it cannot win. (A regular pilot on a subset
+    // prices its own rows: its limit shrinks with them.)
+    if (target_ && opt_.give_up_factor > 0.0 && std::isfinite(best_cost_))
+      pc.give_up_cost = opt_.give_up_factor * best_cost_ * pc.ess / cfg_.ess / scale(c);
+    const Pilot p =
+        run_pilot(pc, regular ? sub_ : data_, opt_, budget / scale(c), deadline(), shared_);
+    spent_ += p.cost;
+    dim_ = p.result.dim;
+    if (first_done_) spent_after_first_ += p.cost;
+    // The pilot's work on all the rows: a regular pilot's queries scaled from its subset.
+    RunWork w = p.work;
+    w.warmup.queries *= scale(c);
+    w.sampling.queries *= scale(c);
+    const CostShape all = shape_of();
+    const double sampling = work_seconds(p.result.config, all, w.sampling);
     // A pilot that produced no effective draw still counts one, so ratios stay finite.
-    c.ess_per_second = std::max(p.min_ess, 1.0) / std::max(p.result.sampling_seconds * scale, 1e-9);
+    c.ess_per_second = std::max(p.min_ess, 1.0) / std::max(sampling, 1e-12);
     c.pilot_ess = p.min_ess;
     c.pilot_iters = p.result.config.iters;
     c.pilot_rows = regular ? rows_ : n_;
     c.pilot_seconds = seconds_since(t0);
+    c.pilot_cost = p.cost;
     c.rough = p.min_ess < (target_ ? p.result.config.ess : opt_.min_pilot_ess);
     c.pilot_step_size = mean_step_size(p.result);
     // A pilot on a subset samples a wider posterior: its draws are no place to start.
     if (target_ && c.pilot_rows == n_) c.pilot_states = starts_from(p.result, cfg_.chains);
     if (c.config.algo == Algo::smh) {
-      stats_seconds_[i] = phase_seconds(p.result, "statistics");
+      double passes = 0.0;
+      for (const SetupPhase& ph : p.result.setup_phases)
+        if (ph.name == "statistics" && ph.passes > 0) passes += ph.passes;
+      stats_cost_[i] = statistics_seconds(c.config, all, passes);
       last_smh_ = i;
     }
-    c.predicted_seconds = predicted_seconds(cfg_, target_ ? run_warmup(c, opt_) : cfg_.warmup,
-                                            p.result, c.ess_per_second, scale, stats_seconds_[i]);
+    c.predicted_cost = predicted_cost(cfg_, target_ ? run_warmup(c, opt_) : cfg_.warmup,
+                                      p.result.config, w, all, c.ess_per_second);
     best_so_far_ = std::max(best_so_far_, c.ess_per_second);
-    best_seconds_ = std::min(best_seconds_, c.predicted_seconds);
-    if (first_done_ < 0.0) first_done_ = seconds_since(start_);
-    if (c.config.algo == Algo::smh && c.config.smh_order == 2) {
-      smh2_ = smh_costs(p.result);
-      smh2_run_ = target_ ? c.predicted_seconds
-                          : static_cast<double>(cfg_.warmup + cfg_.iters) * smh2_.per_iter;
-    }
+    best_cost_ = std::min(best_cost_, c.predicted_cost);
+    first_done_ = true;
+    if (c.config.algo == Algo::smh && c.config.smh_order == 2) smh2_run_ = c.predicted_cost;
   }
 
   /// After the pilots: the cache holds the statistics of the last SMH pilot, so any other SMH
@@ -639,21 +622,39 @@ class Pilots {
   void add_uncached_statistics(std::vector<AutoCandidate>& candidates) const {
     for (std::size_t i = 0; i < candidates.size(); ++i)
       if (i != last_smh_ && candidates[i].skipped.empty())
-        candidates[i].predicted_seconds += stats_seconds_[i];
+        candidates[i].predicted_cost += stats_cost_[i];
   }
 
-  /// Regular MCMC's bound on min-ESS/s over all the rows (+inf when not measured).
+  /// Regular MCMC's bound on min-ESS per core-second over all the rows, +inf before any regular
+  /// candidate was weighed (the prices of the first one's queries).
   double regular_bound() const { return regular_bound_; }
   const SharedMap& shared() const { return shared_; }
+  /// The seconds since the pilots began (reporting; the user's --max-seconds).
+  double elapsed() const { return seconds_since(start_); }
 
  private:
-  /// The regular pilots' seconds per query on the subset and on all the rows (only on a subset).
-  void time_queries() {
-    if (timed_) return;
-    timed_ = true;
-    const QueryTimes q = query_times(cfg_, data_, sub_, opt_, shared_);
-    regular_scale_ = static_cast<double>(n_) / static_cast<double>(rows_) * q.all / q.sub;
-    regular_bound_ = kMaxEssPerDraw * cfg_.chains / (static_cast<double>(n_) * q.all);
+  /// All the rows as the cost model prices them: the parameters are the pilots' (K·D for
+  /// softmax), the features' count until the first pilot tells.
+  CostShape shape_of() const {
+    CostShape s = all_;
+    s.p = dim_ > 0 ? dim_ : data_->d();
+    return s;
+  }
+  /// A regular pilot's queries on its subset → on all the rows.
+  double scale(const AutoCandidate& c) const {
+    return is_regular(c) ? static_cast<double>(n_) / static_cast<double>(rows_) : 1.0;
+  }
+  /// Regular MCMC reads every row at least once per iteration: on all N rows its min bulk ESS
+  /// per core-second is at most kMaxEssPerDraw / (N · the price of a query).
+  double regular_bound(const AutoCandidate& c) {
+    const double query = work_seconds(c.config, shape_of(), Work{0.0, 1.0, 0.0});
+    regular_bound_ = kMaxEssPerDraw / (static_cast<double>(n_) * query);
+    return regular_bound_;
+  }
+  /// The user's --max-seconds left for the next pilot (0: no limit; tiny once spent).
+  double deadline() const {
+    if (cfg_.max_seconds <= 0.0) return 0.0;
+    return std::max(cfg_.max_seconds - elapsed(), 1e-6);
   }
 
   const RunConfig& cfg_;
@@ -664,17 +665,16 @@ class Pilots {
   const std::shared_ptr<const Dataset> sub_;  // the regular pilots' rows
   const Clock::time_point start_ = Clock::now();
   SharedMap shared_;
-  bool timed_;
-  double regular_scale_ = 1.0;  // the regular pilots' seconds → seconds on all N rows
-  // Regular MCMC reads every row at least once per iteration: on all N rows its min bulk ESS per
-  // second is at most kMaxEssPerDraw·chains / (N · seconds per query).
+  const CostShape all_;  // all the rows (p set by shape_of())
+  std::size_t dim_ = 0;  // the parameters, once a pilot ran
   double regular_bound_ = std::numeric_limits<double>::infinity();
-  double best_so_far_ = 0.0;                                       // ESS per second
-  double best_seconds_ = std::numeric_limits<double>::infinity();  // predicted run seconds
-  double first_done_ = -1.0;  // when the first pilot ended (a run to an ESS target)
-  SmhCosts smh2_;             // the second-order SMH pilot's, which runs before the third-order
-  double smh2_run_ = -1.0;    // its predicted warm-up and sampling seconds
-  std::vector<double> stats_seconds_;
+  double best_so_far_ = 0.0;                                    // ESS per core-second
+  double best_cost_ = std::numeric_limits<double>::infinity();  // predicted run core-seconds
+  bool first_done_ = false;                                     // the first pilot ended
+  double spent_ = 0.0;              // core-seconds of all the pilots so far
+  double spent_after_first_ = 0.0;  // ... of those after the first
+  double smh2_run_ = -1.0;          // the second-order SMH candidate's predicted core-seconds
+  std::vector<double> stats_cost_;
   std::size_t last_smh_;  // whose SMH statistics the cache holds
 };
 
@@ -687,7 +687,7 @@ std::vector<std::size_t> ranking(const std::vector<AutoCandidate>& candidates, b
   if (ranked.empty()) throw ConfigError("--algo auto: no exact sampler takes these options");
   std::stable_sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) {
     const AutoCandidate &x = candidates[a], &y = candidates[b];
-    return target ? x.predicted_seconds < y.predicted_seconds : x.ess_per_second > y.ess_per_second;
+    return target ? x.predicted_cost < y.predicted_cost : x.ess_per_second > y.ess_per_second;
   });
   return ranked;
 }
@@ -706,6 +706,17 @@ double predicted_speedup(const AlgoChoice& out, double regular_bound) {
   return best_regular > 0.0 ? out.best().ess_per_second / best_regular : 0.0;
 }
 
+/// The predictions in wall seconds beside core-seconds (reporting only: the chains of a run share
+/// min(chains, threads) cores), and the user's --max-seconds left for the chosen run.
+void finish_choice(const RunConfig& cfg, AlgoChoice& out) {
+  const int threads = cfg.threads > 0 ? cfg.threads : tbb::info::default_concurrency();
+  const double lanes = std::max(1, std::min(cfg.chains, threads));
+  for (AutoCandidate& c : out.candidates) c.predicted_seconds = c.predicted_cost / lanes;
+  if (cfg.max_seconds > 0.0)  // (the first block always runs)
+    out.candidates[out.chosen].config.max_seconds =
+        std::max(cfg.max_seconds - out.pilot_seconds, 1e-6);
+}
+
 }  // namespace
 
 AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
@@ -718,13 +729,17 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
   if (target) drop_adapted_nuts(out.candidates);
   std::size_t left = 0;
   for (const AutoCandidate& c : out.candidates) left += c.skipped.empty() ? 1 : 0;
-  if (left == 1) return only_candidate(std::move(out), start);
+  if (left == 1) {
+    out = only_candidate(std::move(out), start);
+    finish_choice(cfg, out);
+    return out;
+  }
   for (const std::size_t i : pilot_order(out.candidates, pilots.regular_first())) {
     AutoCandidate& c = out.candidates[i];
     if (!c.skipped.empty()) continue;
-    double share = 0.0;
-    c.skipped = pilots.ruled_out(c, left--, share);
-    if (c.skipped.empty()) pilots.pilot(i, c, share);
+    double budget = 0.0;
+    c.skipped = pilots.ruled_out(c, left--, budget);
+    if (c.skipped.empty()) pilots.pilot(i, c, budget);
   }
   pilots.add_uncached_statistics(out.candidates);
 
@@ -745,6 +760,7 @@ AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset
   if (out.map && !out.map->chain_starts.empty())
     out.why += "; its chains start where its pilot's ended";
   out.pilot_seconds = seconds_since(start);
+  finish_choice(cfg, out);
   out.cache = pilots.shared().cache();
   // Only what the chosen sampler takes stays in memory beside its run.
   if (out.algo() != Algo::smh) out.cache->smh.reset();

@@ -8,16 +8,24 @@
 /// adapted from it, the Laplace-invariant pCN), FlyMC (NUTS on p(θ | z) with the fly metric),
 /// scalable MH with the pCN proposal, and Zig-Zag with control variates. auto_candidates() lists
 /// them for a model and the data's shape; choose_algo() runs a short pilot of each and keeps the
-/// one with the most min bulk ESS per second of sampling.
+/// one predicted to end the run soonest.
+///
+/// Why counted work, not seconds: the same command must give the same draws on a busy machine as
+/// on an idle one, and at any thread count. Every pilot's length, every give-up and budget
+/// decision and the ranking are made on the cost model's price of the pilots' counted work
+/// (iterations, likelihood queries, gradients, set-up passes; cost_model.hpp), in core-seconds
+/// of the machine it was calibrated on. The clock only reports (pilot_seconds, predicted
+/// seconds) and enforces the user's RunConfig::max_seconds, which may cut a pilot short: only
+/// then can the choice depend on the machine.
 ///
 /// Why pilots: a sampler's mixing per iteration is not a function of the data's shape alone
 /// (FlyMC's penalty differs by an order of magnitude between data sets with similar bright
 /// counts; SMH's acceptance depends on how Gaussian the posterior is), so each candidate runs.
 /// Regular MCMC's pilots run on a seeded random subset of at most AutoOptions::regular_rows rows,
-/// their queries scaled by N / rows and priced at the time a query takes on all N rows (a few
-/// timed iterations): a full-data gradient costs time linear in N, while the Laplace-preconditioned
-/// geometry, hence ESS per iteration, barely changes with N. The subsampling samplers' pilots run
-/// on all the data (their iterations are cheap by design).
+/// their queries scaled by N / rows and priced as queries on all N rows (streamed from memory
+/// when they do not fit the cache): a full-data gradient costs time linear in N, while the
+/// Laplace-preconditioned geometry, hence ESS per iteration, barely changes with N. The subsampling
+/// samplers' pilots run on all the data (their iterations are cheap by design).
 #include <cstddef>
 #include <limits>
 #include <memory>
@@ -52,9 +60,9 @@ struct AutoOptions {
   /// their run times (a chain that makes one effective draw per thousands of iterations, as
   /// RW-MH on 51 correlated coefficients does, looks as good as any other).
   double min_pilot_ess = 10.0;
-  /// All the pilots together: a longer run is only started when it is expected to end within
-  /// the pilot's share of this budget (the budget left over the candidates left; each run costs
-  /// about four times the last).
+  /// All the pilots of a run of fixed length together, in core-seconds (cost_model.hpp): a
+  /// longer run is only started when its price fits the pilot's share of this budget (the
+  /// budget left over the candidates left; each run costs about four times the last).
   double budget_seconds = 60.0;
   /// The run will checkpoint: only the samplers that can (FlyMC, regular MCMC) are candidates.
   bool checkpointed = false;
@@ -70,16 +78,20 @@ struct AutoOptions {
   /// target, if less), with these warm-ups (long enough for the step size and ρ to settle),
   /// so that piloting costs a small part of the run it decides.
   double pilot_ess = 50.0;
+  /// A run to an ESS target: the pilots' chains (at most the run's). Fixed, not the thread
+  /// count: a pilot's draws decide where the run's chains start.
+  int pilot_chains = 2;
   double pilot_max_rhat = 1.1;  ///< the pilots' R̂ limit (a stuck chain, not convergence)
   long target_regular_warmup = 100, target_pcn_warmup = 250, target_flymc_warmup = 250,
        target_smh_warmup = 250;
-  /// A run to an ESS target: after the first pilot, the others together may take at most this
-  /// share of the best predicted run's seconds; each is stopped at its share (at a block's end)
-  /// and dropped if it has not met its ESS by then: it could not pay for itself.
+  /// A run to an ESS target: after the first pilot, the others together may cost at most this
+  /// share of the best predicted run's core-seconds; each is stopped at its share (at a block's
+  /// end, RunConfig::max_cost) and dropped if it has not met its ESS by then: it could not pay
+  /// for itself.
   double pilot_budget_share = 0.2;
   /// A run to an ESS target: a pilot after the first gives up at a block's end once its ESS
   /// rate so far predicts its sampling alone at more than this many times the best run's
-  /// predicted seconds (RunConfig::give_up_seconds): it could not win, and a pilot far behind
+  /// predicted core-seconds (RunConfig::give_up_cost): it could not win, and a pilot far behind
   /// would otherwise spend all of its share. Near-ties run their whole pilot. 0: never.
   double give_up_factor = 2.0;
   /// A run to an ESS target: the chosen candidate takes over its pilot's adaptation (the step
@@ -103,17 +115,21 @@ struct AutoCandidate {
   /// Empty when a pilot ran; otherwise why not (the model does not take it, or its cost model
   /// rules it out).
   std::string skipped;
-  /// Predicted min ESS per sampling second on all the data: bulk ESS, and for a run to an ESS
-  /// target the smaller of bulk and tail ESS.
+  /// Predicted min ESS per core-second of sampling on all the data (the cost model's price of the
+  /// pilot's counted work): bulk ESS, and for a run to an ESS target the smaller of bulk and
+  /// tail ESS.
   double ess_per_second = 0.0;
-  /// Predicted seconds from the end of the pilots to the end of the run: the set-up the pilots
-  /// have not already built, the warm-up, and the sampling to the request (the ESS target or
-  /// the iterations). Auto chooses the candidate with the fewest.
+  /// Predicted core-seconds from the end of the pilots to the end of the run: the set-up the
+  /// pilots have not already built, the warm-up, and the sampling to the request (the ESS target
+  /// or the iterations). Auto chooses the candidate with the fewest.
+  double predicted_cost = 0.0;
+  /// predicted_cost in wall seconds on min(chains, threads) cores (reporting only).
   double predicted_seconds = 0.0;
   double pilot_ess = 0.0;      ///< the pilot's min bulk ESS (its last run)
   long pilot_iters = 0;        ///< sampling iterations of the pilot's last run
   std::size_t pilot_rows = 0;  ///< rows the pilot ran on
-  double pilot_seconds = 0.0;  ///< wall time of the pilot, set-up included
+  double pilot_seconds = 0.0;  ///< wall time of the pilot, set-up included (reporting only)
+  double pilot_cost = 0.0;     ///< the pilot's price in core-seconds (its MAP fit excluded)
   bool rough = false;          ///< the pilot ended below AutoOptions::min_pilot_ess
   /// The step size the pilot's warm-up adapted, its chains' mean (SMH with pCN: its tuned ρ);
   /// NaN when no pilot ran.
@@ -127,8 +143,8 @@ struct AutoCandidate {
 struct AlgoChoice {
   std::vector<AutoCandidate> candidates;  ///< in auto_candidates() order
   std::size_t chosen = 0;                 ///< index of the winner in `candidates`
-  /// The chosen candidate's predicted ESS/s over the best regular-MCMC candidate's (1 when a
-  /// regular configuration won); when every regular pilot was skipped for its bound
+  /// The chosen candidate's predicted ESS per core-second over the best regular-MCMC candidate's (1
+  /// when a regular configuration won); when every regular pilot was skipped for its bound
   /// (AutoOptions::skip_beaten_regular), over that bound: a lower bound of the speedup.
   double predicted_speedup = 0.0;
   double pilot_seconds = 0.0;  ///< wall time of all the pilots
@@ -158,14 +174,16 @@ std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& 
                                            std::span<const OptionInfo* const> given = {});
 
 /// Runs a pilot of every candidate not skipped and picks the one predicted to end the run
-/// soonest (a run to an ESS target), or with the most ESS per second of sampling (a run of fixed
-/// length). For an ESS target the pilots are short runs to a small ESS, piloted in the order in
-/// which they are likeliest to win (regular MCMC first on data of at most regular_rows rows,
-/// the subsampling samplers first above), and a pilot that could not pay for itself within
-/// pilot_budget_share of the best run is stopped or not started (docs/math.md §3.3). The pilots use
-/// random streams of their own, so a run of the chosen candidate's config with cfg.seed (and
-/// Precomputed{choice.map, choice.cache}) draws exactly what the same options given by hand would.
-/// The first run on all the data finds θ_MAP; the later ones take it (Precomputed).
+/// soonest (a run to an ESS target), or with the most ESS per core-second of sampling (a run of
+/// fixed length), by the cost model's prices (cost_model.hpp): the same choice and pilots at any
+/// load and thread count, unless the user's max_seconds cuts a pilot. For an ESS target the pilots
+/// are short runs to a small ESS, piloted in the order in which they are likeliest to win (regular
+/// MCMC first on data of at most regular_rows rows, the subsampling samplers first above), and a
+/// pilot that could not pay for itself within pilot_budget_share of the best run is stopped or not
+/// started (docs/math.md §3.3). The pilots use random streams of their own, so a run of the chosen
+/// candidate's config with cfg.seed (and Precomputed{choice.map, choice.cache}) draws exactly what
+/// the same options given by hand would. The first run on all the data finds θ_MAP; the later ones
+/// take it (Precomputed).
 /// @throw ConfigError, DataError as run() does.
 AlgoChoice choose_algo(const RunConfig& cfg, const std::shared_ptr<const Dataset>& data,
                        const AutoOptions& opt = {});

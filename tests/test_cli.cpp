@@ -138,7 +138,16 @@ TEST_SUITE("unit") {
                                        "path_mean",
                                        "pdmp_spacing",
                                        "refresh_rate",
-                                       "pdmp_precondition"});
+                                       "pdmp_precondition",
+                                       "n",
+                                       "dim",
+                                       "bound_clamps",
+                                       "nonfinite_proposals",
+                                       "slice_failures",
+                                       "divergences",
+                                       "map_theta",
+                                       "map_log_post",
+                                       "warnings"});
     CHECK(param == std::set<std::string>{"name", "mean", "sd", "mcse_mean", "q5", "q50", "q95",
                                          "ess_bulk", "ess_tail", "rhat"});
     CHECK(j["params"].size() == 3);

@@ -59,6 +59,32 @@ class CliEquality(unittest.TestCase):
                     np.testing.assert_array_equal(
                         r.inv_metric[k].ravel(), np.concatenate(f.inv_metric))
 
+    def test_run_figures_are_summary_jsons(self):
+        """Result.run and summary.json's run object are written from one record
+        (io/run_record.hpp): the same fields, and the same values where no clock enters, for a
+        run of fixed length and for the default (auto, an ESS target)."""
+        import json
+
+        x, y = DATA["logistic"]
+        clocked = ("seconds", "per_second", "auto_why")
+        for options in ({"algo": "flymc", "chains": 2, "warmup": 100, "iters": 100, "seed": 3},
+                        {"chains": 2, "ess": 100, "seed": 3}):
+            with self.subTest(**options), tempfile.TemporaryDirectory() as tmp:
+                data = os.path.join(tmp, "data.csv")
+                ft.write_csv(data, x, y)
+                out = os.path.join(tmp, "run")
+                ft.run_cli("sample", "--data", data, "--out", out, "--quiet",
+                           *cli_args("logistic", options))
+                with open(os.path.join(out, "summary.json")) as f:
+                    cli = json.load(f)["run"]
+                mine = flymc.sample(x, y, model="logistic", **options).run
+                self.assertEqual(sorted(cli), sorted(mine))
+                for key, value in cli.items():
+                    if any(c in key for c in clocked) or isinstance(value, (list, dict)):
+                        continue
+                    with self.subTest(key=key):
+                        self.assertEqual(value, mine[key])
+
 
 if __name__ == "__main__":
     unittest.main()

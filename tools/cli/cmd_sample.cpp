@@ -34,7 +34,9 @@
 #include "flymc/io/checkpoint.hpp"
 #include "flymc/io/output.hpp"
 #include "flymc/io/run_dir.hpp"
+#include "flymc/io/run_record.hpp"
 #include "flymc/mcmc/auto/choose_algo.hpp"
+#include "flymc/mcmc/front_door.hpp"
 #include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "job_group.hpp"
@@ -124,37 +126,35 @@ nlohmann::json config_json(const RunConfig& cfg) {
   return j;
 }
 
-/// The set-up's phases, from reading the data to the chains' start (docs/output.md).
-nlohmann::json setup_phases_json(const std::vector<SetupPhase>& phases) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const SetupPhase& p : phases)
-    out.push_back({{"name", p.name},
-                   {"seconds", p.seconds},
-                   {"passes", p.passes >= 0 ? nlohmann::json(p.passes) : nlohmann::json()}});
-  return out;
-}
-
-/// --algo auto's candidates and their pilots (docs/output.md).
-nlohmann::json auto_candidates_json(const AlgoChoice& choice) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const AutoCandidate& c : choice.candidates) {
-    const bool ran = c.skipped.empty();
-    out.push_back({{"name", c.name},
-                   {"algo", to_string(c.config.algo)},
-                   {"kernel", to_string(c.config.kernel)},
-                   {"metric", to_string(c.config.resolved_metric())},
-                   {"skipped", ran ? nlohmann::json() : nlohmann::json(c.skipped)},
-                   {"predicted_ess_per_second", ran ? num(c.ess_per_second) : nlohmann::json()},
-                   {"predicted_seconds", ran ? num(c.predicted_seconds) : nlohmann::json()},
-                   {"predicted_core_seconds", ran ? num(c.predicted_cost) : nlohmann::json()},
-                   {"pilot_min_ess", ran ? num(c.pilot_ess) : nlohmann::json()},
-                   {"pilot_iters", ran ? nlohmann::json(c.pilot_iters) : nlohmann::json()},
-                   {"pilot_rows", ran ? nlohmann::json(c.pilot_rows) : nlohmann::json()},
-                   {"pilot_seconds", ran ? num(c.pilot_seconds) : nlohmann::json()},
-                   {"pilot_core_seconds", ran ? num(c.pilot_cost) : nlohmann::json()},
-                   {"rough", ran ? nlohmann::json(c.rough) : nlohmann::json()}});
+/// A run record's value as JSON (run_record.hpp: a number that is not finite is already null).
+nlohmann::json record_json(const RecordValue& v) {
+  using K = RecordValue::Kind;
+  switch (v.kind) {
+    case K::boolean:
+      return v.boolean;
+    case K::integer:
+      return v.integer;
+    case K::number:
+      return v.number;
+    case K::text:
+      return v.text;
+    case K::numbers:
+      return v.numbers;
+    case K::texts:
+      return v.texts;
+    case K::records: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const Record& r : v.records) {
+        nlohmann::json o = nlohmann::json::object();
+        for (const auto& [name, value] : r) o[name] = record_json(value);
+        out.push_back(std::move(o));
+      }
+      return out;
+    }
+    case K::null:
+      break;
   }
-  return out;
+  return nullptr;
 }
 
 void write_summary_json(const std::string& path, const RunResult& r,
@@ -162,7 +162,6 @@ void write_summary_json(const std::string& path, const RunResult& r,
                         const std::optional<AlgoChoice>& choice) {
   nlohmann::json j;
   j["params"] = nlohmann::json::array();
-  double min_ess = std::numeric_limits<double>::infinity(), min_tail = min_ess, max_rhat = 0.0;
   for (const auto& p : params) {
     const auto& s = p.s;
     j["params"].push_back({{"name", p.name},
@@ -175,60 +174,12 @@ void write_summary_json(const std::string& path, const RunResult& r,
                            {"ess_bulk", num(s.ess_bulk)},
                            {"ess_tail", num(s.ess_tail)},
                            {"rhat", num(s.rhat)}});
-    min_ess = std::min(min_ess, std::isnan(s.ess_bulk) ? 0.0 : s.ess_bulk);
-    min_tail = std::min(min_tail, std::isnan(s.ess_tail) ? 0.0 : s.ess_tail);
-    max_rhat =
-        std::max(max_rhat, std::isnan(s.rhat) ? std::numeric_limits<double>::infinity() : s.rhat);
   }
-  j["run"] = {
-      {"algo", to_string(r.config.algo)},
-      {"exact", is_exact(r.config.algo)},
-      {"batch_mean", num(r.batch_mean())},
-      {"algo_chosen", choice ? nlohmann::json(to_string(choice->algo())) : nlohmann::json()},
-      {"auto_chosen", choice ? nlohmann::json(choice->best().name) : nlohmann::json()},
-      {"auto_candidates", choice ? auto_candidates_json(*choice) : nlohmann::json()},
-      {"predicted_speedup", choice ? num(choice->predicted_speedup) : nlohmann::json()},
-      {"prediction_rough", choice ? nlohmann::json(choice->pilots_short) : nlohmann::json()},
-      {"auto_why", choice ? nlohmann::json(choice->why) : nlohmann::json()},
-      {"auto_pilot_seconds", choice ? num(choice->pilot_seconds) : nlohmann::json()},
-      {"auto_predicted_seconds", choice ? num(choice->best().predicted_seconds) : nlohmann::json()},
-      {"auto_measured_seconds",
-       choice ? num(r.setup_seconds + r.warmup_seconds + r.sampling_seconds) : nlohmann::json()},
-      {"chains", r.config.chains},
-      {"warmup", r.config.warmup},
-      {"iters", r.config.iters},
-      {"ess_target", r.config.ess > 0.0 ? nlohmann::json(r.config.ess) : nlohmann::json()},
-      {"target_reached", r.config.ess > 0.0 ? nlohmann::json(r.target_reached) : nlohmann::json()},
-      {"target_timed_out",
-       r.config.ess > 0.0 ? nlohmann::json(r.target_timed_out) : nlohmann::json()},
-      {"setup_seconds", r.setup_seconds},
-      {"setup_phases", setup_phases_json(r.setup_phases)},
-      {"warmup_seconds", r.warmup_seconds},
-      {"sampling_seconds", r.sampling_seconds},
-      {"queries_per_iter", r.queries_per_iter()},
-      {"bright_mean", num(r.bright_mean())},
-      {"accept_rate", r.accept_rate()},
-      {"min_ess_bulk", num(min_ess)},
-      {"min_ess_tail", num(min_tail)},
-      {"max_rhat", num(max_rhat)},
-      {"min_ess_bulk_per_second", num(min_ess / r.sampling_seconds)}};
-  j["run"]["bound_violations"] = r.bound_violations();
+  // The run's figures as Python's Result.run has them: one record (flymc/io/run_record.hpp).
+  j["run"] = nlohmann::json::object();
+  for (const auto& [name, value] : run_record(r, params, choice ? &*choice : nullptr))
+    j["run"][name] = record_json(value);
   j["config"] = config_json(r.config);
-  // The piecewise-deterministic samplers: the path's time averages, integrated exactly along its
-  // segments, and the resolved spacing and refresh rate (null for the other algorithms).
-  const std::vector<double> pm = r.path_mean();
-  j["run"]["path_mean"] = pm.empty() ? nlohmann::json() : nlohmann::json(pm);
-  j["run"]["pdmp_spacing"] = num(r.pdmp_spacing);
-  j["run"]["refresh_rate"] = num(r.refresh_rate);
-  j["run"]["pdmp_precondition"] = is_pdmp(r.config.algo)
-                                      ? nlohmann::json(to_string(r.config.pdmp_precondition))
-                                      : nlohmann::json();
-  // FlyMC's set-up choices, resolved where automatic (null for regular MCMC).
-  const bool fly = r.config.algo == Algo::flymc;
-  j["run"]["bound_slack"] = fly ? nlohmann::json(r.bound_slack) : nlohmann::json();
-  j["run"]["q_dark_to_bright"] = fly && r.config.z == ZUpdate::implicit
-                                     ? nlohmann::json(r.q_dark_to_bright)
-                                     : nlohmann::json();
   write_text_atomic(path, j.dump(2) + '\n');
 }
 
@@ -261,24 +212,11 @@ std::vector<const OptionInfo*> given_options(const SampleOptions& o) {
   return out;
 }
 
-/// The run's length: --iters alone asks for exactly that many sampling iterations; otherwise the
-/// run goes to an ESS target (--ess, by default kDefaultEss where the sampler can), with --iters
-/// as its upper limit (kEssIterCap when not given).
-void size_run(const SampleOptions& o, RunConfig& cfg) {
-  size_run_length(cfg, o.app->get_option("--iters")->count() > 0,
-                  o.app->get_option("--ess")->count() > 0);
-  if (cfg.max_seconds > 0.0 && cfg.ess <= 0.0)
-    throw UsageError(
-        "--max-seconds limits a run to an ESS target, and this run has none (--iters "
-        "alone asks for exactly that many iterations): give --ess N too");
-}
-
 /// What one `flymc sample` invocation runs: the configuration (from the options, or from the
 /// checkpoint when resuming), where it writes, and its data.
 struct SampleJob {
   RunConfig cfg;
-  std::vector<const OptionInfo*> given;  // the run options given (not --algo)
-  std::string restriction;               // --algo auto: the given options that restrict it
+  SamplePlan plan;  // a fresh run's options as checked and sized by the front door
   std::string out, data_arg, data_path;
   bool resume = false;
   long every = 0;  // checkpoint every K iterations; 0: no periodic checkpoints
@@ -339,16 +277,16 @@ SampleJob prepare_job(const SampleOptions& o, std::optional<RunDirLock>& lock, b
     if (o.data.empty()) throw UsageError("--data is required (or --resume DIR)");
     if (job.out.empty()) throw UsageError("--out must not be empty");
     job.data_path = o.data;
-    job.given = given_options(o);
     // No option is silently ignored: the chosen sampler reads each one, and under auto each
-    // restricts the candidates to the samplers that read it.
-    check_model_reads(job.cfg.model, job.given);
-    if (o.auto_algo)
-      auto_readers(job.given, job.restriction);
-    else
-      check_read_by(job.cfg.algo, job.given);
-    size_run(o, job.cfg);
-    job.cfg.validate();
+    // restricts the candidates to the samplers that read it (the front door's checks).
+    SampleRequest req;
+    req.cfg = job.cfg;
+    req.given = given_options(o);
+    req.iters_given = o.app->get_option("--iters")->count() > 0;
+    req.ess_given = o.app->get_option("--ess")->count() > 0;
+    req.checkpointed = job.every > 0;
+    job.plan = plan_sample(req);
+    job.cfg = job.plan.cfg;
     if (owner) {
       lock.emplace(job.out);
       clear_run_outputs(job.out);  // an earlier run's files: replaced, never mixed
@@ -523,13 +461,10 @@ AlgoChoice choose_job_algo(const SampleOptions& o, const SampleJob& job,
                            const std::shared_ptr<const Dataset>& data) {
   if (!o.quiet)
     std::fprintf(stderr, "flymc: --algo auto: a pilot of every exact sampler that fits ...\n");
-  AutoOptions opt;
-  opt.checkpointed = job.every > 0;
-  opt.given = job.given;
-  if (!o.quiet && !job.restriction.empty())
+  if (!o.quiet && !job.plan.restriction.empty())
     std::fprintf(stderr, "flymc: --algo auto: only the samplers that read %s are candidates\n",
-                 job.restriction.c_str());
-  const AlgoChoice c = choose_algo(job.cfg, data, opt);
+                 job.plan.restriction.c_str());
+  const AlgoChoice c = choose_for(job.plan, data);
   if (o.quiet) return c;
   for (const AutoCandidate& a : c.candidates) {
     if (!a.skipped.empty()) {
@@ -580,7 +515,7 @@ std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGro
     if (group.leader()) choice = choose_job_algo(o, job, data);
   });
   const int chosen = group.from_leader(choice ? static_cast<int>(choice->chosen) : 0);
-  job.cfg = auto_candidates(job.cfg, *data, job.every > 0, job.given)
+  job.cfg = auto_candidates(job.cfg, *data, job.plan.checkpointed, job.plan.given)
                 .at(static_cast<std::size_t>(chosen))
                 .config;
   // (the leader's list is the one its pilots ran: the same options, so the same configs) and
@@ -649,9 +584,8 @@ void sample_job(const SampleOptions& o, const JobGroup& group) {
   const Precomputed pre = choice ? Precomputed{choice->map, choice->cache} : Precomputed{};
   RunResult r = run_job(o, group, job, sinks, data, ck ? &*ck : nullptr, pre);
   // From the file to the chains' start: reading the data and the pilots come before run().
-  std::vector<SetupPhase> before = {{"read", read_seconds, 1}};
-  if (choice) before.push_back({"auto pilots", choice->pilot_seconds, -1});
-  r.setup_phases.insert(r.setup_phases.begin(), before.begin(), before.end());
+  if (choice) add_pilots_phase(r, *choice);
+  r.setup_phases.insert(r.setup_phases.begin(), SetupPhase{"read", read_seconds, 1});
   if (!group.leader()) {
     if (r.stopped) throw ExitStatus{kExitStopped};
     return;  // the leader reports the whole run
@@ -701,7 +635,8 @@ const std::map<std::string, Algo>& algo_names() {
 void add_sample_command(CLI::App& app) {
   auto o = std::make_shared<SampleOptions>();
   RunConfig& c = o->cfg;
-  CLI::App* s = app.add_subcommand("sample", "Draw posterior samples (FlyMC or regular MCMC)");
+  CLI::App* s = app.add_subcommand(
+      "sample", "Draw posterior samples (by default the exact sampler auto predicts fastest)");
   o->app = s;
   s->add_option("--data", o->data,
                 "Data file (.csv or .npy; label first); required unless --resume");
@@ -719,17 +654,22 @@ void add_sample_command(CLI::App& app) {
            o->cfg.algo = algo_names().at(v);
            o->auto_algo = o->cfg.algo == Algo::automatic;
          },
-         opt.help)
+         std::string(opt.help) + ". " + samplers_help())
         ->check(CLI::IsMember(algos))
         ->default_str("auto");
   });
   s->add_option("--out", o->out, "Output directory")->capture_default_str();
   s->add_flag("--quiet", o->quiet, "No progress line or table");
+  std::string shard_models;
+  for (const SamplerInfo& i : kSamplers)
+    if (i.shardable && i.kind != SamplerKind::automatic)
+      shard_models += std::string(shard_models.empty() ? "" : "; ") + "--algo " + i.name + ": " +
+                      models_run_text(i.algo, 2, true);
   s->add_flag("--shard-data", o->shard_data,
               "Under mpirun: each process reads only its block of the .npy file's (or HDF5 "
-              "data set's) rows, and "
-              "every chain runs on every process, one collective test per proposal (--algo smh, "
-              "logistic regression); the draws equal a one-process run's (docs/mpi.md)");
+              "data set's) rows, and every chain runs on every process, its steps collective; "
+              "the draws equal a one-process run's (docs/mpi.md). Models: " +
+                  shard_models);
   s->add_option("--checkpoint-every", o->checkpoint_every,
                 "Each chain saves its state every K iterations (warm-up included) in "
                 "OUT/checkpoint; pick K so that saves are seconds apart. SIGINT/SIGTERM then "

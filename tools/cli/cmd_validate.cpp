@@ -2,6 +2,7 @@
 // Prints the report; exits 1 when a quantity fails.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "flymc/core/atomic_file.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/options.hpp"
+#include "flymc/mcmc/model_needs.hpp"
 #include "flymc/validate/validate.hpp"
 
 namespace flymc::cli {
@@ -250,37 +252,21 @@ void add_validate_command(CLI::App& app) {
         "Simulation-based calibration (Talts et al. 2018): ranks of the true parameters "
         "among posterior draws, tested for uniformity");
     add_sampler_options(s, enum_name_list<ModelKind>(), c->model, algo_names(),
-                        "flymc, full (regular MCMC), or any other sampler of flymc sample "
-                        "(logistic regression): the exact bps, lipsbps, zigzag-ss, zigzag-cv, and "
-                        "the approximate minibatch-mh, sgld, sbps, psbps, which SBC is expected "
-                        "to reject",
+                        "any sampler of flymc sample: the exact ones, and the approximate "
+                        "minibatch-mh, sgld, sbps, psbps, which SBC is expected to reject. " +
+                            samplers_help(),
                         r.algo, r.bound, r.z);
-    // The sampler's options from the run options' table (the replicates set the rest).
-    add_run_options(s, r,
-                    {"kernel",
-                     "metric",
-                     "fly-metric-blend",
-                     "adapt-metric",
-                     "hmc-steps",
-                     "max-treedepth",
-                     "slice-mode",
-                     "target-accept",
-                     "step-size",
-                     "prior",
-                     "nu",
-                     "noise-scale",
-                     "batch-size",
-                     "pdmp-spacing",
-                     "refresh-rate",
-                     "pdmp-precondition",
-                     "barker-temper",
-                     "sgld-step",
-                     "prior-sd",
-                     "resample-fraction",
-                     "untuned-xi",
-                     "q-dark-to-bright",
-                     "bound-slack",
-                     "slack-scale"});
+    // The sampler's options: every run option of flymc sample but those the replicates set
+    // (the table's, so that a new option, --smh-order among them, is here too).
+    for_each_option([&](const OptionInfo& opt) {
+      static constexpr std::string_view kSetByReplicates[] = {
+          "model",   "algo",    "bound",       "z",          "chains", "warmup",
+          "iters",   "ess",     "max-seconds", "max-rhat",   "thin",   "seed",
+          "threads", "storage", "theta-steps", "save-events"};
+      if (opt.in_cli && std::find(std::begin(kSetByReplicates), std::end(kSetByReplicates),
+                                  std::string_view(opt.name)) == std::end(kSetByReplicates))
+        add_run_option(s, r, opt);
+    });
     s->add_option("--reps", o.reps, "Replicates (simulated data sets)")->capture_default_str();
     s->add_option("--n", o.n, "Rows per simulated data set")->capture_default_str();
     s->add_option("--d", o.d, "Coefficients, the bias column included")->capture_default_str();

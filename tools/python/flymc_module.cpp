@@ -13,6 +13,7 @@
 #include "flymc/data/loaders.hpp"
 #include "flymc/hdf5/hdf5.hpp"
 #include "flymc/mcmc/auto/choose_algo.hpp"
+#include "flymc/mcmc/front_door.hpp"
 #include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "options.hpp"
@@ -47,52 +48,38 @@ std::shared_ptr<const Dataset> arrays_dataset(const Array& x, const Array& y, Mo
 }
 
 Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& kwargs) {
-  RunConfig cfg;
   py::dict options(kwargs);
   auto given_value = [&](const char* key) {
     return options.contains(key) && !options[key].is_none();
   };
-  const bool iters_given = given_value("iters"), ess_given = given_value("ess");
-  apply_options(cfg, options);
-  // algo="auto", the default: pilots choose the sampler (choose_algo.hpp), as on the command line.
-  const bool auto_algo = cfg.algo == Algo::automatic;
-  // No keyword is silently ignored: the sampler reads each, and under auto each restricts the
-  // candidates to the samplers that read it.
-  // A keyword at its default value counts as not given, so that a result's config, which
-  // names every option, runs again (flymc.sample(X, y, **r.config)).
-  AutoOptions opt;
+  SampleRequest req;  // the front door's, as the command line's (front_door.hpp)
+  req.iters_given = given_value("iters");
+  req.ess_given = given_value("ess");
+  apply_options(req.cfg, options);
+  // No keyword is silently ignored: the sampler reads each, and under auto (algo="auto", the
+  // default) each restricts the candidates to the samplers that read it. A keyword at its
+  // default value counts as not given, so that a result's config, which names every option,
+  // runs again (flymc.sample(X, y, **r.config)).
   const RunConfig defaults;
   for (const auto& [key, value] : options)
     if (const OptionInfo* o = find_option(py::cast<std::string>(key));
         o != nullptr && std::string_view(o->key) != "algo" &&
-        get_value(cfg, *o) != get_value(defaults, *o))
-      opt.given.push_back(o);
-  std::string restriction;
-  check_model_reads(cfg.model, opt.given);
-  if (auto_algo)
-    auto_readers(opt.given, restriction);
-  else
-    check_read_by(cfg.algo, opt.given);
-  size_run_length(cfg, iters_given, ess_given);  // the command line's rule
-  cfg.validate();                                // before the chains' tables are sized by it
-  check_model_fits(cfg);
+        get_value(req.cfg, *o) != get_value(defaults, *o))
+      req.given.push_back(o);
+  const SamplePlan plan = plan_sample(req);  // before the chains' tables are sized by it
   const Array x = as_array(x_in, "X", 2, "2-D (N rows x D features)");
   const Array y = as_array(y_in, "y", 1, "1-D (one label per row)");
-  std::vector<ChainTable> tables(static_cast<std::size_t>(cfg.chains));
-  std::optional<AlgoChoice> choice;
-  RunResult r;
+  std::vector<ChainTable> tables(static_cast<std::size_t>(plan.cfg.chains));
+  Sampled s;
   {
     // The chains run on oneTBB's threads and touch no Python object (the sinks fill `tables`),
     // so other Python threads run meanwhile. x and y stay referenced, hence alive, throughout.
     py::gil_scoped_release unlocked;
-    const auto data = arrays_dataset(x, y, cfg.model, cfg.storage);
-    if (auto_algo) {
-      choice = choose_algo(cfg, data, opt);
-      cfg = choice->best().config;
-    }
-    r = run(cfg, data, memory_sinks(tables), nullptr, nullptr, {},
-            choice ? Precomputed{choice->map, choice->cache} : Precomputed{});
+    const auto data = arrays_dataset(x, y, plan.cfg.model, plan.cfg.storage);
+    s = flymc::sample(plan, data, memory_sinks(tables));
   }
+  const std::optional<AlgoChoice>& choice = s.choice;
+  const RunResult& r = s.run;
   if (choice && choice->pilots_short &&
       PyErr_WarnEx(
           PyExc_RuntimeWarning,

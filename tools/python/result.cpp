@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "flymc/io/output.hpp"
+#include "flymc/io/run_record.hpp"
 
 namespace flymc::python {
 namespace {
@@ -38,9 +39,6 @@ class MemorySink final : public DrawSink {
 bool is_sampler_column(const std::string& name) {
   return name.size() > 2 && name.compare(name.size() - 2, 2, "__") == 0;
 }
-
-/// A JSON-like value: None for NaN or infinity, as summary.json writes null.
-py::object finite_or_none(double v) { return std::isfinite(v) ? py::cast(v) : py::none(); }
 
 /// Columns [first, first + width) of every chain's rows as an ndarray (chains, rows, width), or
 /// (chains, rows) when `squeeze` (width 1).
@@ -102,97 +100,43 @@ py::dict summary_dict(const std::vector<NamedSummary>& params) {
   return d;
 }
 
-/// The smallest bulk ESS over the parameters (0 where one cannot be computed), as summary.json.
-double min_ess_bulk(const std::vector<NamedSummary>& params) {
-  double m = std::numeric_limits<double>::infinity();
-  for (const auto& p : params) m = std::min(m, std::isnan(p.s.ess_bulk) ? 0.0 : p.s.ess_bulk);
-  return m;
-}
-
-/// --algo auto's candidates, as summary.json's run.auto_candidates (docs/output.md).
-py::object auto_candidates_list(const AlgoChoice& choice) {
-  py::list out;
-  for (const AutoCandidate& c : choice.candidates) {
-    const bool ran = c.skipped.empty();
-    py::dict d;
-    d["name"] = c.name;
-    d["algo"] = to_string(c.config.algo);
-    d["kernel"] = to_string(c.config.kernel);
-    d["metric"] = to_string(c.config.resolved_metric());
-    d["skipped"] = ran ? py::none() : py::object(py::str(c.skipped));
-    d["predicted_ess_per_second"] = ran ? finite_or_none(c.ess_per_second) : py::none();
-    d["predicted_seconds"] = ran ? finite_or_none(c.predicted_seconds) : py::none();
-    d["predicted_core_seconds"] = ran ? finite_or_none(c.predicted_cost) : py::none();
-    d["pilot_min_ess"] = ran ? finite_or_none(c.pilot_ess) : py::none();
-    d["pilot_iters"] = ran ? py::object(py::int_(c.pilot_iters)) : py::none();
-    d["pilot_rows"] = ran ? py::object(py::int_(c.pilot_rows)) : py::none();
-    d["pilot_seconds"] = ran ? finite_or_none(c.pilot_seconds) : py::none();
-    d["pilot_core_seconds"] = ran ? finite_or_none(c.pilot_cost) : py::none();
-    d["rough"] = ran ? py::object(py::bool_(c.rough)) : py::none();
-    out.append(d);
+/// A run record's value in Python (run_record.hpp): lists of numbers as ndarrays.
+py::object record_object(const RecordValue& v) {
+  using K = RecordValue::Kind;
+  switch (v.kind) {
+    case K::boolean:
+      return py::bool_(v.boolean);
+    case K::integer:
+      return py::int_(v.integer);
+    case K::number:
+      return py::float_(v.number);
+    case K::text:
+      return py::str(v.text);
+    case K::numbers:
+      return py::array_t<double>(py::ssize_t(v.numbers.size()), v.numbers.data());
+    case K::texts:
+      return py::cast(v.texts);
+    case K::records: {
+      py::list out;
+      for (const Record& r : v.records) {
+        py::dict d;
+        for (const auto& [name, value] : r) d[py::str(name)] = record_object(value);
+        out.append(d);
+      }
+      return out;
+    }
+    case K::null:
+      break;
   }
-  return out;
+  return py::none();
 }
 
-/// summary.json's "run" figures (docs/output.md), plus the run checks and the MAP fit.
+/// summary.json's "run" figures (docs/output.md): the same record the command line writes.
 py::dict run_dict(const RunResult& r, const std::vector<NamedSummary>& params,
                   const std::optional<AlgoChoice>& choice) {
-  const RunConfig& c = r.config;
   py::dict d;
-  d["algo"] = to_string(c.algo);
-  d["exact"] = is_exact(c.algo);
-  d["algo_chosen"] = choice ? py::object(py::str(to_string(choice->algo()))) : py::none();
-  d["auto_chosen"] = choice ? py::object(py::str(choice->best().name)) : py::none();
-  d["auto_candidates"] = choice ? auto_candidates_list(*choice) : py::none();
-  d["predicted_speedup"] = choice ? finite_or_none(choice->predicted_speedup) : py::none();
-  d["prediction_rough"] = choice ? py::object(py::bool_(choice->pilots_short)) : py::none();
-  d["auto_why"] = choice ? py::object(py::str(choice->why)) : py::none();
-  d["auto_pilot_seconds"] = choice ? finite_or_none(choice->pilot_seconds) : py::none();
-  d["auto_predicted_seconds"] =
-      choice ? finite_or_none(choice->best().predicted_seconds) : py::none();
-  d["auto_measured_seconds"] =
-      choice ? finite_or_none(r.setup_seconds + r.warmup_seconds + r.sampling_seconds) : py::none();
-  d["n"] = r.n;
-  d["dim"] = r.dim;
-  d["chains"] = c.chains;
-  d["warmup"] = c.warmup;
-  d["iters"] = c.iters;
-  d["setup_seconds"] = r.setup_seconds;
-  py::list phases;  // the run's own (the data came from the caller's arrays)
-  for (const SetupPhase& p : r.setup_phases) {
-    py::dict one;
-    one["name"] = p.name;
-    one["seconds"] = p.seconds;
-    one["passes"] = p.passes >= 0 ? py::object(py::int_(p.passes)) : py::none();
-    phases.append(one);
-  }
-  d["setup_phases"] = phases;
-  d["warmup_seconds"] = r.warmup_seconds;
-  d["sampling_seconds"] = r.sampling_seconds;
-  d["queries_per_iter"] = r.queries_per_iter();
-  d["bright_mean"] = finite_or_none(r.bright_mean());
-  d["batch_mean"] = finite_or_none(r.batch_mean());
-  d["accept_rate"] = r.accept_rate();
-  const double ess = min_ess_bulk(params);
-  d["min_ess_bulk"] = finite_or_none(ess);
-  d["min_ess_bulk_per_second"] = finite_or_none(ess / r.sampling_seconds);
-  const bool fly = c.algo == Algo::flymc;
-  d["bound_slack"] = fly ? py::cast(r.bound_slack) : py::none();
-  d["q_dark_to_bright"] =
-      fly && c.z == ZUpdate::implicit ? py::cast(r.q_dark_to_bright) : py::none();
-  d["bound_violations"] = r.bound_violations();
-  d["bound_clamps"] = r.bound_clamps();
-  d["nonfinite_proposals"] = r.nonfinite();
-  d["slice_failures"] = r.slice_failures();
-  d["divergences"] = r.divergences();
-  const std::vector<double> pm = r.path_mean();
-  d["path_mean"] = pm.empty() ? py::none() : py::object(py::array_t<double>(pm.size(), pm.data()));
-  d["pdmp_spacing"] = finite_or_none(r.pdmp_spacing);
-  d["refresh_rate"] = finite_or_none(r.refresh_rate);
-  const auto& theta = r.map.theta;
-  d["map_theta"] = py::array_t<double>(theta.size(), theta.data());
-  d["map_log_post"] = r.map.log_post;
-  d["warnings"] = r.warnings;
+  for (const auto& [name, value] : run_record(r, params, choice ? &*choice : nullptr))
+    d[py::str(name)] = record_object(value);
   return d;
 }
 

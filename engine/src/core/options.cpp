@@ -68,16 +68,17 @@ std::vector<OptionInfo> model_and_kernel_options() {
        "algo",
        choice<&C::algo>(),
        "auto (the default): short pilots of the exact samplers that fit predict which ends the "
-       "run soonest (to --ess effective draws, or the most ESS per second for a fixed --iters), "
-       "and it runs; flymc, full (regular MCMC); the approximate subsampling samplers "
-       "(logistic regression): minibatch-mh (minibatch Metropolis-Hastings with the Barker test) "
-       "or sgld (stochastic gradient Langevin dynamics); or the piecewise-deterministic samplers "
-       "(logistic regression, Gaussian prior): bps (bouncy particle sampler, full gradient), "
+       "run soonest (to --ess effective draws, or the most ESS per core-second for a fixed "
+       "--iters), by counted work, so the same seed draws the same at any load, and it runs; "
+       "flymc, full (regular MCMC); the approximate subsampling samplers "
+       "minibatch-mh (minibatch Metropolis-Hastings with the Barker test) or sgld (stochastic "
+       "gradient Langevin dynamics); or the piecewise-deterministic samplers (Gaussian prior): "
+       "bps (bouncy particle sampler, full gradient), "
        "lipsbps (BPS on batch gradients, Lipschitz bound), zigzag-ss (Zig-Zag with subsampling), "
        "zigzag-cv (Zig-Zag with control variates at the MAP), all exact, and the APPROXIMATE sbps "
        "(stochastic BPS, adaptive bound) and psbps (SBPS with a diagonal preconditioner frozen "
        "after warm-up); or smh (scalable Metropolis-Hastings, exact: second-order control "
-       "variates at the MAP, a few data per proposal by Poisson thinning; logistic regression)",
+       "variates at the MAP, a few data per proposal by Poisson thinning)",
        kAllAlgos,
        true,
        true,
@@ -246,8 +247,8 @@ std::vector<OptionInfo> other_sampler_options() {
       {"smh-order", "smh_order", &C::smh_order,
        "smh: order of the control variates' Taylor expansion at the MAP: 2 (gradient and "
        "Hessian; D^2 multiply-adds per proposal) or 3 (also the third derivatives: D^3/6 more per "
-       "proposal, fourth-order remainders, so far fewer candidate data on tall data; logistic "
-       "regression only)",
+       "proposal, fourth-order remainders, so far fewer candidate data on tall data; for the "
+       "models whose fourth derivative is bounded)",
        algo_bit(Algo::smh)},
       {"pdmp-spacing", "pdmp_spacing", &C::pdmp_spacing,
        "Piecewise-deterministic samplers: path time between draws (one draw per iteration; "

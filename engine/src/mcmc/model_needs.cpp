@@ -85,6 +85,33 @@ std::string models_run(RunConfig cfg) {
 
 }  // namespace
 
+std::string models_run_text(Algo algo, int smh_order, bool sharded) {
+  RunConfig cfg;
+  cfg.algo = algo;
+  cfg.smh_order = smh_order;
+  std::string out;
+  for (const EnumName<ModelKind>& m : kModelNames) {
+    if (m.value == ModelKind::custom) continue;
+    cfg.model = m.value;
+    try {
+      check_model_fits(cfg, sharded);
+      out += (out.empty() ? "" : ", ") + std::string(m.name);
+    } catch (const ConfigError&) {
+    }
+  }
+  return out;
+}
+
+std::string samplers_help() {
+  std::string out;
+  for (const SamplerInfo& s : kSamplers) {
+    if (s.kind == SamplerKind::automatic) continue;
+    out += (out.empty() ? "" : "; ") + std::string(s.name) + ": " + models_run_text(s.algo);
+    if (s.needs_order3 != 0) out += " (order 3: " + models_run_text(s.algo, 3) + ")";
+  }
+  return "Models each sampler runs: " + out;
+}
+
 std::string samplers_markdown() {
   auto yes = [](bool b) { return b ? "yes" : "no"; };
   std::string out =

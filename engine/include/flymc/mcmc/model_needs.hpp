@@ -24,6 +24,13 @@ unsigned sampler_needs(const RunConfig& cfg);
 /// offer what cfg.algo needs (and, with `sharded`, data-wide sums across processes).
 void check_model_fits(const RunConfig& cfg, bool sharded = false);
 
+/// The built-in models `algo` runs (with --smh-order `smh_order`; on --shard-data with
+/// `sharded`), comma-separated, from the model and sampler tables.
+std::string models_run_text(Algo algo, int smh_order = 2, bool sharded = false);
+
+/// "Models each sampler runs: flymc: logistic, ...; ...", for --algo's help.
+std::string samplers_help();
+
 /// The sampler table (core/samplers.hpp) as the Markdown table docs/usage.md shows, with the
 /// built-in models each sampler runs (a unit test keeps the page equal to it).
 std::string samplers_markdown();

@@ -1,5 +1,11 @@
-#include "flymc/mcmc/minibatch/approximate.hpp"
-
+// The approximate subsampling samplers (docs/math.md §5 and §6), run_approximate_request (the
+// sampler table's runner for minibatch-mh and sgld): minibatch Metropolis–Hastings with the
+// Barker test (Seita, Pan, Chen & Canny 2017) and stochastic gradient Langevin dynamics (Welling
+// & Teh 2011). Their draws do not target the posterior exactly; every output says so (`exact` in
+// the draw files' comments and in summary.json). They run several chains at once as run() does,
+// one random stream per (seed, chain id) and no reduction across threads, so the draws do not
+// depend on the thread count, and write the same draw files through DrawSink with the columns of
+// columns.hpp (approx_draw_columns).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,8 +17,10 @@
 #include "approx_chain.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/core/samplers.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/model_needs.hpp"
+#include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/setup.hpp"
 
 namespace flymc {
@@ -245,15 +253,6 @@ void set_metric(ApproxShared& sh, std::size_t p) {
 }
 
 }  // namespace detail
-
-RunResult run_approximate(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-                          const SinkFactory& sinks, Progress* progress,
-                          const CheckpointOptions* checkpoint, const Precomputed& pre) {
-  check_model_fits(cfg);
-  const FaultInjection none;
-  return run_approximate_request(
-      {cfg, std::move(data), sinks, progress, checkpoint, none, nullptr, pre});
-}
 
 RunResult run_approximate_request(const RunRequest& r) {
   const RunConfig& cfg = r.cfg;

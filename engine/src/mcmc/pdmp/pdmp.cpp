@@ -127,15 +127,6 @@ void run_pdmp_chains(const detail::PdmpShared& sh, const SinkFactory& sinks, Pro
   detail::split_wall_time(out, par_clock.seconds());
 }
 
-RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-                   const SinkFactory& sinks, Progress* progress,
-                   const CheckpointOptions* checkpoint, const Precomputed& pre) {
-  cfg.validate();  // the model and prior checks (run() validated already; callers may not)
-  check_model_fits(cfg);
-  const FaultInjection none;
-  return run_pdmp_request({cfg, std::move(data), sinks, progress, checkpoint, none, nullptr, pre});
-}
-
 RunResult run_pdmp_request(const RunRequest& r) {
   const RunConfig& cfg = r.cfg;
   detail::ModelRun<LogisticModel> run(r);

@@ -480,13 +480,6 @@ RunResult run_smh_model(const RunRequest& r) {
 }  // namespace
 }  // namespace detail
 
-RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-                  const SinkFactory& sinks, Progress* progress, const CheckpointOptions* checkpoint,
-                  const Precomputed& pre, const FaultInjection& faults) {
-  check_model_fits(cfg, data->shard() != nullptr);
-  return run_smh_request({cfg, std::move(data), sinks, progress, checkpoint, faults, nullptr, pre});
-}
-
 RunResult run_smh_request(const RunRequest& r) {
   if (r.cfg.model == ModelKind::robust) return detail::run_smh_model<RobustModel>(r);
   if (r.cfg.model == ModelKind::logistic) return detail::run_smh_model<LogisticModel>(r);

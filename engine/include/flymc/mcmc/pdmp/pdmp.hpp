@@ -19,13 +19,6 @@
 
 namespace flymc {
 
-/// Runs cfg (is_pdmp(cfg.algo); logistic regression, Gaussian prior). Called by run().
-/// @throw ConfigError for checkpointing (not available for these samplers), a model other than
-/// logistic regression or a Laplace prior; DataError for data the model cannot take.
-RunResult run_pdmp(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-                   const SinkFactory& sinks, Progress* progress,
-                   const CheckpointOptions* checkpoint, const Precomputed& pre = {});
-
 /// The automatic time scale of a run (docs/math.md §7.5): the mean Laplace standard deviation
 /// in the chains' coordinates u = T⁻¹θ (`transform` is T, lower triangular, empty for T = I;
 /// with T a factor of the Laplace covariance it is 1), times √D for the BPS family, whose unit

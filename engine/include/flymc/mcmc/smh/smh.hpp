@@ -79,14 +79,4 @@ double cubic_form(const double* t, const double* u, std::size_t d) noexcept;
 
 }  // namespace smh
 
-/// Runs `--algo smh` (logistic or robust regression; the chains as run() runs them, the draw
-/// files' SMH columns: docs/output.md). Each chain starts where the other samplers start (θ_MAP
-/// plus jitter, or a prior draw).
-/// `faults.bound_excess` makes every bound e^bound_excess times too small (a test hook).
-/// Its chains save their state and resume as FlyMC's do (`checkpoint`), on a shard too.
-/// @throw ConfigError for another model.
-RunResult run_smh(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
-                  const SinkFactory& sinks, Progress* progress, const CheckpointOptions* checkpoint,
-                  const Precomputed& pre = {}, const FaultInjection& faults = {});
-
 }  // namespace flymc

@@ -12,7 +12,7 @@
 #include "flymc/core/samplers.hpp"
 #include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/run_part.hpp"
-#include "run_start.hpp"
+#include "run/run_start.hpp"
 
 namespace flymc {
 

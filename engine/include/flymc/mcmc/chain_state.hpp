@@ -3,7 +3,7 @@
 /// One chain's complete state at an iteration boundary, as plain values: θ and what the kernels
 /// cache about it, the bright set with its cached log L̃ (FlyMC), the θ-kernel's adaptation state,
 /// the random stream, the counters, the loop's running sums and the timers. The chain loop
-/// (engine/src/mcmc/chain.hpp) saves its live objects into one and restores them from one; a
+/// (engine/src/mcmc/fly/chain.hpp) saves its live objects into one and restores them from one; a
 /// checkpoint file is one encoded (io/checkpoint.hpp). Restoring a state and running on gives
 /// bit-identical draws to never having stopped.
 #include <cstdint>

@@ -12,8 +12,8 @@
 #include <memory>
 #include <string>
 
-#include "../run_chains.hpp"
-#include "../run_skeleton.hpp"
+#include "../run/run_chains.hpp"
+#include "../run/run_skeleton.hpp"
 #include "approx_chain.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"

@@ -5,9 +5,9 @@
 #include <optional>
 #include <string>
 
-#include "../run_blocks.hpp"
-#include "../run_chains.hpp"
-#include "../run_skeleton.hpp"
+#include "../run/run_blocks.hpp"
+#include "../run/run_chains.hpp"
+#include "../run/run_skeleton.hpp"
 #include "bouncy.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "../run_chains.hpp"
+#include "../run/run_chains.hpp"
 #include "flymc/kernels/kernels.hpp"
 
 namespace flymc::detail {

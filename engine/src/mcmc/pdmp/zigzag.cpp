@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "../run_chains.hpp"
+#include "../run/run_chains.hpp"
 
 namespace flymc::detail {
 

@@ -10,9 +10,9 @@
 #include <span>
 #include <string>
 
-#include "../run_blocks.hpp"
-#include "../run_chains.hpp"
-#include "../run_skeleton.hpp"
+#include "../run/run_blocks.hpp"
+#include "../run/run_chains.hpp"
+#include "../run/run_skeleton.hpp"
 #include "flymc/core/blas.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"

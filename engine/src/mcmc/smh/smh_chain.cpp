@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "../run_chains.hpp"
+#include "../run/run_chains.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "../chain_stops.hpp"
-#include "../run_start.hpp"
+#include "../run/chain_stops.hpp"
+#include "../run/run_start.hpp"
 #include "flymc/core/alias_table.hpp"
 #include "flymc/core/memory.hpp"
 #include "flymc/core/rng.hpp"

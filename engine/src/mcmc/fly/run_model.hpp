@@ -13,10 +13,10 @@
 #include "flymc/core/clock.hpp"
 #include "flymc/mcmc/run_part.hpp"
 #include "flymc/mcmc/setup.hpp"
-#include "run_blocks.hpp"
-#include "run_chains.hpp"
-#include "run_skeleton.hpp"
-#include "run_start.hpp"
+#include "../run/run_blocks.hpp"
+#include "../run/run_chains.hpp"
+#include "../run/run_skeleton.hpp"
+#include "../run/run_start.hpp"
 
 namespace flymc::detail {
 

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "../run/chain_stops.hpp"
+#include "../run/run_chains.hpp"
+#include "../run/run_start.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/data/row_fold.hpp"
 #include "flymc/mcmc/chain_state.hpp"
@@ -24,8 +26,6 @@
 #include "flymc/mcmc/targets.hpp"
 #include "flymc/mcmc/theta_kernels.hpp"
 #include "flymc/mcmc/z_updates.hpp"
-#include "../run/run_chains.hpp"
-#include "../run/run_start.hpp"
 
 namespace flymc::detail {
 

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "chain.hpp"
-#include "flymc/core/clock.hpp"
-#include "flymc/mcmc/run_part.hpp"
-#include "flymc/mcmc/setup.hpp"
 #include "../run/run_blocks.hpp"
 #include "../run/run_chains.hpp"
 #include "../run/run_skeleton.hpp"
 #include "../run/run_start.hpp"
+#include "chain.hpp"
+#include "flymc/core/clock.hpp"
+#include "flymc/mcmc/run_part.hpp"
+#include "flymc/mcmc/setup.hpp"
 
 namespace flymc::detail {
 

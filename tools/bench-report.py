@@ -149,16 +149,27 @@ def tall_section(doc, name):
     rows = doc["rows"]
     first = rows[0]
     e2e = all("seconds_per_1000_ess" in r for r in rows)  # files from before it lack the column
+    to_target = all("time_to_target_seconds" in r for r in rows)
     body = table(
         ["algorithm", "metric", "queries/iter", "bright", "min ESS", "max R̂", "min ESS/s",
          "× best regular", "µs/iter"] + (["s per 1,000 ESS"] if e2e else [])
-        + ["mean z", "chains × iters"],
+        + (["s to target"] if to_target else []) + ["mean z", "chains × iters"],
         [[r["algo"], metric_label(r), fmt(r["queries_per_iter"]), fmt(r["bright_mean"]),
           fmt(r["min_ess_bulk"]), fmt(r["max_rhat"], 4), fmt(r["ess_per_second_min"]),
           fmt(r["speedup_vs_best_regular"]), fmt(1e6 * r["seconds_per_iter"])]
          + ([fmt(r["seconds_per_1000_ess"])] if e2e else [])
+         + ([target_cell(r)] if to_target else [])
          + [fmt(r.get("max_mean_z_vs_best_regular")), f"{r['chains']} × {r['iters']:,}"]
          for r in rows])
+    dflt = doc.get("default")
+    if to_target and dflt:
+        body += (f"\n\nThe default `flymc sample` (`--algo auto --ess {fmt(doc.get('time_to_ess'))}`) "
+                 f"chose {dflt['chosen']} and reached the target {target_cell(dflt)} s after the "
+                 f"data were read, its pilots ({fmt(dflt['pilot_seconds'])} s) included. "
+                 "`s to target`: seconds from the data's reading to min bulk and tail ESS ≥ "
+                 f"{fmt(doc.get('time_to_ess'))} and R̂ ≤ 1.01, each row's sampler run with "
+                 "`--ess`; ~: the run reached its cap first and its sampling is projected at "
+                 "its ESS rate so far.")
     model = doc.get("model", "logistic")
     per_1000 = (" `s per 1,000 ESS`: wall seconds of the row's set-up, warm-up and sampling "
                 "per 1,000 min bulk effective draws." if e2e else "")
@@ -166,6 +177,29 @@ def tall_section(doc, name):
             f"D = {first['d']})\n\n" + body + "\n\n`mean z`: the largest |difference of "
             "posterior means| / combined MCSE against the best regular-MCMC row." + per_1000 + " "
             + auto_table(doc.get("auto", [])) + f"Source: `{name}`. " + machine_line(doc))
+
+
+def target_cell(r):
+    """Seconds to the ESS target, ~ marking a projection past the run's cap."""
+    t = r.get("time_to_target_seconds")
+    return ("~" if r.get("time_to_target_projected") else "") + fmt(t)
+
+
+def cost_model_section(doc, name):
+    rows = doc["rows"]
+    body = table(
+        ["candidate", "data", "N", "p", "iterations", "queries", "gradients", "core-s",
+         "priced", "priced / measured", "statistics s", "priced"],
+        [[r["name"], os.path.basename(r.get("data", "?")), fmt(r["n"]), fmt(r["p"]),
+          fmt(r["iterations"]), fmt(r["queries"]), fmt(r["grads"]), fmt(r["core_seconds"]),
+          fmt(r["predicted_core_seconds"]),
+          fmt(r["predicted_core_seconds"] / r["core_seconds"] if r["core_seconds"] else None),
+          fmt(r["statistics_seconds"]), fmt(r["predicted_statistics_seconds"])] for r in rows])
+    return ("#### Auto's cost model against measured runs\n\n" + body + "\n\nEvery candidate "
+            "of `--algo auto` run for a fixed length (`flymc-bench cost-model`): its chains' "
+            "counted work, their own timers added up (core-s), and the cost model's price of the "
+            "same work (docs/math.md §3.3), which auto ranks by instead of a clock. "
+            f"Source: `{name}`. " + machine_line(doc))
 
 
 def auto_table(autos):
@@ -250,8 +284,8 @@ def storage_section(doc, name):
 
 SECTIONS = {"table1": table1_section, "scaling": scaling_section, "chains": chains_section,
             "tall": tall_section, "compare": compare_section, "micro": micro_section,
-            "storage": storage_section}
-ORDER = ["table1", "tall", "compare", "scaling", "storage", "chains", "micro"]
+            "storage": storage_section, "cost-model": cost_model_section}
+ORDER = ["table1", "tall", "cost-model", "compare", "scaling", "storage", "chains", "micro"]
 
 
 def report(files, intro="", notes=""):

@@ -29,6 +29,9 @@ RunConfig pilot_test_config(KernelKind kernel) {
 AutoOptions short_warmups() {
   AutoOptions opt;
   opt.flymc_warmup = opt.regular_warmup = 100;
+  // These tests weigh every candidate's pilot; the rule that spares pilots which cannot pay
+  // for themselves has a test of its own.
+  opt.fixed_pays_for_itself = false;
   return opt;
 }
 }  // namespace
@@ -183,6 +186,31 @@ TEST_SUITE("unit") {
       CHECK_THROWS_AS(run(one, data, {}, nullptr, nullptr, {}, Precomputed{wrong, nullptr}),
                       ConfigError);
     }
+  }
+
+  TEST_CASE("for a fixed length too, a later pilot that cannot pay for itself is not run") {
+    // Replays issue 51's 10^7-row run with --iters 1000: FlyMC's pilot (its statistics pass and
+    // a Gibbs pass per chain) cost several times SMH's whole predicted run, and ran.
+    const auto data = test::logistic_data(4000, 3, 11);
+    RunConfig cfg = pilot_test_config(KernelKind::mala);
+    cfg.warmup = 10;
+    cfg.iters = 10;  // a run far cheaper than any second pilot's set-up
+    AutoOptions opt;
+    const AlgoChoice c = choose_algo(cfg, data, opt);
+    int ran = 0, spared = 0;
+    for (const AutoCandidate& a : c.candidates) {
+      CAPTURE(a.name);
+      CAPTURE(a.skipped);
+      ran += a.skipped.empty() ? 1 : 0;
+      spared += a.skipped.find("could not pay for itself") != std::string::npos ? 1 : 0;
+    }
+    CHECK(ran >= 1);
+    CHECK(spared >= 1);
+    CHECK(c.best().skipped.empty());
+    // Without the rule every candidate the model takes runs its pilot.
+    opt.fixed_pays_for_itself = false;
+    for (const AutoCandidate& a : choose_algo(cfg, data, opt).candidates)
+      CHECK(a.skipped.find("could not pay for itself") == std::string::npos);
   }
 
   TEST_CASE("choose_algo lengthens a pilot too short to estimate its ESS, within its time budget") {

@@ -541,22 +541,22 @@ class Pilots {
       if (!why.empty()) return why;
     }
     budget = std::numeric_limits<double>::infinity();  // the first target pilot: no limit
-    if (target_ && first_done_) {
+    if (first_done_ && (target_ || opt_.fixed_pays_for_itself)) {
       // Piloting pays only while it costs less than it may save of the best run's price.
-      budget = opt_.pilot_budget_share * best_cost_ - spent_after_first_;
+      const double share = opt_.pilot_budget_share * best_cost_ - spent_after_first_;
       const double least = min_pilot_cost(c, opt_, all, rows_);
-      if (budget <= 0.0 || least > budget) {
+      if (share <= 0.0 || least > share) {
         char why[240];
         std::snprintf(why, sizeof why,
                       "its pilot could not pay for itself: the pilots after the first may cost "
                       "%.0f%% of the best run's predicted %.3g core-s, %.3g are left, and it "
                       "would cost at least %.3g",
-                      100.0 * opt_.pilot_budget_share, best_cost_, std::max(budget, 0.0), least);
+                      100.0 * opt_.pilot_budget_share, best_cost_, std::max(share, 0.0), least);
         return why;
       }
-    } else if (!target_) {
-      budget = std::max(opt_.budget_seconds - spent_, 0.0) / static_cast<double>(left);
+      if (target_) budget = share;
     }
+    if (!target_) budget = std::max(opt_.budget_seconds - spent_, 0.0) / static_cast<double>(left);
     if (!is_regular(c)) return "";
     // (Where every row fits the regular pilots, they run: their own pilot prices them.)
     if (opt_.skip_beaten_regular && rows_ < n_ && best_so_far_ > regular_bound(c)) {

@@ -89,6 +89,10 @@ struct AutoOptions {
   /// end, RunConfig::max_cost) and dropped if it has not met its ESS by then: it could not pay
   /// for itself.
   double pilot_budget_share = 0.2;
+  /// A run of fixed length: the pilots after the first also pay for themselves (one is not
+  /// started when the least it can cost exceeds what is left of pilot_budget_share of the best
+  /// predicted run). False pilots every candidate (within budget_seconds).
+  bool fixed_pays_for_itself = true;
   /// A run to an ESS target: a pilot after the first gives up at a block's end once its ESS
   /// rate so far predicts its sampling alone at more than this many times the best run's
   /// predicted core-seconds (RunConfig::give_up_cost): it could not win, and a pilot far behind

@@ -115,14 +115,19 @@ struct Pilot {
   double cost = 0.0;
 };
 
-/// The core-seconds a pilot run cost: its statistics passes, warm-up and sampling, priced on the
-/// rows it ran on (the shared MAP fit is not counted).
-double run_cost(const RunResult& r, const RunWork& w, const CostShape& shape) {
+/// The passes over the data a run's set-up made for its statistics (0 when it took them over).
+double statistics_passes(const RunResult& r) {
   double passes = 0.0;
   for (const SetupPhase& p : r.setup_phases)
     if (p.name == "statistics" && p.passes > 0) passes += p.passes;
-  return statistics_seconds(r.config, shape, passes) + work_seconds(r.config, shape, w.warmup) +
-         work_seconds(r.config, shape, w.sampling);
+  return passes;
+}
+
+/// The core-seconds a pilot run cost: its statistics passes, warm-up and sampling, priced on the
+/// rows it ran on (the shared MAP fit is not counted).
+double run_cost(const RunResult& r, const RunWork& w, const CostShape& shape) {
+  return statistics_seconds(r.config, shape, statistics_passes(r)) +
+         work_seconds(r.config, shape, w.warmup) + work_seconds(r.config, shape, w.sampling);
 }
 
 /// Runs `c` on `data`, and again with four times the sampling iterations while its min bulk ESS
@@ -603,10 +608,7 @@ class Pilots {
     // A pilot on a subset samples a wider posterior: its draws are no place to start.
     if (target_ && c.pilot_rows == n_) c.pilot_states = starts_from(p.result, cfg_.chains);
     if (c.config.algo == Algo::smh) {
-      double passes = 0.0;
-      for (const SetupPhase& ph : p.result.setup_phases)
-        if (ph.name == "statistics" && ph.passes > 0) passes += ph.passes;
-      stats_cost_[i] = statistics_seconds(c.config, all, passes);
+      stats_cost_[i] = statistics_seconds(c.config, all, statistics_passes(p.result));
       last_smh_ = i;
     }
     c.predicted_cost = predicted_cost(cfg_, target_ ? run_warmup(c, opt_) : cfg_.warmup,

@@ -188,6 +188,26 @@ TEST_SUITE("unit") {
     }
   }
 
+  TEST_CASE("--max-seconds spent by the first pilot starts no other, and the run gets the rest") {
+    // deadline() floors the time left at a microsecond (a run's max_seconds must be positive),
+    // so the rule that stops the pilots once it is spent must read the clock itself.
+    const auto data = test::logistic_data(4000, 3, 11);
+    RunConfig cfg = pilot_test_config(KernelKind::nuts);
+    cfg.ess = 200;
+    cfg.max_seconds = 1e-3;  // the first pilot's first block outlasts it
+    AutoOptions opt;
+    const AlgoChoice c = choose_algo(cfg, data, opt);
+    int ran = 0, spent = 0;
+    for (const AutoCandidate& a : c.candidates) {
+      ran += a.skipped.empty() ? 1 : 0;
+      spent += a.skipped.find("--max-seconds was spent") != std::string::npos ? 1 : 0;
+    }
+    CHECK(ran == 1);
+    CHECK(spent >= 1);
+    CHECK(c.best().config.max_seconds > 0.0);
+    CHECK(c.best().config.max_seconds <= 1e-3);
+  }
+
   TEST_CASE("for a fixed length too, a later pilot that cannot pay for itself is not run") {
     // Replays issue 51's 10^7-row run with --iters 1000: FlyMC's pilot (its statistics pass and
     // a Gibbs pass per chain) cost several times SMH's whole predicted run, and ran.

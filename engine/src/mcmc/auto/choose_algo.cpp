@@ -538,7 +538,7 @@ class Pilots {
   /// Why candidate `c` runs no pilot ("" if it runs one), `left` candidates (`c` among them)
   /// being still to pilot; `budget` gets its pilot's limit in core-seconds.
   std::string ruled_out(const AutoCandidate& c, std::size_t left, double& budget) {
-    if (cfg_.max_seconds > 0.0 && first_done_ && deadline() <= 0.0)
+    if (cfg_.max_seconds > 0.0 && first_done_ && cfg_.max_seconds <= elapsed())
       return "--max-seconds was spent before its pilot";
     const CostShape all = shape_of();
     if (is_third_order_smh(c)) {

@@ -418,9 +418,9 @@ TEST_SUITE("unit") {
       CHECK(run_cli("summary " + out, dir).code == 0);
       check_path_events(out, algo.rfind("zigzag", 0) == 0, csv.draws);
     }
-    check_refusals({{"--algo bps --model softmax", "logistic", 78},
+    check_refusals({{"--algo bps --model softmax", "single-index family", 78},
                     {"--algo full --save-events", "--save-events is not read by --algo full", 64},
-                    {"--algo zigzag-cv --model robust", "logistic", 78},
+                    {"--algo lipsbps --model probit", "M1", 78},
                     {"--algo sbps --prior laplace", "Gaussian prior", 78},
                     {"--algo zigzag-ss --kernel hmc", "--kernel", 64},
                     {"--algo zigzag-cv --batch-size 20", "--batch-size", 64},
@@ -590,7 +590,7 @@ TEST_SUITE("unit") {
         // A sampler that needs what the model does not offer (model_needs.hpp).
         {"--model softmax --algo smh", 78, "--algo smh"},
         {"--model robust --algo smh --smh-order 3", 78, "--smh-order 3"},
-        {"--model gaussian --algo zigzag-cv", 78, "--algo zigzag-cv"},
+        {"--model gaussian --algo zigzag-ss", 78, "--algo zigzag-ss"},
         {"--model custom", 78, "--model custom"},
     };
     for (const Bad& b : cases) {

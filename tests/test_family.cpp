@@ -261,10 +261,20 @@ TEST_SUITE("unit") {
     c.family.reset();
     CHECK_NOTHROW(check_model_fits(c));
     CHECK_NOTHROW(check_model_fits(c, true));  // sharded
-    for (const Algo a : {Algo::bps, Algo::zigzag_cv, Algo::minibatch_mh, Algo::sgld}) {
+    for (const Algo a : {Algo::lipsbps, Algo::zigzag_ss, Algo::minibatch_mh, Algo::sgld}) {
       c.algo = a;
       CHECK_THROWS_AS(check_model_fits(c), ConfigError);
     }
+    for (const Algo a : {Algo::bps, Algo::zigzag_cv, Algo::sbps}) {  // M2 is enough
+      c.algo = a;
+      CHECK_NOTHROW(check_model_fits(c));
+    }
+    c.model = ModelKind::custom;
+    c.family = std::make_shared<PoissonLog>();  // no M2 either
+    for (const Algo a : {Algo::bps, Algo::zigzag_cv})
+      CHECK_THROWS_WITH_AS(check_model_fits((c.algo = a, c)), doctest::Contains("M2"), ConfigError);
+    c.model = ModelKind::probit;
+    c.family.reset();
     c.model = ModelKind::softmax;
     c.algo = Algo::flymc;
     CHECK_THROWS_AS(check_model_fits(c, true), ConfigError);

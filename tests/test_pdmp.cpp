@@ -45,7 +45,7 @@ double affine_integral(double a, double b, double t) {
 
 /// The rate a sampler's estimator can take at θ along w, maximised over the data it may draw.
 struct RateCase {
-  const pdmp::LogisticPdmpConstants& c;
+  const pdmp::PdmpConstants& c;
   const Dataset& ds;
   /// c_i(θ) for every datum.
   std::vector<double> coefs(const std::vector<double>& th) const {
@@ -53,7 +53,7 @@ struct RateCase {
     for (std::size_t i = 0; i < ds.n(); ++i) {
       double a = 0.0;
       for (std::size_t j = 0; j < c.p; ++j) a += ds.row(i)[j] * th[j];
-      out[i] = pdmp::logistic_coef(ds.y()[i], a);
+      out[i] = pdmp::datum_coef(LogisticFamily(), ds.y()[i], a);
     }
     return out;
   }
@@ -95,11 +95,12 @@ std::shared_ptr<const Dataset> scaled_columns(const Dataset& raw, const std::vec
 void check_bounds(const std::shared_ptr<const Dataset>& ds, const Mat& q, std::uint64_t seed) {
   const LogisticModel model(ds, 0.7);
   const MapResult map = model.find_map();
-  auto c = pdmp::LogisticPdmpConstants::make(model, map.theta, q);
-  c.fill_curvature(model);
+  auto c = pdmp::PdmpConstants::make(model.data(), *model.family_ptr(), model.prior().precision(),
+                                     map.theta, q);
+  c.fill_curvature(model.data());
   auto ss = c, cvc = c;  // Zig-Zag's weighted draws: by |x_ij|, and by |x_ij|·‖x_i‖
-  ss.fill_zigzag(model, false);
-  cvc.fill_zigzag(model, true);
+  ss.fill_zigzag(model.data(), false);
+  cvc.fill_zigzag(model.data(), true);
   const RateCase rc{c, *ds};
   Rng rng(seed, 1);
   for (int rep = 0; rep < 300; ++rep) {
@@ -327,13 +328,13 @@ TEST_SUITE("unit") {
   TEST_CASE("c_i stays finite and within (-1, 1) at extreme predictors") {
     for (double t : {-1.0, 1.0})
       for (double a : {-1e308, -800.0, -40.0, 0.0, 40.0, 800.0, 1e308}) {
-        const double c = pdmp::logistic_coef(t, a);
+        const double c = pdmp::datum_coef(LogisticFamily(), t, a);
         CAPTURE(a);
         CHECK(std::isfinite(c));
         CHECK(std::fabs(c) <= 1.0);
         CHECK(c * t <= 0.0);  // −t·σ(−t·a): pulls toward the label
       }
-    CHECK(pdmp::logistic_coef(1.0, 0.0) == -0.5);
+    CHECK(pdmp::datum_coef(LogisticFamily(), 1.0, 0.0) == -0.5);
   }
 
   TEST_CASE("the exact samplers' bounds dominate their rates on random segments") {
@@ -426,7 +427,13 @@ TEST_SUITE("unit") {
     cfg.prior = PriorKind::laplace;
     CHECK_THROWS_AS(run(cfg, ds), ConfigError);
     cfg.prior = PriorKind::gaussian;
-    cfg.model = ModelKind::robust;
+    cfg.model = ModelKind::probit;  // probit's f' is unbounded: no M1
+    cfg.algo = Algo::lipsbps;
+    CHECK_THROWS_WITH_AS(run(cfg, ds), doctest::Contains("M1"), ConfigError);
+    cfg.algo = Algo::zigzag_ss;
+    CHECK_THROWS_WITH_AS(run(cfg, ds), doctest::Contains("M1"), ConfigError);
+    cfg.model = ModelKind::softmax;
+    cfg.algo = Algo::bps;
     CHECK_THROWS_AS(run(cfg, ds), ConfigError);
     cfg.model = ModelKind::logistic;
     cfg.pdmp_spacing = 0.0;
@@ -459,6 +466,25 @@ TEST_SUITE("statistical") {
   }
   TEST_CASE("SBC: Zig-Zag with control variates is calibrated") {
     check_pdmp_sbc(pdmp_sbc(Algo::zigzag_cv, 10, 204));
+  }
+  // The samplers read any single-index family's M1 and M2: Student-t regression (the only other
+  // family with both) for the bounded-gradient pair, probit (M2 only) for the curvature pair.
+  SbcOptions family_pdmp_sbc(ModelKind model, Algo algo, long thin, std::uint64_t seed) {
+    SbcOptions o = pdmp_sbc(algo, thin, seed);
+    o.run.model = model;
+    return o;
+  }
+  TEST_CASE("SBC: lipSBPS on robust regression (the Student-t family's M1) is calibrated") {
+    check_pdmp_sbc(family_pdmp_sbc(ModelKind::robust, Algo::lipsbps, 8, 205));
+  }
+  TEST_CASE("SBC: Zig-Zag with subsampling on robust regression is calibrated") {
+    check_pdmp_sbc(family_pdmp_sbc(ModelKind::robust, Algo::zigzag_ss, 20, 206));
+  }
+  TEST_CASE("SBC: BPS on probit regression (the probit family's M2) is calibrated") {
+    check_pdmp_sbc(family_pdmp_sbc(ModelKind::probit, Algo::bps, 10, 207));
+  }
+  TEST_CASE("SBC: Zig-Zag with control variates on probit regression is calibrated") {
+    check_pdmp_sbc(family_pdmp_sbc(ModelKind::probit, Algo::zigzag_cv, 10, 208));
   }
 
   TEST_CASE("preconditioned exact samplers on badly scaled features agree with NUTS") {

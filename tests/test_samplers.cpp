@@ -89,6 +89,33 @@ TEST_SUITE("unit") {
     CHECK_THROWS_AS(check_model_reads(ModelKind::logistic, both), UsageError);
   }
 
+  TEST_CASE("samplers: the option lists come from the tables") {
+    // --refresh-rate: the samplers whose row says they refresh (the BPS family).
+    CHECK(kRefreshAlgos == (algo_bit(Algo::bps) | algo_bit(Algo::lipsbps) | algo_bit(Algo::sbps) |
+                            algo_bit(Algo::psbps)));
+    CHECK(option("refresh_rate").read_by == kRefreshAlgos);
+    // The options auto sets for each candidate are marked in the option table.
+    std::set<std::string> chosen;
+    for (const OptionInfo& o : run_options())
+      if (o.chosen_by_auto) chosen.insert(o.key);
+    CHECK(chosen == std::set<std::string>{"kernel", "metric", "adapt_metric", "step_size",
+                                          "target_accept", "theta_steps", "pcn_rho", "proposal",
+                                          "smh_order"});
+    // RunConfig::validate() checks every automatic option against the table's range, with the
+    // range the command line prints.
+    for (const OptionInfo& o : run_options()) {
+      if (o.kind() != OptionKind::auto_real && o.kind() != OptionKind::auto_integer) continue;
+      CAPTURE(o.name);
+      RunConfig c = test::fixed_config();
+      const double outside = o.range.lo_open ? o.range.lo : o.range.lo - 1.0;
+      set_value(c, o,
+                o.kind() == OptionKind::auto_integer ? OptionValue(static_cast<long long>(outside))
+                                                     : OptionValue(outside));
+      const std::string want = std::string("--") + o.name + " must be " + o.range.text();
+      CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains(want.c_str()), ConfigError);
+    }
+  }
+
   TEST_CASE("samplers: docs/usage.md shows the table as the engine holds it") {
     const std::string path = std::string(FLYMC_TEST_DATA_DIR) + "/../../docs/usage.md";
     std::ifstream in(path);

@@ -27,7 +27,7 @@ using namespace flymc;
 
 namespace {
 
-/// |r(û + h)| over its bound (M/6)|h|³ (r = gap(h) − gap(0), smh::logistic_gap); `rounding` is
+/// |r(û + h)| over its bound (M/6)|h|³ (r = gap(h) − gap(0), LogisticFamily::gap); `rounding` is
 /// the remainder's own rounding error (the terms it is the difference of, times a few ulps),
 /// which only matters where the bound is tiny.
 struct RemainderCheck {
@@ -35,9 +35,9 @@ struct RemainderCheck {
   bool within = true;
 };
 RemainderCheck check_remainder(double u_hat, double h, double m_bound) {
-  const smh::Taylor t = smh::logistic_taylor(u_hat);
-  const double f0 = smh::logistic_gap(t, 0.0);
-  const double r = smh::logistic_gap(t, h) - f0;
+  const Expansion t = LogisticFamily::taylor(u_hat, 2);
+  const double f0 = LogisticFamily::gap(t, 0.0, 2);
+  const double r = LogisticFamily::gap(t, h, 2) - f0;
   const double bound = m_bound / 6.0 * std::fabs(h * h * h);
   const double rounding = 8e-16 * (std::fabs(kernels::log_sigmoid(u_hat + h)) + std::fabs(f0) +
                                    std::fabs(h * t.f1) + std::fabs(0.5 * t.f2 * h * h));
@@ -47,20 +47,20 @@ RemainderCheck check_remainder(double u_hat, double h, double m_bound) {
 /// The same for robust regression's Student-t log-likelihood of the residual u = y − x·θ: at
 /// ŝ = x·θ̂ and x·θ = ŝ + h, û = y − ŝ and u = û − h.
 RemainderCheck check_student(const StudentT& st, double y, double s_hat, double h, double m) {
-  const smh::Taylor e = smh::student_taylor(st, y - s_hat);
-  const double f0 = smh::student_gap(st, e, 0.0);
-  const double r = smh::student_gap(st, e, -h) - f0;
+  const Expansion e = StudentTFamily::taylor(st, y - s_hat);
+  const double f0 = StudentTFamily::gap(st, e, 0.0);
+  const double r = StudentTFamily::gap(st, e, -h) - f0;
   const double bound = m / 6.0 * std::fabs(h * h * h);
   const double rounding = 8e-16 * (std::fabs(st.log_lik(y - s_hat - h)) + std::fabs(f0) +
                                    std::fabs(h * e.f1) + std::fabs(0.5 * e.f2 * h * h));
   return {std::fabs(r) / bound, std::fabs(r) <= bound + rounding};
 }
 
-/// The third-order expansion's remainder against its bound (M4/24)·h⁴ (smh::logistic_gap3).
+/// The third-order expansion's remainder against its bound (M4/24)·h⁴ (LogisticFamily::gap).
 RemainderCheck check_remainder3(double u_hat, double h, double m4) {
-  const smh::Taylor t = smh::logistic_taylor3(u_hat);
-  const double f0 = smh::logistic_gap3(t, 0.0);
-  const double r = smh::logistic_gap3(t, h) - f0;
+  const Expansion t = LogisticFamily::taylor(u_hat, 3);
+  const double f0 = LogisticFamily::gap(t, 0.0, 3);
+  const double r = LogisticFamily::gap(t, h, 3) - f0;
   const double bound = m4 / 24.0 * h * h * h * h;
   const double rounding =
       8e-16 * (std::fabs(kernels::log_sigmoid(u_hat + h)) + std::fabs(f0) + std::fabs(h * t.f1) +
@@ -93,7 +93,7 @@ TEST_SUITE("unit") {
           if (h == 0.0) continue;
           CAPTURE(s_hat);
           CAPTURE(h);
-          CHECK(check_remainder(s_hat, h, smh::kLogisticM).within);
+          CHECK(check_remainder(s_hat, h, LogisticFamily::kM3).within);
           ++points;
         }
     CHECK(points > 14000);
@@ -108,14 +108,14 @@ TEST_SUITE("unit") {
     for (int k = 0; k < 2000; ++k) {
       const double s_hat = (k % 2 == 0 ? 1.0 : -1.0) * (1.2 + 0.25 * rng.uniform());
       const double h = (k % 4 < 2 ? 1.0 : -1.0) * 1e-2 * (0.5 + rng.uniform());
-      const RemainderCheck r = check_remainder(s_hat, h, smh::kLogisticM);
+      const RemainderCheck r = check_remainder(s_hat, h, LogisticFamily::kM3);
       CHECK(r.within);
       worst = std::max(worst, r.ratio);
     }
     CHECK(worst > 1.0 / 1.1);
     bool mutant_caught = false;
     for (int k = 0; k < 200 && !mutant_caught; ++k)
-      mutant_caught = !check_remainder(1.317, 1e-3 * (k + 1), 0.9 * smh::kLogisticM).within;
+      mutant_caught = !check_remainder(1.317, 1e-3 * (k + 1), 0.9 * LogisticFamily::kM3).within;
     CHECK(mutant_caught);
   }
 
@@ -123,9 +123,9 @@ TEST_SUITE("unit") {
     // f‴ by central differences of f'' = −σ(u)σ(−u), where it is accurate.
     for (double u : {-6.0, -1.317, -0.3, 0.0, 0.2, 1.0, 4.0}) {
       const double e = 1e-4;
-      auto f2 = [](double v) { return smh::logistic_taylor(v).f2; };
+      auto f2 = [](double v) { return LogisticFamily::taylor(v, 2).f2; };
       CAPTURE(u);
-      CHECK(smh::logistic_taylor3(u).f3 ==
+      CHECK(LogisticFamily::taylor(u, 3).f3 ==
             doctest::Approx((f2(u + e) - f2(u - e)) / (2 * e)).epsilon(1e-6));
     }
     Rng rng(17, 1);
@@ -138,7 +138,7 @@ TEST_SUITE("unit") {
           if (h == 0.0) continue;
           CAPTURE(s_hat);
           CAPTURE(h);
-          CHECK(check_remainder3(s_hat, h, smh::kLogisticM4).within);
+          CHECK(check_remainder3(s_hat, h, LogisticFamily::kM4).within);
           ++points;
         }
     CHECK(points > 10000);
@@ -146,22 +146,22 @@ TEST_SUITE("unit") {
     double worst = 0.0;
     for (int k = 0; k < 400; ++k) {
       const double h = (k % 2 == 0 ? 1.0 : -1.0) * 2e-2 * (0.5 + rng.uniform());
-      const RemainderCheck r = check_remainder3(1e-3 * rng.normal(), h, smh::kLogisticM4);
+      const RemainderCheck r = check_remainder3(1e-3 * rng.normal(), h, LogisticFamily::kM4);
       CHECK(r.within);
       worst = std::max(worst, r.ratio);
     }
     CHECK(worst > 1.0 / 1.1);
     bool mutant_caught = false;
     for (int k = 0; k < 200 && !mutant_caught; ++k)
-      mutant_caught = !check_remainder3(0.0, 1e-2 * (k + 1), 0.9 * smh::kLogisticM4).within;
+      mutant_caught = !check_remainder3(0.0, 1e-2 * (k + 1), 0.9 * LogisticFamily::kM4).within;
     CHECK(mutant_caught);
     // The mean-value bound short moves use: |r(h1) − r(h2)| ≤ (M4/6)·max(|h1|, |h2|)³·|h1 − h2|.
     for (int k = 0; k < 3000; ++k) {
       const double s_hat = 3.0 * rng.normal(),
                    h1 = std::pow(10.0, 2.0 * rng.normal()) * rng.normal();
       const double h2 = h1 + (k % 3 == 0 ? 1e-3 : 0.3) * std::fabs(h1) * rng.normal();
-      const smh::Taylor t = smh::logistic_taylor3(s_hat);
-      const double d = smh::logistic_gap3(t, h1) - smh::logistic_gap3(t, h2);
+      const Expansion t = LogisticFamily::taylor(s_hat, 3);
+      const double d = LogisticFamily::gap(t, h1, 3) - LogisticFamily::gap(t, h2, 3);
       const double hm = std::max(std::fabs(h1), std::fabs(h2));
       const double tol =
           4e-15 * (std::fabs(kernels::log_sigmoid(s_hat + h1)) +
@@ -170,7 +170,7 @@ TEST_SUITE("unit") {
       CAPTURE(s_hat);
       CAPTURE(h1);
       CAPTURE(h2);
-      CHECK(std::fabs(d) <= smh::kLogisticM4 / 6.0 * hm * hm * hm * std::fabs(h1 - h2) + tol);
+      CHECK(std::fabs(d) <= LogisticFamily::kM4 / 6.0 * hm * hm * hm * std::fabs(h1 - h2) + tol);
     }
   }
 
@@ -179,7 +179,7 @@ TEST_SUITE("unit") {
     const auto ds = test::logistic_data(900, 4, 21);
     const Prior prior{PriorKind::gaussian, 1.0};
     const MapResult map = LogisticModel(ds, prior).find_map();
-    const auto st = detail::build_smh_statistics(ds, prior, map, std::nullopt, 0.0, 3);
+    const auto st = detail::build_smh_statistics(ds, prior, map, LogisticFamily::shared(), 0.0, 3);
     REQUIRE(st->cubic.size() == smh::cubic_size(4));
     const Mat linv = st->chol.triangularView<Eigen::Lower>().solve(Mat::Identity(4, 4));
     Rng rng(5, 2);
@@ -191,7 +191,7 @@ TEST_SUITE("unit") {
         const Eigen::Map<const Vec> x(ds->row(n), 4);
         const double t = ds->y()[n], s_hat = t * x.dot(map.theta);
         const double h = (linv * x).dot(u);
-        direct += t * smh::logistic_taylor3(s_hat).f3 * h * h * h;
+        direct += t * LogisticFamily::taylor(s_hat, 3).f3 * h * h * h;
       }
       CHECK(smh::cubic_form(st->cubic.data(), u.data(), 4) ==
             doctest::Approx(direct).epsilon(1e-10));
@@ -217,10 +217,10 @@ TEST_SUITE("unit") {
             const double h2 = h1 + step * h_scale * rng.normal();
             const double y = s_scale * rng.normal();
             const double m2 = std::max(h1 * h1, h2 * h2) * std::fabs(h1 - h2) / 2.0;
-            const smh::Taylor tl = smh::logistic_taylor(s_hat);
-            const double dl = smh::logistic_gap(tl, h1) - smh::logistic_gap(tl, h2);
-            const smh::Taylor ts = smh::student_taylor(st, y - s_hat);
-            const double ds = smh::student_gap(st, ts, -h1) - smh::student_gap(st, ts, -h2);
+            const Expansion tl = LogisticFamily::taylor(s_hat, 2);
+            const double dl = LogisticFamily::gap(tl, h1, 2) - LogisticFamily::gap(tl, h2, 2);
+            const Expansion ts = StudentTFamily::taylor(st, y - s_hat);
+            const double ds = StudentTFamily::gap(st, ts, -h1) - StudentTFamily::gap(st, ts, -h2);
             // (rounding: each gap is a difference of terms of about f's size)
             const double hm = std::max(std::fabs(h1), std::fabs(h2));
             const double tol_l = 4e-15 * (std::fabs(kernels::log_sigmoid(s_hat + h1)) +
@@ -232,8 +232,8 @@ TEST_SUITE("unit") {
             CAPTURE(s_hat);
             CAPTURE(h1);
             CAPTURE(h2);
-            CHECK(std::fabs(dl) <= smh::kLogisticM * m2 + tol_l);
-            CHECK(std::fabs(ds) <= smh::student_m(st) * m2 + tol_s);
+            CHECK(std::fabs(dl) <= LogisticFamily::kM3 * m2 + tol_l);
+            CHECK(std::fabs(ds) <= *StudentTFamily(st).m3() * m2 + tol_s);
             ++points;
           }
     CHECK(points == 5 * 5 * 3 * 60);
@@ -247,7 +247,7 @@ TEST_SUITE("unit") {
          {std::pair{4.0, 1.0}, std::pair{1.0, 0.1}, std::pair{30.0, 7.0}, std::pair{0.5, 3.0}}) {
       const double nu = dof_scale.first;
       const StudentT st(nu, dof_scale.second);
-      const double m = smh::student_m(st);
+      const double m = *StudentTFamily(st).m3();
       for (double r_scale : scales)
         for (double h_scale : scales)
           for (int k = 0; k < 100; ++k) {
@@ -258,7 +258,7 @@ TEST_SUITE("unit") {
             CAPTURE(y);
             CAPTURE(s_hat);
             CAPTURE(h);
-            const smh::Taylor e = smh::student_taylor(st, y - s_hat);
+            const Expansion e = StudentTFamily::taylor(st, y - s_hat);
             CHECK(std::isfinite(e.f1));
             CHECK(std::isfinite(e.f2));
             CHECK(check_student(st, y, s_hat, h, m).within);
@@ -271,7 +271,7 @@ TEST_SUITE("unit") {
   TEST_CASE("SMH: the Student-t bound is tight, so a bound 10% too small is caught") {
     // |f'''| = M where the residual is ±(√2 − 1)·√c: small steps there nearly reach the bound.
     const StudentT st(4.0, 1.3);
-    const double m = smh::student_m(st);
+    const double m = *StudentTFamily(st).m3();
     const double r_star = (std::sqrt(2.0) - 1.0) / st.inv_sqrt_c;
     double worst = 0.0;
     bool mutant_caught = false;

@@ -89,8 +89,10 @@ int main(int argc, char** argv) {
   // Scalable MH's set-up at θ̂ over the parts: the expansion's gradient and Cholesky factor and
   // the bounds' sum are the whole data set's, each part's per-datum bounds its rows'.
   const flymc::RunConfig cfg;
-  const auto sh_one = flymc::detail::build_smh_statistics(whole, prior, one, std::nullopt);
-  const auto sh_part = flymc::detail::build_smh_statistics(part, prior, sharded, std::nullopt);
+  const auto sh_one =
+      flymc::detail::build_smh_statistics(whole, prior, one, flymc::LogisticFamily::shared());
+  const auto sh_part =
+      flymc::detail::build_smh_statistics(part, prior, sharded, flymc::LogisticFamily::shared());
   check(same_bits(sh_one->grad, sh_part->grad), "SMH: the gradient at theta_hat differs", rank);
   check(same_bits(sh_one->chol, sh_part->chol), "SMH: the Cholesky factor differs", rank);
   check(sh_one->phi_sum == sh_part->phi_sum, "SMH: the bounds' sum differs", rank);
@@ -113,8 +115,8 @@ int main(int argc, char** argv) {
     flymc::AlignedBuffer rt = flymc::aligned_zeros(r_whole->stride());
     for (std::size_t j = 0; j < r_whole->d(); ++j) rt[j] = 0.5 * ro.theta[Eigen::Index(j)];
     check(r_one.log_lik(rt.get()) == r_sh.log_lik(rt.get()), "robust: log L differs", rank);
-    const auto s1 = flymc::detail::build_smh_statistics(r_whole, prior, ro, r_one.student());
-    const auto s2 = flymc::detail::build_smh_statistics(r_part, prior, rs, r_sh.student());
+    const auto s1 = flymc::detail::build_smh_statistics(r_whole, prior, ro, r_one.family_ptr());
+    const auto s2 = flymc::detail::build_smh_statistics(r_part, prior, rs, r_sh.family_ptr());
     check(same_bits(s1->grad, s2->grad) && same_bits(s1->chol, s2->chol) &&
               s1->phi_sum == s2->phi_sum,
           "robust: SMH's set-up differs", rank);

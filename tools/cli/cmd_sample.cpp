@@ -16,7 +16,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -490,22 +489,9 @@ AlgoChoice choose_job_algo(const SampleOptions& o, const SampleJob& job,
   return c;
 }
 
-/// The chosen run's step size, ρ, warm-up and --max-seconds left as choose_algo() set them
-/// ("step rho warmup seconds", "-" for unset), as the leader sent them.
-void take_adaptation(const std::string& text, RunConfig& cfg) {
-  std::istringstream in(text);
-  std::string step, rho;
-  long warmup = cfg.warmup;
-  double seconds = cfg.max_seconds;
-  if (!(in >> step >> rho >> warmup >> seconds)) return;
-  if (step != "-") cfg.step_size = std::stod(step);
-  if (rho != "-") cfg.pcn_rho = std::stod(rho);
-  cfg.warmup = warmup;
-  cfg.max_seconds = seconds;
-}
-
-/// --algo auto: the leader runs the pilots; every process takes its choice (the candidates are
-/// the same everywhere, so the index travels) and the figure its draw files record.
+/// --algo auto: the leader runs the pilots; every process takes its choice, sent as the front
+/// door's choice_message (the candidates are the same everywhere, so the index travels, with what
+/// the chosen run takes over from its pilot), and the figure its draw files record.
 std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGroup& group,
                                             SampleJob& job,
                                             const std::shared_ptr<const Dataset>& data,
@@ -514,21 +500,11 @@ std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGro
   group.together([&] {
     if (group.leader()) choice = choose_job_algo(o, job, data);
   });
-  const int chosen = group.from_leader(choice ? static_cast<int>(choice->chosen) : 0);
-  job.cfg = auto_candidates(job.cfg, *data, job.plan.checkpointed, job.plan.given)
-                .at(static_cast<std::size_t>(chosen))
-                .config;
-  // (the leader's list is the one its pilots ran: the same options, so the same configs) and
-  // what the chosen run takes over from its pilot (step size, rho, warm-up), exactly.
-  std::string adapted;
-  if (choice) {
-    const RunConfig& c = choice->best().config;
-    adapted = (c.step_size ? number_text(*c.step_size) : "-") + " " +
-              (c.pcn_rho ? number_text(*c.pcn_rho) : "-") + " " + std::to_string(c.warmup) + " " +
-              number_text(c.max_seconds);
-  }
-  take_adaptation(group.from_leader(adapted), job.cfg);
-  speedup_text = group.from_leader(choice ? number_text(choice->predicted_speedup) : "");
+  double speedup = 0.0;
+  job.cfg =
+      chosen_config(job.plan, *data,
+                    group.from_leader(choice ? choice_message(*choice) : std::string()), &speedup);
+  speedup_text = number_text(speedup);
   return choice;
 }
 

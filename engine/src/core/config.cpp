@@ -48,29 +48,18 @@ void RunConfig::validate() const {
   // the MAP search NaN).
   if (!(prior_sd >= kMinPriorSd && prior_sd <= kMaxPriorSd))
     throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + number_text(prior_sd));
-  if (q_dark_to_bright && !(*q_dark_to_bright > 0.0 && *q_dark_to_bright <= 1.0))
-    throw ConfigError("--q-dark-to-bright must be in (0, 1] (or auto), got " +
-                      number_text(*q_dark_to_bright));
   if (!(resample_fraction > 0.0 && resample_fraction <= 1.0))
     throw ConfigError("--resample-fraction must be in (0, 1], got " +
                       number_text(resample_fraction));
   if (!(untuned_xi >= 0.0) || !std::isfinite(untuned_xi))
     throw ConfigError("--untuned-xi must be finite and >= 0, got " + number_text(untuned_xi));
-  if (bound_slack && !(*bound_slack >= 0.0 && std::isfinite(*bound_slack)))
-    throw ConfigError("--bound-slack must be finite and >= 0 (or auto), got " +
-                      number_text(*bound_slack));
   if (!(slack_scale >= 0.0 && slack_scale <= 1e6))
     throw ConfigError("--slack-scale must be in [0, 1e6], got " + number_text(slack_scale));
   if (slack_scale > 0.0 && model != ModelKind::logistic)
     throw ConfigError(
         "--slack-scale is a FlyMC option of logistic regression, whose bound keeps a constant per "
         "datum (softmax and robust regression take --bound-slack)");
-  if (target_accept && !(*target_accept > 0.0 && *target_accept < 1.0))
-    throw ConfigError("--target-accept must be in (0, 1) (or auto: the kernel's), got " +
-                      number_text(*target_accept));
-  if (theta_steps && *theta_steps < 1)
-    throw ConfigError("--theta-steps must be >= 1 (or auto: the kernel's), got " +
-                      std::to_string(*theta_steps));
+  check_auto_ranges();
   if (!(fly_metric_blend >= 0.0 && fly_metric_blend <= 1.0))
     throw ConfigError("--fly-metric-blend must be in [0, 1], got " + number_text(fly_metric_blend));
   if (metric == Metric::fly && algo != Algo::flymc)
@@ -87,11 +76,29 @@ void RunConfig::validate() const {
     throw ConfigError("--nu must be finite and > 0, got " + number_text(student_nu));
   if (!(noise_scale > 0.0) || !std::isfinite(noise_scale))
     throw ConfigError("--noise-scale must be finite and > 0, got " + number_text(noise_scale));
-  if (step_size && !(*step_size > 0.0 && std::isfinite(*step_size)))
-    throw ConfigError("--step-size must be finite and > 0 (or auto: from the Laplace fit), got " +
-                      number_text(*step_size));
   if (!(init_jitter >= 0.0) || !std::isfinite(init_jitter))
     throw ConfigError("--init-jitter must be finite and >= 0, got " + number_text(init_jitter));
+}
+
+void RunConfig::check_auto_ranges() const {
+  // The option table holds each automatic option's range, which the command line also checks as
+  // it reads the option: one list for both.
+  for (const OptionInfo& o : run_options()) {
+    if (o.kind() != OptionKind::auto_integer && o.kind() != OptionKind::auto_real) continue;
+    const OptionValue v = get_value(*this, o);
+    double x = 0.0;
+    if (const double* d = std::get_if<double>(&v)) {
+      x = *d;
+    } else if (const long long* i = std::get_if<long long>(&v)) {
+      x = static_cast<double>(*i);
+    } else {
+      continue;  // auto (unset)
+    }
+    if (!o.range.contains(x))
+      throw ConfigError(std::string("--") + o.name + " must be " +
+                        (std::isfinite(x) ? "" : "finite and ") + o.range.text() +
+                        " (or auto), got " + number_text(x));
+  }
 }
 
 // Every enum's names live in one table (options.hpp), which parsing reads too.
@@ -112,9 +119,6 @@ void RunConfig::validate_approximate() const {
   if (batch_size < 2 || batch_size > kMaxIterations)
     throw ConfigError("--batch-size must be in [2, 1e12] (a batch variance needs two data), got " +
                       std::to_string(batch_size));
-  if (sgld_step && !(*sgld_step > 0.0 && *sgld_step <= 1.0))
-    throw ConfigError("--sgld-step must be in (0, 1] (in units of the metric; or auto), got " +
-                      number_text(*sgld_step));
   if (!(barker_temper >= 1.0 && barker_temper <= 1e12))
     throw ConfigError("--barker-temper must be in [1, 1e12], got " + number_text(barker_temper));
   // Barker's acceptance σ(Δ) tends to ½ as the step shrinks and is below it otherwise, so a
@@ -126,8 +130,6 @@ void RunConfig::validate_approximate() const {
         number_text(*target_accept));
   if (smh_order != 2 && smh_order != 3)
     throw ConfigError("--smh-order must be 2 or 3, got " + std::to_string(smh_order));
-  if (pcn_rho && !(*pcn_rho >= 0.0 && *pcn_rho < 1.0))
-    throw ConfigError("--pcn-rho must be in [0, 1) (or auto), got " + number_text(*pcn_rho));
   if (algo == Algo::automatic) return validate_pdmp();  // the candidates are checked as they run
   if (!uses_theta_kernel(algo) && kernel != KernelKind::rwmh)
     throw ConfigError(std::string("--algo ") + to_string(algo) +
@@ -138,15 +140,9 @@ void RunConfig::validate_approximate() const {
 }
 
 void RunConfig::validate_pdmp() const {
-  if (pdmp_spacing && !(*pdmp_spacing > 0.0 && *pdmp_spacing <= 1e100))
-    throw ConfigError("--pdmp-spacing must be in (0, 1e100] (path time per draw; or auto), got " +
-                      number_text(*pdmp_spacing));
   if (save_events && !is_pdmp(algo))
     throw ConfigError("--save-events: only the piecewise-deterministic samplers (--algo " +
                       algo_names(kPdmpAlgos) + ") have path events");
-  if (refresh_rate && !(*refresh_rate >= 0.0 && *refresh_rate <= 1e100))
-    throw ConfigError("--refresh-rate must be in [0, 1e100] (or auto), got " +
-                      number_text(*refresh_rate));
   // The bounds of docs/math.md §7 use the Gaussian prior's gradient θ/σ²; the Laplace prior's
   // is discontinuous at 0 and would need a bound of its own.
   if (is_pdmp(algo) && prior != PriorKind::gaussian)

@@ -25,8 +25,17 @@ ChoiceField choice() {
           &enum_name_list<E>};
 }
 
+/// A row whose option --algo auto sets or tunes for each candidate (its θ-kernel, metric and
+/// their tuning, SMH's proposal and order): given with auto, it could not apply.
+OptionInfo auto_chosen(OptionInfo o) {
+  o.chosen_by_auto = true;
+  return o;
+}
+
 constexpr AutoRange open_closed(double lo, double hi) { return {lo, hi, true, false}; }
-constexpr AutoRange at_least(double lo) { return {lo, std::numeric_limits<double>::infinity()}; }
+constexpr AutoRange at_least(double lo) {
+  return {lo, std::numeric_limits<double>::infinity(), false, true};
+}
 constexpr AutoRange above(double lo) {
   return {lo, std::numeric_limits<double>::infinity(), true, true};
 }
@@ -94,29 +103,34 @@ std::vector<OptionInfo> model_and_kernel_options() {
        true,
        {},
        "z_update"},
-      {"kernel", "kernel", choice<&C::kernel>(),
-       "theta-kernel: random-walk MH, MALA, HMC (leapfrog), NUTS (No-U-Turn, multinomial as in "
-       "Stan), slice sampling, pcn (preconditioned Crank-Nicolson around the MAP in the metric, "
-       "rho from --pcn-rho or the adapted step) or imh (independence sampler: pcn with rho 0)",
-       kThetaKernelAlgos},
+      auto_chosen(
+          {"kernel", "kernel", choice<&C::kernel>(),
+           "theta-kernel: random-walk MH, MALA, HMC (leapfrog), NUTS (No-U-Turn, multinomial as in "
+           "Stan), slice sampling, pcn (preconditioned Crank-Nicolson around the MAP in the "
+           "metric, "
+           "rho from --pcn-rho or the adapted step) or imh (independence sampler: pcn with rho 0)",
+           kThetaKernelAlgos}),
       {"init", "init", choice<&C::init>(), "map (MAP + jitter) or prior draw"},
-      {"metric",
-       "metric",
-       choice<&C::metric>(),
-       "Kernel metric (RW proposal covariance, MALA preconditioner, HMC and NUTS inverse mass "
-       "matrix, slice scale): identity, or diag/dense starting from the Laplace covariance; fly "
-       "(FlyMC): dense, fitted to p(theta | z) from the prior and the collapsed bound's "
-       "curvature; auto: identity for rwmh, diag for slice, dense otherwise (from the Laplace "
-       "covariance)",
-       kStepAlgos,
-       true,
-       true,
-       {},
-       nullptr,
-       &resolved_metric},
-      {"adapt-metric", "adapt_metric", &C::adapt_metric,
-       "Re-estimate a diag/dense metric from warm-up draws in Stan's windows (default on)",
-       kThetaKernelAlgos},
+      auto_chosen(
+          {"metric",
+           "metric",
+           choice<&C::metric>(),
+           "Kernel metric (RW proposal covariance, MALA preconditioner, HMC and NUTS inverse mass "
+           "matrix, slice scale): identity, or diag/dense starting from the Laplace covariance; "
+           "fly "
+           "(FlyMC): dense, fitted to p(theta | z) from the prior and the collapsed bound's "
+           "curvature; auto: identity for rwmh, diag for slice, dense otherwise (from the Laplace "
+           "covariance)",
+           kStepAlgos,
+           true,
+           true,
+           {},
+           nullptr,
+           &resolved_metric}),
+      auto_chosen(
+          {"adapt-metric", "adapt_metric", &C::adapt_metric,
+           "Re-estimate a diag/dense metric from warm-up draws in Stan's windows (default on)",
+           kThetaKernelAlgos}),
       {"fly-metric-blend", "fly_metric_blend", &C::fly_metric_blend,
        "--metric fly: weight in [0, 1] of the posterior's Laplace precision blended into the "
        "metric's precision",
@@ -193,23 +207,24 @@ std::vector<OptionInfo> run_and_sampler_options() {
                   "Bohning's and the Jebara-Choromanska bounds)",
                   kFlymc},
                  model_bit(ModelKind::softmax)),
-      {"theta-steps", "theta_steps", &C::theta_steps,
-       "theta-steps per z-sweep; auto: 10 for rwmh, 1 for the other kernels", kFlymc, true, true,
-       at_least(1.0), nullptr, &resolved_theta_steps},
-      {"target-accept",
-       "target_accept",
-       &C::target_accept,
-       "Step-size adaptation target; auto: 0.234 rwmh (and smh --proposal rw), 0.574 mala, 0.8 "
-       "hmc and nuts, 0.5 slice",
-       kThetaKernelAlgos | algo_bit(Algo::minibatch_mh) | algo_bit(Algo::smh),
-       true,
-       true,
-       {0.0, 1.0, true, true},
-       "adapt_delta",
-       &resolved_target_accept},
-      {"step-size", "step_size", &C::step_size,
-       "Initial step size (slice: interval width); auto: from the Laplace fit",
-       kThetaKernelAlgos | algo_bit(Algo::minibatch_mh), true, true, above(0.0)},
+      auto_chosen({"theta-steps", "theta_steps", &C::theta_steps,
+                   "theta-steps per z-sweep; auto: 10 for rwmh, 1 for the other kernels", kFlymc,
+                   true, true, at_least(1.0), nullptr, &resolved_theta_steps}),
+      auto_chosen(
+          {"target-accept",
+           "target_accept",
+           &C::target_accept,
+           "Step-size adaptation target; auto: 0.234 rwmh (and smh --proposal rw), 0.574 mala, 0.8 "
+           "hmc and nuts, 0.5 slice",
+           kThetaKernelAlgos | algo_bit(Algo::minibatch_mh) | algo_bit(Algo::smh),
+           true,
+           true,
+           {0.0, 1.0, true, true},
+           "adapt_delta",
+           &resolved_target_accept}),
+      auto_chosen({"step-size", "step_size", &C::step_size,
+                   "Initial step size (slice: interval width); auto: from the Laplace fit",
+                   kThetaKernelAlgos | algo_bit(Algo::minibatch_mh), true, true, above(0.0)}),
       {"init-jitter", "init_jitter", &C::init_jitter,
        "--init map: jitter of the starting points in Laplace standard deviations"},
   };
@@ -230,26 +245,30 @@ std::vector<OptionInfo> other_sampler_options() {
        "minibatch-mh: K >= 1; K > 1 tests Delta/K, which samples the TEMPERED posterior "
        "p(theta | data)^(1/K) with smaller batches (the seed slides' g(s) = K sigma(s))",
        algo_bit(Algo::minibatch_mh)},
-      {"proposal", "proposal", choice<&C::proposal>(),
-       "smh: pcn (preconditioned Crank-Nicolson around the MAP, invariant for the Laplace "
-       "Gaussian) or rw (random walk in the Laplace-whitened coordinates)",
-       algo_bit(Algo::smh)},
-      {"pcn-rho",
-       "pcn_rho",
-       &C::pcn_rho,
-       "smh --proposal pcn and --kernel pcn: rho in [0, 1) (0: independent proposals from the "
-       "Laplace Gaussian); auto: tuned in warm-up (smh: the grid value with the most squared "
-       "jump per multiply-add; --kernel pcn: sqrt(1 - rho^2) = min(1, adapted step))",
-       algo_bit(Algo::smh) | kThetaKernelAlgos,
-       true,
-       true,
-       {0.0, 1.0, false, true}},
-      {"smh-order", "smh_order", &C::smh_order,
-       "smh: order of the control variates' Taylor expansion at the MAP: 2 (gradient and "
-       "Hessian; D^2 multiply-adds per proposal) or 3 (also the third derivatives: D^3/6 more per "
-       "proposal, fourth-order remainders, so far fewer candidate data on tall data; for the "
-       "models whose fourth derivative is bounded)",
-       algo_bit(Algo::smh)},
+      auto_chosen(
+          {"proposal", "proposal", choice<&C::proposal>(),
+           "smh: pcn (preconditioned Crank-Nicolson around the MAP, invariant for the Laplace "
+           "Gaussian) or rw (random walk in the Laplace-whitened coordinates)",
+           algo_bit(Algo::smh)}),
+      auto_chosen(
+          {"pcn-rho",
+           "pcn_rho",
+           &C::pcn_rho,
+           "smh --proposal pcn and --kernel pcn: rho in [0, 1) (0: independent proposals from the "
+           "Laplace Gaussian); auto: tuned in warm-up (smh: the grid value with the most squared "
+           "jump per multiply-add; --kernel pcn: sqrt(1 - rho^2) = min(1, adapted step))",
+           algo_bit(Algo::smh) | kThetaKernelAlgos,
+           true,
+           true,
+           {0.0, 1.0, false, true}}),
+      auto_chosen(
+          {"smh-order", "smh_order", &C::smh_order,
+           "smh: order of the control variates' Taylor expansion at the MAP: 2 (gradient and "
+           "Hessian; D^2 multiply-adds per proposal) or 3 (also the third derivatives: D^3/6 more "
+           "per "
+           "proposal, fourth-order remainders, so far fewer candidate data on tall data; for the "
+           "models whose fourth derivative is bounded)",
+           algo_bit(Algo::smh)}),
       {"pdmp-spacing", "pdmp_spacing", &C::pdmp_spacing,
        "Piecewise-deterministic samplers: path time between draws (one draw per iteration; "
        "--warmup iterations of path time are discarded); auto: the mean Laplace sd in the "
@@ -261,7 +280,7 @@ std::vector<OptionInfo> other_sampler_options() {
        &C::refresh_rate,
        "BPS family: velocity refreshments per unit path time (0: none); auto: one per automatic "
        "--pdmp-spacing",
-       kBpsAlgos,
+       kRefreshAlgos,
        true,
        true,
        {0.0, 1e100}},
@@ -333,7 +352,7 @@ double real_of(const OptionInfo& o, const OptionValue& v) {
 }  // namespace
 
 std::string AutoRange::text() const {
-  if (hi == std::numeric_limits<double>::infinity())
+  if (hi == std::numeric_limits<double>::infinity())  // (open: the value is finite)
     return (lo_open ? "> " : ">= ") + number_text(lo);
   return std::string("in ") + (lo_open ? "(" : "[") + number_text(lo) + ", " + number_text(hi) +
          (hi_open ? ")" : "]");
@@ -499,20 +518,11 @@ void check_model_reads(ModelKind model, std::span<const OptionInfo* const> given
   }
 }
 
-bool chosen_by_auto(const OptionInfo& o) noexcept {
-  static constexpr std::string_view kChosen[] = {"kernel",    "metric",        "adapt_metric",
-                                                 "step_size", "target_accept", "theta_steps",
-                                                 "pcn_rho",   "proposal",      "smh_order"};
-  for (const std::string_view k : kChosen)
-    if (k == o.key) return true;
-  return false;
-}
-
 AlgoMask auto_readers(std::span<const OptionInfo* const> given, std::string& why) {
   AlgoMask mask = kAllAlgos;
   why.clear();
   for (const OptionInfo* o : given) {
-    if (chosen_by_auto(*o))
+    if (o->chosen_by_auto)
       throw UsageError(std::string("--") + o->name +
                        " is chosen by --algo auto for each of its candidates, so yours would be "
                        "ignored: name the sampler with --algo (it applies to --algo " +

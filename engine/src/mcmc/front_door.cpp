@@ -4,10 +4,13 @@
 #include "flymc/mcmc/front_door.hpp"
 
 #include <cmath>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/core/format.hpp"
 #include "flymc/core/model_table.hpp"
 #include "flymc/core/samplers.hpp"
 #include "flymc/mcmc/model_needs.hpp"
@@ -44,6 +47,30 @@ AlgoChoice choose_for(const SamplePlan& plan, const std::shared_ptr<const Datase
   opt.checkpointed = plan.checkpointed;
   opt.given = plan.given;
   return choose_algo(plan.cfg, data, opt);
+}
+
+std::string choice_message(const AlgoChoice& choice) {
+  const RunConfig& c = choice.best().config;
+  return std::to_string(choice.chosen) + " " + (c.step_size ? number_text(*c.step_size) : "-") +
+         " " + (c.pcn_rho ? number_text(*c.pcn_rho) : "-") + " " + std::to_string(c.warmup) + " " +
+         number_text(c.max_seconds) + " " + number_text(choice.predicted_speedup);
+}
+
+RunConfig chosen_config(const SamplePlan& plan, const Dataset& data, const std::string& message,
+                        double* speedup) {
+  std::istringstream in(message);
+  std::size_t chosen = 0;
+  std::string step, rho, seconds, gain;
+  long warmup = 0;
+  if (!(in >> chosen >> step >> rho >> warmup >> seconds >> gain))
+    throw std::invalid_argument("not a choice message: '" + message + "'");
+  RunConfig cfg = auto_candidates(plan.cfg, data, plan.checkpointed, plan.given).at(chosen).config;
+  if (step != "-") cfg.step_size = std::stod(step);
+  if (rho != "-") cfg.pcn_rho = std::stod(rho);
+  cfg.warmup = warmup;
+  cfg.max_seconds = std::stod(seconds);
+  if (speedup) *speedup = std::stod(gain);
+  return cfg;
 }
 
 void add_pilots_phase(RunResult& r, const AlgoChoice& choice) {

@@ -16,6 +16,8 @@ unsigned model_offers(const RunConfig& cfg) {
   if (family->kappa()) offers |= kOfferFlyBound;
   if (family->m3()) offers |= kOfferThirdBound;
   if (family->m4()) offers |= kOfferFourthBound;
+  if (family->m1()) offers |= kOfferGradientBound;
+  if (family->m2()) offers |= kOfferCurvatureBound;
   return offers;
 }
 
@@ -39,6 +41,12 @@ const char* offer_text(unsigned bit) {
     case kOfferLogisticDatum:
       return "logistic regression's per-datum constants (it runs logistic regression only so "
              "far)";
+    case kOfferSingleIndex:
+      return "a single-index family (each datum's likelihood through one linear predictor)";
+    case kOfferGradientBound:
+      return "a bound on each datum's first derivative (a single-index family's M1)";
+    case kOfferCurvatureBound:
+      return "a bound on each datum's second derivative (a single-index family's M2)";
     case kOfferShards:
       return "data-wide sums across the processes of a sharded data set";
     default:

@@ -23,6 +23,21 @@ void SingleIndexFamily::derivatives(const double* y, const double* eta, std::siz
   }
 }
 
+Expansion SingleIndexFamily::expand(double y, double eta_hat, int order) const {
+  double d[kMaxOrder + 1] = {};
+  derivatives(y, eta_hat, order == 3 ? 3 : 2, d);
+  return Expansion{eta_hat, d[1], d[2], order == 3 ? d[3] : 0.0};
+}
+
+double SingleIndexFamily::remainder_change(double y, double u_hat, double h, double h2,
+                                           int order) const {
+  const Expansion t = expand(y, u_hat, order);
+  const auto gap = [&](double step) {
+    return log_lik(y, u_hat + step) - step * (t.f1 + step * (0.5 * t.f2 + t.f3 * step / 6.0));
+  };
+  return gap(h) - gap(h2);
+}
+
 namespace {
 
 constexpr double kInvSqrt2 = 0.70710678118654752440;
@@ -129,6 +144,15 @@ std::string ProbitFamily::check_label(double y) const {
   return y == 1.0 || y == -1.0 ? std::string() : std::string("must be -1 or +1");
 }
 
+bool ProbitFamily::same_as(const SingleIndexFamily& other) const {
+  return dynamic_cast<const ProbitFamily*>(&other) != nullptr;
+}
+
+bool GaussianFamily::same_as(const SingleIndexFamily& other) const {
+  const auto* o = dynamic_cast<const GaussianFamily*>(&other);
+  return o != nullptr && o->scale_ == scale_;
+}
+
 double SingleIndexFamily::simulate(double, Rng&) const {
   throw ConfigError("the " + name() +
                     " model cannot simulate responses (SingleIndexFamily::simulate), which "
@@ -185,9 +209,13 @@ std::shared_ptr<const SingleIndexFamily> single_index_family(const RunConfig& cf
 
 void require_constant(const SingleIndexFamily& family, char need, const std::string& what) {
   const std::optional<double> c = need == 'k'   ? family.kappa()
+                                  : need == '1' ? family.m1()
+                                  : need == '2' ? family.m2()
                                   : need == '3' ? family.m3()
                                                 : family.m4();
   const char* name = need == 'k'   ? "kappa (a bound on -f'', for the collapsible bound)"
+                     : need == '1' ? "M1 (a bound on |f'|)"
+                     : need == '2' ? "M2 (a bound on |f''|)"
                      : need == '3' ? "M3 (a bound on |f'''|)"
                                    : "M4 (a bound on |f''''|)";
   if (!c)

@@ -255,7 +255,9 @@ double StudentT::log_lik(double r) const noexcept { return log_norm - a * log1p_
 
 // ----------------------------------------------------------------------------------------------
 RobustModel::RobustModel(std::shared_ptr<const Dataset> data, Prior prior, double nu, double scale)
-    : OnePredictorModel(std::move(data), prior), t_(nu, scale) {
+    : OnePredictorModel(std::move(data), prior),
+      t_(nu, scale),
+      family_(std::make_shared<const StudentTFamily>(t_)) {
   if (!data_ || data_->total_n() == 0 || data_->d() == 0)  // a shard's part may be empty
     throw DataError("robust regression needs at least one row and one feature");
   if (!(prior.sd >= 1e-150 && prior.sd <= 1e150))

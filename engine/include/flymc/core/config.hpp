@@ -270,6 +270,8 @@ struct RunConfig {
   void validate_approximate() const;
   /// The options of the piecewise-deterministic samplers (part of validate_approximate()).
   void validate_pdmp() const;
+  /// Each automatic option set against its range in the option table (core/options.hpp).
+  void check_auto_ranges() const;
 
   /// The metric after resolving Metric::automatic for the kernel.
   Metric resolved_metric() const noexcept;

@@ -40,11 +40,17 @@ enum ModelOffer : unsigned {
   kOfferThirdBound = 1u << 2,
   /// A bound on the fourth derivative (scalable MH, third order).
   kOfferFourthBound = 1u << 3,
-  /// Logistic regression's per-datum constants that the piecewise-deterministic samplers'
-  /// event bounds and the approximate samplers' tests are written for.
+  /// Logistic regression's per-datum constants that the approximate samplers' tests are written
+  /// for.
   kOfferLogisticDatum = 1u << 4,
   /// Data-wide sums that go across the processes of a sharded data set (docs/mpi.md).
   kOfferShards = 1u << 5,
+  /// A single-index family (models/family.hpp): each datum's gradient through its predictor.
+  kOfferSingleIndex = 1u << 6,
+  /// A bound M1 on |f'|: bounded gradients (lipSBPS, Zig-Zag with subsampling).
+  kOfferGradientBound = 1u << 7,
+  /// A bound M2 on |f''|: Lipschitz gradients (BPS, Zig-Zag with control variates).
+  kOfferCurvatureBound = 1u << 8,
 };
 
 struct RunConfig;
@@ -78,7 +84,7 @@ struct ModelInfo {
 };
 
 namespace detail {
-inline constexpr unsigned kSingleIndexOffers = kOfferLikelihood | kOfferShards;
+inline constexpr unsigned kSingleIndexOffers = kOfferLikelihood | kOfferShards | kOfferSingleIndex;
 }
 
 /// Every ModelKind value in its order (a static_assert in samplers.cpp checks it).
@@ -87,7 +93,8 @@ inline constexpr ModelInfo kModels[] = {
      .name = "logistic",
      .labels = LabelDomain::binary,
      .offers = kOfferLikelihood | kOfferFlyBound | kOfferThirdBound | kOfferFourthBound |
-               kOfferLogisticDatum | kOfferShards,
+               kOfferLogisticDatum | kOfferShards | kOfferSingleIndex | kOfferGradientBound |
+               kOfferCurvatureBound,
      .runner = &run_logistic_model},
     {.kind = ModelKind::softmax,
      .name = "softmax",
@@ -97,7 +104,8 @@ inline constexpr ModelInfo kModels[] = {
     {.kind = ModelKind::robust,
      .name = "robust",
      .labels = LabelDomain::any,
-     .offers = kOfferLikelihood | kOfferFlyBound | kOfferThirdBound | kOfferShards,
+     .offers = kOfferLikelihood | kOfferFlyBound | kOfferThirdBound | kOfferShards |
+               kOfferSingleIndex | kOfferGradientBound | kOfferCurvatureBound,
      .runner = &run_robust_model},
     {.kind = ModelKind::probit,
      .name = "probit",

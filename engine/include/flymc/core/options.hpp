@@ -156,10 +156,6 @@ constexpr ModelMask model_bit(ModelKind m) noexcept {
 }
 inline constexpr ModelMask kAllModels = (ModelMask{1} << std::size(kModels)) - 1;
 
-/// The bouncy particle samplers (their refreshment rate).
-inline constexpr AlgoMask kBpsAlgos =
-    algo_bit(Algo::bps) | algo_bit(Algo::lipsbps) | algo_bit(Algo::sbps) | algo_bit(Algo::psbps);
-
 /// The values an automatic option takes besides "auto" (RunConfig::validate() has the same
 /// ranges; the command line checks them as it reads the option).
 struct AutoRange {
@@ -192,6 +188,8 @@ struct OptionInfo {
   bool in_cli = true;  ///< an option of `flymc sample`
   /// The models that read it (a model's own constants: --nu, --softmax-bound, …).
   ModelMask models = kAllModels;
+  /// --algo auto sets or tunes it for each candidate, so a user's value would be ignored there.
+  bool chosen_by_auto = false;
 
   OptionKind kind() const noexcept { return static_cast<OptionKind>(field.index()); }
   bool reads(Algo a) const noexcept { return (read_by & algo_bit(a)) != 0; }
@@ -232,12 +230,9 @@ void check_read_by(Algo algo, std::span<const OptionInfo* const> given);
 /// be silently ignored, so it is refused.
 /// @throw UsageError naming the first such option, `model`, and the models that read it.
 void check_model_reads(ModelKind model, std::span<const OptionInfo* const> given);
-/// Whether `--algo auto` sets the option itself for each candidate (its θ-kernel, metric and
-/// their tuning, SMH's proposal and order): given with auto, it could not apply.
-bool chosen_by_auto(const OptionInfo& o) noexcept;
 /// `--algo auto` with options given: the samplers that read every one of them (the candidates
 /// of other samplers are skipped), and in `why` the options that restrict them ("" if none).
-/// @throw UsageError for an option that chosen_by_auto().
+/// @throw UsageError for an option that is OptionInfo::chosen_by_auto.
 AlgoMask auto_readers(std::span<const OptionInfo* const> given, std::string& why);
 
 /// The draw-file header's config lines: every option that affects the draws, resolved where the

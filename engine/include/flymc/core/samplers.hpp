@@ -70,6 +70,7 @@ struct SamplerInfo {
   bool checkpointable = false;        ///< saves its chains' state and resumes (--checkpoint-every)
   bool targets_ess = false;  ///< runs to an ESS target (--ess), its chains continuing in blocks
   bool batches = false;      ///< estimates gradients or tests from batches of --batch-size data
+  bool refreshes = false;    ///< refreshes its velocity at random times (the BPS family)
   std::span<const AutoSetup> auto_setups = {};  ///< what auto pilots of it (empty: no candidate)
   CostFamily cost = CostFamily::pdmp;           ///< the cost model's prices for its work
   SamplerRunner runner = nullptr;               ///< null for auto, which resolves to another row
@@ -92,18 +93,21 @@ inline constexpr AutoSetup kSmhSetups[] = {{.name = "smh-pcn"},
                                            {.name = "smh-pcn3", .smh_order = 3}};
 inline constexpr AutoSetup kZigZagCvSetups[] = {{.name = "zigzag-cv", .max_dim = 16}};
 
-/// The piecewise-deterministic samplers' common row: logistic regression's constants, runs to an
-/// ESS target in blocks, one process.
+/// The piecewise-deterministic samplers' common row: a single-index family with the bound its
+/// event rates need (`bound`: M1 or M2, 0 for the adaptive band's none), runs to an ESS target in
+/// blocks, one process.
 constexpr SamplerInfo pdmp_row(Algo a, const char* name, const char* title, bool exact,
-                               bool batches, std::span<const AutoSetup> setups = {}) {
+                               bool batches, unsigned bound, bool refreshes,
+                               std::span<const AutoSetup> setups = {}) {
   return {.algo = a,
           .name = name,
           .title = title,
           .kind = SamplerKind::pdmp,
           .exact = exact,
-          .needs = kLogisticDatum,
+          .needs = kOfferLikelihood | kOfferSingleIndex | bound,
           .targets_ess = true,
           .batches = batches,
+          .refreshes = refreshes,
           .auto_setups = setups,
           .runner = &run_pdmp_request};
 }
@@ -148,14 +152,17 @@ inline constexpr SamplerInfo kSamplers[] = {
      .runner = &run_theta_kernel_request},
     detail::approximate_row(Algo::minibatch_mh, "minibatch-mh", "MinibatchMH(barker)"),
     detail::approximate_row(Algo::sgld, "sgld", "SGLD"),
-    detail::pdmp_row(Algo::bps, "bps", "BPS(full gradient)", true, false),
-    detail::pdmp_row(Algo::lipsbps, "lipsbps", "BPS(subsampled, Lipschitz bound)", true, true),
-    detail::pdmp_row(Algo::sbps, "sbps", "SBPS(adaptive band)", false, true),
-    detail::pdmp_row(Algo::psbps, "psbps", "pSBPS(adaptive band, diagonal preconditioner)", false,
+    detail::pdmp_row(Algo::bps, "bps", "BPS(full gradient)", true, false, kOfferCurvatureBound,
                      true),
-    detail::pdmp_row(Algo::zigzag_ss, "zigzag-ss", "ZigZag(subsampling)", true, false),
+    detail::pdmp_row(Algo::lipsbps, "lipsbps", "BPS(subsampled, Lipschitz bound)", true, true,
+                     kOfferGradientBound, true),
+    detail::pdmp_row(Algo::sbps, "sbps", "SBPS(adaptive band)", false, true, 0, true),
+    detail::pdmp_row(Algo::psbps, "psbps", "pSBPS(adaptive band, diagonal preconditioner)", false,
+                     true, 0, true),
+    detail::pdmp_row(Algo::zigzag_ss, "zigzag-ss", "ZigZag(subsampling)", true, false,
+                     kOfferGradientBound, false),
     detail::pdmp_row(Algo::zigzag_cv, "zigzag-cv", "ZigZag(control variates)", true, false,
-                     detail::kZigZagCvSetups),
+                     kOfferCurvatureBound, false, detail::kZigZagCvSetups),
     {.algo = Algo::smh,
      .name = "smh",
      .title = "SMH",
@@ -200,6 +207,8 @@ inline constexpr AlgoMask kThetaKernelAlgos =
 inline constexpr AlgoMask kPdmpAlgos =
     algos_where([](const SamplerInfo& s) { return s.kind == SamplerKind::pdmp; });
 inline constexpr AlgoMask kBatchAlgos = algos_where([](const SamplerInfo& s) { return s.batches; });
+inline constexpr AlgoMask kRefreshAlgos =
+    algos_where([](const SamplerInfo& s) { return s.refreshes; });
 inline constexpr AlgoMask kEssAlgos =
     algos_where([](const SamplerInfo& s) { return s.targets_ess; });
 

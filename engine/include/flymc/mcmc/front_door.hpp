@@ -54,6 +54,19 @@ SamplePlan plan_sample(const SampleRequest& req);
 /// checkpointing). The chosen candidate's config is the run to make.
 AlgoChoice choose_for(const SamplePlan& plan, const std::shared_ptr<const Dataset>& data);
 
+/// Auto's choice as one line of text, for the processes of a job that did not run the pilots: the
+/// chosen candidate's index, what its run takes over from its pilot (step size, ρ, warm-up, the
+/// time left) and the predicted speedup, each read back exactly. The caller carries it (the CLI
+/// over MPI: the engine core has no MPI).
+std::string choice_message(const AlgoChoice& choice);
+
+/// What the leader chose, on a process that did not run the pilots: the run `message`
+/// (choice_message) names for `plan` on `data`, the same config as the leader's (the candidates
+/// are the same everywhere). `speedup` (if non-null) gets the predicted speedup.
+/// @throw std::invalid_argument for a message choice_message() did not write.
+RunConfig chosen_config(const SamplePlan& plan, const Dataset& data, const std::string& message,
+                        double* speedup = nullptr);
+
 /// The chosen run's setup phases begin with the pilots' ("auto pilots").
 void add_pilots_phase(RunResult& r, const AlgoChoice& choice);
 

@@ -8,7 +8,10 @@
 ///   - FlyMC: a collapsible lower bound from κ ≥ −inf f'' (the tangent at η̂_n with curvature
 ///     −κ, docs/math.md §2.4), so a family without κ cannot run FlyMC;
 ///   - scalable MH: M3 ≥ sup |f'''| for its second-order expansion, M4 ≥ sup |f''''| for the
-///     third-order one.
+///     third-order one (and, where a family overrides them, its own closed-form expansion);
+///   - the piecewise-deterministic samplers: M1 ≥ sup |f'| (bounded gradients: BPS, lipSBPS,
+///     Zig-Zag with subsampling) and M2 ≥ sup |f''| (Zig-Zag with control variates, BPS's
+///     curvature bound).
 /// A sampler that needs a constant the family lacks refuses the model with an error naming it.
 ///
 /// Write a family by deriving from SingleIndexFamily (docs/models.md has a complete one in a
@@ -26,6 +29,15 @@ namespace flymc {
 
 struct RunConfig;
 class Rng;
+
+/// Scalable MH's expansion of one datum's log-likelihood at its predictor η̂ (docs/math.md §8),
+/// in the family's expansion variable u = σ·η + c (SingleIndexFamily::expand): the point û and
+/// f's first u-derivatives there. f(û) is not kept: it cancels from every difference of
+/// remainders, which is all the acceptance test uses.
+struct Expansion {
+  double u_hat, f1, f2;
+  double f3 = 0.0;  // order 3 only
+};
 
 /// f(y, η) and what the samplers need of it. Implementations must be thread-safe (every member
 /// is called concurrently from the engine's threads) and deterministic.
@@ -61,6 +73,29 @@ class SingleIndexFamily {
   virtual std::optional<double> m3() const { return std::nullopt; }
   /// M4 ≥ |f''''(y, η)| for every y and η: scalable MH of the third order.
   virtual std::optional<double> m4() const { return std::nullopt; }
+  /// M1 ≥ |f'(y, η)| and M2 ≥ |f''(y, η)| for every y and η: the piecewise-deterministic
+  /// samplers' event-rate bounds (M1: bounded gradients; M2: control variates).
+  virtual std::optional<double> m1() const { return std::nullopt; }
+  virtual std::optional<double> m2() const { return std::nullopt; }
+
+  /// Scalable MH expands each datum in a variable u = σ(y)·η + c(y), σ = ±1, of the family's
+  /// choosing, through the three members below. By default u = η (σ = 1) and they are computed
+  /// from derivatives(). A family whose f depends on (y, η) only through such a u (logistic:
+  /// u = y·η; Student-t: u = y − η) may override them with closed forms in u, and say so by
+  /// remainder_reads_response() = false: then a candidate's test does not read its response.
+  virtual double expansion_sign(double /*y*/) const { return 1.0; }
+  /// The expansion at predictor η̂ to `order` 2 or 3 (f3 = 0 for order 2).
+  virtual Expansion expand(double y, double eta_hat, int order) const;
+  /// gap(h) − gap(h2) for the datum expanded at û, h and h2 being steps in u (σ·x·(θ − θ̂)):
+  /// gap(h) = f(û + h) − f1·h − ½f2·h² (order 3: also − ⅙f3·h³), the coefficients recomputed
+  /// from û exactly as expand() computes them. It is the change of the datum's Taylor remainder
+  /// between the two points, which the acceptance test compares with its bound.
+  virtual double remainder_change(double y, double u_hat, double h, double h2, int order) const;
+  virtual bool remainder_reads_response() const { return true; }
+
+  /// Whether `other` is the same likelihood (auto's pilot hands its set-up to the chosen run only
+  /// then). By default only the same object is; a built-in family with parameters compares them.
+  virtual bool same_as(const SingleIndexFamily& other) const { return this == &other; }
 
   /// A response drawn from the model at predictor η, from `rng`: simulation-based calibration
   /// (`flymc validate sbc`) makes its data sets with it. The default throws ConfigError: a
@@ -91,6 +126,8 @@ class ProbitFamily final : public SingleIndexFamily {
   std::optional<double> kappa() const override { return 1.0; }
   std::optional<double> m3() const override { return kM3; }
   std::optional<double> m4() const override { return kM4; }
+  std::optional<double> m2() const override { return 1.0; }
+  bool same_as(const SingleIndexFamily& other) const override;
   double simulate(double eta, Rng& rng) const override;
 };
 
@@ -106,6 +143,8 @@ class GaussianFamily final : public SingleIndexFamily {
   std::optional<double> kappa() const override { return precision_; }
   std::optional<double> m3() const override { return 0.0; }
   std::optional<double> m4() const override { return 0.0; }
+  std::optional<double> m2() const override { return precision_; }
+  bool same_as(const SingleIndexFamily& other) const override;
   double simulate(double eta, Rng& rng) const override;
   double noise_scale() const noexcept { return scale_; }
 
@@ -113,14 +152,15 @@ class GaussianFamily final : public SingleIndexFamily {
   double scale_, precision_;
 };
 
-/// The family of a run: RunConfig::family for ModelKind::custom, the built-in one for probit
-/// and gaussian (with cfg.noise_scale), null for the models with bounds of their own (logistic,
-/// softmax, robust).
+/// The family of a run: RunConfig::family for ModelKind::custom, the built-in one for
+/// logistic, probit, gaussian (with cfg.noise_scale) and robust (Student-t, with
+/// cfg.student_nu and cfg.noise_scale); null for softmax, which has several predictors a datum.
 /// @throw ConfigError for ModelKind::custom without a family.
 std::shared_ptr<const SingleIndexFamily> single_index_family(const RunConfig& cfg);
 
 /// Throws ConfigError if the family lacks a constant `what` needs: "FlyMC" needs κ, "scalable
-/// MH of order 2" M3, of order 3 M4. `need` is 'k', '3' or '4'.
+/// MH of order 2" M3, of order 3 M4, the piecewise-deterministic samplers M1 or M2. `need` is
+/// 'k', '1', '2', '3' or '4'.
 void require_constant(const SingleIndexFamily& family, char need, const std::string& what);
 
 }  // namespace flymc

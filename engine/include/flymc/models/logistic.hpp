@@ -13,6 +13,7 @@
 #include "flymc/core/config.hpp"
 #include "flymc/data/dataset.hpp"
 #include "flymc/models/collapsed.hpp"
+#include "flymc/models/family.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {
@@ -25,6 +26,41 @@ double jj_lambda(double xi) noexcept;
 /// handful of ulps of every term (and of the vectorized log-sigmoid), with an absolute floor.
 
 class LogisticBound;
+
+/// Logistic regression as a single-index family, f(t, η) = log σ(t·η), labels t = ±1: how the
+/// samplers that read a model through the family interface (scalable MH, the
+/// piecewise-deterministic samplers) see it. It expands in u = t·η with its own closed forms
+/// (one exponential a datum, neither σ(u) nor σ(−u) formed as 1 − the other).
+class LogisticFamily final : public SingleIndexFamily {
+ public:
+  /// max |f'''| = 1/(6√3), at σ(u) = ½ ± 1/(2√3); max |f''''| = 1/8 at u = 0 (f'''' = −p(1 − 6p),
+  /// p = σ(u)σ(−u) ∈ (0, ¼]). Both exact to double precision.
+  static constexpr double kM3 = 0.096225044864937627;
+  static constexpr double kM4 = 0.125;
+
+  std::string name() const override { return "logistic"; }
+  LabelDomain labels() const override { return LabelDomain::binary; }
+  std::string check_label(double y) const override;
+  void derivatives(double y, double eta, int order, double* out) const override;
+  std::optional<double> kappa() const override { return 0.25; }
+  std::optional<double> m1() const override { return 1.0; }
+  std::optional<double> m2() const override { return 0.25; }
+  std::optional<double> m3() const override { return kM3; }
+  std::optional<double> m4() const override { return kM4; }
+  double expansion_sign(double y) const override { return y; }
+  Expansion expand(double y, double eta_hat, int order) const override;
+  double remainder_change(double y, double u_hat, double h, double h2, int order) const override;
+  bool remainder_reads_response() const override { return false; }
+  bool same_as(const SingleIndexFamily& other) const override;
+  double simulate(double eta, Rng& rng) const override;
+
+  /// The expansion of log σ at û to the second order (f3 = 0) or the third.
+  static Expansion taylor(double u_hat, int order) noexcept;
+  /// gap(h) = log σ(û + h) − f1·h − ½f2·h² (order 3: also − ⅙f3·h³) for the expansion `t`.
+  static double gap(const Expansion& t, double h, int order) noexcept;
+  /// The one instance every logistic model shares.
+  static const std::shared_ptr<const SingleIndexFamily>& shared();
+};
 
 /// Logistic regression likelihood and prior over a shared data set.
 ///
@@ -66,7 +102,10 @@ class LogisticModel : public OnePredictorModel {
   /// weighted up to N rows.
   MapResult find_map(double tol = 1e-10, int max_iter = 100) const;
 
- private:
+  /// The likelihood as a single-index family (LogisticFamily).
+  const std::shared_ptr<const SingleIndexFamily>& family_ptr() const noexcept {
+    return LogisticFamily::shared();
+  }
 };
 
 /// The Jaakkola–Jordan bound with per-datum parameters ξ_n, collapsed to a quadratic in θ.

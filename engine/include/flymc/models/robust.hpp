@@ -17,6 +17,7 @@
 #include "flymc/core/config.hpp"
 #include "flymc/data/dataset.hpp"
 #include "flymc/models/collapsed.hpp"
+#include "flymc/models/family.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {
@@ -43,6 +44,38 @@ struct StudentT {
   double log_lik(double r) const noexcept;
 };
 
+/// Student-t regression as a single-index family, f(y, η) = log L(y − η) (StudentT): how the
+/// samplers that read a model through the family interface see robust regression. It expands in
+/// the residual u = y − η (σ = −1) with closed forms finite at every residual. With ρ = u/√c:
+/// κ = M2 = 2a/c (f'' is least at ρ = 0), M1 = a/√c (|f'| is largest at ρ = ±1) and
+/// M3 = (4a/c^{3/2})·max |ρ(3 − ρ²)/(1 + ρ²)³|. No M4 is given yet: the third-order scheme is
+/// not validated on it.
+class StudentTFamily final : public SingleIndexFamily {
+ public:
+  explicit StudentTFamily(const StudentT& t) : t_(t) {}
+  std::string name() const override { return "student_t"; }
+  void derivatives(double y, double eta, int order, double* out) const override;
+  std::optional<double> kappa() const override { return 2.0 * t_.a / t_.c; }
+  std::optional<double> m1() const override { return t_.a * t_.inv_sqrt_c; }
+  std::optional<double> m2() const override { return 2.0 * t_.a / t_.c; }
+  std::optional<double> m3() const override;
+  double expansion_sign(double) const override { return -1.0; }
+  Expansion expand(double y, double eta_hat, int order) const override;
+  double remainder_change(double y, double u_hat, double h, double h2, int order) const override;
+  bool remainder_reads_response() const override { return false; }
+  bool same_as(const SingleIndexFamily& other) const override;
+  const StudentT& student() const noexcept { return t_; }
+
+  /// The second-order expansion of log L at the residual û: with ρ = û/√c and
+  /// q = 1/(1 + ρ²), f1 = −(2a/√c)·ρq and f2 = −(2a/c)·q(2q − 1), finite at every finite û.
+  static Expansion taylor(const StudentT& t, double u_hat) noexcept;
+  /// gap(h) = log L(û + h) − f1·h − ½f2·h² for the expansion `e`.
+  static double gap(const StudentT& t, const Expansion& e, double h) noexcept;
+
+ private:
+  StudentT t_;
+};
+
 /// Robust linear regression over a shared data set: responses y_n ∈ R (LabelDomain::any),
 /// features x_n ∈ R^D (a bias column, if wanted, is one of them), θ ∈ R^D.
 ///
@@ -64,6 +97,8 @@ class RobustModel : public OnePredictorModel {
                     cfg.noise_scale) {}
 
   const StudentT& student() const noexcept { return t_; }
+  /// The likelihood as a single-index family (StudentTFamily).
+  const std::shared_ptr<const SingleIndexFamily>& family_ptr() const noexcept { return family_; }
   double nu() const noexcept { return t_.nu; }
   double scale() const noexcept { return t_.scale; }
 
@@ -99,6 +134,7 @@ class RobustModel : public OnePredictorModel {
   class Climber;  // one stage of climb() (robust.cpp)
   Ascent climb(const Prior& prior, Ascent start, double tol, int max_iter) const;
   StudentT t_;
+  std::shared_ptr<const SingleIndexFamily> family_;
 };
 
 /// The Gaussian lower bound of docs/math.md §2.3 with per-datum tangent points ξ_n ≥ 0:

@@ -29,8 +29,8 @@ double dot(const std::vector<double>& x, const std::vector<double>& y) {
 
 BouncyChain::BouncyChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
     : sh_(sh),
-      p_(sh.model.dim()),
-      n_(sh.model.num_data()),
+      p_(sh.data.d()),
+      n_(sh.data.n()),
       batch_(std::min(n_, static_cast<std::size_t>(sh.cfg.batch_size))),
       full_(sh.cfg.algo == Algo::bps),
       band_(sh.cfg.algo == Algo::sbps || sh.cfg.algo == Algo::psbps),
@@ -46,11 +46,11 @@ BouncyChain::BouncyChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
       coef_(batch_),
       proj_(batch_),
       out_(sh, chain_id, sink, precondition_ ? &a_ : nullptr),
-      grads_(sh.model.data(), out_.counters()),
+      grads_(sh.data, sh.family, out_.counters()),
       drawer_(n_),
-      theta_pad_(aligned_zeros(sh.model.stride())),
-      w_pad_(aligned_zeros(sh.model.stride())),
-      grad_pad_(aligned_zeros(sh.model.stride())),
+      theta_pad_(aligned_zeros(sh.data.stride())),
+      w_pad_(aligned_zeros(sh.data.stride())),
+      grad_pad_(aligned_zeros(sh.data.stride())),
       lik_bound_(sh.c.by_norm.size() == 0 ? 0.0 : sh.c.by_norm.total()),
       bandfit_(kBandWidth, sh.slope_sd) {}
 
@@ -105,8 +105,9 @@ void BouncyChain::add_prior_grad() {
 
 /// lipSBPS's bound (bounds.hpp's bps_bound), from the carried Qθ and Qw with a dense Q.
 pdmp::AffineBound BouncyChain::lipschitz_bound() const noexcept {
-  if (!dense_) return pdmp::bps_bound(sh_.c, lik_bound_, theta_.data(), w_.data());
-  return {w_norm_ * lik_bound_ + dot(w_, qu_), wqw_};
+  const double lik = sh_.c.m1 * lik_bound_;  // |c_i| ≤ M1
+  if (!dense_) return pdmp::bps_bound(sh_.c, lik, theta_.data(), w_.data());
+  return {w_norm_ * lik + dot(w_, qu_), wqw_};
 }
 
 /// Moves the particle by tau along w, reading draws off the segment on the way.
@@ -134,7 +135,7 @@ void BouncyChain::refresh() {
 void BouncyChain::observe() {
   std::copy(theta_.begin(), theta_.end(), theta_pad_.get());
   if (full_) {
-    grads_.full(sh_.model, theta_pad_.get(), grad_pad_.get());
+    grads_.full(sh_, theta_pad_.get(), grad_pad_.get());
     std::copy(grad_pad_.get(), grad_pad_.get() + p_, g_.begin());
     add_prior_grad();
   } else if (!band_) {
@@ -175,7 +176,7 @@ void BouncyChain::draw_weighted_batch() {
   }
   for (std::size_t k = 0; k < batch_; ++k) {
     picked_[k] = by_norm.index(words_[k]);
-    sh_.model.data().prefetch(picked_[k]);
+    sh_.data.prefetch(picked_[k]);
     __builtin_prefetch(sh_.c.norm.data() + picked_[k]);
   }
   grads_.coefficients(picked_.data(), batch_, theta_pad_.get(), coef_.data());

@@ -1,5 +1,5 @@
 #pragma once
-// Private: one chain of the bouncy particle sampler family on logistic regression
+// Private: one chain of the bouncy particle sampler family on a single-index model
 // (docs/math.md §7.1–7.3): BPS with the full gradient and lipSBPS with weighted batch gradients,
 // both exact by thinning with the affine bounds of bounds.hpp; SBPS and pSBPS, approximate, with
 // the adaptive regression band of band.hpp. The particle moves along θ + w·s; w = a∘v with a unit

@@ -8,16 +8,18 @@
 
 namespace flymc::pdmp {
 
-double logistic_coef(double label, double dot) noexcept {
-  return -label * std::exp(kernels::log_sigmoid(-label * dot));
+double datum_coef(const SingleIndexFamily& family, double y, double dot) noexcept {
+  double d[2];
+  family.derivatives(y, dot, 1, d);
+  return -d[1];
 }
 
-double LogisticPdmpConstants::prior_grad(std::size_t j, const double* theta) const noexcept {
+double PdmpConstants::prior_grad(std::size_t j, const double* theta) const noexcept {
   if (q.size() == 0) return precision * theta[j];
   return q.row(static_cast<Eigen::Index>(j)).dot(Eigen::Map<const Vec>(theta, q.cols()));
 }
 
-void LogisticPdmpConstants::add_prior_grad(const double* theta, double* g) const noexcept {
+void PdmpConstants::add_prior_grad(const double* theta, double* g) const noexcept {
   if (q.size() == 0) {
     for (std::size_t j = 0; j < p; ++j) g[j] += precision * theta[j];
     return;
@@ -26,13 +28,14 @@ void LogisticPdmpConstants::add_prior_grad(const double* theta, double* g) const
   Eigen::Map<Vec>(g, pp).noalias() += q * Eigen::Map<const Vec>(theta, pp);
 }
 
-LogisticPdmpConstants LogisticPdmpConstants::make(const LogisticModel& model, const Vec& theta_map,
-                                                  const Mat& q) {
-  const Dataset& ds = model.data();
-  LogisticPdmpConstants c;
+PdmpConstants PdmpConstants::make(const Dataset& ds, const SingleIndexFamily& family,
+                                  double precision, const Vec& theta_map, const Mat& q) {
+  PdmpConstants c;
   c.n = ds.n();
-  c.p = model.dim();
-  c.precision = model.prior().precision();
+  c.p = ds.d();
+  c.m1 = family.m1().value_or(0.0);
+  c.m2 = family.m2().value_or(0.0);
+  c.precision = precision;
   c.q = q;
   c.slope.assign(c.p, c.precision);
   if (q.size() != 0)
@@ -53,16 +56,15 @@ LogisticPdmpConstants LogisticPdmpConstants::make(const LogisticModel& model, co
     c.norm[i] = norm;
     c.sum_norm += norm;
     c.max_norm = std::max(c.max_norm, norm);
-    c.coef_map[i] = logistic_coef(y[i], kernels::dot(x, tp.get(), ds.stride()));
+    c.coef_map[i] = datum_coef(family, y[i], kernels::dot(x, tp.get(), ds.stride()));
     for (std::size_t j = 0; j < c.p; ++j) c.grad_lik_map[j] += c.coef_map[i] * x[j];
   }
   return c;
 }
 
-void LogisticPdmpConstants::fill_curvature(const LogisticModel& model) {
+void PdmpConstants::fill_curvature(const Dataset& ds) {
   using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Stride = Eigen::OuterStride<>;
-  const Dataset& ds = model.data();
   const auto pp = static_cast<Eigen::Index>(p);
   curvature = Mat::Zero(pp, pp);
   for (std::size_t lo = 0; lo < n; lo += kReduceGrain) {  // in chunks: rows may be floats
@@ -70,7 +72,7 @@ void LogisticPdmpConstants::fill_curvature(const LogisticModel& model) {
     const RowsF64 rows = ds.rows(lo, hi);
     const Eigen::Map<const RowMat, 0, Stride> x(rows.data(), static_cast<Eigen::Index>(hi - lo), pp,
                                                 Stride(static_cast<Eigen::Index>(ds.stride())));
-    curvature.selfadjointView<Eigen::Lower>().rankUpdate(x.transpose(), 0.25);
+    curvature.selfadjointView<Eigen::Lower>().rankUpdate(x.transpose(), m2);
   }
   curvature = curvature.selfadjointView<Eigen::Lower>();
   if (q.size() == 0) {
@@ -80,8 +82,7 @@ void LogisticPdmpConstants::fill_curvature(const LogisticModel& model) {
   }
 }
 
-void LogisticPdmpConstants::fill_zigzag(const LogisticModel& model, bool control_variates) {
-  const Dataset& ds = model.data();
+void PdmpConstants::fill_zigzag(const Dataset& ds, bool control_variates) {
   pick.assign(p, AliasTable());
   std::vector<double> w(n);
   for (std::size_t j = 0; j < p; ++j) {
@@ -94,18 +95,15 @@ void LogisticPdmpConstants::fill_zigzag(const LogisticModel& model, bool control
   }
 }
 
-void LogisticPdmpConstants::fill_lipsbps() {
-  by_norm = sum_norm > 0.0 ? AliasTable(norm) : AliasTable();
-}
+void PdmpConstants::fill_lipsbps() { by_norm = sum_norm > 0.0 ? AliasTable(norm) : AliasTable(); }
 
-AffineBound bps_curvature_bound(const LogisticPdmpConstants& c, const double* g,
-                                const double* w) noexcept {
+AffineBound bps_curvature_bound(const PdmpConstants& c, const double* g, const double* w) noexcept {
   const auto pp = static_cast<Eigen::Index>(c.p);
   const Eigen::Map<const Vec> wv(w, pp), gv(g, pp);
   return {wv.dot(gv), wv.dot(c.curvature * wv)};
 }
 
-AffineBound bps_bound(const LogisticPdmpConstants& c, double lik, const double* theta,
+AffineBound bps_bound(const PdmpConstants& c, double lik, const double* theta,
                       const double* w) noexcept {
   double ww = 0.0;
   for (std::size_t j = 0; j < c.p; ++j) ww += w[j] * w[j];
@@ -120,20 +118,21 @@ AffineBound bps_bound(const LogisticPdmpConstants& c, double lik, const double* 
   return {std::sqrt(ww) * lik + qw.dot(tv), qw.dot(wv)};
 }
 
-AffineBound zigzag_ss_bound(const LogisticPdmpConstants& c, std::size_t j, const double* theta,
+AffineBound zigzag_ss_bound(const PdmpConstants& c, std::size_t j, const double* theta,
                             const double* v) noexcept {
+  const double lik = c.m1 * c.pick_total(j);
   if (c.q.size() == 0) {
     const double lam = c.precision;
-    return {c.pick_total(j) + lam * v[j] * theta[j], lam};
+    return {lik + lam * v[j] * theta[j], lam};
   }
-  return {c.pick_total(j) + v[j] * c.prior_grad(j, theta), c.slope[j]};
+  return {lik + v[j] * c.prior_grad(j, theta), c.slope[j]};
 }
 
-AffineBound zigzag_cv_bound(const LogisticPdmpConstants& c, std::size_t j, const double* theta,
+AffineBound zigzag_cv_bound(const PdmpConstants& c, std::size_t j, const double* theta,
                             const double* v, double dist) noexcept {
   const double prior =
       c.q.size() == 0 ? c.precision * v[j] * theta[j] : v[j] * c.prior_grad(j, theta);
-  const double cj = 0.25 * c.pick_total(j);
+  const double cj = c.m2 * c.pick_total(j);
   return {prior + v[j] * c.grad_lik_map[j] + cj * dist,
           c.slope[j] + cj * std::sqrt(static_cast<double>(c.p))};
 }

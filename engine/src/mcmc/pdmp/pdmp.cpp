@@ -13,6 +13,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"
 #include "flymc/mcmc/model_needs.hpp"
+#include "flymc/models/model_kinds.hpp"
 #include "zigzag.hpp"
 
 namespace flymc {
@@ -121,39 +122,49 @@ void run_pdmp_chains(const detail::PdmpShared& sh, const SinkFactory& sinks, Pro
   if (progress) progress->chains_started.store(true);
   const Stopwatch par_clock;
   const detail::BlockOutcome b =
-      detail::run_blocks<C>(cfg, cost_shape(sh.model.data(), sh.model.dim()), cfg.chains, 1, false,
-                            progress, make, finish, out.chains);
+      detail::run_blocks<C>(cfg, cost_shape(sh.data, sh.data.d()), cfg.chains, 1, false, progress,
+                            make, finish, out.chains);
   detail::take_outcome(b, out);
   detail::split_wall_time(out, par_clock.seconds());
 }
 
-RunResult run_pdmp_request(const RunRequest& r) {
+namespace {
+
+/// A run of model M's family (its MAP search, then the chains on the family's per-datum
+/// gradients and the model's own full-data pass).
+template <class M>
+RunResult run_pdmp_model(const RunRequest& r) {
   const RunConfig& cfg = r.cfg;
-  detail::ModelRun<LogisticModel> run(r);
-  const LogisticModel& model = run.model();
+  detail::ModelRun<M> run(r);
+  const M& model = run.model();
   RunResult& out = run.result();
   // The statistics: the chains' coordinates u = T⁻¹θ (their data's features Tᵀx) and the
   // event bounds' constants there.
   Mat transform;
-  std::optional<LogisticModel> moved;
-  std::optional<pdmp::LogisticPdmpConstants> consts;
+  std::optional<M> moved;
+  std::optional<pdmp::PdmpConstants> consts;
   double time_scale = 1.0;
   run.set_up([&] {
     transform = chain_transform(cfg, out.map);
     if (transform.size() != 0) moved.emplace(transformed_data(*r.data, transform), cfg);
-    const LogisticModel& chain_model = moved ? *moved : model;
-    consts.emplace(
-        pdmp::LogisticPdmpConstants::make(chain_model, chain_map(out.map, transform),
-                                          prior_precision(transform, model.prior().precision())));
-    if (cfg.algo == Algo::bps) consts->fill_curvature(chain_model);
+    const Dataset& chain_data = moved ? moved->data() : model.data();
+    const double precision = model.prior().precision();
+    consts.emplace(pdmp::PdmpConstants::make(chain_data, *model.family_ptr(), precision,
+                                             chain_map(out.map, transform),
+                                             prior_precision(transform, precision)));
+    if (cfg.algo == Algo::bps) consts->fill_curvature(chain_data);
     if (cfg.algo == Algo::lipsbps) consts->fill_lipsbps();
-    if (is_zigzag(cfg.algo)) consts->fill_zigzag(chain_model, cfg.algo == Algo::zigzag_cv);
+    if (is_zigzag(cfg.algo)) consts->fill_zigzag(chain_data, cfg.algo == Algo::zigzag_cv);
     time_scale = pdmp_time_scale(cfg.algo, out.map, transform);
     return -1;
   });
+  const M& chain_model = moved ? *moved : model;
   const detail::PdmpShared sh{
       cfg,
-      moved ? *moved : model,
+      chain_model.data(),
+      *model.family_ptr(),
+      [&chain_model](const double* u, double* g) { return chain_model.log_lik_grad(u, g); },
+      model.prior().sd,
       out.map,
       *consts,
       transform,
@@ -170,6 +181,13 @@ RunResult run_pdmp_request(const RunRequest& r) {
     else
       run_pdmp_chains<detail::BouncyChain>(sh, r.sinks, r.progress, o);
   });
+}
+
+}  // namespace
+
+RunResult run_pdmp_request(const RunRequest& r) {
+  return with_single_index_model(
+      r.cfg.model, []<class M>(const RunRequest& req) { return run_pdmp_model<M>(req); }, r);
 }
 
 }  // namespace flymc

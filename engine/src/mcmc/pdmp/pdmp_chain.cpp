@@ -10,7 +10,7 @@
 namespace flymc::detail {
 
 void PdmpShared::start(Rng& rng, double* u, int chain) const {
-  initial_theta(cfg, map, model.prior().sd, rng, u, chain);
+  initial_theta(cfg, map, prior_sd, rng, u, chain);
   if (transform.size() == 0) return;
   Eigen::Map<Vec> uv(u, transform.rows());
   transform.triangularView<Eigen::Lower>().solveInPlace(uv);
@@ -28,13 +28,13 @@ void DatumGradients::coefficients(const Index* idx, std::size_t k, const double*
                                   double* coef) {
   data_.dots_gather(idx, k, theta_pad, coef);
   const auto y = data_.y();
-  for (std::size_t i = 0; i < k; ++i) coef[i] = pdmp::logistic_coef(y[idx[i]], coef[i]);
+  for (std::size_t i = 0; i < k; ++i) coef[i] = pdmp::datum_coef(family_, y[idx[i]], coef[i]);
   counters_.queries += k;
 }
 
 double DatumGradients::coefficient(Index j, const double* theta_pad) {
   ++counters_.queries;
-  return pdmp::logistic_coef(data_.y()[j], data_.dot(j, theta_pad));
+  return pdmp::datum_coef(family_, data_.y()[j], data_.dot(j, theta_pad));
 }
 
 void DatumGradients::accumulate(const Index* idx, std::size_t k, const double* coef, double scale,
@@ -48,8 +48,8 @@ void DatumGradients::projections(const Index* idx, std::size_t k, const double* 
   for (std::size_t i = 0; i < k; ++i) proj[i] *= coef[i];
 }
 
-void DatumGradients::full(const LogisticModel& model, const double* theta_pad, double* grad) {
-  model.log_lik_grad(theta_pad, grad);  // ∇ log L = −∇U_lik, stride entries
+void DatumGradients::full(const PdmpShared& sh, const double* theta_pad, double* grad) {
+  sh.log_lik_grad(theta_pad, grad);  // ∇ log L = −∇U_lik, stride entries
   for (std::size_t j = 0; j < data_.d(); ++j) grad[j] = -grad[j];
   counters_.queries += data_.n();
   ++counters_.grad_evals;
@@ -60,7 +60,7 @@ PdmpOutput::PdmpOutput(const PdmpShared& sh, int chain_id, DrawSink* sink,
     : sh_(sh),
       precond_(precond),
       sink_(sink),
-      p_(sh.model.dim()),
+      p_(sh.data.d()),
       // A run to an ESS target sets the path's end block by block (extend()).
       path_(p_, sh.spacing, sh.cfg.warmup, sh.cfg.ess > 0.0 ? 1 : sh.cfg.iters),
       row_(sh.columns.size()),

@@ -1,10 +1,12 @@
 #pragma once
 // Private: what the chains of the piecewise-deterministic samplers share (docs/math.md §7): the
-// run's read-only set-up (PdmpShared), per-datum gradients of logistic regression with their
-// query count (DatumGradients), and the chain's output (PdmpOutput): the discrete draws read off
-// the continuous path, the draw file's rows, the segment-integrated means, the tallies. The
-// chains move in u = T⁻¹θ (T = I without preconditioning, §7.6); the output is in θ.
+// run's read-only set-up (PdmpShared), per-datum gradients of a single-index model, read through
+// its family, with their query count (DatumGradients), and the chain's output (PdmpOutput): the
+// discrete draws read off the continuous path, the draw file's rows, the segment-integrated means,
+// the tallies. The chains move in u = T⁻¹θ (T = I without preconditioning, §7.6); the output is in
+// θ.
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,16 +16,20 @@
 #include "flymc/mcmc/pdmp/bounds.hpp"
 #include "flymc/mcmc/pdmp/path.hpp"
 #include "flymc/mcmc/sampler.hpp"
-#include "flymc/models/logistic.hpp"
+#include "flymc/models/family.hpp"
 
 namespace flymc::detail {
 
 /// Everything the chains of one run share, read-only.
 struct PdmpShared {
   const RunConfig& cfg;
-  const LogisticModel& model;  // in the chains' coordinates u: features Tᵀx
-  const MapResult& map;        // of θ
-  const pdmp::LogisticPdmpConstants& c;
+  const Dataset& data;              // in the chains' coordinates u: features Tᵀx
+  const SingleIndexFamily& family;  // the likelihood, datum by datum
+  /// The model's own pass over all the data: log L and ∇ log L (stride entries) at u, padded.
+  std::function<double(const double*, double*)> log_lik_grad;
+  double prior_sd;       // of θ's prior (initial_theta)
+  const MapResult& map;  // of θ
+  const pdmp::PdmpConstants& c;
   const Mat& transform;    // T, lower triangular; empty for T = I
   double spacing = 1.0;    // Δ, path time per draw
   double refresh = 0.0;    // λ_ref (BPS family)
@@ -37,11 +43,12 @@ struct PdmpShared {
   const double* to_theta(const double* u, double* theta) const noexcept;
 };
 
-/// Gradients of U_i = −log σ(t_i x_i·θ): ∇U_i = c_i x_i. Every datum whose c_i is computed counts
-/// as one likelihood query, as the rest of flymc counts a datum's evaluation.
+/// Gradients of U_i = −f(y_i, x_i·θ): ∇U_i = c_i x_i (pdmp::datum_coef). Every datum whose c_i is
+/// computed counts as one likelihood query, as the rest of flymc counts a datum's evaluation.
 class DatumGradients {
  public:
-  DatumGradients(const Dataset& data, Counters& counters) : data_(data), counters_(counters) {}
+  DatumGradients(const Dataset& data, const SingleIndexFamily& family, Counters& counters)
+      : data_(data), family_(family), counters_(counters) {}
   /// coef[i] = c_{idx[i]}(θ), θ padded (stride entries, aligned).
   void coefficients(const Index* idx, std::size_t k, const double* theta_pad, double* coef);
   /// c_j(θ) of one datum.
@@ -53,10 +60,11 @@ class DatumGradients {
   void projections(const Index* idx, std::size_t k, const double* coef, const double* w_pad,
                    double* proj);
   /// grad[0..p) = ∇ Σ_i U_i(θ) over all the data (N queries; deterministic reduction).
-  void full(const LogisticModel& model, const double* theta_pad, double* grad);
+  void full(const PdmpShared& sh, const double* theta_pad, double* grad);
 
  private:
   const Dataset& data_;
+  const SingleIndexFamily& family_;
   Counters& counters_;
   std::vector<double> dots_;
 };

@@ -18,7 +18,7 @@ constexpr std::size_t kAhead = 4;
 
 ZigZagChain::ZigZagChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
     : sh_(sh),
-      p_(sh.model.dim()),
+      p_(sh.data.d()),
       cv_(sh.cfg.algo == Algo::zigzag_cv),
       rng_(sh.cfg.seed, static_cast<std::uint64_t>(chain_id)),
       v_(p_),
@@ -29,8 +29,8 @@ ZigZagChain::ZigZagChain(const PdmpShared& sh, int chain_id, DrawSink* sink)
       datum_(p_ * kAhead),
       slot_(p_, 0),
       out_(sh, chain_id, sink, nullptr),
-      grads_(sh.model.data(), out_.counters()),
-      theta_pad_(aligned_zeros(sh.model.stride())) {}
+      grads_(sh.data, sh.family, out_.counters()),
+      theta_pad_(aligned_zeros(sh.data.stride())) {}
 
 ChainResult ZigZagChain::run(ChainGauge* gauge) {
   advance(sh_.cfg.warmup + sh_.cfg.iters, gauge);
@@ -98,7 +98,7 @@ Index ZigZagChain::take_datum(std::size_t j) {
   slot_[j] = (slot_[j] + 1) % kAhead;
   const Index now = datum_[s];
   datum_[s] = pick.index(word_[s]);
-  sh_.model.data().prefetch(datum_[s]);
+  sh_.data.prefetch(datum_[s]);
   if (cv_) {
     __builtin_prefetch(sh_.c.norm.data() + datum_[s]);
     __builtin_prefetch(sh_.c.coef_map.data() + datum_[s]);
@@ -113,13 +113,13 @@ Index ZigZagChain::take_datum(std::size_t j) {
 /// ∂_j U_lik(θ*) + (∂_j U_J(θ) − ∂_j U_J(θ*))·W_j/w_Jj. Weighting by the data's size, rather than
 /// drawing J uniformly, replaces N·max_i by Σ_i in the bound.
 double ZigZagChain::estimate(std::size_t j) {
-  const pdmp::LogisticPdmpConstants& c = sh_.c;
+  const pdmp::PdmpConstants& c = sh_.c;
   const double prior = c.prior_grad(j, theta_.data()) + (cv_ ? c.grad_lik_map[j] : 0.0);
   if (c.pick[j].size() == 0) return prior;  // x_ij = 0 for every datum
   std::copy(theta_.begin(), theta_.end(), theta_pad_.get());
   const Index J = take_datum(j);
   const double coef = grads_.coefficient(J, theta_pad_.get());
-  const double sign = sh_.model.data().value(J, j) > 0.0 ? 1.0 : -1.0;  // w_Jj > 0: x_Jj ≠ 0
+  const double sign = sh_.data.value(J, j) > 0.0 ? 1.0 : -1.0;  // w_Jj > 0: x_Jj ≠ 0
   if (!cv_) return prior + coef * sign * c.pick[j].total();
   return prior + (coef - c.coef_map[J]) * sign * (c.pick[j].total() / c.norm[J]);
 }

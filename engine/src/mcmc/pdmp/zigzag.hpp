@@ -1,5 +1,5 @@
 #pragma once
-// Private: one chain of the Zig-Zag process on logistic regression (docs/math.md §7.2): every
+// Private: one chain of the Zig-Zag process on a single-index model (docs/math.md §7.2): every
 // coordinate j moves at velocity v_j = ±1 and flips at the events of its own Poisson process of
 // rate [v_j ∂_j U]_+. Each coordinate's events are proposed from its affine bound (bounds.hpp)
 // and thinned with an unbiased one-datum estimate of ∂_j U: plain subsampling (zigzag-ss) or a

@@ -1,6 +1,5 @@
-// Scalable Metropolis–Hastings (flymc/mcmc/smh/smh.hpp): the Taylor expansions of the logistic
-// and Student-t log-likelihoods, the run's set-up (expansion at θ̂, whitening, per-datum bounds,
-// alias table) and run_smh().
+// Scalable Metropolis–Hastings (flymc/mcmc/smh/smh.hpp): the run's set-up (each datum's
+// expansion at θ̂ by its family, whitening, per-datum bounds, alias tables) and its run.
 #include "flymc/mcmc/smh/smh.hpp"
 
 #include <algorithm>
@@ -20,40 +19,12 @@
 #include "flymc/data/row_fold.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/model_needs.hpp"
-#include "flymc/models/glm.hpp"
-#include "flymc/models/logistic.hpp"
-#include "flymc/models/robust.hpp"
+#include "flymc/models/model_kinds.hpp"
 #include "smh_chain.hpp"
 
 namespace flymc {
 
 namespace smh {
-
-Taylor logistic_taylor(double u_hat) noexcept {
-  // σ(|û|) = 1/(1 + e) and σ(−|û|) = e/(1 + e) with e = exp(−|û|) ≤ 1: one exponential, and
-  // neither probability is formed as 1 − the other, which would lose the small one.
-  const double e = std::exp(-std::fabs(u_hat)), inv = 1.0 / (1.0 + e);
-  const double big = inv, small = e * inv;  // σ(|û|), σ(−|û|)
-  return Taylor{u_hat, u_hat >= 0.0 ? small : big, -big * small};
-}
-
-Taylor logistic_taylor3(double u_hat) noexcept {
-  Taylor t = logistic_taylor(u_hat);
-  // σ(−û) − σ(û) = ∓(1 − e)/(1 + e), e = exp(−|û|), with 1 − e from expm1 (no cancellation near
-  // û = 0): f3 = f2·(σ(−û) − σ(û)).
-  const double inv = 1.0 / (1.0 + std::exp(-std::fabs(u_hat)));
-  const double diff = -std::expm1(-std::fabs(u_hat)) * inv;
-  t.f3 = u_hat >= 0.0 ? -t.f2 * diff : t.f2 * diff;
-  return t;
-}
-
-double logistic_gap(const Taylor& t, double h) noexcept {
-  return kernels::log_sigmoid(t.u_hat + h) - h * (t.f1 + 0.5 * t.f2 * h);
-}
-
-double logistic_gap3(const Taylor& t, double h) noexcept {
-  return kernels::log_sigmoid(t.u_hat + h) - h * (t.f1 + h * (0.5 * t.f2 + t.f3 * h / 6.0));
-}
 
 double cubic_form(const double* t, const double* u, std::size_t d) noexcept {
   double s = 0.0;
@@ -65,41 +36,6 @@ double cubic_form(const double* t, const double* u, std::size_t d) noexcept {
       t += d - b;
     }
   return s;
-}
-
-Taylor student_taylor(const StudentT& st, double u_hat) noexcept {
-  const double rho = u_hat * st.inv_sqrt_c;
-  // ρ/(1 + ρ²) and 1/(1 + ρ²) without forming ρ² where it could overflow.
-  const bool big = std::fabs(rho) > 1.0;
-  const double q = big ? 1.0 / (rho * rho * (1.0 + 1.0 / (rho * rho))) : 1.0 / (1.0 + rho * rho);
-  const double rho_q = big ? 1.0 / (rho + 1.0 / rho) : rho * q;
-  return Taylor{u_hat, -2.0 * st.a * st.inv_sqrt_c * rho_q,
-                -2.0 * st.a * st.inv_sqrt_c * st.inv_sqrt_c * q * (2.0 * q - 1.0)};
-}
-
-double student_gap(const StudentT& st, const Taylor& e, double h) noexcept {
-  return st.log_lik(e.u_hat + h) - h * (e.f1 + 0.5 * e.f2 * h);
-}
-
-double student_m(const StudentT& st) noexcept {
-  constexpr double kMaxG = 0.72855339059327380;  // max |ρ(3 − ρ²)/(1 + ρ²)³|, rounded up
-  const double inv_c15 = st.inv_sqrt_c * st.inv_sqrt_c * st.inv_sqrt_c;
-  return 4.0 * st.a * kMaxG * inv_c15 * (1.0 + 1e-12);
-}
-
-Taylor family_taylor(const SingleIndexFamily& family, double y, double s_hat, int order) noexcept {
-  double d[SingleIndexFamily::kMaxOrder + 1] = {};
-  family.derivatives(y, s_hat, order == 3 ? 3 : 2, d);
-  return Taylor{s_hat, d[1], d[2], order == 3 ? d[3] : 0.0};
-}
-
-double family_gap_change(const SingleIndexFamily& family, double y, double u_hat, double e,
-                         double e2, int order) noexcept {
-  const Taylor t = family_taylor(family, y, u_hat, order);
-  const auto gap = [&](double h) {
-    return family.log_lik(y, u_hat + h) - h * (t.f1 + h * (0.5 * t.f2 + t.f3 * h / 6.0));
-  };
-  return gap(e) - gap(e2);
 }
 
 }  // namespace smh
@@ -118,9 +54,9 @@ RowBlock rows(const Dataset& ds, const RowsF64& x, std::size_t lo, std::size_t h
 }
 
 /// Adds Σ_i w_i x_i x_iᵀ over the rows `x` (w.size() of them, `ds`'s stride) to h's upper triangle
-/// (BLAS SYRK on rows scaled by √|w_i|). The logistic weights are never negative; robust
-/// regression's are where a residual is beyond √c (the Student-t log-likelihood is convex there),
-/// and those rows are subtracted as a second rank update.
+/// (BLAS SYRK on rows scaled by √|w_i|). A log-concave family's weights are never negative; others'
+/// (Student-t's, where a residual is beyond √c) may be, and those rows are subtracted as a second
+/// rank update.
 void add_weighted_outer(Mat& h, const Dataset& ds, const double* x, const std::vector<double>& w) {
   const std::size_t d = ds.d(), stride = ds.stride();
   constexpr std::size_t kBlock = blas::kSyrkRows;
@@ -314,7 +250,7 @@ void expand_and_bound(SmhStatistics& sh) {
         Vec coef(static_cast<Eigen::Index>(hi - lo));
         std::vector<double> w3(sh.order == 3 ? hi - lo : 0);
         for (std::size_t i = 0; i < hi - lo; ++i) {
-          const smh::Taylor t = sh.taylor(y[lo + i], s[i]);
+          const Expansion t = sh.taylor(y[lo + i], s[i]);
           const double sign = sh.sign(y[lo + i]);
           sh.datum[lo + i].u_hat = t.u_hat;
           sh.datum[lo + i].sign = static_cast<float>(sign);
@@ -380,19 +316,15 @@ void candidate_tables(SmhStatistics& sh) {
 
 std::shared_ptr<const SmhStatistics> build_smh_statistics(
     std::shared_ptr<const Dataset> data, const Prior& prior, const MapResult& map,
-    std::optional<StudentT> student, double bound_excess, int order,
-    std::shared_ptr<const SingleIndexFamily> family) {
-  if (order == 3 && student)
-    throw ConfigError("--smh-order 3 runs logistic regression only: use --smh-order 2");
-  if (family) require_constant(*family, order == 3 ? '4' : '3', "--algo smh");
-  auto sh = std::make_shared<SmhStatistics>(std::move(data), prior, student, bound_excess, order,
-                                            std::move(family));
+    std::shared_ptr<const SingleIndexFamily> family, double bound_excess, int order) {
+  require_constant(*family, order == 3 ? '4' : '3', "--algo smh");
+  auto sh = std::make_shared<SmhStatistics>(std::move(data), prior, std::move(family), bound_excess,
+                                            order);
   sh->theta_hat = map.theta;
   sh->precision = prior.precision();
-  // Logistic regression's MAP search formed the curvature at θ̂ with the same weights,
-  // σ(ŝ)σ(−ŝ) = −f''(ŝ) (smh::logistic_taylor), and a family's where no weight was clipped
-  // (GlmModel::find_map); robust regression's did not.
-  const bool taken = !student && map.lik_curvature.size() != 0;
+  // A MAP search leaves the likelihood's curvature at θ̂ only where it formed it with −f''(ŝ_n)
+  // itself (MapResult::lik_curvature; GlmModel::find_map leaves none where it clipped a weight).
+  const bool taken = map.lik_curvature.size() != 0;
   Mat h = taken ? map.lik_curvature : curvature_pass(*sh);
   h.diagonal().array() += sh->precision;
   const Eigen::LLT<Mat> llt(h);
@@ -431,19 +363,6 @@ BlockOutcome run_smh_chains(const SmhShared& sh, ChainSessions& cs, Progress* pr
                               block_sync(nullptr, sh.link));
 }
 
-// The likelihood SMH expands: robust regression's Student-t, a single-index model's family, or
-// (neither) logistic regression's.
-std::optional<StudentT> smh_student(const RobustModel& m) { return m.student(); }
-template <class M>
-std::optional<StudentT> smh_student(const M&) {
-  return std::nullopt;
-}
-std::shared_ptr<const SingleIndexFamily> smh_family(const GlmModel& m) { return m.family_ptr(); }
-template <class M>
-std::shared_ptr<const SingleIndexFamily> smh_family(const M&) {
-  return nullptr;
-}
-
 /// SMH's run of model M through the run skeleton (run_skeleton.hpp). Its statistics are the
 /// expansion at θ̂ and the bounds (SmhStatistics), taken from `pre`'s cache where they fit (auto's
 /// pilot built them) or built and left there.
@@ -452,19 +371,18 @@ RunResult run_smh_model(const RunRequest& r) {
   ModelRun<M> run(r);
   const M& model = run.model();
   RunResult& out = run.result();
-  const std::optional<StudentT> st = smh_student(model);
-  const std::shared_ptr<const SingleIndexFamily> fam = smh_family(model);
+  const std::shared_ptr<const SingleIndexFamily> fam = model.family_ptr();
   std::shared_ptr<const SmhStatistics> stats;
   run.set_up([&] {
     const SetupCache* cache = r.pre.cache.get();
     if (cache && cache->smh &&
-        cache->smh->fits(r.data, model.prior(), st, out.map, r.faults.bound_excess, r.cfg.smh_order,
-                         fam)) {
+        cache->smh->fits(r.data, model.prior(), *fam, out.map, r.faults.bound_excess,
+                         r.cfg.smh_order)) {
       stats = cache->smh;
       return 0;
     }
-    stats = build_smh_statistics(r.data, model.prior(), out.map, st, r.faults.bound_excess,
-                                 r.cfg.smh_order, fam);
+    stats = build_smh_statistics(r.data, model.prior(), out.map, fam, r.faults.bound_excess,
+                                 r.cfg.smh_order);
     if (r.pre.cache) r.pre.cache->smh = stats;
     return stats->passes;
   });
@@ -481,9 +399,8 @@ RunResult run_smh_model(const RunRequest& r) {
 }  // namespace detail
 
 RunResult run_smh_request(const RunRequest& r) {
-  if (r.cfg.model == ModelKind::robust) return detail::run_smh_model<RobustModel>(r);
-  if (r.cfg.model == ModelKind::logistic) return detail::run_smh_model<LogisticModel>(r);
-  return detail::run_smh_model<GlmModel>(r);  // every single-index model
+  return with_single_index_model(
+      r.cfg.model, []<class M>(const RunRequest& req) { return detail::run_smh_model<M>(req); }, r);
 }
 
 }  // namespace flymc

@@ -159,6 +159,7 @@ bool SmhChain::all_data_test(double psi, SmhOutcome& o) {
 void SmhChain::prefetch_datum(Index n) const noexcept {
   data_.prefetch_row(n);
   __builtin_prefetch(&st_.datum[n]);  // aligned to its size: one cache line
+  if (st_.reads_response) __builtin_prefetch(&data_.y()[static_cast<std::size_t>(n)]);
 }
 
 /// The data's factors by Poisson thinning with rate ψ·Σφ on [0, 1), on the proposal's own stream

@@ -19,20 +19,21 @@
 #include "flymc/mcmc/columns.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/smh/smh.hpp"
+#include "flymc/models/family.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc::detail {
 
 /// What a candidate reads besides its row, in one 16-byte record (never split across cache
-/// lines): where its log-likelihood was expanded (û, in its own variable u, smh::Taylor), the sign
-/// σ with u − û = σ·x·(θ − θ̂), and its bound. The expansion's coefficients are recomputed from û
-/// by the very function whose values the set-up summed into g and H_L, and φ is a float rounded
+/// lines): where its log-likelihood was expanded (û, in its family's variable u, Expansion), the
+/// sign σ with u − û = σ·x·(θ − θ̂), and its bound. The expansion's coefficients are recomputed from
+/// û by the very function whose values the set-up summed into g and H_L, and φ is a float rounded
 /// up (a bound only needs to dominate): the small record keeps an SMH run's memory near the
 /// data's own.
 struct alignas(16) SmhDatum {
   double u_hat;  // (written by the expansion pass)
   float phi;     // (M/6)·‖L⁻¹x_n‖³, enlarged (written by the bound pass)
-  float sign;    // σ: logistic t_n = ±1; robust −1 (written by the expansion pass)
+  float sign;    // σ, SingleIndexFamily::expansion_sign (written by the expansion pass)
 };
 static_assert(sizeof(SmhDatum) == 16);
 
@@ -40,35 +41,30 @@ static_assert(sizeof(SmhDatum) == 16);
 /// likelihood and prior and a MAP fit, read-only after. A later run on the same (`--algo auto`'s
 /// SMH pilot, then its run: SetupCache) takes them over instead of building them again.
 struct SmhStatistics {
-  /// `student`: robust regression's likelihood; `fam`: a single-index family's (its M3 or M4
-  /// must be given); neither: logistic regression.
-  /// `expansion_order` 3: the third-order expansion (logistic regression, families with M4).
-  SmhStatistics(std::shared_ptr<const Dataset> d, const Prior& p, std::optional<StudentT> student_t,
-                double excess, int expansion_order = 2,
-                std::shared_ptr<const SingleIndexFamily> fam = nullptr)
+  /// `fam`: the likelihood's family, whose M3 (order 2) or M4 (`expansion_order` 3) must be
+  /// given (build_smh_statistics checks).
+  SmhStatistics(std::shared_ptr<const Dataset> d, const Prior& p,
+                std::shared_ptr<const SingleIndexFamily> fam, double excess, int expansion_order)
       : source(d),
         data(d.get()),
         prior(p),
-        student(student_t),
         family(std::move(fam)),
+        reads_response(family->remainder_reads_response()),
         order(expansion_order),
-        m(family                 ? *(expansion_order == 3 ? family->m4() : family->m3())
-          : student              ? smh::student_m(*student)
-          : expansion_order == 3 ? smh::kLogisticM4
-                                 : smh::kLogisticM),
+        m(*(expansion_order == 3 ? family->m4() : family->m3())),
         bound_excess(excess) {}
   // What they were built from (fits()). Held weakly: a cache does not keep a data set alive, and
   // a data set freed cannot be mistaken for a later one at the same address.
   const std::weak_ptr<const Dataset> source;
   const Dataset* data;
   const Prior prior;
-  const std::optional<StudentT> student;
   const std::shared_ptr<const SingleIndexFamily> family;
-  const int order;  // of the expansion: 2, or 3 (then the remainders are of fourth order)
-  const double m;   // max |f⁽ᵒʳᵈᵉʳ⁺¹⁾| of a datum's log-likelihood in its predictor
+  const bool reads_response;  // family->remainder_reads_response()
+  const int order;            // of the expansion: 2, or 3 (then the remainders are of fourth order)
+  const double m;  // max |f⁽ᵒʳᵈᵉʳ⁺¹⁾| of a datum's log-likelihood in its predictor
   const double bound_excess;
   Vec theta_hat;           // the expansion point θ̂ (θ_MAP)
-  Vec grad;                // g = Σ_n f'(ŝ_n) t_n x_n, the likelihood's gradient at θ̂
+  Vec grad;                // g = Σ_n σ_n f'(û_n) x_n, the likelihood's gradient at θ̂
   double precision = 1.0;  // p in H = H_L + p·I (the prior's precision)
   Mat chol;                // L, H = L·Lᵀ, H_L = −Σ_n f''(ŝ_n) x_n x_nᵀ
   Mat linv;                // L⁻¹ (lower triangular): whitens rows, x̃_n = L⁻¹x_n
@@ -97,40 +93,24 @@ struct SmhStatistics {
   std::size_t dim() const noexcept { return data->d(); }
   std::size_t blocks_here() const noexcept { return row_alias.blocks(); }
   /// Built from this data set, likelihood, prior, MAP fit and bound_excess.
-  bool fits(const std::shared_ptr<const Dataset>& d, const Prior& p,
-            const std::optional<StudentT>& st, const MapResult& map, double excess,
-            int expansion_order = 2,
-            const std::shared_ptr<const SingleIndexFamily>& fam = nullptr) const noexcept {
-    const bool same_student = st.has_value() == student.has_value() &&
-                              (!st || (st->nu == student->nu && st->scale == student->scale));
+  bool fits(const std::shared_ptr<const Dataset>& d, const Prior& p, const SingleIndexFamily& fam,
+            const MapResult& map, double excess, int expansion_order) const noexcept {
     return d != nullptr && d == source.lock() && p.kind == prior.kind && p.sd == prior.sd &&
-           same_student && excess == bound_excess && map.theta.size() == theta_hat.size() &&
-           map.theta == theta_hat && expansion_order == order && fam == family;
+           fam.same_as(*family) && excess == bound_excess && map.theta.size() == theta_hat.size() &&
+           map.theta == theta_hat && expansion_order == order;
   }
-  /// The datum's Taylor expansion at predictor x·θ̂ = `s_hat`, in its own variable u.
-  smh::Taylor taylor(double label, double s_hat) const noexcept {
-    if (family) return smh::family_taylor(*family, label, s_hat, order);
-    if (student) return smh::student_taylor(*student, label - s_hat);
-    return order == 3 ? smh::logistic_taylor3(label * s_hat) : smh::logistic_taylor(label * s_hat);
+  /// The datum's expansion at predictor x·θ̂ = `s_hat`, in its family's variable u.
+  Expansion taylor(double label, double s_hat) const noexcept {
+    return family->expand(label, s_hat, order);
   }
-  /// σ = ∂u/∂(x·θ): the label t for logistic regression, −1 for robust regression (u = y − x·θ).
-  /// A family's variable is the predictor itself: σ = 1.
-  double sign(double label) const noexcept { return family ? 1.0 : student ? -1.0 : label; }
+  /// σ = ∂u/∂(x·θ) (SingleIndexFamily::expansion_sign).
+  double sign(double label) const noexcept { return family->expansion_sign(label); }
   /// r_n(θ) − r_n(θ') for datum n (this process's row), where x_n·(θ − θ̂) = e and
-  /// x_n·(θ' − θ̂) = e2: the difference of its gaps (smh::logistic_gap).
+  /// x_n·(θ' − θ̂) = e2: the difference of its gaps (SingleIndexFamily::remainder_change).
   double remainder_change(Index n, const SmhDatum& d, double e, double e2) const noexcept {
-    if (family) return smh::family_gap_change(*family, data->y()[n], d.u_hat, e, e2, order);
     const double sign = static_cast<double>(d.sign);
-    if (student) {
-      const smh::Taylor t = smh::student_taylor(*student, d.u_hat);
-      return smh::student_gap(*student, t, sign * e) - smh::student_gap(*student, t, sign * e2);
-    }
-    if (order == 3) {
-      const smh::Taylor t = smh::logistic_taylor3(d.u_hat);
-      return smh::logistic_gap3(t, sign * e) - smh::logistic_gap3(t, sign * e2);
-    }
-    const smh::Taylor t = smh::logistic_taylor(d.u_hat);
-    return smh::logistic_gap(t, sign * e) - smh::logistic_gap(t, sign * e2);
+    return family->remainder_change(reads_response ? data->y()[n] : 0.0, d.u_hat, sign * e,
+                                    sign * e2, order);
   }
 };
 
@@ -140,11 +120,11 @@ struct SmhStatistics {
 /// definite. `bound_excess` > 0 (a test hook, --test-bound-excess) divides every φ_n by
 /// e^bound_excess: a bound too small, whose violations the chains must count as one process
 /// would.
-/// `order` 3: the third-order expansion (SmhStatistics::cubic; logistic regression).
+/// `order` 3: the third-order expansion (SmhStatistics::cubic). @throw ConfigError if the family
+/// lacks M3 (order 2) or M4 (order 3).
 std::shared_ptr<const SmhStatistics> build_smh_statistics(
     std::shared_ptr<const Dataset> data, const Prior& prior, const MapResult& map,
-    std::optional<StudentT> student, double bound_excess = 0.0, int order = 2,
-    std::shared_ptr<const SingleIndexFamily> family = nullptr);
+    std::shared_ptr<const SingleIndexFamily> family, double bound_excess = 0.0, int order = 2);
 
 /// Everything the chains of one SMH run share, read-only.
 struct SmhShared {

@@ -67,7 +67,8 @@ struct AutoOptions {
   /// The run will checkpoint: only the samplers that can (FlyMC, regular MCMC) are candidates.
   bool checkpointed = false;
   /// The options the user gave (command line, Python keywords): a candidate whose sampler does
-  /// not read one of them is skipped, saying which (none of them may be chosen_by_auto()).
+  /// not read one of them is skipped, saying which (none of them may be
+  /// OptionInfo::chosen_by_auto).
   std::vector<const OptionInfo*> given;
   /// With more rows than regular_rows, the subsampling samplers' pilots run first, and regular
   /// MCMC's are skipped when one of them already beats regular MCMC's bound: at most 5 effective

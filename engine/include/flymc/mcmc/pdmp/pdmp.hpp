@@ -1,8 +1,9 @@
 #pragma once
 /// @file pdmp.hpp
-/// The piecewise-deterministic (continuous-time) samplers on logistic regression
-/// (docs/math.md §7): the bouncy particle sampler with the full gradient (`bps`) and with batch
-/// gradients under a Lipschitz bound (`lipsbps`), the stochastic BPS with its adaptive band
+/// The piecewise-deterministic (continuous-time) samplers on a single-index model, read through
+/// its family (docs/math.md §7; the bounds need its M1 or M2, pdmp/bounds.hpp): the bouncy particle
+/// sampler with the full gradient (`bps`) and with batch gradients under a Lipschitz bound
+/// (`lipsbps`), the stochastic BPS with its adaptive band
 /// (`sbps`) and its diagonally preconditioned variant (`psbps`), Zig-Zag with subsampling
 /// (`zigzag-ss`) and with control variates at θ_MAP (`zigzag-cv`). bps, lipsbps and both
 /// Zig-Zags are exact; sbps and psbps are approximate and count their bound violations.

@@ -240,9 +240,14 @@ Partial newton_stats(const Dataset& ds, const double* tp, double weight) {
 /// and once more per halving of a step the line search rejects. Returns θ_MAP, the log posterior
 /// there and the Laplace covariance (the likelihood's negative Hessian plus the prior precision,
 /// inverted). With `start_converged`, a start whose Newton decrement already meets the tolerance
-/// is returned as it is, after the one pass that gives its curvature.
+/// is returned as it is, after the one pass that gives its curvature. With `last`, the start is
+/// the point of an earlier search that stopped before taking its last (converged) step: the
+/// first pass is at the start plus that step, kept if the log posterior there is not lower
+/// (as newton_move keeps a converged step), so that one pass both ends that search and gives the
+/// curvature.
 MapResult newton_on(const Dataset& ds, double weight, const Prior& prior, Vec theta, double tol,
-                    int max_iter, bool start_converged = false) {
+                    int max_iter, bool start_converged = false,
+                    const detail::PendingStep* last = nullptr) {
   const std::size_t dim = ds.d();
   int passes = 0, curvature_passes = 0;
   const auto d = static_cast<Eigen::Index>(dim);
@@ -263,7 +268,13 @@ MapResult newton_on(const Dataset& ds, double weight, const Prior& prior, Vec th
     ++passes;
     return weight * sum_log_lik(ds, tp.get()) + prior.log_density(th.data(), dim);
   };
-  Partial at = stats(theta);
+  Partial at = stats(last != nullptr ? Vec(theta + last->step) : theta);
+  if (last != nullptr) {
+    if (at.f >= last->f - 1e-12 * (1.0 + std::fabs(last->f)))
+      theta += last->step;
+    else
+      at = stats(theta);
+  }
   double f = at.f;
   int it = 0;
   for (; it < max_iter; ++it) {
@@ -307,12 +318,16 @@ MapResult newton_on(const Dataset& ds, double weight, const Prior& prior, Vec th
 /// steps with the curvature frozen at `cov` (the warm start's Laplace covariance, its likelihood
 /// weighted up to N rows), each one pass of `lik_grad(θ, grad)` (the log-likelihood, returned,
 /// and its gradient: memory-bound, no outer products). A step shrinks the error by about
-/// ‖I − cov·H‖, small where the subsample's curvature is close to all the data's; the steps
-/// stop on gᵀ·cov·g as newton_on stops on the Newton decrement, the last tiny step taken.
-/// Adds its passes to `passes`.
+/// ‖I − cov·H‖, small where the subsample's curvature is close to all the data's. After each
+/// step the inverse curvature is corrected along it by the BFGS update from the change of the
+/// gradient (the likelihood is concave, so the update keeps it positive definite), which
+/// shrinks the error's slowest directions first. The steps stop on gᵀ·P·g as newton_on stops on
+/// the Newton decrement; the last, tiny step is left to the caller (`pending`: the step and the
+/// log posterior where it starts; empty step if the search stopped otherwise), whose curvature
+/// pass takes it. Adds its passes to `passes`.
 template <class LikGrad>
 Vec frozen_newton(LikGrad&& lik_grad, const Prior& prior, Vec theta, const Mat& cov, double tol,
-                  int max_iter, int& passes) {
+                  int max_iter, int& passes, detail::PendingStep& pending) {
   const std::size_t dim = static_cast<std::size_t>(theta.size());
   struct Point {
     Vec theta, g;  // where, and the log posterior's gradient there
@@ -326,8 +341,13 @@ Vec frozen_newton(LikGrad&& lik_grad, const Prior& prior, Vec theta, const Mat& 
     return p;
   };
   Point at = at_point(theta);
+  Mat p = cov;
   for (int it = 0; it < max_iter; ++it) {
-    const Vec step = cov * at.g;
+    const Vec step = p * at.g;
+    if (!(at.g.dot(step) > 2.0 * tol)) {
+      pending = {step, at.f};
+      break;
+    }
     Point last;
     auto trial = [&](const Vec& th) {
       last = at_point(th);
@@ -336,7 +356,17 @@ Vec frozen_newton(LikGrad&& lik_grad, const Prior& prior, Vec theta, const Mat& 
     double f = at.f;
     const detail::NewtonMove move = detail::newton_move(trial, theta, f, at.g, step, tol);
     if (move == detail::NewtonMove::stalled) break;
-    if (theta != at.theta) at = theta == last.theta ? std::move(last) : at_point(theta);
+    if (theta == at.theta) continue;
+    Point next = theta == last.theta ? std::move(last) : at_point(theta);
+    // BFGS on the inverse: s the step taken, y = g − g' ≈ H·s (sᵀy > 0 for a concave objective).
+    const Vec sv = next.theta - at.theta, yv = at.g - next.g;
+    const double sy = sv.dot(yv);
+    if (sy > 0.0) {
+      const Vec py = p * yv;
+      p += ((sy + yv.dot(py)) / (sy * sy)) * (sv * sv.transpose()) -
+           (py * sv.transpose() + sv * py.transpose()) / sy;
+    }
+    at = std::move(next);
     if (move == detail::NewtonMove::converged) break;
   }
   return theta;
@@ -358,6 +388,7 @@ MapResult LogisticModel::find_map(double tol, int max_iter) const {
   Vec start = Vec::Zero(static_cast<Eigen::Index>(dim()));
   const bool tall = ds.total_n() >= kWarmStartMinRows;  // a shard decides as its whole data does
   int passes = 0;
+  detail::PendingStep pending;
   if (tall) {
     const auto sub = gather_rows(ds, strided_rows(ds.total_n()));
     const double weight = static_cast<double>(ds.total_n()) / static_cast<double>(sub->n());
@@ -371,10 +402,13 @@ MapResult LogisticModel::find_map(double tol, int max_iter) const {
       return f;
     };
     start = frozen_newton(lik_grad, gaussian, warm.theta, warm.covariance, tol,
-                          std::min(max_iter, kFrozenSteps), passes);
+                          std::min(max_iter, kFrozenSteps), passes, pending);
   }
+  bool first_stage = true;
   MapResult r = detail::two_stage_map(prior_, start, [&](const Prior& prior, const Vec& from) {
-    return newton_on(ds, 1.0, prior, from, tol, max_iter, tall);
+    const bool take = first_stage && pending.step.size() != 0;
+    first_stage = false;
+    return newton_on(ds, 1.0, prior, from, tol, max_iter, tall, take ? &pending : nullptr);
   });
   if (r.passes >= 0) r.passes += passes;
   r.seconds = clock.seconds();

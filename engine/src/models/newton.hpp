@@ -9,6 +9,12 @@
 
 namespace flymc::detail {
 
+/// A search's last step, converged and not yet taken, and the log posterior where it starts.
+struct PendingStep {
+  Vec step;
+  double f = 0.0;
+};
+
 enum class NewtonMove { converged, stepped, stalled };
 
 /// Moves θ (objective value f, to be maximized) along the Newton step `step` = H⁻¹g, g the

@@ -324,7 +324,7 @@ TEST_SUITE("unit") {
                     {"--algo sgld --sgld-step 2", "--sgld-step", 78},
                     {"--algo sgld --batch-size x", "--batch-size", 64},
                     {"--algo minibatch --iters 10", "--algo", 64},
-                    {"--algo sgld --model softmax", "logistic", 78},
+                    {"--algo sgld --model softmax", "single-index family", 78},
                     // an option the sampler does not read is refused, naming who reads it
                     {"--algo minibatch-mh --kernel nuts", "applies to --algo flymc, full", 64},
                     {"--algo minibatch-mh --target-accept 0.6", "--target-accept", 78},

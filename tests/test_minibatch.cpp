@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/core/samplers.hpp"
 #include "flymc/mcmc/minibatch/barker.hpp"
 #include "flymc/mcmc/sampler.hpp"
+#include "flymc/models/glm.hpp"
 #include "flymc/models/logistic.hpp"
 #include "test_util.hpp"
 
@@ -226,6 +228,36 @@ TEST_SUITE("statistical") {
         CHECK(std::fabs(m - exact.mean[j]) < k.mean_tol * exact.sd[j] + 4.5 * se);
         CHECK(sd / exact.sd[j] > k.sd_lo);
         CHECK(sd / exact.sd[j] < k.sd_hi);
+      }
+    }
+  }
+
+  TEST_CASE("minibatch MH and SGLD read any family: measured bias on probit regression") {
+    // The same check as above through the probit family's terms (batched derivatives()).
+    auto ds = test::logistic_data(2000, 2, 32, 1.0);
+    const GlmModel model(ds, Prior{PriorKind::gaussian, 1.0}, std::make_shared<ProbitFamily>());
+    const MapResult map = model.find_map();
+    const test::Moments exact = test::posterior_quadrature(model, map);
+    for (const Algo algo : {Algo::minibatch_mh, Algo::sgld}) {
+      CAPTURE(to_string(algo));
+      RunConfig cfg = flymc::test::fixed_config();
+      cfg.model = ModelKind::probit;
+      cfg.algo = algo;
+      cfg.batch_size = algo == Algo::sgld ? 200 : 100;
+      cfg.chains = 4;
+      cfg.warmup = 2000;
+      cfg.iters = 20000;
+      cfg.seed = 2026;
+      const RunResult r = run(cfg, ds);
+      CHECK_FALSE(sampler_info(cfg.algo).exact);
+      for (std::size_t j = 0; j < 2; ++j) {
+        const auto [m, se, sd] = test::draw_moments(r.coordinate(j));
+        std::printf("probit %s theta.%zu: mean %.4f (exact %.4f, bias %.3f sd), sd ratio %.3f\n",
+                    to_string(algo), j + 1, m, exact.mean[j], (m - exact.mean[j]) / exact.sd[j],
+                    sd / exact.sd[j]);
+        CHECK(std::fabs(m - exact.mean[j]) < 0.1 * exact.sd[j] + 4.5 * se);
+        CHECK(sd / exact.sd[j] > 0.9);
+        CHECK(sd / exact.sd[j] < 1.1);
       }
     }
   }

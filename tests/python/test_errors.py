@@ -50,8 +50,8 @@ class Errors(unittest.TestCase):
         self.raises(flymc.ConfigError, "--chains must be in [1,", chains=0)
         self.raises(flymc.ConfigError, "--thin must be in [1,", thin=0)
         self.raises(flymc.ConfigError, "seed must be an integer in [0, 2**64 - 1]", seed=-1)
-        self.raises(flymc.ConfigError, "runs logistic regression only", algo="sgld",
-                    model="robust", y=self.x[:, 1])
+        self.raises(flymc.ConfigError, "a single-index family", algo="sgld",
+                    model="softmax", y=(self.y > 0).astype(float))
 
     def test_wrong_types(self):
         self.raises(TypeError, "unexpected keyword argument 'chain'", chain=2)

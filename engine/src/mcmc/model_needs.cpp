@@ -38,9 +38,6 @@ const char* offer_text(unsigned bit) {
       return "a bound on each datum's third derivative (a single-index family's M3)";
     case kOfferFourthBound:
       return "a bound on each datum's fourth derivative (a single-index family's M4)";
-    case kOfferLogisticDatum:
-      return "logistic regression's per-datum constants (it runs logistic regression only so "
-             "far)";
     case kOfferSingleIndex:
       return "a single-index family (each datum's likelihood through one linear predictor)";
     case kOfferGradientBound:

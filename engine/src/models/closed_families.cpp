@@ -56,6 +56,20 @@ void LogisticFamily::derivatives(double y, double eta, int order, double* out) c
   for (int j = 2; j <= order; ++j) out[j] = j % 2 == 1 ? y * g[j] : g[j];
 }
 
+void LogisticFamily::derivatives(const double* y, const double* eta, std::size_t k, int order,
+                                 double* out) const {
+  if (order > 1) return SingleIndexFamily::derivatives(y, eta, k, order, out);
+  // f = log σ(u) and f' = t·σ(−u) = t·exp(log σ(−u)), u = t·η, each by one vectorized
+  // log-sigmoid over the batch.
+  for (std::size_t i = 0; i < k; ++i) out[i] = y[i] * eta[i];
+  kernels::log_sigmoid(out, out, k);
+  if (order == 0) return;
+  double* d1 = out + k;
+  for (std::size_t i = 0; i < k; ++i) d1[i] = -(y[i] * eta[i]);
+  kernels::log_sigmoid(d1, d1, k);
+  for (std::size_t i = 0; i < k; ++i) d1[i] = y[i] * std::exp(d1[i]);
+}
+
 Expansion LogisticFamily::expand(double y, double eta_hat, int order) const {
   return taylor(y * eta_hat, order);
 }

@@ -40,17 +40,14 @@ enum ModelOffer : unsigned {
   kOfferThirdBound = 1u << 2,
   /// A bound on the fourth derivative (scalable MH, third order).
   kOfferFourthBound = 1u << 3,
-  /// Logistic regression's per-datum constants that the approximate samplers' tests are written
-  /// for.
-  kOfferLogisticDatum = 1u << 4,
   /// Data-wide sums that go across the processes of a sharded data set (docs/mpi.md).
-  kOfferShards = 1u << 5,
+  kOfferShards = 1u << 4,
   /// A single-index family (models/family.hpp): each datum's gradient through its predictor.
-  kOfferSingleIndex = 1u << 6,
+  kOfferSingleIndex = 1u << 5,
   /// A bound M1 on |f'|: bounded gradients (lipSBPS, Zig-Zag with subsampling).
-  kOfferGradientBound = 1u << 7,
+  kOfferGradientBound = 1u << 6,
   /// A bound M2 on |f''|: Lipschitz gradients (BPS, Zig-Zag with control variates).
-  kOfferCurvatureBound = 1u << 8,
+  kOfferCurvatureBound = 1u << 7,
 };
 
 struct RunConfig;
@@ -93,8 +90,7 @@ inline constexpr ModelInfo kModels[] = {
      .name = "logistic",
      .labels = LabelDomain::binary,
      .offers = kOfferLikelihood | kOfferFlyBound | kOfferThirdBound | kOfferFourthBound |
-               kOfferLogisticDatum | kOfferShards | kOfferSingleIndex | kOfferGradientBound |
-               kOfferCurvatureBound,
+               kOfferShards | kOfferSingleIndex | kOfferGradientBound | kOfferCurvatureBound,
      .runner = &run_logistic_model},
     {.kind = ModelKind::softmax,
      .name = "softmax",

@@ -77,7 +77,6 @@ struct SamplerInfo {
 };
 
 namespace detail {
-inline constexpr unsigned kLogisticDatum = kOfferLikelihood | kOfferLogisticDatum;
 inline constexpr AutoSetup kFullSetups[] = {
     {.name = "regular-nuts-laplace",
      .kernel = KernelKind::nuts,
@@ -111,13 +110,13 @@ constexpr SamplerInfo pdmp_row(Algo a, const char* name, const char* title, bool
           .auto_setups = setups,
           .runner = &run_pdmp_request};
 }
-/// The approximate subsampling samplers' row: logistic regression, a fixed length, batches.
+/// The approximate subsampling samplers' row: a single-index family, a fixed length, batches.
 constexpr SamplerInfo approximate_row(Algo a, const char* name, const char* title) {
   return {.algo = a,
           .name = name,
           .title = title,
           .kind = SamplerKind::approximate,
-          .needs = kLogisticDatum,
+          .needs = kOfferLikelihood | kOfferSingleIndex,
           .batches = true,
           .runner = &run_approximate_request};
 }

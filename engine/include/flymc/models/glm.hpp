@@ -43,6 +43,8 @@ class GlmModel : public OnePredictorModel {
   const SingleIndexFamily& family() const noexcept { return *family_; }
   const std::shared_ptr<const SingleIndexFamily>& family_ptr() const noexcept { return family_; }
 
+  /// log p(θ) without its constant. `theta` has at least dim() entries.
+  double log_prior(const double* theta) const noexcept { return prior_.log_density(theta, dim()); }
   /// Σ_n f(y_n, x_n·θ) over all data (deterministic parallel reduction; over the whole data set
   /// if it is a shard). `theta` is padded: stride() entries, 64-byte aligned, zeros past dim().
   double log_lik(const double* theta) const;

@@ -42,6 +42,9 @@ class LogisticFamily final : public SingleIndexFamily {
   LabelDomain labels() const override { return LabelDomain::binary; }
   std::string check_label(double y) const override;
   void derivatives(double y, double eta, int order, double* out) const override;
+  /// Vectorized log-sigmoids for f and f' (the approximate samplers' batches).
+  void derivatives(const double* y, const double* eta, std::size_t k, int order,
+                   double* out) const override;
   std::optional<double> kappa() const override { return 0.25; }
   std::optional<double> m1() const override { return 1.0; }
   std::optional<double> m2() const override { return 0.25; }

@@ -22,6 +22,7 @@
 #include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/setup.hpp"
+#include "flymc/models/model_kinds.hpp"
 
 namespace flymc {
 namespace detail {
@@ -29,8 +30,8 @@ namespace detail {
 ApproxChain::ApproxChain(const ApproxShared& sh, int chain_id, DrawSink* sink)
     : sh_(sh),
       cfg_(sh.cfg),
-      data_(sh.model.data()),
-      p_(sh.model.dim()),
+      data_(sh.data),
+      p_(sh.data.d()),
       n_(data_.n()),
       sink_(sink),
       rng_(cfg_.seed, static_cast<std::uint64_t>(chain_id)),
@@ -64,31 +65,37 @@ void ApproxChain::metric_step(double scale, double* out) {
   }
 }
 
-/// out[i] = log σ(t a'_i) − log σ(t a_i), a = x·θ and a' = x·θ' for the data idx[0..k).
+/// The batch's responses y[idx[0..k)] into ys_.
+void ApproxChain::gather_responses(const Index* idx, std::size_t k) {
+  ys_.resize(k);
+  const auto y = data_.y();
+  for (std::size_t i = 0; i < k; ++i) ys_[i] = y[idx[i]];
+}
+
+/// out[i] = f(y_i, a'_i) − f(y_i, a_i), a = x·θ and a' = x·θ' for the data idx[0..k), from the
+/// family's batched derivatives() (order 0).
 void ApproxChain::batch_log_ratios(const Index* idx, std::size_t k, double* out) {
   a_.resize(k);
   b_.resize(k);
+  fa_.resize(k);
+  fb_.resize(k);
   data_.dots_gather(idx, k, prop_pad_.get(), b_.data());
   data_.dots_gather(idx, k, cur_pad_.get(), a_.data());
-  const auto y = data_.y();
-  for (std::size_t i = 0; i < k; ++i) {
-    a_[i] *= y[idx[i]];
-    b_[i] *= y[idx[i]];
-  }
-  kernels::log_sigmoid(a_.data(), a_.data(), k);
-  kernels::log_sigmoid(b_.data(), b_.data(), k);
-  for (std::size_t i = 0; i < k; ++i) out[i] = b_[i] - a_[i];
+  gather_responses(idx, k);
+  sh_.family.derivatives(ys_.data(), a_.data(), k, 0, fa_.data());
+  sh_.family.derivatives(ys_.data(), b_.data(), k, 0, fb_.data());
+  for (std::size_t i = 0; i < k; ++i) out[i] = fb_[i] - fa_[i];
   res_.counters.queries += 2 * k;  // each datum at θ and at θ'
 }
 
-/// grad += Σ_i ∇ log σ(t_i x_i·θ) = Σ_i t_i σ(−t_i a_i) x_i over the data idx[0..k).
+/// grad += Σ_i f'(y_i, a_i)·x_i over the data idx[0..k), a = x·θ.
 void ApproxChain::batch_gradient(const Index* idx, std::size_t k, double* grad) {
   a_.resize(k);
+  fa_.resize(2 * k);
   data_.dots_gather(idx, k, cur_pad_.get(), a_.data());
-  const auto y = data_.y();
-  for (std::size_t i = 0; i < k; ++i) a_[i] *= -y[idx[i]];
-  kernels::log_sigmoid(a_.data(), a_.data(), k);  // log σ(−t a)
-  for (std::size_t i = 0; i < k; ++i) data_.add_row(idx[i], y[idx[i]] * std::exp(a_[i]), grad);
+  gather_responses(idx, k);
+  sh_.family.derivatives(ys_.data(), a_.data(), k, 1, fa_.data());
+  for (std::size_t i = 0; i < k; ++i) data_.add_row(idx[i], fa_[k + i], grad);
   res_.counters.queries += k;
   ++res_.counters.grad_evals;
 }
@@ -98,7 +105,7 @@ void ApproxChain::batch_gradient(const Index* idx, std::size_t k, double* grad) 
 void ApproxChain::mh_step(long it) {
   std::copy(theta_.begin(), theta_.end(), prop_.begin());
   metric_step(step_, prop_.data());
-  const Prior& prior = sh_.model.prior();
+  const Prior& prior = sh_.prior;
   // The walk is symmetric: only the prior ratio joins the likelihood ratio.
   const double log_rest =
       prior.log_density(prop_.data(), p_) - prior.log_density(theta_.data(), p_);
@@ -136,7 +143,7 @@ void ApproxChain::sgld_step() {
   batch_gradient(idx, b, grad_.data());
   const double scale = static_cast<double>(n_) / static_cast<double>(b);
   for (double& g : grad_) g *= scale;
-  sh_.model.prior().add_gradient(theta_.data(), p_, grad_.data());
+  sh_.prior.add_gradient(theta_.data(), p_, grad_.data());
   // M·ĝ = L·(Lᵀ·ĝ).
   const auto& l = sh_.chol;
   for (std::size_t i = 0; i < p_; ++i) {
@@ -218,7 +225,7 @@ void ApproxChain::publish(ChainGauge& gauge, long iterations) const {
 ChainResult ApproxChain::run(ChainGauge* gauge) {
   res_.draws.reserve(res_.kept * p_);
   res_.lp.reserve(res_.kept);
-  initial_theta(cfg_, sh_.map, sh_.model.prior().sd, rng_, theta_.data(), res_.chain_id);
+  initial_theta(cfg_, sh_.map, sh_.prior.sd, rng_, theta_.data(), res_.chain_id);
   if (sink_) sink_->begin(sh_.columns);
   own_moves_loop(
       cfg_, res_, gauge, [this] { end_warmup(); }, [this](long it) { transition(it); },
@@ -254,15 +261,21 @@ void set_metric(ApproxShared& sh, std::size_t p) {
 
 }  // namespace detail
 
-RunResult run_approximate_request(const RunRequest& r) {
+namespace {
+
+/// A run of model M's family: its MAP search, then the chains on the family's per-datum terms.
+template <class M>
+RunResult run_approximate_model(const RunRequest& r) {
   const RunConfig& cfg = r.cfg;
-  detail::ModelRun<LogisticModel> run(r);
-  const LogisticModel& model = run.model();
+  detail::ModelRun<M> run(r);
+  const M& model = run.model();
   RunResult& out = run.result();
   RunConfig rw = cfg;
   rw.kernel = KernelKind::rwmh;  // minibatch MH's walk starts at the RW optimal scaling
   detail::ApproxShared sh{cfg,
-                          model,
+                          model.data(),
+                          *model.family_ptr(),
+                          model.prior(),
                           out.map,
                           Mat(),
                           true,
@@ -278,6 +291,13 @@ RunResult run_approximate_request(const RunRequest& r) {
       return detail::ApproxChain(sh, id, sink);
     });
   });
+}
+
+}  // namespace
+
+RunResult run_approximate_request(const RunRequest& r) {
+  return with_single_index_model(
+      r.cfg.model, []<class M>(const RunRequest& req) { return run_approximate_model<M>(req); }, r);
 }
 
 }  // namespace flymc

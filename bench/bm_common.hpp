@@ -5,7 +5,7 @@
 
 #include "flymc/core/rng.hpp"
 #include "flymc/data/dataset.hpp"
-#include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/fly/bright_set.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc::bench {

@@ -21,11 +21,11 @@
 
 #include "bm_common.hpp"
 #include "flymc/datagen/datagen.hpp"
-#include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/fly/bright_set.hpp"
+#include "flymc/mcmc/fly/targets.hpp"
+#include "flymc/mcmc/fly/theta_kernels.hpp"
+#include "flymc/mcmc/fly/z_updates.hpp"
 #include "flymc/mcmc/sampler.hpp"
-#include "flymc/mcmc/targets.hpp"
-#include "flymc/mcmc/theta_kernels.hpp"
-#include "flymc/mcmc/z_updates.hpp"
 #include "flymc/models/logistic.hpp"
 
 namespace {

@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "flymc/data/loaders.hpp"
-#include "flymc/mcmc/bright_set.hpp"
-#include "flymc/mcmc/targets.hpp"
-#include "flymc/mcmc/z_updates.hpp"
+#include "flymc/mcmc/fly/bright_set.hpp"
+#include "flymc/mcmc/fly/targets.hpp"
+#include "flymc/mcmc/fly/z_updates.hpp"
 #include "flymc/models/softmax.hpp"
 
 namespace {

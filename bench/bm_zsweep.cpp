@@ -23,8 +23,8 @@
 
 #include "bm_common.hpp"
 #include "flymc/datagen/datagen.hpp"
-#include "flymc/mcmc/bright_set.hpp"
-#include "flymc/mcmc/z_updates.hpp"
+#include "flymc/mcmc/fly/bright_set.hpp"
+#include "flymc/mcmc/fly/z_updates.hpp"
 #include "flymc/models/logistic.hpp"
 
 namespace {

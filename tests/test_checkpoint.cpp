@@ -21,7 +21,7 @@
 #include "flymc/io/output.hpp"
 #include "flymc/io/stan_csv.hpp"
 #include "flymc/kernels/kernels.hpp"
-#include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/fly/bright_set.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/models/logistic.hpp"
 #include "test_util.hpp"

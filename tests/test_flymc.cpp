@@ -6,10 +6,10 @@
 #include <map>
 #include <set>
 
-#include "flymc/mcmc/bright_set.hpp"
+#include "flymc/mcmc/fly/bright_set.hpp"
+#include "flymc/mcmc/fly/targets.hpp"
+#include "flymc/mcmc/fly/z_updates.hpp"
 #include "flymc/mcmc/sampler.hpp"
-#include "flymc/mcmc/targets.hpp"
-#include "flymc/mcmc/z_updates.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/softmax.hpp"
 #include "test_util.hpp"

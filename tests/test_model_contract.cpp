@@ -15,9 +15,9 @@
 #include <memory>
 #include <vector>
 
-#include "flymc/mcmc/bright_set.hpp"
-#include "flymc/mcmc/targets.hpp"
-#include "flymc/mcmc/z_updates.hpp"
+#include "flymc/mcmc/fly/bright_set.hpp"
+#include "flymc/mcmc/fly/targets.hpp"
+#include "flymc/mcmc/fly/z_updates.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/model.hpp"
 #include "flymc/models/robust.hpp"

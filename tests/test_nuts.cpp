@@ -27,8 +27,8 @@
 #include "flymc/io/output.hpp"
 #include "flymc/io/stan_csv.hpp"
 #include "flymc/mcmc/columns.hpp"
+#include "flymc/mcmc/fly/theta_kernels.hpp"
 #include "flymc/mcmc/sampler.hpp"
-#include "flymc/mcmc/theta_kernels.hpp"
 #include "test_util.hpp"
 #include "theta_test_util.hpp"
 

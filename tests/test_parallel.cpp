@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "flymc/core/parallel.hpp"
+#include "flymc/mcmc/fly/targets.hpp"
 #include "flymc/mcmc/sampler.hpp"
-#include "flymc/mcmc/targets.hpp"
 #include "flymc/models/softmax.hpp"
 #include "test_util.hpp"
 

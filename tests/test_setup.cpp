@@ -9,8 +9,8 @@
 #include <numeric>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/mcmc/fly/theta/common.hpp"
 #include "flymc/mcmc/setup.hpp"
-#include "flymc/mcmc/theta/common.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/softmax.hpp"
 #include "test_util.hpp"

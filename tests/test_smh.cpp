@@ -1,7 +1,7 @@
 // Scalable Metropolis–Hastings (flymc/mcmc/smh/smh.hpp, docs/math.md §8): the cubic bound against
 // the Taylor remainder it must dominate, the sampler's reproducibility and cost, its agreement
 // with the exact posterior by quadrature, and SBC for both proposals and for the full-data chains
-// it subsamples (the θ-kernels pcn and imh, flymc/mcmc/theta/pcn.hpp).
+// it subsamples (the θ-kernels pcn and imh, flymc/mcmc/fly/theta/pcn.hpp).
 #include <doctest/doctest.h>
 
 #include <algorithm>

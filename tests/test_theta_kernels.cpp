@@ -40,8 +40,8 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/rng.hpp"
 #include "flymc/diagnostics/diagnostics.hpp"
+#include "flymc/mcmc/fly/theta_kernels.hpp"
 #include "flymc/mcmc/metric.hpp"
-#include "flymc/mcmc/theta_kernels.hpp"
 #include "flymc/validate/validate.hpp"
 #include "theta_test_util.hpp"
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "flymc/core/rng.hpp"
+#include "flymc/mcmc/fly/theta_kernels.hpp"
 #include "flymc/mcmc/metric.hpp"
-#include "flymc/mcmc/theta_kernels.hpp"
 
 namespace flymc::test {
 

@@ -21,9 +21,9 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/data/row_fold.hpp"
 #include "flymc/kernels/kernels.hpp"
+#include "flymc/mcmc/fly/targets.hpp"
+#include "flymc/mcmc/fly/z_updates.hpp"
 #include "flymc/mcmc/metric.hpp"
-#include "flymc/mcmc/targets.hpp"
-#include "flymc/mcmc/z_updates.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {

@@ -21,11 +21,11 @@
 #include "flymc/data/row_fold.hpp"
 #include "flymc/mcmc/chain_state.hpp"
 #include "flymc/mcmc/columns.hpp"
+#include "flymc/mcmc/fly/targets.hpp"
+#include "flymc/mcmc/fly/theta_kernels.hpp"
+#include "flymc/mcmc/fly/z_updates.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/state_store.hpp"
-#include "flymc/mcmc/targets.hpp"
-#include "flymc/mcmc/theta_kernels.hpp"
-#include "flymc/mcmc/z_updates.hpp"
 
 namespace flymc::detail {
 

@@ -21,14 +21,14 @@
 
 #include "flymc/core/config.hpp"
 #include "flymc/mcmc/counters.hpp"
+#include "flymc/mcmc/fly/theta/common.hpp"
+#include "flymc/mcmc/fly/theta/hmc.hpp"
+#include "flymc/mcmc/fly/theta/mala.hpp"
+#include "flymc/mcmc/fly/theta/nuts.hpp"
+#include "flymc/mcmc/fly/theta/pcn.hpp"
+#include "flymc/mcmc/fly/theta/rwmh.hpp"
+#include "flymc/mcmc/fly/theta/slice.hpp"
 #include "flymc/mcmc/metric.hpp"
-#include "flymc/mcmc/theta/common.hpp"
-#include "flymc/mcmc/theta/hmc.hpp"
-#include "flymc/mcmc/theta/mala.hpp"
-#include "flymc/mcmc/theta/nuts.hpp"
-#include "flymc/mcmc/theta/pcn.hpp"
-#include "flymc/mcmc/theta/rwmh.hpp"
-#include "flymc/mcmc/theta/slice.hpp"
 
 namespace flymc {
 

@@ -7,7 +7,7 @@
 
 #include "flymc/core/profile.hpp"
 #include "flymc/mcmc/counters.hpp"
-#include "flymc/mcmc/theta/common.hpp"
+#include "flymc/mcmc/fly/theta/common.hpp"
 
 namespace flymc {
 

@@ -15,9 +15,9 @@
 #include "flymc/core/parallel.hpp"
 #include "flymc/core/profile.hpp"
 #include "flymc/kernels/kernels.hpp"
-#include "flymc/mcmc/bright_set.hpp"
 #include "flymc/mcmc/counters.hpp"
-#include "flymc/mcmc/predictors.hpp"
+#include "flymc/mcmc/fly/bright_set.hpp"
+#include "flymc/mcmc/fly/predictors.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {

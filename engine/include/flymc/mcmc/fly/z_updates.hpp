@@ -18,9 +18,9 @@
 #include "flymc/core/rng.hpp"
 #include "flymc/core/row_link.hpp"
 #include "flymc/kernels/kernels.hpp"
-#include "flymc/mcmc/bright_set.hpp"
 #include "flymc/mcmc/counters.hpp"
-#include "flymc/mcmc/predictors.hpp"
+#include "flymc/mcmc/fly/bright_set.hpp"
+#include "flymc/mcmc/fly/predictors.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "flymc/mcmc/counters.hpp"
-#include "flymc/mcmc/theta/common.hpp"
+#include "flymc/mcmc/fly/theta/common.hpp"
 
 namespace flymc {
 

@@ -11,6 +11,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flymc/core/errors.hpp"
@@ -19,6 +20,8 @@
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/models/family.hpp"
 #include "flymc/models/glm.hpp"
+#include "flymc/models/logistic.hpp"
+#include "flymc/models/robust.hpp"
 #include "flymc/validate/validate.hpp"
 #include "sbc_util.hpp"
 #include "test_util.hpp"
@@ -179,6 +182,88 @@ TEST_SUITE("unit") {
     CHECK(d.f[4] == 0.0);
     CHECK_THROWS_AS(GaussianFamily(0.0), ConfigError);
     CHECK_THROWS_AS(GaussianFamily(1e-200), ConfigError);  // 1/s² overflows
+  }
+
+  TEST_CASE(
+      "logistic and Student-t families: derivatives by central differences, and their "
+      "constants (kappa, M1, M2, M3, M4) bound them; 10% smaller ones are caught") {
+    const LogisticFamily logit;
+    const StudentTFamily st(StudentT(4.0, 1.5));
+    Rng rng(5, 0);
+    // Derivatives against central differences of the one below, both families, both labels.
+    for (int i = 0; i < 2000; ++i) {
+      const double eta = 8.0 * rng.normal(), h = 1e-5;
+      const double y = i % 2 == 0 ? 1.0 : -1.0, r = 6.0 * rng.normal();
+      for (const auto& [fam, yy] : {std::pair<const SingleIndexFamily*, double>{&logit, y},
+                                    std::pair<const SingleIndexFamily*, double>{&st, r}}) {
+        const Derivs d = at(*fam, yy, eta), up = at(*fam, yy, eta + h), dn = at(*fam, yy, eta - h);
+        CAPTURE(fam->name());
+        CAPTURE(eta);
+        for (int j = 1; j <= 4; ++j) {
+          if (j == 4 && fam == &st) break;  // (no M4 is given; f'''' is checked below anyway)
+          const double fd = (up.f[j - 1] - dn.f[j - 1]) / (2.0 * h);
+          CHECK(std::fabs(fd - d.f[j]) <= 1e-6 * (1.0 + std::fabs(d.f[j - 1])));
+        }
+      }
+    }
+    // The batched form equals the one-datum form for f (bit for bit) and f' (to rounding).
+    std::vector<double> ys = {1.0, -1.0, 1.0, -1.0}, etas = {-800.0, -3.0, 0.5, 40.0}, out(8);
+    logit.derivatives(ys.data(), etas.data(), 4, 1, out.data());
+    for (std::size_t i = 0; i < 4; ++i) {
+      const Derivs d = at(logit, ys[i], etas[i]);
+      CHECK(out[i] == doctest::Approx(d.f[0]).epsilon(1e-14));
+      CHECK(out[4 + i] == doctest::Approx(d.f[1]).epsilon(1e-14));
+    }
+    // The constants over every y and eta (the Student-t likelihood depends on y - eta alone).
+    double lk = 0, l1 = 0, l2 = 0, l3 = 0, l4 = 0, sk = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (const double u : check_points()) {
+      for (const double y : {1.0, -1.0}) {
+        const Derivs d = at(logit, y, y * u);
+        for (double v : d.f) REQUIRE(std::isfinite(v));
+        lk = std::max(lk, -d.f[2]);
+        l1 = std::max(l1, std::fabs(d.f[1]));
+        l2 = std::max(l2, std::fabs(d.f[2]));
+        l3 = std::max(l3, std::fabs(d.f[3]));
+        l4 = std::max(l4, std::fabs(d.f[4]));
+      }
+      const Derivs d = at(st, u, 0.0);
+      for (double v : d.f) REQUIRE(std::isfinite(v));
+      sk = std::max(sk, -d.f[2]);
+      s1 = std::max(s1, std::fabs(d.f[1]));
+      s2 = std::max(s2, std::fabs(d.f[2]));
+      s3 = std::max(s3, std::fabs(d.f[3]));
+    }
+    const double lmax[] = {lk, l1, l2, l3, l4}, smax[] = {sk, s1, s2, s3};
+    const double lc[] = {*logit.kappa(), *logit.m1(), *logit.m2(), *logit.m3(), *logit.m4()};
+    const double sc[] = {*st.kappa(), *st.m1(), *st.m2(), *st.m3()};
+    for (int k = 0; k < 5; ++k) {
+      CAPTURE(k);
+      CHECK(lmax[k] <= lc[k]);
+      CHECK(lmax[k] > 0.9 * lc[k]);
+    }
+    for (int k = 0; k < 4; ++k) {
+      CAPTURE(k);
+      CHECK(smax[k] <= sc[k]);
+      CHECK(smax[k] > 0.9 * sc[k]);
+    }
+    // SMH's closed forms are the families' own derivatives, in the expansion variable u.
+    const Expansion e = logit.expand(-1.0, 0.7, 3);
+    const Derivs dl = at(logit, -1.0, 0.7);
+    CHECK(e.u_hat == -0.7);
+    CHECK(-1.0 * e.f1 == doctest::Approx(dl.f[1]).epsilon(1e-14));  // df/dη = σ·df/du
+    CHECK(e.f2 == doctest::Approx(dl.f[2]).epsilon(1e-14));
+    CHECK(-1.0 * e.f3 == doctest::Approx(dl.f[3]).epsilon(1e-12));
+    const Expansion es = st.expand(2.0, 0.5, 2);
+    const Derivs ds = at(st, 2.0, 0.5);
+    CHECK(es.u_hat == 1.5);
+    CHECK(-es.f1 == doctest::Approx(ds.f[1]).epsilon(1e-14));
+    CHECK(es.f2 == doctest::Approx(ds.f[2]).epsilon(1e-14));
+    // The SMH set-up cache hands statistics over between equal families only.
+    CHECK(st.same_as(StudentTFamily(StudentT(4.0, 1.5))));
+    CHECK_FALSE(st.same_as(StudentTFamily(StudentT(4.0, 1.0))));
+    CHECK(logit.same_as(*LogisticFamily::shared()));
+    CHECK_FALSE(logit.same_as(ProbitFamily()));
+    CHECK(GaussianFamily(2.0).same_as(GaussianFamily(2.0)));
   }
 
   TEST_CASE("generic FlyMC bound: below the likelihood, tight at the MAP, collapsed exactly") {

@@ -194,13 +194,14 @@ TEST_SUITE("unit") {
     for (int i = 0; i < 2000; ++i) {
       const double eta = 8.0 * rng.normal(), h = 1e-5;
       const double y = i % 2 == 0 ? 1.0 : -1.0, r = 6.0 * rng.normal();
-      for (const auto& [fam, yy] : {std::pair<const SingleIndexFamily*, double>{&logit, y},
-                                    std::pair<const SingleIndexFamily*, double>{&st, r}}) {
+      const std::pair<const SingleIndexFamily*, double> cases[] = {{&logit, y}, {&st, r}};
+      for (const auto& c : cases) {
+        const SingleIndexFamily* fam = c.first;
+        const double yy = c.second;
         const Derivs d = at(*fam, yy, eta), up = at(*fam, yy, eta + h), dn = at(*fam, yy, eta - h);
         CAPTURE(fam->name());
         CAPTURE(eta);
         for (int j = 1; j <= 4; ++j) {
-          if (j == 4 && fam == &st) break;  // (no M4 is given; f'''' is checked below anyway)
           const double fd = (up.f[j - 1] - dn.f[j - 1]) / (2.0 * h);
           CHECK(std::fabs(fd - d.f[j]) <= 1e-6 * (1.0 + std::fabs(d.f[j - 1])));
         }

@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <memory>
-#include <optional>
-#include <string>
-
 #include <flymc/flymc.hpp>
 #include <flymc/models/family.hpp>
 #include <flymc/validate/validate.hpp>
+#include <memory>
+#include <optional>
+#include <string>
 
 namespace docs_harness {
 

@@ -24,8 +24,7 @@ Expansion LogisticFamily::taylor(double u_hat, int order) noexcept {
   if (order == 3) {
     // σ(−û) − σ(û) = ∓(1 − e)/(1 + e), with 1 − e from expm1 (no cancellation near û = 0):
     // f3 = f2·(σ(−û) − σ(û)).
-    const double inv3 = 1.0 / (1.0 + std::exp(-std::fabs(u_hat)));
-    const double diff = -std::expm1(-std::fabs(u_hat)) * inv3;
+    const double diff = -std::expm1(-std::fabs(u_hat)) * inv;
     t.f3 = u_hat >= 0.0 ? -t.f2 * diff : t.f2 * diff;
   }
   return t;

@@ -376,6 +376,7 @@ TEST_SUITE("unit") {
     cfg.iters = 400;
     cfg.seed = 4;
     cfg.threads = 2;
+    cfg.on_bound_violation = OnViolation::finish;
     for (double excess : {0.0, 1e-3}) {
       CAPTURE(excess);
       FaultInjection hooks;

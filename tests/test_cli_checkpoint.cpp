@@ -249,11 +249,22 @@ TEST_SUITE("unit") {
     CHECK(s.code == 0);
     CHECK(s.out.find("bound checks: 0 violations") != std::string::npos);
 
-    s = run(base + (dir / "bad").string() + " --test-bound-excess 1e-3", dir);
+    // By default a violation stops the run with an error naming the model, datum and predictor.
+    s = run(base + (dir / "stop").string() + " --test-bound-excess 1e-3", dir);
+    CAPTURE(s.err);
+    CHECK(s.code == 70);
+    CHECK(s.err.find("the logistic model violates FlyMC's lower bound") != std::string::npos);
+    CHECK(s.err.find("at datum ") != std::string::npos);
+    CHECK(s.err.find("eta = ") != std::string::npos);
+    CHECK(s.err.find("--on-bound-violation finish") != std::string::npos);
+    // Asked to, it finishes, warns, and its summary says it is not exact.
+    s = run(base + (dir / "bad").string() + " --test-bound-excess 1e-3 --on-bound-violation finish",
+            dir);
     CAPTURE(s.err);
     CHECK(s.code == 0);
     CHECK(s.err.find("warning:") != std::string::npos);
-    CHECK(s.err.find("bound violations") != std::string::npos);
+    CHECK(s.err.find("bound violations, so the run is not exact") != std::string::npos);
+    CHECK(nlohmann::json::parse(slurp(dir / "bad" / "summary.json"))["run"]["exact"] == false);
     s = run("summary " + (dir / "bad").string(), dir);
     CHECK(s.code == 0);
     CHECK(s.out.find("bound checks: ") != std::string::npos);

@@ -335,10 +335,15 @@ TEST_SUITE("unit") {
     RunConfig c = smh_config(SmhProposal::pcn);
     FaultInjection faults;
     faults.bound_excess = 3.0;  // every φ_n divided by e³
+    CHECK_THROWS_WITH_AS(run(c, ds, {}, nullptr, nullptr, faults),
+                         doctest::Contains("scalable MH's remainder bound"), BoundViolationError);
+    c.on_bound_violation = OnViolation::finish;
     const RunResult bad = run(c, ds, {}, nullptr, nullptr, faults);
     CHECK(bad.bound_violations() > 0);
+    CHECK_FALSE(bad.exact());
     const RunResult good = run(c, ds);
     CHECK(good.bound_violations() == 0);
+    CHECK(good.exact());
   }
 
   TEST_CASE(
@@ -381,6 +386,7 @@ TEST_SUITE("unit") {
     cache->smh = built;
     FaultInjection faults;
     faults.bound_excess = 0.5;
+    c.on_bound_violation = OnViolation::finish;
     const RunResult small = run(c, ds, {}, nullptr, nullptr, faults, Precomputed{fit, cache});
     CHECK(statistics_passes(small) == 1);
     CHECK(small.bound_violations() > 0);

@@ -232,6 +232,7 @@ TEST_SUITE("unit") {
     cfg.iters = 100;
     FaultInjection hooks;
     hooks.bound_excess = 0.5;
+    cfg.on_bound_violation = OnViolation::finish;
     const RunResult r = run(cfg, ds, {}, nullptr, nullptr, hooks);
     CHECK(r.bound_violations() > 0);
   }

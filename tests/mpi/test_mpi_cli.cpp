@@ -265,7 +265,13 @@ TEST_SUITE("mpi") {
     // rejected and on ranks that did not, and every rank must count them as one process does.
     const std::string bad = "sample --data " + (dir / "d.npy").string() +
                             " --algo smh --chains 2 --warmup 200 --iters 300 --seed 7 --quiet "
-                            "--shard-data --test-bound-excess 3 --out ";
+                            "--shard-data --test-bound-excess 3 --on-bound-violation finish --out ";
+    // By default the violations stop the run, on every rank at the same proposal (none is left
+    // waiting in a collective call), with the error one process gives.
+    const std::string stop = bad.substr(0, bad.find("--on-bound-violation")) + "--out ";
+    s = run_mpi(2, stop + (dir / "stop-np2").string(), dir);
+    CHECK(s.code != 0);
+    CHECK(s.err.find("scalable MH's remainder bound") != std::string::npos);
     s = run_one(bad + (dir / "one-bad").string(), dir);
     REQUIRE_MESSAGE(s.code == 0, s.err);
     const auto one_bad = nlohmann::json::parse(slurp(dir / "one-bad" / "summary.json"));
@@ -344,7 +350,7 @@ TEST_SUITE("mpi") {
         {data + "--kernel nuts --bound untuned", {2, 4}},
         {data + "--kernel rwmh --z explicit --resample-fraction 0.3 --bound untuned", {2, 3}},
         {data + "--kernel mala --metric fly --storage f32", {3}},
-        {data + "--kernel hmc --z explicit --test-bound-excess 3", {4}},
+        {data + "--kernel hmc --z explicit --test-bound-excess 3 --on-bound-violation finish", {4}},
         {robust + "--kernel nuts --bound untuned --untuned-xi 0.5", {2, 4}},
     };
     for (std::size_t r = 0; r < runs.size(); ++r) {

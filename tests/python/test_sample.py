@@ -56,6 +56,9 @@ class Shapes(unittest.TestCase):
             self.assertGreaterEqual(run[key], 0.0, key)
         self.assertIsNone(run["batch_mean"])  # FlyMC has a bright set, no batches
         self.assertEqual(run["bound_violations"], 0)
+        # A violated bound would raise this (a ValueError, as every flymc error).
+        self.assertTrue(issubclass(flymc.BoundViolationError, flymc.Error))
+        self.assertEqual(flymc.defaults()["on_bound_violation"], "stop")
         self.assertEqual(run["map_theta"].shape, (3,))
         s = self.r.summary
         self.assertEqual(s["name"], self.r.param_names)

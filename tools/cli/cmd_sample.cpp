@@ -425,12 +425,6 @@ void print_warnings(const RunResult& r, const std::vector<NamedSummary>& params)
                  "the draw files' end comments and bound_violations__): each biases the path "
                  "slightly (docs/math.md section 7.3)\n",
                  count(r.bound_violations()), to_string(cfg.algo));
-  else if (r.bound_violations() > 0)
-    std::fprintf(stderr,
-                 "flymc: warning: %llu bound violations (log B_n > log L_n beyond rounding, per "
-                 "chain in the draw files' end comments): the bound is invalid and the draws "
-                 "are not exact\n",
-                 count(r.bound_violations()));
   if (r.slice_failures() > 0)
     std::fprintf(stderr,
                  "flymc: warning: %llu slice-sampling updates gave up without finding a point in "

@@ -87,7 +87,9 @@ Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& 
           "so the prediction is rough: compare the two best candidates (run['auto_candidates']) "
           "with longer runs",
           1) != 0)
-    throw py::error_already_set();  // the warning was turned into an error
+    throw py::error_already_set();         // the warning was turned into an error
+  for (const std::string& w : r.warnings)  // e.g. bound violations of a run to finish
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, w.c_str(), 1) != 0) throw py::error_already_set();
   Result res = make_result(r, tables, choice);
   res.config = options_dict(r.config);
   return res;
@@ -127,7 +129,10 @@ leaves an automatic value to be chosen at set-up.
 
 The draws equal `flymc sample`'s for the same data and options. The GIL is released while the
 chains run. Bad data or options raise flymc.DataError or flymc.ConfigError (ValueErrors) with
-the library's message; unknown options and values of the wrong type raise TypeError.)";
+the library's message; unknown options and values of the wrong type raise TypeError. A model
+bound found violated while sampling raises flymc.BoundViolationError naming the family, the
+datum and its predictor, unless on_bound_violation="finish" (then a warning, and the run's
+exact figure is false).)";
 
 }  // namespace
 }  // namespace flymc::python
@@ -143,6 +148,7 @@ PYBIND11_MODULE(flymc, m) {
   py::register_exception<flymc::DataError>(m, "DataError", error);
   py::register_exception<flymc::ConfigError>(m, "ConfigError", error);
   py::register_exception<flymc::UsageError>(m, "UsageError", error);
+  py::register_exception<flymc::BoundViolationError>(m, "BoundViolationError", error);
   fp::bind_result(m);
   m.def("sample", &fp::sample, py::arg("X"), py::arg("y"), fp::kSampleDoc);
   m.def(

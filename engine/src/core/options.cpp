@@ -294,6 +294,11 @@ std::vector<OptionInfo> other_sampler_options() {
        "path's start, every bounce, refreshment or flip, and its end (path time, kind, "
        "position); the path is linear between them",
        kPdmpAlgos, true, false},
+      {"on-bound-violation", "on_bound_violation", choice<&C::on_bound_violation>(),
+       "When a model's bound is found violated (a wrong constant: the draws are not the "
+       "posterior's): stop, with an error naming the family, the datum and its predictor, or "
+       "finish, marking the run not exact",
+       kAllAlgos, false},
       {"profile",
        "profile",
        &C::profile,

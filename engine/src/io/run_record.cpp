@@ -160,7 +160,7 @@ Record run_record(const RunResult& r, const std::vector<NamedSummary>& params,
                   const AlgoChoice* choice) {
   const Extremes e = extremes(params);
   Record out = {{"algo", V::of(std::string(to_string(r.config.algo)))},
-                {"exact", V::of(is_exact(r.config.algo))},
+                {"exact", V::of(r.exact())},
                 {"batch_mean", V::of(r.batch_mean())}};
   for (auto& f : auto_fields(r, choice)) out.push_back(std::move(f));
   for (auto& f : length_fields(r)) out.push_back(std::move(f));

@@ -16,6 +16,7 @@
 #include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/run_part.hpp"
 #include "run/run_start.hpp"
+#include "run/violations.hpp"
 
 namespace flymc {
 
@@ -125,7 +126,10 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   const SamplerRunner runner = sampler_info(cfg.algo).runner;
   if (runner == nullptr)  // (auto: refused above)
     throw ConfigError(std::string("--algo ") + to_string(cfg.algo) + " has no runner");
-  return runner(RunRequest{cfg, std::move(data), sinks, progress, checkpoint, faults, part, pre});
+  RunResult r =
+      runner(RunRequest{cfg, std::move(data), sinks, progress, checkpoint, faults, part, pre});
+  detail::mark_violations(r);
+  return r;
 }
 
 }  // namespace

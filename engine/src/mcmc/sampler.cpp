@@ -32,6 +32,8 @@ double RunResult::batch_mean() const {
   for (const auto& c : chains) s += c.batch_mean;
   return s / static_cast<double>(chains.size());
 }
+bool RunResult::exact() const { return is_exact(config.algo) && bound_violations() == 0; }
+
 std::uint64_t RunResult::bound_violations() const {
   std::uint64_t s = 0;
   for (const auto& c : chains) s += c.counters.bound_violations;

@@ -322,7 +322,7 @@ BoundCheck GlmBound::delta_grads(const Index* idx, const double* eta, std::size_
         if (dl >= -tol)
           ++check.clamped;
         else
-          ++check.violations;
+          check.violated(idx[b0 + i], eta[b0 + i], dl);
         dl = 0.0;
         g = 0.0;
       }

@@ -517,7 +517,7 @@ BoundCheck LogisticBound::deltas(const Index* idx, const double* dots, std::size
       if (dl >= -tol) {
         ++check.clamped;
       } else {
-        ++check.violations;  // also NaN
+        check.violated(n, dots[b0 + i], dl);  // also NaN
       }
       delta[b0 + i] = 0.0;
     }

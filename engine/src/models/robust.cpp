@@ -662,7 +662,7 @@ BoundCheck RobustBound::deltas(const Index* idx, const double* psi, std::size_t 
       if (dl[i] >= -tol) {
         ++check.clamped;
       } else {
-        ++check.violations;
+        check.violated(idx[b0 + i], psi[b0 + i], dl[i]);
       }
       dl[i] = 0.0;
     }

@@ -620,12 +620,12 @@ namespace {
 /// (BoundCheck; the tolerances are documented at SoftmaxBound::deltas).
 template <class Tol>
 void settle_nonpositive(double dl, Tol&& tol, BoundCheck& check, double& delta, double* dpsi,
-                        std::size_t K) {
+                        std::size_t K, Index n, const double* psi) {
   if (dl < 0.0 || std::isnan(dl)) {
     if (dl >= -tol()) {
       ++check.clamped;
     } else {
-      ++check.violations;  // also NaN
+      check.violated(n, psi[0], dl);  // also NaN
     }
   }
   delta = 0.0;
@@ -672,7 +672,8 @@ BoundCheck SoftmaxBound::compute(const Index* idx, const double* preds, std::siz
         return 1e-9 + kUlps * (std::fabs(r[2 * K] - sb.m[i]) + r[2 * K + 1] + sb.l[i] + gav +
                                0.25 * (vv + static_cast<double>(K) * t.mean * t.mean));
       };
-      settle_nonpositive(dl, tol, check, delta[b0 + i], kGrad ? dpsi + (b0 + i) * K : nullptr, K);
+      settle_nonpositive(dl, tol, check, delta[b0 + i], kGrad ? dpsi + (b0 + i) * K : nullptr, K,
+                         idx[b0 + i], x);
     }
   }
   return check;
@@ -724,7 +725,8 @@ BoundCheck SoftmaxBound::compute_tight(const Index* idx, const double* preds, st
         return 1e-9 + kUlps * (std::fabs(r[2 * K] - sb.m[i]) + r[2 * K + 1] + sb.l[i] + gav +
                                0.5 * kd * kd * vmax * vmax);
       };
-      settle_nonpositive(dl, tol, check, delta[b0 + i], kGrad ? dpsi + (b0 + i) * K : nullptr, K);
+      settle_nonpositive(dl, tol, check, delta[b0 + i], kGrad ? dpsi + (b0 + i) * K : nullptr, K,
+                         idx[b0 + i], x);
     }
   }
   return check;

@@ -52,6 +52,12 @@ inline bool uses_gradient(KernelKind k) noexcept {
   return k == KernelKind::mala || k == KernelKind::hmc || k == KernelKind::nuts;
 }
 enum class Init { map, prior };  ///< chain starting points
+/// What a run does when a family's bound or envelope is found violated (log B_n > log L_n beyond
+/// rounding, a scalable-MH remainder above its bound, an event rate above its bound): the
+/// constant is wrong and the draws are not the posterior's. `stop` ends the run with a
+/// BoundViolationError naming the family, the datum and its predictor; `finish` runs to the end
+/// and marks the run not exact (RunResult::exact(), its warnings, summary.json).
+enum class OnViolation { stop, finish };
 /// The kernels' metric (the RW proposal covariance, MALA's preconditioner, HMC's inverse mass
 /// matrix, the slice directions' scale): the identity (the paper's isotropic walk), or a
 /// diagonal or dense covariance, which starts from the Laplace covariance at θ_MAP and, with
@@ -262,6 +268,8 @@ struct RunConfig {
   /// Piecewise-deterministic samplers: also write the path's events (its start, every bounce,
   /// refreshment or flip, its end) to the draw sinks (DrawSink::path_event).
   bool save_events = false;
+  /// A violated bound stops the run (the default) or lets it finish marked not exact.
+  OnViolation on_bound_violation = OnViolation::stop;
   bool profile = false;  ///< time the phases of every iteration (profiling harness)
 
   /// @throw ConfigError naming the option when a value is out of range.
@@ -295,6 +303,7 @@ const char* to_string(BoundTuning b) noexcept;
 const char* to_string(ZUpdate z) noexcept;
 const char* to_string(KernelKind k) noexcept;
 const char* to_string(Init i) noexcept;
+const char* to_string(OnViolation v) noexcept;
 const char* to_string(Metric m) noexcept;
 const char* to_string(ModelKind m) noexcept;
 const char* to_string(PriorKind p) noexcept;

@@ -36,4 +36,12 @@ class ConfigError : public Error {
   explicit ConfigError(const std::string& what) : Error(what, 78) {}
 };
 
+/// A model's bound or envelope found violated while sampling (EX_SOFTWARE = 70): the family's
+/// constant is wrong, so the draws would not be the posterior's. The message names the family,
+/// the datum and its predictor (RunConfig::on_bound_violation).
+class BoundViolationError : public Error {
+ public:
+  explicit BoundViolationError(const std::string& what) : Error(what, 70) {}
+};
+
 }  // namespace flymc

@@ -46,6 +46,8 @@ inline constexpr EnumName<KernelKind> kKernelNames[] = {
     {KernelKind::slice, "slice"}, {KernelKind::nuts, "nuts"}, {KernelKind::pcn, "pcn"},
     {KernelKind::imh, "imh"}};
 inline constexpr EnumName<Init> kInitNames[] = {{Init::map, "map"}, {Init::prior, "prior"}};
+inline constexpr EnumName<OnViolation> kOnViolationNames[] = {{OnViolation::stop, "stop"},
+                                                              {OnViolation::finish, "finish"}};
 inline constexpr EnumName<Metric> kMetricNames[] = {{Metric::automatic, "auto"},
                                                     {Metric::identity, "identity"},
                                                     {Metric::diag, "diag"},
@@ -81,6 +83,9 @@ constexpr std::span<const EnumName<KernelKind>> enum_names(KernelKind) noexcept 
   return kKernelNames;
 }
 constexpr std::span<const EnumName<Init>> enum_names(Init) noexcept { return kInitNames; }
+constexpr std::span<const EnumName<OnViolation>> enum_names(OnViolation) noexcept {
+  return kOnViolationNames;
+}
 constexpr std::span<const EnumName<Metric>> enum_names(Metric) noexcept { return kMetricNames; }
 constexpr std::span<const EnumName<ModelKind>> enum_names(ModelKind) noexcept {
   return kModelNames;

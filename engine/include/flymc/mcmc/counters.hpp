@@ -22,6 +22,9 @@ struct Counters {
   /// where it was): a sign of a cached density that is not θ's, never expected.
   std::uint64_t slice_failures = 0;
   Profile* profile = nullptr;  ///< phase timers, only in the profiling harness
+  /// Where a bound was found violated (ViolationSite::found() once bound_violations > 0 in a
+  /// sampler that locates its violations; not kept in checkpoints).
+  ViolationSite first_violation;
 
   /// Calls f on every count in a fixed order (what a checkpoint stores).
   template <class F>
@@ -40,6 +43,7 @@ struct Counters {
   void add(const BoundCheck& b) noexcept {
     bound_violations += b.violations;
     bound_clamps += b.clamped;
+    first_violation.merge(b.first);
   }
 };
 

@@ -153,6 +153,10 @@ struct RunResult {
   /// mean data per batch over the sampling iterations (NaN otherwise).
   double batch_mean() const;
   std::uint64_t bound_violations() const;
+  /// Whether the draws are exact: an exact sampler (is_exact) whose bounds held throughout (a
+  /// run with RunConfig::on_bound_violation = finish may end with violations; `warnings` then
+  /// says so).
+  bool exact() const;
   std::uint64_t bound_clamps() const;
   std::uint64_t nonfinite() const;
   std::uint64_t slice_failures() const;
@@ -262,7 +266,8 @@ struct RunRequest {
 /// MAP fit from the checkpoint instead.
 /// @throw ConfigError for a missing, corrupt or mismatching checkpoint on resume, DataError if
 /// the data differ from the checkpointed run's, ConfigError for a negative or non-finite
-/// faults.bound_excess.
+/// faults.bound_excess; BoundViolationError when a chain finds the model's bound violated (a
+/// wrong constant) and cfg.on_bound_violation is OnViolation::stop (the default).
 RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
               const SinkFactory& sinks = {}, Progress* progress = nullptr,
               const CheckpointOptions* checkpoint = nullptr, const FaultInjection& faults = {},

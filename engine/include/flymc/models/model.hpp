@@ -54,15 +54,37 @@ struct MapResult {
   std::vector<Vec> chain_starts;
 };
 
+/// Where a bound was found violated: the datum (the whole data set's row index, 0-based), its
+/// linear predictor (the first of several), and by how much the bound exceeded the likelihood
+/// (log B_n − log L_n, or a scalable-MH remainder over its bound; NaN where a value was not
+/// finite). Of several, the lowest-numbered datum is kept, so that reductions in any order agree.
+struct ViolationSite {
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::size_t datum = kNone;
+  double eta = 0.0;
+  double excess = 0.0;
+  bool found() const noexcept { return datum != kNone; }
+  void merge(const ViolationSite& o) noexcept {
+    if (o.datum < datum) *this = o;
+  }
+};
+
 /// Outcome of comparing bounds with likelihoods (a bound's deltas()). Δ_n = log L_n − log B_n is
 /// computed as a difference of terms, so rounding alone can leave it slightly negative where the
 /// bound is tight; each bound states its tolerance.
 struct BoundCheck {
   std::size_t violations = 0;  ///< Δ_n below −tolerance: log B_n > log L_n, a real violation
   std::size_t clamped = 0;     ///< Δ_n in [−tolerance, 0): rounding, clamped to 0
+  ViolationSite first;         ///< the lowest-numbered violating datum
+  /// Datum n (the whole data set's index) at predictor η has Δ_n = `delta` below tolerance.
+  void violated(std::size_t n, double eta, double delta) noexcept {
+    ++violations;
+    first.merge({n, eta, -delta});
+  }
   BoundCheck& operator+=(const BoundCheck& o) noexcept {
     violations += o.violations;
     clamped += o.clamped;
+    first.merge(o.first);
     return *this;
   }
 };

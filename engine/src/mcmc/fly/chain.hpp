@@ -17,6 +17,7 @@
 #include "../run/chain_stops.hpp"
 #include "../run/run_chains.hpp"
 #include "../run/run_start.hpp"
+#include "../run/violations.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/data/row_fold.hpp"
 #include "flymc/mcmc/chain_state.hpp"
@@ -82,6 +83,8 @@ class Chain {
     if (stage_ == Stage::fresh) begin(gauge);
     if (stage_ != Stage::running || res_.stopped) return;
     for (; pos_ < end; ++pos_) {
+      if constexpr (kFly) stop_on_violation(cfg_, counters());
+      stop_if_aborted();
       if (stops_.on() && stops_.checkpoint_or_stop(pos_, save_at())) {
         res_.stopped = true;
         return;

@@ -72,6 +72,7 @@ void BouncyChain::advance(long end, ChainGauge* gauge) {
   }
   out_.extend(end);
   while (!out_.done()) {
+    stop_if_aborted();
     if (band_) {
       step_band();
     } else {

@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "../run/violations.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/rng.hpp"
+#include "flymc/core/samplers.hpp"
 #include "flymc/mcmc/columns.hpp"
 #include "flymc/mcmc/pdmp/bounds.hpp"
 #include "flymc/mcmc/pdmp/path.hpp"
@@ -93,10 +95,12 @@ class PdmpOutput {
   void event(int kind, int coordinate, const double* u) {
     event_at(path_.now(), kind, coordinate, u);
   }
-  /// A proposal whose rate exceeded its bound (SBPS's bias diagnostic; a bug for the others).
-  void violation() noexcept {
+  /// A proposal whose rate exceeded its bound: SBPS's bias diagnostic; for the exact samplers a
+  /// wrong constant, which stops the run unless it is to finish (violations.hpp).
+  void violation() {
     ++res_.counters.bound_violations;
     ++window_.violations;
+    if (is_exact(sh_.cfg.algo)) stop_on_violation(sh_.cfg, res_.counters);
   }
   /// The batch size of the gradient estimates, reported as ChainResult::batch_mean.
   ChainResult finish(double batch);

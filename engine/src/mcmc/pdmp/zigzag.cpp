@@ -49,7 +49,10 @@ void ZigZagChain::advance(long end, ChainGauge* gauge) {
     for (std::size_t j = 0; j < p_; ++j) schedule(j);
   }
   out_.extend(end);
-  while (!out_.done()) step();
+  while (!out_.done()) {
+    stop_if_aborted();
+    step();
+  }
 }
 
 ChainResult ZigZagChain::finish() { return out_.finish(1.0); }

@@ -31,36 +31,56 @@ inline int run_threads(const RunConfig& cfg) {
   return cfg.threads > 0 ? cfg.threads : tbb::info::default_concurrency();
 }
 
+/// The abort flag of the for_each_chain whose chain the calling thread runs (null outside one):
+/// raised when one of its chains has thrown, so that the others stop early (chain_aborted()).
+/// Every chain of one call shares the flag, so a thread that runs another chain of the same call
+/// while it waits inside its own sees the same one.
+inline thread_local std::atomic<bool>* t_chain_abort = nullptr;
+
+/// Thrown by a chain that stops because another chain of its run has failed (not an error of
+/// its own: for_each_chain drops it).
+struct ChainAborted {};
+
+/// Throws ChainAborted if another chain of the running for_each_chain has failed: a chain asks
+/// at the top of each iteration. No draw depends on it: it only ends a run that is going to
+/// throw.
+inline void stop_if_aborted() {
+  if (t_chain_abort != nullptr && t_chain_abort->load(std::memory_order_relaxed))
+    throw ChainAborted{};
+}
+
 /// Calls one_chain(c) for c in [0, nchains) as tasks of an arena of `threads` threads, then
-/// rethrows the first chain's exception (in chain order) if any chain threw. `in_turn`: one
-/// chain after another in chain order, each with the arena's threads for its own parallel work
-/// (chains on a shard of the data make collective calls, which every process makes in the same
-/// order).
+/// rethrows the first chain's exception (in chain order) if any chain threw; the other chains
+/// stop at their next iteration once one has thrown (chain_aborted). `in_turn`: one chain after
+/// another in chain order, each with the arena's threads for its own parallel work (chains on a
+/// shard of the data make collective calls, which every process makes in the same order); the
+/// chains after one that threw are not started.
 template <class OneChain>
 void for_each_chain(int nchains, int threads, OneChain&& one_chain, bool in_turn = false) {
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nchains));
+  std::atomic<bool> abort{false};
+  auto guarded = [&](int c) {
+    std::atomic<bool>* outer = t_chain_abort;
+    t_chain_abort = &abort;
+    try {
+      one_chain(c);
+    } catch (const ChainAborted&) {  // another chain's error is the run's
+    } catch (...) {
+      errors[static_cast<std::size_t>(c)] = std::current_exception();
+      abort.store(true, std::memory_order_relaxed);
+    }
+    t_chain_abort = outer;
+  };
   tbb::task_arena arena(threads);
   arena.execute([&] {
     if (in_turn) {
-      for (int c = 0; c < nchains; ++c) {
-        try {
-          one_chain(c);
-        } catch (...) {
-          errors[static_cast<std::size_t>(c)] = std::current_exception();
-        }
-      }
+      for (int c = 0; c < nchains && !abort.load(std::memory_order_relaxed); ++c) guarded(c);
       return;
     }
     tbb::parallel_for(
         tbb::blocked_range<int>(0, nchains, 1),
         [&](const tbb::blocked_range<int>& r) {
-          for (int c = r.begin(); c != r.end(); ++c) {
-            try {
-              one_chain(c);
-            } catch (...) {
-              errors[static_cast<std::size_t>(c)] = std::current_exception();
-            }
-          }
+          for (int c = r.begin(); c != r.end(); ++c) guarded(c);
         },
         tbb::simple_partitioner());
   });
@@ -134,6 +154,7 @@ void own_moves_loop(
   Stopwatch warm_clock;
   Clock::time_point sampling_start = Clock::now();
   for (long it = first; it < total; ++it) {
+    stop_if_aborted();
     if (stop_at_top(it)) break;
     if (it == cfg.warmup) {
       end_warmup();

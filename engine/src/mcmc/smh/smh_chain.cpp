@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../run/run_chains.hpp"
+#include "../run/violations.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"
@@ -122,12 +123,19 @@ double SmhChain::remainder_drop(Index n) const noexcept {
   return std::max(0.0, st_.remainder_change(n, dat, e, e2));
 }
 
+/// Row n's remainder exceeded its bound by `excess` at the proposal: where, for the error.
+void SmhChain::note_violation(Index n, double excess) noexcept {
+  const std::size_t first = data_.shard() != nullptr ? data_.shard()->first_row : 0;
+  res_.counters.first_violation.merge({first + n, data_.dot(n, theta2_.get()), excess});
+}
+
 /// Where the thinned process would propose more candidates than there are data (far from θ̂):
 /// every factor evaluated, accepted with probability Π_n exp(−λ_n), the same factorised
 /// acceptance (never the plain MH ratio). Σλ is a data-wide sum (across a shard's processes).
 bool SmhChain::all_data_test(double psi, SmhOutcome& o) {
   struct Drops {
     double lambda = 0.0, violations = 0.0;
+    double first = -1.0;  // this process's lowest violating row, −1 if none
   };
   const Drops all = fold_rows(
       data_, Drops{},
@@ -135,13 +143,17 @@ bool SmhChain::all_data_test(double psi, SmhOutcome& o) {
         Drops d;
         for (std::size_t i = lo; i < hi; ++i) {
           const double lam = remainder_drop(static_cast<Index>(i));
-          if (lam > st_.datum[i].phi * psi) d.violations += 1.0;
+          if (lam > st_.datum[i].phi * psi) {
+            if (d.violations == 0.0) d.first = double(i);
+            d.violations += 1.0;
+          }
           d.lambda += lam;
         }
         return d;
       },
       [](Drops a, Drops b) {
-        return Drops{a.lambda + b.lambda, a.violations + b.violations};
+        return Drops{a.lambda + b.lambda, a.violations + b.violations,
+                     a.first >= 0.0 ? a.first : b.first};
       },
       [](Drops d) {
         return std::vector<double>{d.lambda, d.violations};
@@ -151,6 +163,10 @@ bool SmhChain::all_data_test(double psi, SmhOutcome& o) {
       });
   o.candidates += total_n_;
   o.violations += static_cast<std::uint64_t>(all.violations);
+  if (all.first >= 0.0) {
+    const auto n = static_cast<Index>(all.first);
+    note_violation(n, remainder_drop(n) - st_.datum[n].phi * psi);
+  }
   res_.counters.queries += 2 * total_n_;
   return std::log(rng_.uniform_pos()) < -all.lambda;
 }
@@ -200,7 +216,10 @@ bool SmhChain::thinned_test(double psi, double rate, SmhOutcome& o) {
       const Candidate& c = batch_[k];
       const double lam = remainder_drop(c.row);
       const double bound = st_.datum[c.row].phi * psi;
-      if (lam > bound) test.violation_points.push_back(c.point);
+      if (lam > bound) {
+        test.violation_points.push_back(c.point);
+        note_violation(c.row, lam - bound);
+      }
       if (c.uniform * bound < lam) test.rejection = c.point;  // the datum's factor rejects
     }
   }
@@ -442,6 +461,8 @@ void SmhChain::advance(long end, ChainGauge* gauge) {
   if (stage_ == Stage::fresh) begin(gauge);
   if (stage_ != Stage::running || res_.stopped) return;
   for (; pos_ < end; ++pos_) {
+    stop_on_violation(cfg_, res_.counters);
+    stop_if_aborted();
     if (stops_.on() && stops_.checkpoint_or_stop(pos_, [this](long it) { save(it, false); })) {
       res_.stopped = true;
       return;

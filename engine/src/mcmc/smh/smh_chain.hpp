@@ -196,6 +196,7 @@ class SmhChain {
   Rng proposal_stream() const noexcept;
   bool combine_tests(const LocalTest& mine, SmhOutcome& o);
   bool all_data_test(double psi, SmhOutcome& o);
+  void note_violation(Index n, double excess) noexcept;
   void transition(long it);
   void tune_rho(long it, double jump, std::uint64_t candidates);
   void end_warmup();

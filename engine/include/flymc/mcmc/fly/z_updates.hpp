@@ -162,9 +162,13 @@ std::size_t query_own(const Bound& bound, const Dataset& data, const BrightSet& 
   return m;
 }
 
-/// Starts this process's message: its length (set by exchange), its bound checks, then moves.
+/// Starts this process's message: its length (set by exchange), its bound checks (with the first
+/// violation's datum, −1 if none, predictor and excess), then moves.
+inline constexpr std::size_t kHead = 6;
 inline void begin(ZScratch& s, const Counters& own) {
-  s.msg.assign({0.0, double(own.bound_violations), double(own.bound_clamps)});
+  const ViolationSite& v = own.first_violation;
+  s.msg.assign({0.0, double(own.bound_violations), double(own.bound_clamps),
+                v.found() ? double(v.datum) : -1.0, v.eta, v.excess});
 }
 /// Entry i brightens (with log L̃, K coefficients if cached, its row as doubles).
 inline void brighten(ZScratch& s, std::size_t i, double llt, const double* coef, std::size_t K,
@@ -191,11 +195,13 @@ inline void exchange(RowLink& link, const Index* idx, BrightSet& bright, Counter
   std::vector<std::pair<std::size_t, std::size_t>> order;  // (entry, offset of its move)
   for (std::size_t at = 0; at < all.size();) {
     const auto len = static_cast<std::size_t>(all[at]);
-    if (len < 3 || at + len > all.size())
+    if (len < kHead || at + len > all.size())
       throw std::runtime_error("FlyMC on a shard: a malformed z-update message");
     c.bound_violations += static_cast<std::uint64_t>(all[at + 1]);
     c.bound_clamps += static_cast<std::uint64_t>(all[at + 2]);
-    for (std::size_t r = at + 3; r < at + len; r += all[r + 1] != 0.0 ? 3 + K + stride : 2)
+    if (all[at + 3] >= 0.0)
+      c.first_violation.merge({static_cast<std::size_t>(all[at + 3]), all[at + 4], all[at + 5]});
+    for (std::size_t r = at + kHead; r < at + len; r += all[r + 1] != 0.0 ? 3 + K + stride : 2)
       order.emplace_back(static_cast<std::size_t>(all[r]), r);
     at += len;
   }

@@ -36,6 +36,8 @@ RunConfig with_other_value(const OptionInfo& o) {
     for (const std::string& n : std::get<ChoiceField>(o.field).names())
       if (n != std::get<std::string>(v)) other = n;
     set_value(c, o, other);
+  } else if (o.kind() == OptionKind::text) {
+    set_value(c, o, std::string("1"));  // a column index
   } else if (const auto* b = std::get_if<bool>(&v)) {
     set_value(c, o, !*b);
     if (std::string_view(o.key) == "save_events") c.algo = Algo::bps;

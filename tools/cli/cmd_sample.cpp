@@ -526,7 +526,8 @@ void sample_job(const SampleOptions& o, const JobGroup& group) {
   std::shared_ptr<const Dataset> data;
   const Stopwatch read_clock;
   if (o.shard_data) check_shardable(o, job);
-  data = group.load(job.data_path, label_domain(job.cfg.model), o.shard_data, job.cfg.storage);
+  data = group.load(job.data_path, label_domain(job.cfg.model), o.shard_data, job.cfg.storage,
+                    data_columns(job.cfg));
   const double read_seconds = read_clock.seconds();
   std::optional<AlgoChoice> choice;
   std::vector<std::pair<std::string, std::string>> extra = {{"data", job.data_arg}};

@@ -71,11 +71,17 @@ std::string JobGroup::from_leader(const std::string& s) const {
 }
 
 std::shared_ptr<const Dataset> JobGroup::load(const std::string& path, LabelDomain labels,
-                                              bool shard, Storage storage) const {
+                                              bool shard, Storage storage,
+                                              const DataColumns& columns) const {
   if (mpi_ && shard && size_ > 1)
-    return mpi::load_shard(MPI_COMM_WORLD, path, labels, storage, load_data_part);
+    return mpi::load_shard(
+        MPI_COMM_WORLD, path, labels, storage,
+        [&columns](const std::string& p, LabelDomain l, int part, int parts, Storage s) {
+          return load_data_part(p, l, part, parts, s, columns);
+        });
   std::shared_ptr<const Dataset> data;
-  together([&] { data = std::make_shared<const Dataset>(load_data(path, labels, storage)); });
+  together(
+      [&] { data = std::make_shared<const Dataset>(load_data(path, labels, storage, columns)); });
   return data;
 }
 
@@ -128,8 +134,8 @@ void JobGroup::leader_first(const std::function<void()>& f) const { f(); }
 int JobGroup::from_leader(int v) const { return v; }
 std::string JobGroup::from_leader(const std::string& s) const { return s; }
 std::shared_ptr<const Dataset> JobGroup::load(const std::string& path, LabelDomain labels, bool,
-                                              Storage storage) const {
-  return std::make_shared<const Dataset>(load_data(path, labels, storage));
+                                              Storage storage, const DataColumns& columns) const {
+  return std::make_shared<const Dataset>(load_data(path, labels, storage, columns));
 }
 RunResult JobGroup::run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                         const SinkFactory& sinks, Progress* progress, const CheckpointOptions* ck,

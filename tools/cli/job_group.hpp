@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "flymc/data/columns.hpp"
 #include "flymc/data/dataset.hpp"
 #include "flymc/mcmc/sampler.hpp"
 
@@ -35,9 +36,9 @@ class JobGroup {
 
   /// The data file, read by every process. With `shard` in a group, each process reads only its
   /// part of an .npy file's or HDF5 data set's rows (flymc::mpi::load_shard); alone, `shard`
-  /// changes nothing.
+  /// changes nothing. `columns`: the response, weight, trials and offset columns (load_data).
   std::shared_ptr<const Dataset> load(const std::string& path, LabelDomain labels, bool shard,
-                                      Storage storage) const;
+                                      Storage storage, const DataColumns& columns = {}) const;
 
   /// Runs the job's chains: all of them alone, this process's block in a group; on the leader,
   /// the whole run (flymc::mpi::run). On a shard of the data every process runs every chain

@@ -34,21 +34,56 @@ Array as_array(const py::object& v, const char* name, int ndim, const char* what
   return a;
 }
 
-/// The run's data from X (N × D) and y (N), checked as the data files are (dataset_from_arrays).
+/// The per-row arrays sample() takes beside X and y (weights, trials, offset): each 1-D with one
+/// value per row, or absent; taken out of `options` (they are not run options).
+struct RowArrays {
+  std::vector<double> weights, trials, offsets;
+};
+RowArrays take_row_arrays(py::dict& options) {
+  RowArrays out;
+  const std::pair<const char*, std::vector<double>*> keys[] = {
+      {"weights", &out.weights}, {"trials", &out.trials}, {"offset", &out.offsets}};
+  for (const auto& [key, to] : keys) {
+    if (!options.contains(key)) continue;
+    const py::object v = options[key];
+    PyDict_DelItemString(options.ptr(), key);
+    if (v.is_none()) continue;
+    const Array a = as_array(v, key, 1, "1-D (one value per row)");
+    to->assign(a.data(), a.data() + a.shape(0));
+  }
+  return out;
+}
+
+/// Attaches the arrays to the data set (checked by the model against its rows).
+void attach_row_arrays(Dataset& ds, RowArrays&& r) {
+  for (const auto& [name, v] : {std::pair{"weights", &r.weights}, std::pair{"trials", &r.trials},
+                                std::pair{"offset", &r.offsets}})
+    if (!v->empty() && v->size() != ds.n())
+      throw DataError(std::string(name) + " has " + std::to_string(v->size()) +
+                      " values but X has " + std::to_string(ds.n()) + " rows");
+  ds.set_weights(std::move(r.weights));
+  ds.set_trials(std::move(r.trials));
+  ds.set_offsets(std::move(r.offsets));
+}
+
+/// The run's data from X (N × D), y (N) and the per-row arrays, checked as the data files are
+/// (dataset_from_arrays).
 std::shared_ptr<const Dataset> arrays_dataset(const Array& x, const Array& y, ModelKind model,
-                                              Storage storage) {
+                                              Storage storage, RowArrays&& extras) {
   if (y.shape(0) != x.shape(0))
     throw DataError("X has " + std::to_string(x.shape(0)) + " rows but y has " +
                     std::to_string(y.shape(0)) + " labels");
   const auto n = static_cast<std::size_t>(x.shape(0)), d = static_cast<std::size_t>(x.shape(1));
   auto ds = std::make_shared<Dataset>(
       dataset_from_arrays({x.data(), n * d}, {y.data(), n}, d, label_domain(model), "X, y"));
+  attach_row_arrays(*ds, std::move(extras));
   if (storage == Storage::f32) ds->store_as_f32();
   return ds;
 }
 
 Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& kwargs) {
   py::dict options(kwargs);
+  RowArrays row_arrays = take_row_arrays(options);
   auto given_value = [&](const char* key) {
     return options.contains(key) && !options[key].is_none();
   };
@@ -75,7 +110,7 @@ Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& 
     // The chains run on oneTBB's threads and touch no Python object (the sinks fill `tables`),
     // so other Python threads run meanwhile. x and y stay referenced, hence alive, throughout.
     py::gil_scoped_release unlocked;
-    const auto data = arrays_dataset(x, y, plan.cfg.model, plan.cfg.storage);
+    const auto data = arrays_dataset(x, y, plan.cfg.model, plan.cfg.storage, std::move(row_arrays));
     s = flymc::sample(plan, data, memory_sinks(tables));
   }
   const std::optional<AlgoChoice>& choice = s.choice;
@@ -118,7 +153,9 @@ py::tuple load(const std::string& path, const std::string& model) {
 constexpr const char* kSampleDoc = R"(Posterior draws of a model of X and y.
 
 X is a 2-D array (N rows x D features), y holds N labels (logistic: -1/+1 or 0/1; softmax: class
-ids 0..K-1; robust: real responses). The options are RunConfig's fields under their own names,
+ids 0..K-1; robust: real responses; binomial: successes). weights=, trials= and offset= take
+1-D arrays of one value per row: a weight per datum, binomial trials, an offset added to each
+linear predictor (models that read them: probit, gaussian, binomial). The options are RunConfig's fields under their own names,
 with the command line's values (flymc.defaults() lists them with their defaults), e.g.
 model="logistic", algo="auto" (or "flymc", "full", "smh", "minibatch-mh", "sgld", "bps",
 "lipsbps", "sbps", "psbps", "zigzag-ss", "zigzag-cv"), kernel="rwmh" (or "mala", "hmc", "nuts",

@@ -81,6 +81,7 @@ OptionValue from_python(const OptionInfo& o, py::handle v) {
     case OptionKind::real:
       return to_real(name, v);
     case OptionKind::choice:
+    case OptionKind::text:
       if (!py::isinstance<py::str>(v))
         throw py::type_error(name + " must be a str, got " + std::string(py::repr(v)));
       return py::cast<std::string>(v);

@@ -108,6 +108,7 @@ const char* to_string(ZUpdate z) noexcept { return enum_name(z); }
 const char* to_string(KernelKind k) noexcept { return enum_name(k); }
 const char* to_string(Init i) noexcept { return enum_name(i); }
 const char* to_string(OnViolation v) noexcept { return enum_name(v); }
+const char* to_string(Link l) noexcept { return enum_name(l); }
 const char* to_string(Metric m) noexcept { return enum_name(m); }
 const char* to_string(ModelKind m) noexcept { return enum_name(m); }
 const char* to_string(PriorKind p) noexcept { return enum_name(p); }

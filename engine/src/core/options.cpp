@@ -70,7 +70,8 @@ std::vector<OptionInfo> model_and_kernel_options() {
       {"model", "model", choice<&C::model>(),
        "logistic (labels +-1 or 0/1), softmax (labels 0..K-1), robust (Student-t linear "
        "regression, real responses), probit (labels as logistic) or gaussian (linear "
-       "regression with noise sd --noise-scale, real responses)"},
+       "regression with noise sd --noise-scale, real responses) or binomial (successes of "
+       "--trials, else 0/1 labels; --link logit or probit)"},
       {"prior", "prior", choice<&C::prior>(),
        "Prior on every coefficient: gaussian or laplace (sd --prior-sd)"},
       {"algo",
@@ -170,6 +171,21 @@ std::vector<OptionInfo> run_and_sampler_options() {
        "How the data's features are held: f64, or f32 (half the memory and bandwidth; the "
        "values are rounded to float as they are read, and the run is exact for the rounded "
        "data)"},
+      {"response", "response_column", &C::response_column,
+       "The data file's response column: a CSV header name or a 0-based index [0]", kAllAlgos, true,
+       false},
+      {"weights", "weights_column", &C::weights_column,
+       "A column of per-row weights >= 0 (datum n's log-likelihood counts w_n times), by header "
+       "name or 0-based index; not a feature",
+       kAllAlgos, true, false},
+      {"trials", "trials_column", &C::trials_column,
+       "Binomial regression: the column of trials m_n (the response counts successes of m_n), "
+       "by header name or 0-based index; not a feature",
+       kAllAlgos, true, false},
+      {"offset", "offset_column", &C::offset_column,
+       "A column of offsets o_n added to each linear predictor (eta_n = x_n.theta + o_n: the log "
+       "exposure of a Poisson regression), by header name or 0-based index; not a feature",
+       kAllAlgos, true, false},
       {"prior-sd", "prior_sd", &C::prior_sd,
        "Prior standard deviation of every coefficient (Gaussian or Laplace)"},
       for_models(
@@ -180,6 +196,9 @@ std::vector<OptionInfo> run_and_sampler_options() {
                   "Robust regression: Student-t scale; gaussian: the noise's sd",
                   kThetaKernelAlgos | algo_bit(Algo::smh)},
                  kRobust | model_bit(ModelKind::gaussian)),
+      for_models({"link", "link", choice<&C::link>(),
+                  "Binomial regression: logit (logistic regression per trial) or probit"},
+                 model_bit(ModelKind::binomial)),
       {"q-dark-to-bright", "q_dark_to_bright", &C::q_dark_to_bright,
        "Implicit z-update proposal rate q (with --q-per-datum: the mean rate); auto: min(cap, "
        "max(32, 4 x expected bright count)/N), cap 0.1 for hmc and nuts, 0.01 otherwise",
@@ -387,7 +406,7 @@ OptionValue get_value(const RunConfig& cfg, const OptionInfo& o) {
           const auto& v = cfg.*f;
           using T = std::remove_cvref_t<decltype(v)>;
           if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, double> ||
-                        std::is_same_v<T, std::uint64_t>)
+                        std::is_same_v<T, std::uint64_t> || std::is_same_v<T, std::string>)
             return v;
           else if constexpr (std::is_same_v<T, std::optional<double>>)
             return v ? OptionValue(*v) : OptionValue();
@@ -418,6 +437,10 @@ void set_value(RunConfig& cfg, const OptionInfo& o, const OptionValue& v) {
             const auto* b = std::get_if<bool>(&v);
             if (b == nullptr) wrong_type(o, "True or False");
             x = *b;
+          } else if constexpr (std::is_same_v<T, std::string>) {
+            const auto* s = std::get_if<std::string>(&v);
+            if (s == nullptr) wrong_type(o, "a str");
+            x = *s;
           } else if constexpr (std::is_same_v<T, std::optional<double>>) {
             x = std::holds_alternative<std::monostate>(v) ? std::nullopt
                                                           : std::optional<double>(real_of(o, v));
@@ -471,7 +494,7 @@ std::optional<T> number_from(std::string_view text) {
 
 void parse_value(RunConfig& cfg, const OptionInfo& o, std::string_view text) {
   const OptionKind k = o.kind();
-  if (k == OptionKind::choice) return set_value(cfg, o, std::string(text));
+  if (k == OptionKind::choice || k == OptionKind::text) return set_value(cfg, o, std::string(text));
   if ((k == OptionKind::auto_integer || k == OptionKind::auto_real) && text == "auto")
     return set_value(cfg, o, std::monostate{});
   if (k == OptionKind::flag) {

@@ -5,16 +5,19 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/data/columns.hpp"
 #include "flymc/data/loaders.hpp"
 #include "loader_detail.hpp"
 
@@ -362,6 +365,34 @@ Dataset parse_csv(std::string_view text, const std::string& name, LabelDomain la
 Dataset detail::parse_csv_blocks(std::string_view text, const std::string& name, LabelDomain labels,
                                  const LoaderBlocks& blocks) {
   return csv_from(InputFile(text, name), labels, blocks);
+}
+
+}  // namespace flymc
+
+namespace flymc {
+
+std::vector<std::string> csv_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(path + ": cannot open: " + loader_detail::errno_text(errno));
+  std::string first;
+  std::getline(in, first);
+  if (first.rfind("\xEF\xBB\xBF", 0) == 0) first.erase(0, 3);
+  std::vector<std::string> names;
+  for (std::size_t b = 0;;) {
+    const std::size_t comma = first.find(',', b);
+    const std::size_t e = comma == std::string::npos ? first.size() : comma;
+    double v;
+    const FieldStatus st = parse_field(first.data() + b, first.data() + e, v);
+    if (st == FieldStatus::ok || st == FieldStatus::non_finite || st == FieldStatus::overflow)
+      return {};  // data: the file has no header
+    std::size_t lo = b, hi = e;
+    while (lo < hi && loader_detail::is_space(first[lo])) ++lo;
+    while (hi > lo && loader_detail::is_space(first[hi - 1])) --hi;
+    names.push_back(first.substr(lo, hi - lo));
+    if (comma == std::string::npos) break;
+    b = comma + 1;
+  }
+  return names;
 }
 
 }  // namespace flymc

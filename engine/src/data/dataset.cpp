@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
@@ -208,6 +209,13 @@ void Dataset::set_shard(RowShard s) {
   shard_ = std::make_shared<const RowShard>(std::move(s));
 }
 
+void Dataset::set_column(std::vector<double>& to, std::vector<double> v) {
+  if (!v.empty() && v.size() != n_)
+    throw std::invalid_argument(source_ + ": a per-row column of " + std::to_string(v.size()) +
+                                " values for " + std::to_string(n_) + " rows");
+  to = std::move(v);
+}
+
 std::uint64_t data_fingerprint(const Dataset& data) {
   const std::size_t stride = data.stride();
   const std::size_t first = data.shard() != nullptr ? data.shard()->first_row : 0;
@@ -226,9 +234,12 @@ std::uint64_t data_fingerprint(const Dataset& data) {
       [&](std::size_t lo, std::size_t hi) {
         // The values as doubles: a float data set has the fingerprint of its values widened.
         const RowsF64 rows = data.rows(lo, hi);
-        const std::uint64_t hx =
-            hash_bytes(rows.data(), (hi - lo) * stride * sizeof(double), first + lo);
-        return hash_bytes(y.data() + lo, (hi - lo) * sizeof(double), hx);
+        std::uint64_t h = hash_bytes(rows.data(), (hi - lo) * stride * sizeof(double), first + lo);
+        h = hash_bytes(y.data() + lo, (hi - lo) * sizeof(double), h);
+        // Weights, trials and offsets where present (a data set without them keeps its value).
+        for (const auto col : {data.weights(), data.trials(), data.offsets()})
+          if (!col.empty()) h = hash_bytes(col.data() + lo, (hi - lo) * sizeof(double), h);
+        return h;
       },
       hash_combine, pack, unpack);
 }
@@ -245,6 +256,15 @@ std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vecto
       std::memcpy(out->mutable_row(i), data.row(rows[i]), bytes);
     y[i] = data.y()[rows[i]];
   }
+  const auto pick = [&](std::span<const double> col) {
+    std::vector<double> v;
+    if (!col.empty())
+      for (const Index r : rows) v.push_back(col[r]);
+    return v;
+  };
+  out->set_weights(pick(data.weights()));
+  out->set_trials(pick(data.trials()));
+  out->set_offsets(pick(data.offsets()));
   return out;
 }
 
@@ -254,22 +274,35 @@ std::shared_ptr<const Dataset> gather_rows(const Dataset& data, const std::vecto
   if (!std::is_sorted(rows.begin(), rows.end()))
     throw Error(data.source() + ": gather_rows needs ascending row indices");
   const std::size_t d = data.d(), lo = s->first_row, hi = lo + data.n();
-  std::vector<double> mine;  // the rows held here: label, then the features
+  // The rows held here: label, weight, trials, offset (those present), then the features.
+  const std::span<const double> extras[] = {data.weights(), data.trials(), data.offsets()};
+  std::size_t width = 1 + d;
+  for (const auto col : extras) width += col.empty() ? 0 : 1;
+  std::vector<double> mine;
   for (const Index r : rows)
     if (r >= lo && r < hi) {
       mine.push_back(data.y()[r - lo]);
+      for (const auto col : extras)
+        if (!col.empty()) mine.push_back(col[r - lo]);
       for (std::size_t j = 0; j < d; ++j) mine.push_back(data.value(r - lo, j));
     }
   const std::vector<double> all = s->link->gather_in_order(mine);
-  if (all.size() != rows.size() * (d + 1))
-    throw Error(data.source() + ": the shards hold " + std::to_string(all.size() / (d + 1)) +
+  if (all.size() != rows.size() * width)
+    throw Error(data.source() + ": the shards hold " + std::to_string(all.size() / width) +
                 " of the " + std::to_string(rows.size()) + " rows asked for");
   auto out = std::make_shared<Dataset>(rows.size(), d, data.source());
   std::vector<double>& y = out->mutable_y();
+  std::vector<double> got[3];
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    y[i] = all[i * (d + 1)];
-    std::memcpy(out->mutable_row(i), all.data() + i * (d + 1) + 1, d * sizeof(double));
+    const double* a = all.data() + i * width;
+    y[i] = *a++;
+    for (std::size_t c = 0; c < 3; ++c)
+      if (!extras[c].empty()) got[c].push_back(*a++);
+    std::memcpy(out->mutable_row(i), a, d * sizeof(double));
   }
+  out->set_weights(std::move(got[0]));
+  out->set_trials(std::move(got[1]));
+  out->set_offsets(std::move(got[2]));
   if (data.storage() == Storage::f32) out->store_as_f32();  // exact: the values were floats
   return out;
 }

@@ -171,6 +171,9 @@ struct RowLocator {
   const std::string& path;
   bool csv;
   std::size_t first_line;  // CSV: line of row 0; NPY: the file's row index of row 0
+  /// The label's own field and name where it is not field 1 (a response column chosen by name).
+  std::size_t label_field = 1;
+  std::string label_name = "label";
 
   std::string short_loc(std::size_t i) const {
     return (csv ? "line " : "row ") + std::to_string(first_line + i);
@@ -178,6 +181,7 @@ struct RowLocator {
   std::string prefix(std::size_t i, std::size_t k) const {
     std::string where = csv ? path + ":" + std::to_string(first_line + i) + ": "
                             : path + ": row " + std::to_string(first_line + i) + ": ";
+    if (k == 1) return where + "field " + std::to_string(label_field) + " (" + label_name + "): ";
     return where + "field " + std::to_string(k) + " (" + field_name(k) + "): ";
   }
 };

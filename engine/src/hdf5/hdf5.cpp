@@ -171,17 +171,50 @@ FilePart load_hdf5_part(const std::string& spec, LabelDomain labels, int part, i
   return out;
 }
 
-FilePart load_data_part(const std::string& spec, LabelDomain labels, int part, int parts,
-                        Storage storage) {
-  if (hdf5_location(spec)) return load_hdf5_part(spec, labels, part, parts, storage);
+namespace {
+
+/// Loads every column as it stands (column 0 as the response, unchecked), in doubles.
+FilePart load_part_as_is(const std::string& spec, int part, int parts) {
+  if (hdf5_location(spec)) return load_hdf5_part(spec, LabelDomain::any, part, parts);
   if (data_format_of(spec) == DataFormat::npy)
-    return load_npy_part(spec, labels, part, parts, storage);
+    return load_npy_part(spec, LabelDomain::any, part, parts);
   fail(spec +
        ": a process reads its own rows from .npy files and HDF5 data sets only (the rows "
        "of CSV and libsvm files cannot be found without reading all that comes before)");
 }
 
-Dataset load_data(const std::string& spec, LabelDomain labels, Storage storage) {
+}  // namespace
+
+FilePart load_data_part(const std::string& spec, LabelDomain labels, int part, int parts,
+                        Storage storage, const DataColumns& columns) {
+  if (!columns.any()) {
+    if (hdf5_location(spec)) return load_hdf5_part(spec, labels, part, parts, storage);
+    if (data_format_of(spec) == DataFormat::npy)
+      return load_npy_part(spec, labels, part, parts, storage);
+  }
+  FilePart p = load_part_as_is(spec, part, parts);
+  p.data = select_columns(std::move(p.data), {}, columns, LabelDomain::any, false, p.first_row);
+  check_part_labels(p, labels);
+  if (storage == Storage::f32) p.data.store_as_f32();
+  return p;
+}
+
+Dataset load_data(const std::string& spec, LabelDomain labels, Storage storage,
+                  const DataColumns& columns) {
+  if (columns.any()) {
+    const bool csv = !hdf5_location(spec) && ends_with_ci(spec, ".csv");
+    if (!hdf5_location(spec) && !csv && data_format_of(spec) != DataFormat::npy)
+      fail(spec +
+           ": --response, --weights, --trials and --offset name columns of CSV, .npy and "
+           "HDF5 files; a libsvm file has a label and features only");
+    const std::vector<std::string> header = csv ? csv_header(spec) : std::vector<std::string>{};
+    Dataset all = hdf5_location(spec) ? load_hdf5(spec, LabelDomain::any)
+                                      : load_dataset(spec, LabelDomain::any);
+    Dataset ds =
+        select_columns(std::move(all), header, columns, labels, csv, 0, header.empty() ? 0 : 1);
+    if (storage == Storage::f32) ds.store_as_f32();
+    return ds;
+  }
   if (!hdf5_location(spec)) return load_dataset(spec, labels, storage);
   Dataset ds = load_hdf5(spec, labels);
   if (storage == Storage::f32) ds.store_as_f32();

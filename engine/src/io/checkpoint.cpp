@@ -192,6 +192,7 @@ OptionValue get_option_value(ByteReader& r, const OptionInfo& o) {
       if (!r.get_bool()) return std::monostate{};
       return r.get<double>();
     case OptionKind::choice:
+    case OptionKind::text:
       return r.get_string();
   }
   r.fail("unknown option kind");

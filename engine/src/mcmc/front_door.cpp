@@ -102,7 +102,8 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                         name(data->storage()) + " but the run says --storage " + name(cfg.storage) +
                         " (load them with that storage)");
     }
-    check_model_fits(cfg, data->shard() != nullptr);
+    check_model_fits(cfg, data->shard() != nullptr, data->has_row_extras());
+    check_trials(cfg, *data);
     // Scalable MH's and FlyMC's iterations go across a sharded data set's processes
     // (docs/mpi.md); the other samplers' do not yet: a chain would sum only its own process's
     // rows.
@@ -146,6 +147,7 @@ RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const S
         "configuration the run chose (RunResult::config, or the checkpoint's)");
   cfg.validate();
   if (!data) throw DataError("no data");
+  check_trials(cfg, *data);
   SamplePlan plan;
   plan.cfg = cfg;
   plan.checkpointed = checkpoint != nullptr && checkpoint->store != nullptr;

@@ -44,6 +44,8 @@ const char* offer_text(unsigned bit) {
       return "a bound on each datum's first derivative (a single-index family's M1)";
     case kOfferCurvatureBound:
       return "a bound on each datum's second derivative (a single-index family's M2)";
+    case kOfferRowExtras:
+      return "per-row weights, trials and offsets (the single-index models of the generic path)";
     case kOfferShards:
       return "data-wide sums across the processes of a sharded data set";
     default:
@@ -58,8 +60,21 @@ std::string model_name(const RunConfig& cfg) {
 
 }  // namespace
 
-void check_model_fits(const RunConfig& cfg, bool sharded) {
-  const unsigned need = sampler_needs(cfg) | (sharded ? kOfferShards : 0u);
+void check_model_fits(const RunConfig& cfg, bool sharded, bool row_extras) {
+  if (row_extras && !sampler_info(cfg.algo).row_extras)
+    throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
+                      " does not read per-row weights, trials or offsets yet (--weights, "
+                      "--trials, --offset): --algo " +
+                      algo_names(algos_where([](const SamplerInfo& i) {
+                        return i.row_extras && i.kind != SamplerKind::automatic;
+                      })) +
+                      " do");
+  if (row_extras && sharded)
+    throw ConfigError(
+        "per-row weights, trials or offsets (--weights, --trials, --offset) are not read on "
+        "--shard-data yet");
+  const unsigned need =
+      sampler_needs(cfg) | (sharded ? kOfferShards : 0u) | (row_extras ? kOfferRowExtras : 0u);
   const unsigned missing = need & ~model_offers(cfg);
   if (missing == 0) return;
   const unsigned first = missing & (~missing + 1u);  // the lowest missing bit
@@ -69,6 +84,14 @@ void check_model_fits(const RunConfig& cfg, bool sharded) {
   if (sharded && first == kOfferShards) sampler += " on --shard-data";
   throw ConfigError(sampler + " needs " + offer_text(first) + ", which " + model_name(cfg) +
                     " does not offer");
+}
+
+void check_trials(const RunConfig& cfg, const Dataset& data) {
+  if (data.trials().empty()) return;
+  const auto family = single_index_family(cfg);
+  if (!family || !family->reads_trials())
+    throw ConfigError(data.source() + ": the data have trials (--trials), which " +
+                      model_name(cfg) + " does not read (--model binomial does)");
 }
 
 namespace {

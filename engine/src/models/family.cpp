@@ -7,6 +7,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
 #include "flymc/core/rng.hpp"
+#include "flymc/models/logistic.hpp"
 
 namespace flymc {
 
@@ -186,6 +187,64 @@ void GaussianFamily::derivatives(double y, double eta, int order, double* out) c
   if (order >= 1) out[1] = precision_ * r;
   if (order >= 2) out[2] = -precision_;
   for (int j = 3; j <= order; ++j) out[j] = 0.0;
+}
+
+std::string BinomialFamily::check_label(double y) const {
+  return y >= 0.0 && y == std::floor(y) ? std::string()
+                                        : std::string("must be a count of successes (0, 1, ...)");
+}
+
+void BinomialFamily::derivatives_trials(double y, double m, double eta, int order,
+                                        double* out) const {
+  if (link_ == Link::logit) {
+    // f = yη − m·log(1 + e^η); with s = σ(η) and v = s(1 − s): f' = y − ms, f'' = −mv,
+    // f''' = −mv(1 − 2s), f'''' = −mv(1 − 6v).
+    const double softplus = std::max(eta, 0.0) + std::log1p(std::exp(-std::fabs(eta)));
+    const double s = 1.0 / (1.0 + std::exp(-eta)), v = s * (1.0 - s);
+    out[0] = y * eta - m * softplus;
+    if (order >= 1) out[1] = y - m * s;
+    if (order >= 2) out[2] = -m * v;
+    if (order >= 3) out[3] = -m * v * (1.0 - 2.0 * s);
+    if (order >= 4) out[4] = -m * v * (1.0 - 6.0 * v);
+    return;
+  }
+  // f = y·g(η) + (m − y)·g(−η), g = log Φ: f^(j) = y·g^(j)(η) + (m − y)·(−1)^j·g^(j)(−η).
+  double up[kMaxOrder + 1] = {}, down[kMaxOrder + 1] = {};
+  if (y > 0.0) log_cdf_derivatives(eta, up);
+  if (m - y > 0.0) log_cdf_derivatives(-eta, down);
+  for (int j = 0; j <= order; ++j) out[j] = y * up[j] + (m - y) * (j % 2 == 1 ? -down[j] : down[j]);
+}
+
+// Per trial, logistic or probit regression's constants (a trial's f is theirs at ±η).
+std::optional<double> BinomialFamily::kappa() const {
+  return link_ == Link::logit ? LogisticFamily{}.kappa() : ProbitFamily{}.kappa();
+}
+std::optional<double> BinomialFamily::m1() const {
+  return link_ == Link::logit ? LogisticFamily{}.m1() : ProbitFamily{}.m1();
+}
+std::optional<double> BinomialFamily::m2() const {
+  return link_ == Link::logit ? LogisticFamily{}.m2() : ProbitFamily{}.m2();
+}
+std::optional<double> BinomialFamily::m3() const {
+  return link_ == Link::logit ? LogisticFamily{}.m3() : ProbitFamily{}.m3();
+}
+std::optional<double> BinomialFamily::m4() const {
+  return link_ == Link::logit ? LogisticFamily{}.m4() : ProbitFamily{}.m4();
+}
+
+bool BinomialFamily::same_as(const SingleIndexFamily& other) const {
+  const auto* o = dynamic_cast<const BinomialFamily*>(&other);
+  return o != nullptr && o->link_ == link_;
+}
+
+double BinomialFamily::simulate(double eta, Rng& rng) const {
+  if (link_ == Link::probit) return eta + rng.normal() > 0.0 ? 1.0 : 0.0;
+  return rng.uniform() < 1.0 / (1.0 + std::exp(-eta)) ? 1.0 : 0.0;
+}
+
+std::shared_ptr<const SingleIndexFamily> binomial_family(const RunConfig& cfg) {
+  return std::make_shared<const BinomialFamily>(
+      cfg.link == Link::probit ? BinomialFamily::Link::probit : BinomialFamily::Link::logit);
 }
 
 std::shared_ptr<const SingleIndexFamily> probit_family(const RunConfig&) {

@@ -23,6 +23,41 @@ namespace {
 constexpr std::size_t kBlock = 256;
 constexpr int kSlots = SingleIndexFamily::kMaxOrder + 1;
 
+/// The derivatives of k data's log-likelihoods w_n·f(y_n, η_n + o_n; m_n) at η (without their
+/// offsets) into out[j·k + i], datum i being the data set's row at(i): the family's batched call
+/// itself where the data have no weights, trials or offsets (the same bits as before they
+/// existed). `ys` holds the k responses.
+template <class At>
+void datum_derivatives(const Dataset& ds, const SingleIndexFamily& fam, At&& at, const double* ys,
+                       const double* eta, std::size_t k, int order, double* out) {
+  if (!ds.has_row_extras()) {
+    fam.derivatives(ys, eta, k, order, out);
+    return;
+  }
+  const auto off = ds.offsets(), trials = ds.trials(), w = ds.weights();
+  alignas(64) double shifted[kBlock];
+  for (std::size_t i = 0; i < k; ++i) shifted[i] = off.empty() ? eta[i] : eta[i] + off[at(i)];
+  if (trials.empty()) {
+    fam.derivatives(ys, shifted, k, order, out);
+  } else {
+    double one[kSlots];
+    for (std::size_t i = 0; i < k; ++i) {
+      fam.derivatives_trials(ys[i], trials[at(i)], shifted[i], order, one);
+      for (int j = 0; j <= order; ++j) out[static_cast<std::size_t>(j) * k + i] = one[j];
+    }
+  }
+  if (!w.empty())
+    for (int j = 0; j <= order; ++j)
+      for (std::size_t i = 0; i < k; ++i) out[static_cast<std::size_t>(j) * k + i] *= w[at(i)];
+}
+
+/// Datum n's constants as multiples of the family's: its weight times the family's datum_scale.
+double constant_factor(const Dataset& ds, const SingleIndexFamily& fam, std::size_t n) {
+  const auto w = ds.weights(), trials = ds.trials();
+  const double scale = trials.empty() ? 1.0 : fam.datum_scale(ds.y()[n], trials[n]);
+  return w.empty() ? scale : w[n] * scale;
+}
+
 AlignedBuffer padded(const double* theta, std::size_t d, std::size_t stride) {
   AlignedBuffer p = aligned_zeros(stride);
   std::copy(theta, theta + d, p.get());
@@ -89,7 +124,8 @@ GlmStats glm_pass(const Dataset& ds, const SingleIndexFamily& fam, const double*
           const std::size_t m = std::min(kBlock, hi - b0);
           const RowsF64 rows = ds.rows(b0, b0 + m);
           kernels::dots_packed(rows.data(), m, stride, theta_p, eta);
-          fam.derivatives(y.data() + b0, eta, m, order, out);
+          datum_derivatives(
+              ds, fam, [b0](std::size_t i) { return b0 + i; }, y.data() + b0, eta, m, order, out);
           for (std::size_t i = 0; i < m; ++i) p.f += out[i];
           if (grad) ds.weighted_row_sum(b0, b0 + m, out + m, 1, p.g.data());
           if (!curvature) continue;
@@ -128,6 +164,30 @@ void check_labels(const Dataset& ds, const SingleIndexFamily& fam) {
                     " for the " + fam.name() + " model");
 }
 
+/// Throws DataError naming the first row whose weight, trials or offset is out of its domain
+/// (data from a file were checked as they were read; data built in code are checked here), or,
+/// for a family that reads trials, whose response exceeds them (1 where there is no trials
+/// column).
+void check_row_extras(const Dataset& ds, const SingleIndexFamily& fam) {
+  const auto w = ds.weights(), m = ds.trials(), o = ds.offsets(), y = ds.y();
+  const std::size_t first = ds.shard() != nullptr ? ds.shard()->first_row : 0;
+  const auto fail = [&](std::size_t i, const char* what, double v, const std::string& why) {
+    throw DataError(ds.source() + ": row " + std::to_string(first + i) + " (0-based): " + what +
+                    " " + number_text(v) + " " + why);
+  };
+  for (std::size_t i = 0; i < ds.n(); ++i) {
+    if (!w.empty() && !(w[i] >= 0.0 && std::isfinite(w[i])))
+      fail(i, "weight", w[i], "must be finite and >= 0");
+    if (!o.empty() && !std::isfinite(o[i])) fail(i, "offset", o[i], "must be finite");
+    if (!m.empty() && !(m[i] >= 0.0 && m[i] == std::floor(m[i]) && std::isfinite(m[i])))
+      fail(i, "trials", m[i], "must be an integer >= 0");
+    if (fam.reads_trials() && !(y[i] <= (m.empty() ? 1.0 : m[i])))
+      fail(i, "response", y[i],
+           m.empty() ? "exceeds 1, and the data have no trials (--trials)"
+                     : "exceeds the datum's trials " + number_text(m[i]));
+  }
+}
+
 /// The prior's curvature for a Newton step at θ_j (its exact one, or the Laplace prior's
 /// majorizer).
 double prior_curvature(const Prior& prior, double theta_j) {
@@ -146,6 +206,7 @@ GlmModel::GlmModel(std::shared_ptr<const Dataset> data, Prior prior,
   if (!(prior.sd >= 1e-150 && prior.sd <= 1e150))
     throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + number_text(prior.sd));
   check_labels(*data_, *family_);
+  check_row_extras(*data_, *family_);
   detail::check_features(*data_, family_->name() + " regression");
   blas::use_single_thread();
 }
@@ -236,8 +297,14 @@ GlmBound::GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, doub
   const AlignedBuffer theta0 = padded(theta_hat.data(), d, stride);
   const auto y = ds.y();
   const double half_kappa = 0.5 * kappa_;
+  // Datum n's curvature is κ·c_n, c_n its weight times the family's datum scale (all 1 where
+  // the data have no weights or trials: then the sums below are those of one κ).
+  if (ds.has_row_extras()) {
+    factor_.resize(ds.n());
+    for (std::size_t i = 0; i < ds.n(); ++i) factor_[i] = constant_factor(ds, *family_, i);
+  }
   // One pass: each datum's tangent (records), and at the anchor θ0, with e_n = x_n·θ0 − η̂_n,
-  // f0 = Σ [f̂ + f̂'·e − (κ/2)e²], g0 = Σ (f̂' − κe)·x_n and S = Σ x_n x_nᵀ (A = (κ/2)S).
+  // f0 = Σ [f̂ + f̂'·e − (κc/2)e²], g0 = Σ (f̂' − κce)·x_n and S = Σ c_n x_n x_nᵀ (A = (κ/2)S).
   const GlmStats s = fold_sums(
       ds, GlmStats{},
       [&](std::size_t lo, std::size_t hi) {
@@ -245,22 +312,30 @@ GlmBound::GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, doub
         p.g.assign(stride, 0.0);
         p.h = Mat::Zero(static_cast<Eigen::Index>(d), static_cast<Eigen::Index>(d));
         AlignedBuffer block = aligned_zeros(kBlock * stride);
-        alignas(64) double a[kBlock], hat[kBlock], out[2 * kBlock], coef[kBlock], ones[kBlock];
-        std::fill_n(ones, kBlock, 1.0);
+        alignas(64) double a[kBlock], hat[kBlock], out[2 * kBlock], coef[kBlock], roots[kBlock];
+        std::fill_n(roots, kBlock, 1.0);
         for (std::size_t b0 = lo; b0 < hi; b0 += kBlock) {
           const std::size_t m = std::min(kBlock, hi - b0);
           const RowsF64 rows = ds.rows(b0, b0 + m);
           kernels::dots_packed(rows.data(), m, stride, theta0.get(), a);
           for (std::size_t i = 0; i < m; ++i) hat[i] = tuned ? a[i] : 0.0;
-          family_->derivatives(y.data() + b0, hat, m, 1, out);
+          datum_derivatives(
+              ds, *family_, [b0](std::size_t i) { return b0 + i; }, y.data() + b0, hat, m, 1, out);
           for (std::size_t i = 0; i < m; ++i) {
             const double e = a[i] - hat[i], f1 = out[m + i];
             rec_[b0 + i] = Record{hat[i], out[i], f1, y[b0 + i]};
-            p.f += out[i] + f1 * e - half_kappa * e * e;
-            coef[i] = f1 - kappa_ * e;
+            if (factor_.empty()) {
+              p.f += out[i] + f1 * e - half_kappa * e * e;
+              coef[i] = f1 - kappa_ * e;
+            } else {
+              const double c = factor_[b0 + i];
+              p.f += out[i] + f1 * e - half_kappa * c * e * e;
+              coef[i] = f1 - kappa_ * c * e;
+              roots[i] = std::sqrt(c);
+            }
           }
           ds.weighted_row_sum(b0, b0 + m, coef, 1, p.g.data());
-          blas::syrk_scaled_rows(rows.data(), m, d, stride, ones, block.get(), p.h.data());
+          blas::syrk_scaled_rows(rows.data(), m, d, stride, roots, block.get(), p.h.data());
         }
         return p;
       },
@@ -308,12 +383,15 @@ BoundCheck GlmBound::delta_grads(const Index* idx, const double* eta, std::size_
   for (std::size_t b0 = 0; b0 < k; b0 += kBlock) {
     const std::size_t m = std::min(kBlock, k - b0);
     for (std::size_t i = 0; i < m; ++i) ys[i] = rec_[idx[b0 + i]].y;
-    family_->derivatives(ys, eta + b0, m, order, out);
+    const Index* at = idx + b0;
+    datum_derivatives(
+        *data_, *family_, [at](std::size_t i) { return at[i]; }, ys, eta + b0, m, order, out);
     for (std::size_t i = 0; i < m; ++i) {
       const Record& r = rec_[idx[b0 + i]];
-      const double e = eta[b0 + i] - r.eta_hat, lin = r.d1_hat * e, quad = 0.5 * kappa_ * e * e;
+      const double kappa = factor_.empty() ? kappa_ : kappa_ * factor_[idx[b0 + i]];
+      const double e = eta[b0 + i] - r.eta_hat, lin = r.d1_hat * e, quad = 0.5 * kappa * e * e;
       double dl = (out[i] - r.f_hat - lin) + quad + offset_;
-      double g = order == 1 ? out[m + i] - r.d1_hat + kappa_ * e : 0.0;
+      double g = order == 1 ? out[m + i] - r.d1_hat + kappa * e : 0.0;
       if (!(dl >= 0.0)) {
         // Δ is a difference of terms: within their rounding a clamp, beyond (or NaN) a violation.
         const double tol = 1e-9 + 64.0 * kEps *
@@ -349,11 +427,17 @@ void GlmBound::add_uniform_slack(double eps) {
 double GlmBound::log_bound(Index n, double eta) const noexcept {
   const Record& r = rec_[n];
   const double e = eta - r.eta_hat;
-  return r.f_hat + r.d1_hat * e - 0.5 * kappa_ * e * e - offset_;
+  const double kappa = factor_.empty() ? kappa_ : kappa_ * factor_[n];
+  return r.f_hat + r.d1_hat * e - 0.5 * kappa * e * e - offset_;
 }
 
 double GlmBound::log_lik(Index n, double eta) const noexcept {
-  return family_->log_lik(rec_[n].y, eta);
+  const double y = rec_[n].y;
+  if (!data_->has_row_extras()) return family_->log_lik(y, eta);
+  double f = 0.0;
+  datum_derivatives(
+      *data_, *family_, [n](std::size_t) { return std::size_t{n}; }, &y, &eta, 1, 0, &f);
+  return f;
 }
 
 }  // namespace flymc

@@ -46,6 +46,10 @@ void SbcOptions::validate() const {
   if (const auto family = single_index_family(run)) {
     Rng probe;
     (void)family->simulate(0.0, probe);
+    if (trials && !family->reads_trials())
+      throw ConfigError("SBC with trials: the " + family->name() + " model does not read trials");
+  } else if (trials || offsets) {
+    throw ConfigError("SBC with trials or offsets needs a single-index model");
   }
   if (run.model == ModelKind::softmax && (classes < 2 || classes > 64))
     throw ConfigError("--classes must be in [2, 64], got " + std::to_string(classes));
@@ -134,15 +138,24 @@ void simulate_responses(Dataset& ds, const std::vector<double>& theta, const Run
   }
 }
 
-/// A single-index model's responses, each drawn by its family at its linear predictor.
-void simulate_single_index(Dataset& ds, const std::vector<double>& theta, const RunConfig& c,
+/// A single-index model's responses, each drawn by its family at its linear predictor (plus its
+/// offset, with SbcOptions::offsets), summed over its trials (SbcOptions::trials).
+void simulate_single_index(Dataset& ds, const std::vector<double>& theta, const SbcOptions& opt,
                            Rng& rng) {
-  const std::shared_ptr<const SingleIndexFamily> family = single_index_family(c);
+  const std::shared_ptr<const SingleIndexFamily> family = single_index_family(opt.run);
+  std::vector<double> trials, offsets;
   for (std::size_t i = 0; i < ds.n(); ++i) {
     double mean = 0.0;
     for (std::size_t j = 0; j < ds.d(); ++j) mean += theta[j] * ds.row(i)[j];
-    ds.mutable_y()[i] = family->simulate(mean, rng);
+    if (opt.offsets) mean += offsets.emplace_back(0.5 * rng.normal());
+    const int m = opt.trials ? 1 + static_cast<int>(5.0 * rng.uniform()) : 1;
+    if (opt.trials) trials.push_back(m);
+    double y = 0.0;
+    for (int t = 0; t < m; ++t) y += family->simulate(mean, rng);
+    ds.mutable_y()[i] = y;
   }
+  ds.set_trials(std::move(trials));
+  ds.set_offsets(std::move(offsets));
 }
 
 /// One simulated data set with its θ* (dense), from the replicate's stream. Softmax draws
@@ -167,7 +180,7 @@ std::shared_ptr<Dataset> simulate_replicate(const SbcOptions& opt, int rep, Rng&
       return ds;
     }
     if (opt.run.model != ModelKind::softmax) {  // every single-index model, by its family
-      simulate_single_index(*ds, theta_star, opt.run, rng);
+      simulate_single_index(*ds, theta_star, opt, rng);
       return ds;
     }
     if (simulate_classes(*ds, theta_star, opt.classes, rng)) return ds;

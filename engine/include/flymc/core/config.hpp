@@ -58,6 +58,8 @@ enum class Init { map, prior };  ///< chain starting points
 /// BoundViolationError naming the family, the datum and its predictor; `finish` runs to the end
 /// and marks the run not exact (RunResult::exact(), its warnings, summary.json).
 enum class OnViolation { stop, finish };
+/// The binomial model's link: logit (logistic regression per trial) or probit.
+enum class Link { logit, probit };
 /// The kernels' metric (the RW proposal covariance, MALA's preconditioner, HMC's inverse mass
 /// matrix, the slice directions' scale): the identity (the paper's isotropic walk), or a
 /// diagonal or dense covariance, which starts from the Laplace covariance at θ_MAP and, with
@@ -186,10 +188,17 @@ struct RunConfig {
   int threads = 0;  ///< 0: all cores
   /// How the data's features are held (the loaders read them so; run() checks the data agree).
   Storage storage = Storage::f64;
+  /// The data file's columns (flymc/data/columns.hpp, DataColumns): the response, and the
+  /// optional per-row weight, trials and offset, each a CSV header name or a 0-based column index;
+  /// empty: the response is column 0, the others absent. The loaders read them (load_data); a
+  /// run reads what the data set holds.
+  std::string response_column, weights_column, trials_column, offset_column;
   double prior_sd = 1.0;
   double student_nu = 4.0;  ///< robust regression: Student-t degrees of freedom ν (paper: 4)
   /// Robust regression: the Student-t scale s; Gaussian regression: the noise's sd s.
   double noise_scale = 1.0;
+  /// --model binomial: the link of the success probability.
+  Link link = Link::logit;
   /// ModelKind::custom: the single-index family a library user gives (flymc::run(cfg, data,
   /// family) sets it); null for the other models.
   std::shared_ptr<const SingleIndexFamily> family;
@@ -304,6 +313,7 @@ const char* to_string(ZUpdate z) noexcept;
 const char* to_string(KernelKind k) noexcept;
 const char* to_string(Init i) noexcept;
 const char* to_string(OnViolation v) noexcept;
+const char* to_string(Link l) noexcept;
 const char* to_string(Metric m) noexcept;
 const char* to_string(ModelKind m) noexcept;
 const char* to_string(PriorKind p) noexcept;

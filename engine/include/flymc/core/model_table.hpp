@@ -16,7 +16,7 @@ namespace flymc {
 /// single-index models built on SingleIndexFamily (models/family.hpp): probit regression (labels
 /// ±1), Gaussian linear regression with a known noise scale (real responses), and `custom`, a
 /// family given in code (RunConfig::family).
-enum class ModelKind { logistic, softmax, robust, probit, gaussian, custom };
+enum class ModelKind { logistic, softmax, robust, probit, gaussian, binomial, custom };
 
 /// What values the label column may hold.
 enum class LabelDomain {
@@ -48,6 +48,9 @@ enum ModelOffer : unsigned {
   kOfferGradientBound = 1u << 6,
   /// A bound M2 on |f''|: Lipschitz gradients (BPS, Zig-Zag with control variates).
   kOfferCurvatureBound = 1u << 7,
+  /// Per-row weights, trials and offsets (Dataset::weights(), trials(), offsets()): the
+  /// single-index models the generic path runs. A sampler reads them where its table row says.
+  kOfferRowExtras = 1u << 8,
 };
 
 struct RunConfig;
@@ -62,6 +65,7 @@ using ModelRunner = RunResult (*)(const RunRequest&);
 // The built-in families (engine/src/models/family.cpp); `custom` is RunConfig::family.
 std::shared_ptr<const SingleIndexFamily> probit_family(const RunConfig&);
 std::shared_ptr<const SingleIndexFamily> gaussian_family(const RunConfig&);
+std::shared_ptr<const SingleIndexFamily> binomial_family(const RunConfig&);
 std::shared_ptr<const SingleIndexFamily> custom_family(const RunConfig&);
 // The θ-kernel runners (engine/src/mcmc/sampler_<model>.cpp).
 RunResult run_logistic_model(const RunRequest&);
@@ -81,7 +85,8 @@ struct ModelInfo {
 };
 
 namespace detail {
-inline constexpr unsigned kSingleIndexOffers = kOfferLikelihood | kOfferShards | kOfferSingleIndex;
+inline constexpr unsigned kSingleIndexOffers =
+    kOfferLikelihood | kOfferShards | kOfferSingleIndex | kOfferRowExtras;
 }
 
 /// Every ModelKind value in its order (a static_assert in samplers.cpp checks it).
@@ -113,6 +118,12 @@ inline constexpr ModelInfo kModels[] = {
      .labels = LabelDomain::any,
      .offers = detail::kSingleIndexOffers,
      .family = &gaussian_family},
+    // Successes of the data's trials (1 without a trials column), logit or probit (--link).
+    {.kind = ModelKind::binomial,
+     .name = "binomial",
+     .labels = LabelDomain::any,
+     .offers = detail::kSingleIndexOffers,
+     .family = &binomial_family},
     // A family given in code reads its data in code too: any label reaches its check_label().
     {.kind = ModelKind::custom,
      .name = "custom",

@@ -46,6 +46,7 @@ inline constexpr EnumName<KernelKind> kKernelNames[] = {
     {KernelKind::slice, "slice"}, {KernelKind::nuts, "nuts"}, {KernelKind::pcn, "pcn"},
     {KernelKind::imh, "imh"}};
 inline constexpr EnumName<Init> kInitNames[] = {{Init::map, "map"}, {Init::prior, "prior"}};
+inline constexpr EnumName<Link> kLinkNames[] = {{Link::logit, "logit"}, {Link::probit, "probit"}};
 inline constexpr EnumName<OnViolation> kOnViolationNames[] = {{OnViolation::stop, "stop"},
                                                               {OnViolation::finish, "finish"}};
 inline constexpr EnumName<Metric> kMetricNames[] = {{Metric::automatic, "auto"},
@@ -83,6 +84,7 @@ constexpr std::span<const EnumName<KernelKind>> enum_names(KernelKind) noexcept 
   return kKernelNames;
 }
 constexpr std::span<const EnumName<Init>> enum_names(Init) noexcept { return kInitNames; }
+constexpr std::span<const EnumName<Link>> enum_names(Link) noexcept { return kLinkNames; }
 constexpr std::span<const EnumName<OnViolation>> enum_names(OnViolation) noexcept {
   return kOnViolationNames;
 }
@@ -141,7 +143,7 @@ struct ChoiceField {
 using OptionField =
     std::variant<bool RunConfig::*, int RunConfig::*, long RunConfig::*, std::uint64_t RunConfig::*,
                  double RunConfig::*, std::optional<int> RunConfig::*,
-                 std::optional<double> RunConfig::*, ChoiceField>;
+                 std::optional<double> RunConfig::*, ChoiceField, std::string RunConfig::*>;
 
 enum class OptionKind {
   flag,
@@ -151,7 +153,8 @@ enum class OptionKind {
   real,
   auto_integer,
   auto_real,
-  choice
+  choice,
+  text  ///< a string taken as given (a column name)
 };
 
 /// The models that read an option: a bit per ModelKind value.
@@ -254,12 +257,13 @@ void for_each_option(Visitor&& visit) {
 /// compares it with the table's size plus kCodeOnlyFields).
 namespace detail {
 // Converts to any scalar: std::optional fields then take it through their converting
-// constructor (a conversion to optional itself would be ambiguous with that constructor); and
-// to the family, a field given only in code.
+// constructor (a conversion to optional itself would be ambiguous with that constructor); to a
+// string (the column names); and to the family, a field given only in code.
 struct AnyField {
   template <class T>
   requires std::is_arithmetic_v<T> || std::is_enum_v<T>
   operator T() const;  // never defined: only in unevaluated contexts
+  operator std::string() const;
   operator std::shared_ptr<const SingleIndexFamily>() const;
 };
 template <class T, class... A>

@@ -71,6 +71,9 @@ struct SamplerInfo {
   bool targets_ess = false;  ///< runs to an ESS target (--ess), its chains continuing in blocks
   bool batches = false;      ///< estimates gradients or tests from batches of --batch-size data
   bool refreshes = false;    ///< refreshes its velocity at random times (the BPS family)
+  /// Reads the data's per-row weights, trials and offsets (a model's kOfferRowExtras); the
+  /// others refuse data that have them.
+  bool row_extras = false;
   std::span<const AutoSetup> auto_setups = {};  ///< what auto pilots of it (empty: no candidate)
   CostFamily cost = CostFamily::pdmp;           ///< the cost model's prices for its work
   SamplerRunner runner = nullptr;               ///< null for auto, which resolves to another row
@@ -135,6 +138,7 @@ inline constexpr SamplerInfo kSamplers[] = {
      .shares_chains = true,
      .checkpointable = true,
      .targets_ess = true,
+     .row_extras = true,
      .auto_setups = detail::kFlymcSetups,
      .cost = CostFamily::flymc,
      .runner = &run_theta_kernel_request},
@@ -146,6 +150,7 @@ inline constexpr SamplerInfo kSamplers[] = {
      .shares_chains = true,
      .checkpointable = true,
      .targets_ess = true,
+     .row_extras = true,
      .auto_setups = detail::kFullSetups,
      .cost = CostFamily::full_data,
      .runner = &run_theta_kernel_request},
@@ -181,7 +186,8 @@ inline constexpr SamplerInfo kSamplers[] = {
      .kind = SamplerKind::automatic,
      .exact = true,
      .checkpointable = true,
-     .targets_ess = true},
+     .targets_ess = true,
+     .row_extras = true},
 };
 
 /// The row of `a` (kSamplers is in Algo's order, which a static_assert in samplers.cpp checks).

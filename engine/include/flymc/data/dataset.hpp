@@ -173,6 +173,23 @@ class Dataset {
   std::span<const double> y() const noexcept { return y_; }
   std::vector<double>& mutable_y() noexcept { return y_; }
 
+  /// Per-row values beside the response that some models read (docs/models.md, "Data as it
+  /// comes"): a weight w_n ≥ 0 (datum n's log-likelihood counts w_n times), a count of trials
+  /// m_n (binomial: y_n successes of m_n), an offset o_n added to the linear predictor
+  /// (η_n = x_n·θ + o_n: an exposure's log in Poisson regression). Empty where the data have
+  /// none; otherwise n() values. A model that cannot use one refuses data that have it.
+  std::span<const double> weights() const noexcept { return weights_; }
+  std::span<const double> trials() const noexcept { return trials_; }
+  std::span<const double> offsets() const noexcept { return offsets_; }
+  /// @throw std::invalid_argument unless v is empty or holds n() values.
+  void set_weights(std::vector<double> v) { set_column(weights_, std::move(v)); }
+  void set_trials(std::vector<double> v) { set_column(trials_, std::move(v)); }
+  void set_offsets(std::vector<double> v) { set_column(offsets_, std::move(v)); }
+  /// Whether any of the three is present.
+  bool has_row_extras() const noexcept {
+    return !weights_.empty() || !trials_.empty() || !offsets_.empty();
+  }
+
   /// Starts loading every 64-byte line of row i for a read a little later: a sampler that knows
   /// its next scattered datum ahead of time hides the memory latency this way. kLocality is
   /// __builtin_prefetch's: 3 into L1, 2 into L2 only (for a row needed only after other work).
@@ -195,6 +212,7 @@ class Dataset {
 
  private:
   float* xf() const noexcept { return reinterpret_cast<float*>(x_.get()); }
+  void set_column(std::vector<double>& to, std::vector<double> v);
   template <class T>
   void add_scaled(const T* x, double c, double* out) const noexcept {
     for (std::size_t j = 0; j < d_; ++j) out[j] += c * static_cast<double>(x[j]);
@@ -205,6 +223,7 @@ class Dataset {
   std::string source_;
   AlignedBuffer x_;  // N·stride doubles, or N·stride floats in the same kind of block
   std::vector<double> y_;
+  std::vector<double> weights_, trials_, offsets_;  // empty: none (set_weights, ...)
   std::shared_ptr<const RowShard> shard_;
 };
 
@@ -213,7 +232,8 @@ class Dataset {
 /// threads. A checkpoint records it, and the processes of an MPI run compare theirs.
 std::uint64_t data_fingerprint(const Dataset& data);
 
-/// The rows `rows` of `data`, in that order (a copy, labels and padding included).
+/// The rows `rows` of `data`, in that order (a copy, labels, weights, trials, offsets and padding
+/// included).
 std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vector<Index>& rows);
 
 /// subset_rows by the whole data set's row indices (ascending): of a shard, every process gets

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "flymc/data/columns.hpp"
 #include "flymc/data/dataset.hpp"
 #include "flymc/data/loaders.hpp"
 
@@ -38,15 +39,18 @@ FilePart load_hdf5_part(const std::string& spec, LabelDomain labels, int part, i
                         Storage storage = Storage::f64);
 
 /// What `mpirun ... flymc sample --shard-data` reads a process's part with: load_hdf5_part for an
-/// HDF5 spec, load_npy_part for an .npy file.
+/// HDF5 spec, load_npy_part for an .npy file; `columns` as load_data takes them.
 /// @throw DataError for the other formats (CSV and libsvm rows cannot be found without reading
 ///   what comes before them).
 FilePart load_data_part(const std::string& spec, LabelDomain labels, int part, int parts,
-                        Storage storage = Storage::f64);
+                        Storage storage = Storage::f64, const DataColumns& columns = {});
 
 /// What the command line loads a `--data` argument with: load_hdf5 for an HDF5 spec, else
-/// load_dataset (CSV, NPY, libsvm by extension).
-Dataset load_data(const std::string& spec, LabelDomain labels, Storage storage = Storage::f64);
+/// load_dataset (CSV, NPY, libsvm by extension). With `columns` (columns.hpp) the file is read
+/// whole and its response, weight, trials and offset columns chosen by select_columns (CSV by
+/// header name or index; NPY and HDF5 by index; libsvm has no columns and is refused).
+Dataset load_data(const std::string& spec, LabelDomain labels, Storage storage = Storage::f64,
+                  const DataColumns& columns = {});
 
 /// Writes `ds` as a float64 (N, D+1) dataset `loc.dataset` (its groups created) in a new file
 /// `loc.file` (an existing file is replaced). For tests and conversions.

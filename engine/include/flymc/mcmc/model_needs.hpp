@@ -9,6 +9,7 @@
 
 #include "flymc/core/config.hpp"
 #include "flymc/core/samplers.hpp"
+#include "flymc/data/dataset.hpp"
 
 namespace flymc {
 
@@ -22,7 +23,13 @@ unsigned sampler_needs(const RunConfig& cfg);
 
 /// Throws ConfigError naming the sampler, the model and what it lacks if cfg.model does not
 /// offer what cfg.algo needs (and, with `sharded`, data-wide sums across processes).
-void check_model_fits(const RunConfig& cfg, bool sharded = false);
+/// `row_extras`: the data have per-row weights, trials or offsets, which the sampler must read
+/// (SamplerInfo::row_extras) and the model offer (kOfferRowExtras); not yet on a sharded data set.
+void check_model_fits(const RunConfig& cfg, bool sharded = false, bool row_extras = false);
+
+/// Throws ConfigError if `data` have trials (Dataset::trials()) that cfg.model does not read
+/// (SingleIndexFamily::reads_trials: the binomial).
+void check_trials(const RunConfig& cfg, const Dataset& data);
 
 /// The built-in models `algo` runs (with --smh-order `smh_order`; on --shard-data with
 /// `sharded`), comma-separated, from the model and sampler tables.

@@ -102,6 +102,21 @@ class SingleIndexFamily {
   /// family need not simulate to be sampled.
   virtual double simulate(double eta, Rng& rng) const;
 
+  /// A family whose likelihood reads each datum's count of trials m (Dataset::trials(); the
+  /// binomial): then the engine calls derivatives_trials() where the data have trials, and each
+  /// datum's constants are datum_scale(y, m) times the family's. A datum's weight w_n scales its
+  /// f and its constants (w_n·f), and an offset o_n shifts its predictor (f(y, x·θ + o_n)): the
+  /// engine applies both, for every family.
+  virtual bool reads_trials() const { return false; }
+  /// f(y, η; m) and its derivatives as derivatives() gives them (that is, for m = 1).
+  virtual void derivatives_trials(double y, double /*trials*/, double eta, int order,
+                                  double* out) const {
+    derivatives(y, eta, order, out);
+  }
+  /// The factor by which datum (y, m)'s constants exceed the family's (κ_n = scale·κ, and so
+  /// for M1 … M4): 1 by default; the binomial's is m.
+  virtual double datum_scale(double /*y*/, double /*trials*/) const { return 1.0; }
+
   /// f(y, η) alone.
   double log_lik(double y, double eta) const {
     double f = 0.0;
@@ -150,6 +165,39 @@ class GaussianFamily final : public SingleIndexFamily {
 
  private:
   double scale_, precision_;
+};
+
+/// Binomial regression: y successes of m trials (m from the data's trials column, else 1), with
+/// the logit link, f = y·η − m·log(1 + e^η), or the probit link, f = y·log Φ(η) + (m − y)·log Φ(−η)
+/// (the constant log C(m, y) dropped). Per trial the constants are logistic or probit regression's;
+/// a datum's are m times them (datum_scale). Without a trials column the responses are 0 or 1.
+class BinomialFamily final : public SingleIndexFamily {
+ public:
+  enum class Link { logit, probit };
+  explicit BinomialFamily(Link link) : link_(link) {}
+  std::string name() const override {
+    return link_ == Link::logit ? "binomial" : "binomial-probit";
+  }
+  std::string check_label(double y) const override;
+  void derivatives(double y, double eta, int order, double* out) const override {
+    derivatives_trials(y, 1.0, eta, order, out);
+  }
+  bool reads_trials() const override { return true; }
+  void derivatives_trials(double y, double trials, double eta, int order,
+                          double* out) const override;
+  double datum_scale(double /*y*/, double trials) const override { return trials; }
+  std::optional<double> kappa() const override;
+  std::optional<double> m1() const override;
+  std::optional<double> m2() const override;
+  std::optional<double> m3() const override;
+  std::optional<double> m4() const override;
+  bool same_as(const SingleIndexFamily& other) const override;
+  /// One trial: 1 with probability the link's inverse at η, else 0.
+  double simulate(double eta, Rng& rng) const override;
+  Link link() const noexcept { return link_; }
+
+ private:
+  Link link_;
 };
 
 /// The family of a run: RunConfig::family for ModelKind::custom, the built-in one for

@@ -118,6 +118,9 @@ class GlmBound {
   std::shared_ptr<const Dataset> data_;
   std::shared_ptr<const SingleIndexFamily> family_;
   std::vector<Record> rec_;
+  /// Datum n's curvature factor c_n (its weight times the family's datum scale; κ_n = κ·c_n),
+  /// empty where the data have no weights, trials or offsets (every c_n = 1).
+  std::vector<double> factor_;
   CollapsedQuadratic sum_;                           // Σ_n log B_n
   double kappa_ = 0.0, slack_ = 0.0, offset_ = 0.0;  // offset_: ε − raised excess
 };

@@ -83,6 +83,11 @@ struct SbcOptions {
   std::uint64_t seed = 1;
   int threads = 0;      ///< worker threads over replicates (0: all cores)
   double alpha = 0.01;  ///< family-wise level; each quantity is tested at alpha / (P + 1)
+  /// Single-index models: each datum also gets 1 to 5 trials, uniformly (a family that reads
+  /// trials: its response sums that many of its draws), and an offset o_n ~ N(0, 0.5²) added to
+  /// its predictor; the run reads both from the data set (Dataset::trials(), offsets()).
+  bool trials = false;
+  bool offsets = false;
 
   /// @throw ConfigError naming the option when a value is out of range.
   void validate() const;

@@ -456,7 +456,7 @@ std::vector<AutoCandidate> auto_candidates(const RunConfig& cfg, const Dataset& 
     a.config = std::move(c);
     try {
       a.config.validate();
-      check_model_fits(a.config);
+      check_model_fits(a.config, false, data.has_row_extras());
     } catch (const ConfigError& e) {
       a.skipped = e.what();
     }

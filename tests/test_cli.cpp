@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -463,6 +464,49 @@ TEST_SUITE("unit") {
     bad = run_cli("sample --model softmax --data " + (dir / "one.csv").string(), dir);
     CHECK(bad.code == 65);
     CHECK(bad.err.find("at least two classes") != std::string::npos);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("flymc sample --model binomial --trials --weights --offset: columns by name") {
+    const fs::path dir = temp_dir("columns");
+    {
+      // successes, trials, weight, offset, then the features (an intercept and one more)
+      std::ofstream f(dir / "d.csv");
+      f << "succ,m,w,off,one,x\n";
+      flymc::Rng rng(4, 0);
+      for (int i = 0; i < 400; ++i) {
+        const double x = rng.normal(), off = 0.2 * rng.normal();
+        const int m = 1 + i % 4;
+        const double p = 1.0 / (1.0 + std::exp(-(0.3 - 0.8 * x + off)));
+        int y = 0;
+        for (int t = 0; t < m; ++t) y += rng.uniform() < p ? 1 : 0;
+        f << y << ',' << m << ',' << (i % 3 == 0 ? 2 : 1) << ',' << off << ",1," << x << '\n';
+      }
+    }
+    const std::string base = "sample --data " + (dir / "d.csv").string() +
+                             " --model binomial --response succ --trials m --weights w --offset "
+                             "off --chains 2 --warmup 200 --iters 300 --seed 3 --quiet ";
+    const Result r = run_cli(base + "--algo flymc --kernel nuts --out " + (dir / "run").string(),
+                             dir);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const auto csv = flymc::read_stan_csv((dir / "run" / "chain-1.csv").string());
+    CHECK(csv.columns.back() == "theta.2");  // the two features only
+    CHECK(csv.config_value("trials_column") == "m");
+    CHECK(csv.config_value("offset_column") == "off");
+    std::ifstream summary(dir / "run" / "summary.json");
+    const auto j = nlohmann::json::parse(summary);
+    CHECK(j["config"]["weights_column"] == "w");
+    CHECK(j["params"][1]["mean"].get<double>() == doctest::Approx(-0.8).epsilon(0.25));
+    // A sampler that does not read them yet refuses the data, naming those that do.
+    Result bad = run_cli(base + "--algo smh --out " + (dir / "smh").string(), dir);
+    CHECK(bad.code == 78);
+    CHECK(bad.err.find("--algo smh does not read per-row weights") != std::string::npos);
+    bad = run_cli("sample --data " + (dir / "d.csv").string() +
+                      " --model binomial --response succ --trials m --weights nope --out " +
+                      (dir / "nope").string(),
+                  dir);
+    CHECK(bad.code == 65);
+    CHECK(bad.err.find("--weights nope: no such column") != std::string::npos);
     fs::remove_all(dir);
   }
 

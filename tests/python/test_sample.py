@@ -165,5 +165,32 @@ class SingleIndexModels(unittest.TestCase):
         with self.assertRaisesRegex(flymc.UsageError, "student_nu|--nu"):
             flymc.sample(x, y, model="probit", student_nu=3.0, **SMALL)
 
+class RowArrays(unittest.TestCase):
+    """weights=, trials= and offset= arrays beside X and y: binomial counts of their trials, each
+    datum's weight and offset read as the command line reads its columns."""
+
+    def test_binomial_with_trials_weights_and_offsets(self):
+        rng = np.random.default_rng(5)
+        n = 300
+        x = np.c_[np.ones(n), rng.normal(size=n)]
+        off = 0.2 * rng.normal(size=n)
+        m = 1 + np.arange(n) % 4
+        p = 1.0 / (1.0 + np.exp(-(x @ np.array([0.3, -0.8]) + off)))
+        y = rng.binomial(m, p).astype(float)
+        w = np.where(np.arange(n) % 3 == 0, 2.0, 1.0)
+        r = flymc.sample(x, y, model="binomial", trials=m.astype(float), weights=w, offset=off,
+                         **{**SMALL, "kernel": "nuts"})
+        self.assertEqual(r.draws.shape, (3, 80, 2))
+        self.assertTrue(np.all(np.isfinite(r.draws)))
+        # Doubling every weight is the same as every datum twice: a narrower posterior.
+        r2 = flymc.sample(x, y, model="binomial", trials=m.astype(float), weights=2 * w,
+                          offset=off, **{**SMALL, "kernel": "nuts"})
+        self.assertLess(r2.draws[:, :, 1].std(), r.draws[:, :, 1].std())
+        with self.assertRaisesRegex(flymc.DataError, "weights has 3 values but X has 300 rows"):
+            flymc.sample(x, y, model="binomial", trials=m.astype(float), weights=w[:3], **SMALL)
+        with self.assertRaisesRegex(flymc.ConfigError, "does not read per-row weights"):
+            flymc.sample(x, y, model="binomial", trials=m.astype(float), algo="smh")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -486,8 +486,8 @@ TEST_SUITE("unit") {
     const std::string base = "sample --data " + (dir / "d.csv").string() +
                              " --model binomial --response succ --trials m --weights w --offset "
                              "off --chains 2 --warmup 200 --iters 300 --seed 3 --quiet ";
-    const Result r = run_cli(base + "--algo flymc --kernel nuts --out " + (dir / "run").string(),
-                             dir);
+    const Result r =
+        run_cli(base + "--algo flymc --kernel nuts --out " + (dir / "run").string(), dir);
     REQUIRE_MESSAGE(r.code == 0, r.err);
     const auto csv = flymc::read_stan_csv((dir / "run" / "chain-1.csv").string());
     CHECK(csv.columns.back() == "theta.2");  // the two features only
@@ -498,9 +498,9 @@ TEST_SUITE("unit") {
     CHECK(j["config"]["weights_column"] == "w");
     CHECK(j["params"][1]["mean"].get<double>() == doctest::Approx(-0.8).epsilon(0.25));
     // A sampler that does not read them yet refuses the data, naming those that do.
-    Result bad = run_cli(base + "--algo smh --out " + (dir / "smh").string(), dir);
+    Result bad = run_cli(base + "--algo bps --out " + (dir / "bps").string(), dir);
     CHECK(bad.code == 78);
-    CHECK(bad.err.find("--algo smh does not read per-row weights") != std::string::npos);
+    CHECK(bad.err.find("--algo bps does not read per-row weights") != std::string::npos);
     bad = run_cli("sample --data " + (dir / "d.csv").string() +
                       " --model binomial --response succ --trials m --weights nope --out " +
                       (dir / "nope").string(),

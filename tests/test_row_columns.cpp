@@ -283,7 +283,7 @@ TEST_SUITE("unit") {
     }
   }
 
-  TEST_CASE("weights, trials and offsets: FlyMC and regular MCMC read them, the others refuse") {
+  TEST_CASE("weights, trials and offsets: FlyMC, SMH and regular MCMC read them, others refuse") {
     const auto ds = binomial_data(500, 8);
     const RunResult fly = run(binomial_run(Algo::flymc), ds);
     CHECK(fly.bound_violations() == 0);
@@ -295,10 +295,21 @@ TEST_SUITE("unit") {
     }
     RunConfig c = binomial_run(Algo::smh);
     c.kernel = KernelKind::rwmh;
-    CHECK_THROWS_WITH_AS(run(c, ds), doctest::Contains("--algo smh does not read per-row weights"),
-                         ConfigError);
+    c.iters = 3000;
+    for (const int order : {2, 3}) {
+      c.smh_order = order;
+      const RunResult smh = run(c, ds);
+      CHECK(smh.bound_violations() == 0);
+      for (std::size_t j = 0; j < 3; ++j) {
+        const test::DrawMoments a = test::draw_moments(smh.coordinate(j));
+        const test::DrawMoments b = test::draw_moments(full.coordinate(j));
+        CHECK(std::fabs(a.mean - b.mean) < 0.25 * b.sd);
+      }
+    }
     c.algo = Algo::zigzag_cv;
-    CHECK_THROWS_AS(run(c, ds), ConfigError);
+    CHECK_THROWS_WITH_AS(run(c, ds),
+                         doctest::Contains("--algo zigzag-cv does not read per-row weights"),
+                         ConfigError);
     c = binomial_run(Algo::full);
     c.model = ModelKind::probit;  // no trials
     CHECK_THROWS_WITH_AS(run(c, ds), doctest::Contains("does not read (--model binomial does)"),
@@ -344,5 +355,13 @@ TEST_SUITE("statistical") {
   }
   TEST_CASE("SBC: regular NUTS on binomial-probit regression with trials and offsets") {
     test::check_small_sbc(binomial_sbc(Algo::full, BinomialFamily::Link::probit, 3, 522));
+  }
+  TEST_CASE("SBC: scalable MH (orders 2 and 3) on binomial regression with trials and offsets") {
+    for (const int order : {2, 3}) {
+      SbcOptions o = binomial_sbc(Algo::smh, BinomialFamily::Link::logit, 5, 523 + order);
+      o.run.kernel = KernelKind::rwmh;
+      o.run.smh_order = order;
+      test::check_small_sbc(o);
+    }
   }
 }

@@ -189,7 +189,7 @@ class RowArrays(unittest.TestCase):
         with self.assertRaisesRegex(flymc.DataError, "weights has 3 values but X has 300 rows"):
             flymc.sample(x, y, model="binomial", trials=m.astype(float), weights=w[:3], **SMALL)
         with self.assertRaisesRegex(flymc.ConfigError, "does not read per-row weights"):
-            flymc.sample(x, y, model="binomial", trials=m.astype(float), algo="smh")
+            flymc.sample(x, y, model="binomial", trials=m.astype(float), algo="bps")
 
 
 if __name__ == "__main__":

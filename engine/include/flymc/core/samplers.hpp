@@ -177,6 +177,7 @@ inline constexpr SamplerInfo kSamplers[] = {
      .shardable = true,
      .checkpointable = true,
      .targets_ess = true,
+     .row_extras = true,
      .auto_setups = detail::kSmhSetups,
      .cost = CostFamily::smh,
      .runner = &run_smh_request},

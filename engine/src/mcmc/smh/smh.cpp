@@ -109,7 +109,8 @@ Mat curvature_pass(const SmhStatistics& sh) {
                 const RowsF64 xr = ds.rows(lo, hi);
                 const std::vector<double> s = predictors(sh, xr, lo, hi, th.get());
                 std::vector<double> w(hi - lo);
-                for (std::size_t i = 0; i < hi - lo; ++i) w[i] = -sh.taylor(y[lo + i], s[i]).f2;
+                for (std::size_t i = 0; i < hi - lo; ++i)
+                  w[i] = -sh.taylor(static_cast<Index>(lo + i), y[lo + i], s[i]).f2;
                 MatrixSum part{Mat::Zero(dd, dd)};
                 add_weighted_outer(part.m, ds, xr.data(), w);
                 return part;
@@ -250,7 +251,7 @@ void expand_and_bound(SmhStatistics& sh) {
         Vec coef(static_cast<Eigen::Index>(hi - lo));
         std::vector<double> w3(sh.order == 3 ? hi - lo : 0);
         for (std::size_t i = 0; i < hi - lo; ++i) {
-          const Expansion t = sh.taylor(y[lo + i], s[i]);
+          const Expansion t = sh.taylor(static_cast<Index>(lo + i), y[lo + i], s[i]);
           const double sign = sh.sign(y[lo + i]);
           sh.datum[lo + i].u_hat = t.u_hat;
           sh.datum[lo + i].sign = static_cast<float>(sign);
@@ -262,6 +263,14 @@ void expand_and_bound(SmhStatistics& sh) {
         ExpandPartial part{Mat(), std::vector<double>(cubic_entries, 0.0)};
         bound_block(sh, linv, xr.data(), hi - lo, c, sh.datum.data() + lo, w3.data(),
                     part.cubic.data());
+        if (sh.extras)  // each datum's bound times its factor, still rounded up to a float
+          for (std::size_t i = lo; i < hi; ++i) {
+            const double exact = double(sh.datum[i].phi) * sh.bound_factor(static_cast<Index>(i));
+            auto up = static_cast<float>(exact);
+            if (static_cast<double>(up) < exact)
+              up = std::nextafter(up, std::numeric_limits<float>::infinity());
+            sh.datum[i].phi = up;
+          }
         part.g = rows(ds, xr, lo, hi).transpose() * coef;
         return part;
       },
@@ -313,6 +322,48 @@ void candidate_tables(SmhStatistics& sh) {
 }
 
 }  // namespace
+
+namespace {
+/// w_n·f(y_n, u; m_n) and its first `order` u-derivatives (the data's trials where they have
+/// them, the family's own one-trial derivatives otherwise).
+void weighted_derivatives(const SmhStatistics& sh, Index n, double u, int order, double* out) {
+  const Dataset& ds = *sh.data;
+  const auto m = ds.trials(), w = ds.weights();
+  if (m.empty())
+    sh.family->derivatives(ds.y()[n], u, order, out);
+  else
+    sh.family->derivatives_trials(ds.y()[n], m[n], u, order, out);
+  if (!w.empty())
+    for (int j = 0; j <= order; ++j) out[j] *= w[n];
+}
+}  // namespace
+
+Expansion SmhStatistics::datum_expand(Index n, double s_hat) const noexcept {
+  const auto off = data->offsets();
+  const double u = off.empty() ? s_hat : s_hat + off[n];
+  double d[SingleIndexFamily::kMaxOrder + 1] = {};
+  weighted_derivatives(*this, n, u, order == 3 ? 3 : 2, d);
+  return Expansion{u, d[1], d[2], order == 3 ? d[3] : 0.0};
+}
+
+double SmhStatistics::datum_remainder_change(Index n, double u_hat, double h,
+                                             double h2) const noexcept {
+  double d[SingleIndexFamily::kMaxOrder + 1] = {};
+  weighted_derivatives(*this, n, u_hat, order == 3 ? 3 : 2, d);
+  const double f3 = order == 3 ? d[3] : 0.0;
+  const auto gap = [&](double step) {
+    double f = 0.0;
+    weighted_derivatives(*this, n, u_hat + step, 0, &f);
+    return f - step * (d[1] + step * (0.5 * d[2] + f3 * step / 6.0));
+  };
+  return gap(h) - gap(h2);
+}
+
+double SmhStatistics::bound_factor(Index n) const noexcept {
+  const auto trials = data->trials(), w = data->weights();
+  const double scale = trials.empty() ? 1.0 : family->datum_scale(data->y()[n], trials[n]);
+  return w.empty() ? scale : w[n] * scale;
+}
 
 std::shared_ptr<const SmhStatistics> build_smh_statistics(
     std::shared_ptr<const Dataset> data, const Prior& prior, const MapResult& map,

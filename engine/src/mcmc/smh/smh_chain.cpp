@@ -126,7 +126,9 @@ double SmhChain::remainder_drop(Index n) const noexcept {
 /// Row n's remainder exceeded its bound by `excess` at the proposal: where, for the error.
 void SmhChain::note_violation(Index n, double excess) noexcept {
   const std::size_t first = data_.shard() != nullptr ? data_.shard()->first_row : 0;
-  res_.counters.first_violation.merge({first + n, data_.dot(n, theta2_.get()), excess});
+  const auto off = data_.offsets();  // the predictor with its offset, as the family sees it
+  const double eta = data_.dot(n, theta2_.get()) + (off.empty() ? 0.0 : off[n]);
+  res_.counters.first_violation.merge({first + n, eta, excess});
 }
 
 /// Where the thinned process would propose more candidates than there are data (far from θ̂):

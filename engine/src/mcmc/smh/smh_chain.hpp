@@ -49,7 +49,8 @@ struct SmhStatistics {
         data(d.get()),
         prior(p),
         family(std::move(fam)),
-        reads_response(family->remainder_reads_response()),
+        extras(d->has_row_extras()),
+        reads_response(extras || family->remainder_reads_response()),
         order(expansion_order),
         m(*(expansion_order == 3 ? family->m4() : family->m3())),
         bound_excess(excess) {}
@@ -59,7 +60,11 @@ struct SmhStatistics {
   const Dataset* data;
   const Prior prior;
   const std::shared_ptr<const SingleIndexFamily> family;
-  const bool reads_response;  // family->remainder_reads_response()
+  /// The data have weights, trials or offsets (Dataset::has_row_extras): each datum is expanded
+  /// in u = η + o_n (σ = 1) from w_n·f(y_n, u; m_n), its bound is w_n·datum_scale times the
+  /// family's, and the family's own expansion members are not used.
+  const bool extras;
+  const bool reads_response;  // extras || family->remainder_reads_response()
   const int order;            // of the expansion: 2, or 3 (then the remainders are of fourth order)
   const double m;  // max |f⁽ᵒʳᵈᵉʳ⁺¹⁾| of a datum's log-likelihood in its predictor
   const double bound_excess;
@@ -99,15 +104,23 @@ struct SmhStatistics {
            fam.same_as(*family) && excess == bound_excess && map.theta.size() == theta_hat.size() &&
            map.theta == theta_hat && expansion_order == order;
   }
-  /// The datum's expansion at predictor x·θ̂ = `s_hat`, in its family's variable u.
-  Expansion taylor(double label, double s_hat) const noexcept {
-    return family->expand(label, s_hat, order);
+  /// Datum n's expansion at predictor x·θ̂ = `s_hat`, in its family's variable u.
+  Expansion taylor(Index n, double label, double s_hat) const noexcept {
+    return extras ? datum_expand(n, s_hat) : family->expand(label, s_hat, order);
   }
   /// σ = ∂u/∂(x·θ) (SingleIndexFamily::expansion_sign).
-  double sign(double label) const noexcept { return family->expansion_sign(label); }
+  double sign(double label) const noexcept { return extras ? 1.0 : family->expansion_sign(label); }
+  /// With `extras`: datum n's expansion at x·θ̂ = s_hat in u = η + o_n, of w_n·f(y_n, u; m_n).
+  Expansion datum_expand(Index n, double s_hat) const noexcept;
+  /// With `extras`: datum n's remainder change (as SingleIndexFamily::remainder_change) of
+  /// w_n·f(y_n, u; m_n), its coefficients recomputed from û as datum_expand computes them.
+  double datum_remainder_change(Index n, double u_hat, double h, double h2) const noexcept;
+  /// Datum n's bound factor: w_n·datum_scale(y_n, m_n) (1 without extras).
+  double bound_factor(Index n) const noexcept;
   /// r_n(θ) − r_n(θ') for datum n (this process's row), where x_n·(θ − θ̂) = e and
   /// x_n·(θ' − θ̂) = e2: the difference of its gaps (SingleIndexFamily::remainder_change).
   double remainder_change(Index n, const SmhDatum& d, double e, double e2) const noexcept {
+    if (extras) return datum_remainder_change(n, d.u_hat, e, e2);
     const double sign = static_cast<double>(d.sign);
     return family->remainder_change(reads_response ? data->y()[n] : 0.0, d.u_hat, sign * e,
                                     sign * e2, order);

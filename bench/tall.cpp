@@ -60,6 +60,10 @@ RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool f
   c.seed = o.seed;
   c.prior_sd = o.prior_sd;
   c.prior = o.prior;
+  c.response_column = o.columns.response;
+  c.weights_column = o.columns.weights;
+  c.trials_column = o.columns.trials;
+  c.offset_column = o.columns.offset;
   c.metric = Metric::dense;
   c.adapt_metric = adapt_metric;
   if (fly_metric) {
@@ -309,8 +313,14 @@ void print_auto(const nlohmann::json& a) {
 
 void tall(const TallOptions& o) {
   const Stopwatch read_clock;
-  const auto data =
-      std::make_shared<const Dataset>(load_dataset(o.data, label_domain(model_kind(o.model))));
+  const LabelDomain labels = label_domain(model_kind(o.model));
+  const auto data = std::make_shared<const Dataset>(
+      o.columns.any()
+          ? select_columns(load_dataset(o.data, LabelDomain::any),
+                           o.data.ends_with(".csv") ? csv_header(o.data) : std::vector<std::string>{},
+                           o.columns, labels, o.data.ends_with(".csv"), 0,
+                           o.data.ends_with(".csv") && !csv_header(o.data).empty() ? 1 : 0)
+          : load_dataset(o.data, labels));
   const double read_seconds = read_clock.seconds();
   const std::vector<TallRow> rows = run_all(o, data, read_seconds);
   const nlohmann::json defaults = default_run(o, data, read_seconds);
@@ -434,6 +444,10 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
       ->capture_default_str();
   t->add_option("--hmc-steps-regular", o.hmc_steps_regular)->capture_default_str();
   t->add_option("--hmc-steps-flymc", o.hmc_steps_flymc)->capture_default_str();
+  cli::add_run_named(t, "response", o.columns.response);
+  cli::add_run_named(t, "weights", o.columns.weights);
+  cli::add_run_named(t, "trials", o.columns.trials);
+  cli::add_run_named(t, "offset", o.columns.offset);
   cli::add_run_named(t, "prior-sd", o.prior_sd)->capture_default_str();
   cli::add_run_named(t, "prior", o.prior)
       ->transform(CLI::CheckedTransformer(cli::enum_map<PriorKind>(), CLI::ignore_case));

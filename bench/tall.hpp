@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "flymc/data/columns.hpp"
 #include "flymc/core/config.hpp"
 
 namespace flymc::bench {
@@ -12,6 +13,8 @@ namespace flymc::bench {
 struct TallOptions {
   std::string data, json;
   std::string model = "logistic";  ///< logistic, softmax or robust
+  /// The data file's response, weight, trials and offset columns (--response ... --offset).
+  DataColumns columns;
   /// Check `--algo auto`: its candidates' predictions against the measured rows of the same
   /// names, and its choice's measured ESS/s against the best measured exact row's.
   bool check_auto = true;

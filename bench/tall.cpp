@@ -316,10 +316,11 @@ void tall(const TallOptions& o) {
   const LabelDomain labels = label_domain(model_kind(o.model));
   const auto data = std::make_shared<const Dataset>(
       o.columns.any()
-          ? select_columns(load_dataset(o.data, LabelDomain::any),
-                           o.data.ends_with(".csv") ? csv_header(o.data) : std::vector<std::string>{},
-                           o.columns, labels, o.data.ends_with(".csv"), 0,
-                           o.data.ends_with(".csv") && !csv_header(o.data).empty() ? 1 : 0)
+          ? select_columns(
+                load_dataset(o.data, LabelDomain::any),
+                o.data.ends_with(".csv") ? csv_header(o.data) : std::vector<std::string>{},
+                o.columns, labels, o.data.ends_with(".csv"), 0,
+                o.data.ends_with(".csv") && !csv_header(o.data).empty() ? 1 : 0)
           : load_dataset(o.data, labels));
   const double read_seconds = read_clock.seconds();
   const std::vector<TallRow> rows = run_all(o, data, read_seconds);

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "flymc/data/columns.hpp"
 #include "flymc/core/config.hpp"
+#include "flymc/data/columns.hpp"
 
 namespace flymc::bench {
 

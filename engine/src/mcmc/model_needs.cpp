@@ -69,10 +69,12 @@ void check_model_fits(const RunConfig& cfg, bool sharded, bool row_extras) {
                         return i.row_extras && i.kind != SamplerKind::automatic;
                       })) +
                       " do");
-  if (row_extras && sharded)
-    throw ConfigError(
-        "per-row weights, trials or offsets (--weights, --trials, --offset) are not read on "
-        "--shard-data yet");
+  // Scalable MH reads a datum's weight, trials and offset where its row is; FlyMC evaluates bright
+  // data held by other processes, whose records do not carry them yet.
+  if (row_extras && sharded && sampler_info(cfg.algo).kind != SamplerKind::smh)
+    throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
+                      " does not read per-row weights, trials or offsets (--weights, --trials, "
+                      "--offset) on --shard-data yet; --algo smh does");
   const unsigned need =
       sampler_needs(cfg) | (sharded ? kOfferShards : 0u) | (row_extras ? kOfferRowExtras : 0u);
   const unsigned missing = need & ~model_offers(cfg);

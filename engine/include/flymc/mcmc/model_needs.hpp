@@ -24,7 +24,8 @@ unsigned sampler_needs(const RunConfig& cfg);
 /// Throws ConfigError naming the sampler, the model and what it lacks if cfg.model does not
 /// offer what cfg.algo needs (and, with `sharded`, data-wide sums across processes).
 /// `row_extras`: the data have per-row weights, trials or offsets, which the sampler must read
-/// (SamplerInfo::row_extras) and the model offer (kOfferRowExtras); not yet on a sharded data set.
+/// (SamplerInfo::row_extras) and the model offer (kOfferRowExtras); on a sharded data set only
+/// scalable MH reads them so far.
 void check_model_fits(const RunConfig& cfg, bool sharded = false, bool row_extras = false);
 
 /// Throws ConfigError if `data` have trials (Dataset::trials()) that cfg.model does not read

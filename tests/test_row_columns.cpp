@@ -4,7 +4,7 @@
 // reading them (a weight counts a datum w times, an offset shifts its predictor, trials make a
 // binomial count), FlyMC's bound with per-datum curvature, the binomial family's derivatives and
 // constants, which samplers refuse such data, and SBC of FlyMC and regular NUTS on binomial
-// regression with trials and offsets.
+// regression with trials and offsets; the Poisson family (regular MCMC, offsets) and its SBC.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -338,6 +338,69 @@ TEST_SUITE("unit") {
   }
 }
 
+TEST_SUITE("unit") {
+  TEST_CASE("poisson: derivatives, exact draws at small and large means, and who samples it") {
+    const PoissonFamily fam;
+    for (const double y : {0.0, 1.0, 7.0, 300.0})
+      for (double eta = -20.0; eta <= 8.0; eta += 0.53) {
+        double d[5], up[5], down[5];
+        const double h = 1e-6;
+        fam.derivatives(y, eta, 4, d);
+        fam.derivatives(y, eta + h, 4, up);
+        fam.derivatives(y, eta - h, 4, down);
+        for (int j = 0; j < 4; ++j)
+          CHECK(d[j + 1] == doctest::Approx((up[j] - down[j]) / (2 * h))
+                                .epsilon(1e-6)
+                                .scale(std::exp(eta) + y + 1.0));
+      }
+    // Draws at means across inversion (< 10) and PTRS: mean and variance both μ, within 4.5
+    // standard errors of 20,000 draws (the variance's se from the fourth central moment).
+    Rng rng(3, 0);
+    for (const double mu : {0.3, 4.0, 9.9, 10.0, 37.0, 2500.0}) {
+      CAPTURE(mu);
+      const int n = 20000;
+      double s = 0.0, ss = 0.0;
+      for (int i = 0; i < n; ++i) {
+        const double k = fam.simulate(std::log(mu), rng);
+        CHECK(k == std::floor(k));
+        s += k;
+        ss += k * k;
+      }
+      const double mean = s / n, var = ss / n - mean * mean;
+      CHECK(std::fabs(mean - mu) < 4.5 * std::sqrt(mu / n));
+      CHECK(std::fabs(var - mu) < 4.5 * std::sqrt((mu + 2.0 * mu * mu) / n));
+    }
+    // No constant: FlyMC and scalable MH refuse it by name, regular MCMC and auto run it.
+    auto ds = std::make_shared<Dataset>(300, 2, "counts");
+    std::vector<double> off(300);
+    for (std::size_t i = 0; i < 300; ++i) {
+      ds->mutable_row(i)[0] = 1.0;
+      ds->mutable_row(i)[1] = rng.normal();
+      off[i] = std::log(1.0 + double(i % 5));  // exposures 1..5
+      ds->mutable_y()[i] = fam.simulate(0.5 + 0.3 * ds->value(i, 1) + off[i], rng);
+    }
+    ds->set_offsets(off);
+    RunConfig c = binomial_run(Algo::full);
+    c.model = ModelKind::poisson;
+    const RunResult r = run(c, ds);
+    CHECK(std::fabs(test::draw_moments(r.coordinate(0)).mean - 0.5) <
+          5.0 * test::draw_moments(r.coordinate(0)).sd);
+    c.algo = Algo::flymc;
+    CHECK_THROWS_WITH_AS(run(c, ds), doctest::Contains("kappa"), ConfigError);
+    c.algo = Algo::smh;
+    c.kernel = KernelKind::rwmh;
+    CHECK_THROWS_WITH_AS(run(c, ds), doctest::Contains("M3"), ConfigError);
+    RunConfig a = binomial_run(Algo::automatic);
+    a.model = ModelKind::poisson;
+    for (const AutoCandidate& cand : auto_candidates(a, *ds, false, {}))
+      if (cand.skipped.empty()) CHECK(cand.config.algo == Algo::full);
+    ds->mutable_y()[4] = 2.5;
+    c.algo = Algo::full;
+    c.kernel = KernelKind::nuts;
+    CHECK_THROWS_WITH_AS(run(c, ds), doctest::Contains("must be a count"), DataError);
+  }
+}
+
 TEST_SUITE("statistical") {
   // Binomial regression with 1 to 5 trials and N(0, 0.5²) offsets per datum (SbcOptions::trials,
   // offsets); the small cases' sizes (sbc_util.hpp).
@@ -355,6 +418,13 @@ TEST_SUITE("statistical") {
   }
   TEST_CASE("SBC: regular NUTS on binomial-probit regression with trials and offsets") {
     test::check_small_sbc(binomial_sbc(Algo::full, BinomialFamily::Link::probit, 3, 522));
+  }
+  TEST_CASE("SBC: regular NUTS on Poisson regression with offsets is calibrated") {
+    SbcOptions o = test::small_sbc(Algo::full, 3, 527, 200);
+    o.run.model = ModelKind::poisson;
+    o.run.kernel = KernelKind::nuts;
+    o.offsets = true;
+    test::check_small_sbc(o);
   }
   TEST_CASE("SBC: scalable MH (orders 2 and 3) on binomial regression with trials and offsets") {
     for (const int order : {2, 3}) {

@@ -70,8 +70,9 @@ std::vector<OptionInfo> model_and_kernel_options() {
       {"model", "model", choice<&C::model>(),
        "logistic (labels +-1 or 0/1), softmax (labels 0..K-1), robust (Student-t linear "
        "regression, real responses), probit (labels as logistic) or gaussian (linear "
-       "regression with noise sd --noise-scale, real responses) or binomial (successes of "
-       "--trials, else 0/1 labels; --link logit or probit)"},
+       "regression with noise sd --noise-scale, real responses), binomial (successes of "
+       "--trials, else 0/1 labels; --link logit or probit) or poisson (counts, log link, "
+       "--offset for a log exposure; regular MCMC)"},
       {"prior", "prior", choice<&C::prior>(),
        "Prior on every coefficient: gaussian or laplace (sd --prior-sd)"},
       {"algo",

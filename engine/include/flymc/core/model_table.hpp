@@ -16,7 +16,7 @@ namespace flymc {
 /// single-index models built on SingleIndexFamily (models/family.hpp): probit regression (labels
 /// ±1), Gaussian linear regression with a known noise scale (real responses), and `custom`, a
 /// family given in code (RunConfig::family).
-enum class ModelKind { logistic, softmax, robust, probit, gaussian, binomial, custom };
+enum class ModelKind { logistic, softmax, robust, probit, gaussian, binomial, poisson, custom };
 
 /// What values the label column may hold.
 enum class LabelDomain {
@@ -66,6 +66,7 @@ using ModelRunner = RunResult (*)(const RunRequest&);
 std::shared_ptr<const SingleIndexFamily> probit_family(const RunConfig&);
 std::shared_ptr<const SingleIndexFamily> gaussian_family(const RunConfig&);
 std::shared_ptr<const SingleIndexFamily> binomial_family(const RunConfig&);
+std::shared_ptr<const SingleIndexFamily> poisson_family(const RunConfig&);
 std::shared_ptr<const SingleIndexFamily> custom_family(const RunConfig&);
 // The θ-kernel runners (engine/src/mcmc/sampler_<model>.cpp).
 RunResult run_logistic_model(const RunRequest&);
@@ -124,6 +125,12 @@ inline constexpr ModelInfo kModels[] = {
      .labels = LabelDomain::any,
      .offers = detail::kSingleIndexOffers,
      .family = &binomial_family},
+    // Counts with the log link: no global constant, so regular MCMC only (an offset from the data).
+    {.kind = ModelKind::poisson,
+     .name = "poisson",
+     .labels = LabelDomain::any,
+     .offers = detail::kSingleIndexOffers,
+     .family = &poisson_family},
     // A family given in code reads its data in code too: any label reaches its check_label().
     {.kind = ModelKind::custom,
      .name = "custom",

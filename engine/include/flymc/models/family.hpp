@@ -200,6 +200,21 @@ class BinomialFamily final : public SingleIndexFamily {
   Link link_;
 };
 
+/// Poisson regression with the log link: counts y, f(y, η) = yη − e^η (log y! dropped). Every
+/// derivative from the second on is −e^η, unbounded: no global constant exists, so FlyMC (no κ)
+/// and scalable MH (no M3, M4) refuse it and regular MCMC samples it; an offset (the log of an
+/// exposure) comes from the data (Dataset::offsets()).
+class PoissonFamily final : public SingleIndexFamily {
+ public:
+  std::string name() const override { return "poisson"; }
+  std::string check_label(double y) const override;
+  void derivatives(double y, double eta, int order, double* out) const override;
+  bool same_as(const SingleIndexFamily& other) const override;
+  /// A Poisson(e^η) count: inversion below a mean of 10, Hörmann's transformed rejection (PTRS,
+  /// 1993) above, both exact.
+  double simulate(double eta, Rng& rng) const override;
+};
+
 /// The family of a run: RunConfig::family for ModelKind::custom, the built-in one for
 /// logistic, probit, gaussian (with cfg.noise_scale) and robust (Student-t, with
 /// cfg.student_nu and cfg.noise_scale); null for softmax, which has several predictors a datum.

@@ -314,14 +314,8 @@ void print_auto(const nlohmann::json& a) {
 void tall(const TallOptions& o) {
   const Stopwatch read_clock;
   const LabelDomain labels = label_domain(model_kind(o.model));
-  const auto data = std::make_shared<const Dataset>(
-      o.columns.any()
-          ? select_columns(
-                load_dataset(o.data, LabelDomain::any),
-                o.data.ends_with(".csv") ? csv_header(o.data) : std::vector<std::string>{},
-                o.columns, labels, o.data.ends_with(".csv"), 0,
-                o.data.ends_with(".csv") && !csv_header(o.data).empty() ? 1 : 0)
-          : load_dataset(o.data, labels));
+  const auto data =
+      std::make_shared<const Dataset>(load_dataset(o.data, labels, Storage::f64, o.columns));
   const double read_seconds = read_clock.seconds();
   const std::vector<TallRow> rows = run_all(o, data, read_seconds);
   const nlohmann::json defaults = default_run(o, data, read_seconds);

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/data/loaders.hpp"
 #include "loader_detail.hpp"
 
 namespace flymc {
@@ -120,6 +122,22 @@ Dataset select_columns(Dataset ds, const std::vector<std::string>& header, const
   out.set_offsets(std::move(o));
   if (ds.storage() == Storage::f32) out.store_as_f32();
   return out;
+}
+
+Dataset load_dataset(const std::string& path, LabelDomain labels, Storage storage,
+                     const DataColumns& cols) {
+  if (!cols.any()) return load_dataset(path, labels, storage);
+  const std::optional<DataFormat> format = data_format_of(path);
+  if (!format)
+    throw DataError(path +
+                    ": --response, --weights, --trials and --offset name columns of CSV, .npy and "
+                    "HDF5 files; a libsvm file has a label and features only");
+  const bool csv = format == DataFormat::csv;
+  const std::vector<std::string> header = csv ? csv_header(path) : std::vector<std::string>{};
+  Dataset ds = select_columns(load_dataset(path, LabelDomain::any), header, cols, labels, csv, 0,
+                              header.empty() ? 0 : 1);
+  if (storage == Storage::f32) ds.store_as_f32();
+  return ds;
 }
 
 }  // namespace flymc

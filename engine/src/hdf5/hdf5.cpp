@@ -201,22 +201,10 @@ FilePart load_data_part(const std::string& spec, LabelDomain labels, int part, i
 
 Dataset load_data(const std::string& spec, LabelDomain labels, Storage storage,
                   const DataColumns& columns) {
-  if (columns.any()) {
-    const bool csv = !hdf5_location(spec) && ends_with_ci(spec, ".csv");
-    if (!hdf5_location(spec) && !csv && data_format_of(spec) != DataFormat::npy)
-      fail(spec +
-           ": --response, --weights, --trials and --offset name columns of CSV, .npy and "
-           "HDF5 files; a libsvm file has a label and features only");
-    const std::vector<std::string> header = csv ? csv_header(spec) : std::vector<std::string>{};
-    Dataset all = hdf5_location(spec) ? load_hdf5(spec, LabelDomain::any)
-                                      : load_dataset(spec, LabelDomain::any);
-    Dataset ds =
-        select_columns(std::move(all), header, columns, labels, csv, 0, header.empty() ? 0 : 1);
-    if (storage == Storage::f32) ds.store_as_f32();
-    return ds;
-  }
-  if (!hdf5_location(spec)) return load_dataset(spec, labels, storage);
-  Dataset ds = load_hdf5(spec, labels);
+  if (!hdf5_location(spec)) return load_dataset(spec, labels, storage, columns);
+  Dataset ds = columns.any()
+                   ? select_columns(load_hdf5(spec, LabelDomain::any), {}, columns, labels)
+                   : load_hdf5(spec, labels);
   if (storage == Storage::f32) ds.store_as_f32();
   return ds;
 }

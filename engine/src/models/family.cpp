@@ -216,21 +216,16 @@ void BinomialFamily::derivatives_trials(double y, double m, double eta, int orde
 }
 
 // Per trial, logistic or probit regression's constants (a trial's f is theirs at ±η).
-std::optional<double> BinomialFamily::kappa() const {
-  return link_ == Link::logit ? LogisticFamily{}.kappa() : ProbitFamily{}.kappa();
+const SingleIndexFamily& BinomialFamily::trial() const {
+  static const LogisticFamily logit;
+  static const ProbitFamily probit;
+  return link_ == Link::logit ? static_cast<const SingleIndexFamily&>(logit) : probit;
 }
-std::optional<double> BinomialFamily::m1() const {
-  return link_ == Link::logit ? LogisticFamily{}.m1() : ProbitFamily{}.m1();
-}
-std::optional<double> BinomialFamily::m2() const {
-  return link_ == Link::logit ? LogisticFamily{}.m2() : ProbitFamily{}.m2();
-}
-std::optional<double> BinomialFamily::m3() const {
-  return link_ == Link::logit ? LogisticFamily{}.m3() : ProbitFamily{}.m3();
-}
-std::optional<double> BinomialFamily::m4() const {
-  return link_ == Link::logit ? LogisticFamily{}.m4() : ProbitFamily{}.m4();
-}
+std::optional<double> BinomialFamily::kappa() const { return trial().kappa(); }
+std::optional<double> BinomialFamily::m1() const { return trial().m1(); }
+std::optional<double> BinomialFamily::m2() const { return trial().m2(); }
+std::optional<double> BinomialFamily::m3() const { return trial().m3(); }
+std::optional<double> BinomialFamily::m4() const { return trial().m4(); }
 
 bool BinomialFamily::same_as(const SingleIndexFamily& other) const {
   const auto* o = dynamic_cast<const BinomialFamily*>(&other);
@@ -312,6 +307,23 @@ std::shared_ptr<const SingleIndexFamily> custom_family(const RunConfig& cfg) {
 std::shared_ptr<const SingleIndexFamily> single_index_family(const RunConfig& cfg) {
   const FamilyMaker make = model_info(cfg.model).family;
   return make != nullptr ? make(cfg) : nullptr;
+}
+
+void datum_derivatives(const SingleIndexFamily& family, const Dataset& data, std::size_t n,
+                       double u, int order, double* out) {
+  const auto trials = data.trials(), w = data.weights();
+  if (trials.empty())
+    family.derivatives(data.y()[n], u, order, out);
+  else
+    family.derivatives_trials(data.y()[n], trials[n], u, order, out);
+  if (!w.empty())
+    for (int j = 0; j <= order; ++j) out[j] *= w[n];
+}
+
+double datum_constant_factor(const SingleIndexFamily& family, const Dataset& data, std::size_t n) {
+  const auto trials = data.trials(), w = data.weights();
+  const double scale = trials.empty() ? 1.0 : family.datum_scale(data.y()[n], trials[n]);
+  return w.empty() ? scale : w[n] * scale;
 }
 
 void require_constant(const SingleIndexFamily& family, char need, const std::string& what) {

@@ -28,7 +28,7 @@ constexpr int kSlots = SingleIndexFamily::kMaxOrder + 1;
 /// itself where the data have no weights, trials or offsets (the same bits as before they
 /// existed). `ys` holds the k responses.
 template <class At>
-void datum_derivatives(const Dataset& ds, const SingleIndexFamily& fam, At&& at, const double* ys,
+void block_derivatives(const Dataset& ds, const SingleIndexFamily& fam, At&& at, const double* ys,
                        const double* eta, std::size_t k, int order, double* out) {
   if (!ds.has_row_extras()) {
     fam.derivatives(ys, eta, k, order, out);
@@ -37,25 +37,18 @@ void datum_derivatives(const Dataset& ds, const SingleIndexFamily& fam, At&& at,
   const auto off = ds.offsets(), trials = ds.trials(), w = ds.weights();
   alignas(64) double shifted[kBlock];
   for (std::size_t i = 0; i < k; ++i) shifted[i] = off.empty() ? eta[i] : eta[i] + off[at(i)];
-  if (trials.empty()) {
-    fam.derivatives(ys, shifted, k, order, out);
-  } else {
+  if (!trials.empty()) {  // one datum at a time, weighted (datum_derivatives)
     double one[kSlots];
     for (std::size_t i = 0; i < k; ++i) {
-      fam.derivatives_trials(ys[i], trials[at(i)], shifted[i], order, one);
+      datum_derivatives(fam, ds, at(i), shifted[i], order, one);
       for (int j = 0; j <= order; ++j) out[static_cast<std::size_t>(j) * k + i] = one[j];
     }
+    return;
   }
+  fam.derivatives(ys, shifted, k, order, out);
   if (!w.empty())
     for (int j = 0; j <= order; ++j)
       for (std::size_t i = 0; i < k; ++i) out[static_cast<std::size_t>(j) * k + i] *= w[at(i)];
-}
-
-/// Datum n's constants as multiples of the family's: its weight times the family's datum_scale.
-double constant_factor(const Dataset& ds, const SingleIndexFamily& fam, std::size_t n) {
-  const auto w = ds.weights(), trials = ds.trials();
-  const double scale = trials.empty() ? 1.0 : fam.datum_scale(ds.y()[n], trials[n]);
-  return w.empty() ? scale : w[n] * scale;
 }
 
 AlignedBuffer padded(const double* theta, std::size_t d, std::size_t stride) {
@@ -124,7 +117,7 @@ GlmStats glm_pass(const Dataset& ds, const SingleIndexFamily& fam, const double*
           const std::size_t m = std::min(kBlock, hi - b0);
           const RowsF64 rows = ds.rows(b0, b0 + m);
           kernels::dots_packed(rows.data(), m, stride, theta_p, eta);
-          datum_derivatives(
+          block_derivatives(
               ds, fam, [b0](std::size_t i) { return b0 + i; }, y.data() + b0, eta, m, order, out);
           for (std::size_t i = 0; i < m; ++i) p.f += out[i];
           if (grad) ds.weighted_row_sum(b0, b0 + m, out + m, 1, p.g.data());
@@ -301,7 +294,7 @@ GlmBound::GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, doub
   // the data have no weights or trials: then the sums below are those of one κ).
   if (ds.has_row_extras()) {
     factor_.resize(ds.n());
-    for (std::size_t i = 0; i < ds.n(); ++i) factor_[i] = constant_factor(ds, *family_, i);
+    for (std::size_t i = 0; i < ds.n(); ++i) factor_[i] = datum_constant_factor(*family_, ds, i);
   }
   // One pass: each datum's tangent (records), and at the anchor θ0, with e_n = x_n·θ0 − η̂_n,
   // f0 = Σ [f̂ + f̂'·e − (κc/2)e²], g0 = Σ (f̂' − κce)·x_n and S = Σ c_n x_n x_nᵀ (A = (κ/2)S).
@@ -319,7 +312,7 @@ GlmBound::GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, doub
           const RowsF64 rows = ds.rows(b0, b0 + m);
           kernels::dots_packed(rows.data(), m, stride, theta0.get(), a);
           for (std::size_t i = 0; i < m; ++i) hat[i] = tuned ? a[i] : 0.0;
-          datum_derivatives(
+          block_derivatives(
               ds, *family_, [b0](std::size_t i) { return b0 + i; }, y.data() + b0, hat, m, 1, out);
           for (std::size_t i = 0; i < m; ++i) {
             const double e = a[i] - hat[i], f1 = out[m + i];
@@ -384,7 +377,7 @@ BoundCheck GlmBound::delta_grads(const Index* idx, const double* eta, std::size_
     const std::size_t m = std::min(kBlock, k - b0);
     for (std::size_t i = 0; i < m; ++i) ys[i] = rec_[idx[b0 + i]].y;
     const Index* at = idx + b0;
-    datum_derivatives(
+    block_derivatives(
         *data_, *family_, [at](std::size_t i) { return at[i]; }, ys, eta + b0, m, order, out);
     for (std::size_t i = 0; i < m; ++i) {
       const Record& r = rec_[idx[b0 + i]];
@@ -435,7 +428,7 @@ double GlmBound::log_lik(Index n, double eta) const noexcept {
   const double y = rec_[n].y;
   if (!data_->has_row_extras()) return family_->log_lik(y, eta);
   double f = 0.0;
-  datum_derivatives(
+  block_derivatives(
       *data_, *family_, [n](std::size_t) { return std::size_t{n}; }, &y, &eta, 1, 0, &f);
   return f;
 }

@@ -41,6 +41,13 @@ Dataset select_columns(Dataset ds, const std::vector<std::string>& header, const
                        LabelDomain labels, bool csv = false, std::size_t first_row = 0,
                        std::size_t header_lines = 0);
 
+/// load_dataset (loaders.hpp) with `cols` chosen by select_columns: a CSV file's columns by header
+/// name or index, an NPY file's by index; the file is read whole in doubles, then its features
+/// rounded if `storage` is f32. Without columns, load_dataset itself.
+/// @throw DataError as select_columns does, and for a libsvm file (no columns to name).
+Dataset load_dataset(const std::string& path, LabelDomain labels, Storage storage,
+                     const DataColumns& cols);
+
 /// The names in a CSV file's first line if it is a header (no field is a number, the loader's
 /// rule), each trimmed of spaces; empty if the first line is data.
 /// @throw DataError if the file cannot be read.

@@ -197,6 +197,8 @@ class BinomialFamily final : public SingleIndexFamily {
   Link link() const noexcept { return link_; }
 
  private:
+  /// One trial's family: logistic or probit regression.
+  const SingleIndexFamily& trial() const;
   Link link_;
 };
 
@@ -220,6 +222,15 @@ class PoissonFamily final : public SingleIndexFamily {
 /// cfg.student_nu and cfg.noise_scale); null for softmax, which has several predictors a datum.
 /// @throw ConfigError for ModelKind::custom without a family.
 std::shared_ptr<const SingleIndexFamily> single_index_family(const RunConfig& cfg);
+
+/// Datum n (a row of `data`) under `family`: w_n·f(y_n, u; m_n) and its first `order`
+/// u-derivatives into out[0..order], with the data's weight and trials where they have them (u
+/// already holds the datum's offset).
+void datum_derivatives(const SingleIndexFamily& family, const Dataset& data, std::size_t n,
+                       double u, int order, double* out);
+/// Datum n's constants as multiples of the family's: w_n·datum_scale(y_n, m_n) (1 without
+/// weights and trials).
+double datum_constant_factor(const SingleIndexFamily& family, const Dataset& data, std::size_t n);
 
 /// Throws ConfigError if the family lacks a constant `what` needs: "FlyMC" needs κ, "scalable
 /// MH of order 2" M3, of order 3 M4, the piecewise-deterministic samplers M1 or M2. `need` is

@@ -323,46 +323,29 @@ void candidate_tables(SmhStatistics& sh) {
 
 }  // namespace
 
-namespace {
-/// w_n·f(y_n, u; m_n) and its first `order` u-derivatives (the data's trials where they have
-/// them, the family's own one-trial derivatives otherwise).
-void weighted_derivatives(const SmhStatistics& sh, Index n, double u, int order, double* out) {
-  const Dataset& ds = *sh.data;
-  const auto m = ds.trials(), w = ds.weights();
-  if (m.empty())
-    sh.family->derivatives(ds.y()[n], u, order, out);
-  else
-    sh.family->derivatives_trials(ds.y()[n], m[n], u, order, out);
-  if (!w.empty())
-    for (int j = 0; j <= order; ++j) out[j] *= w[n];
-}
-}  // namespace
-
 Expansion SmhStatistics::datum_expand(Index n, double s_hat) const noexcept {
   const auto off = data->offsets();
   const double u = off.empty() ? s_hat : s_hat + off[n];
   double d[SingleIndexFamily::kMaxOrder + 1] = {};
-  weighted_derivatives(*this, n, u, order == 3 ? 3 : 2, d);
+  datum_derivatives(*family, *data, n, u, order == 3 ? 3 : 2, d);
   return Expansion{u, d[1], d[2], order == 3 ? d[3] : 0.0};
 }
 
 double SmhStatistics::datum_remainder_change(Index n, double u_hat, double h,
                                              double h2) const noexcept {
   double d[SingleIndexFamily::kMaxOrder + 1] = {};
-  weighted_derivatives(*this, n, u_hat, order == 3 ? 3 : 2, d);
+  datum_derivatives(*family, *data, n, u_hat, order == 3 ? 3 : 2, d);
   const double f3 = order == 3 ? d[3] : 0.0;
   const auto gap = [&](double step) {
     double f = 0.0;
-    weighted_derivatives(*this, n, u_hat + step, 0, &f);
+    datum_derivatives(*family, *data, n, u_hat + step, 0, &f);
     return f - step * (d[1] + step * (0.5 * d[2] + f3 * step / 6.0));
   };
   return gap(h) - gap(h2);
 }
 
 double SmhStatistics::bound_factor(Index n) const noexcept {
-  const auto trials = data->trials(), w = data->weights();
-  const double scale = trials.empty() ? 1.0 : family->datum_scale(data->y()[n], trials[n]);
-  return w.empty() ? scale : w[n] * scale;
+  return datum_constant_factor(*family, *data, n);
 }
 
 std::shared_ptr<const SmhStatistics> build_smh_statistics(

@@ -282,7 +282,7 @@ std::vector<RowSpec> table1_rows(const Table1Options& o) {
       }
       row.base.model = ModelKind::robust;
       row.base.prior_sd = o.robust_prior_sd;
-      row.base.prior = PriorKind::laplace;  // the paper's sparsity-inducing prior
+      row.base.prior = "laplace";  // the paper's sparsity-inducing prior
       row.base.kernel = o.robust_kernel;
       row.base.metric = Metric::dense;
       row.base.adapt_metric = false;

@@ -372,7 +372,7 @@ void tall(const TallOptions& o) {
   write_json(o.json, "tall",
              {{"dataset", o.data},
               {"model", o.model},
-              {"prior", to_string(o.prior)},
+              {"prior", o.prior},
               {"prior_sd", o.prior_sd},
               {"rows", jrows},
               {"auto", autos},
@@ -444,8 +444,7 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
   cli::add_run_named(t, "trials", o.columns.trials);
   cli::add_run_named(t, "offset", o.columns.offset);
   cli::add_run_named(t, "prior-sd", o.prior_sd)->capture_default_str();
-  cli::add_run_named(t, "prior", o.prior)
-      ->transform(CLI::CheckedTransformer(cli::enum_map<PriorKind>(), CLI::ignore_case));
+  cli::add_run_named(t, "prior", o.prior)->capture_default_str();
   t->callback([&o] { tall(o); });
 }
 

@@ -54,7 +54,7 @@ struct TallOptions {
   long warmup_smh = 2000, pilot_smh = 20000;
   int hmc_steps_regular = 16, hmc_steps_flymc = 8;
   double prior_sd = 1.0;
-  PriorKind prior = PriorKind::gaussian;  // Table 1's robust row uses laplace
+  std::string prior = "gaussian";  // Table 1's robust row uses laplace
 };
 
 /// Adds the `tall` subcommand, which runs with `o` when chosen.

@@ -88,7 +88,7 @@ struct ModelFixture<RobustLaplaceModel> {
   static std::shared_ptr<const Dataset> data() { return ModelFixture<RobustModel>::data(); }
   static RunConfig config() {
     RunConfig cfg = ModelFixture<RobustModel>::config();
-    cfg.prior = PriorKind::laplace;
+    cfg.prior = "laplace";
     cfg.student_nu = 3.0;
     cfg.noise_scale = 0.7;
     cfg.untuned_xi = 0.5;

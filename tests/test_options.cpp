@@ -26,7 +26,7 @@ using namespace flymc;
 namespace fs = std::filesystem;
 
 /// A valid configuration that differs from the default in option `o` alone (save_events needs a
-/// sampler with path events).
+/// sampler with path events, prior_intercept an intercept).
 RunConfig with_other_value(const OptionInfo& o) {
   RunConfig c = flymc::test::fixed_config();
   const OptionValue v = get_value(c, o);
@@ -36,6 +36,11 @@ RunConfig with_other_value(const OptionInfo& o) {
     for (const std::string& n : std::get<ChoiceField>(o.field).names())
       if (n != std::get<std::string>(v)) other = n;
     set_value(c, o, other);
+  } else if (std::string_view(o.key) == "prior") {
+    set_value(c, o, std::string("student_t(3, 0, 2.5)"));
+  } else if (std::string_view(o.key) == "prior_intercept") {
+    set_value(c, o, std::string("normal(0, 5)"));
+    c.intercept = true;
   } else if (o.kind() == OptionKind::text) {
     set_value(c, o, std::string("1"));  // a column index
   } else if (const auto* b = std::get_if<bool>(&v)) {
@@ -89,7 +94,8 @@ TEST_SUITE("unit") {
       const RunConfig base = flymc::test::fixed_config(), other = with_other_value(o);
       CHECK(format_value(other, o) != format_value(base, o));
       for (const OptionInfo& p : table)
-        if (&p != &o && !(key_of(o) == "save_events" && key_of(p) == "algo"))
+        if (&p != &o && !(key_of(o) == "save_events" && key_of(p) == "algo") &&
+            !(key_of(o) == "prior_intercept" && key_of(p) == "intercept"))
           CHECK_MESSAGE(format_value(other, p) == format_value(base, p), p.key);
       // The text form reads back to the same value.
       RunConfig back = flymc::test::fixed_config();

@@ -95,7 +95,7 @@ std::shared_ptr<const Dataset> scaled_columns(const Dataset& raw, const std::vec
 void check_bounds(const std::shared_ptr<const Dataset>& ds, const Mat& q, std::uint64_t seed) {
   const LogisticModel model(ds, 0.7);
   const MapResult map = model.find_map();
-  auto c = pdmp::PdmpConstants::make(model.data(), *model.family_ptr(), model.prior().precision(),
+  auto c = pdmp::PdmpConstants::make(model.data(), *model.family_ptr(), model.prior().precision(0),
                                      map.theta, q);
   c.fill_curvature(model.data());
   auto ss = c, cvc = c;  // Zig-Zag's weighted draws: by |x_ij|, and by |x_ij|·‖x_i‖
@@ -424,9 +424,9 @@ TEST_SUITE("unit") {
     auto ds = test::logistic_data(50, 2, 4);
     RunConfig cfg = flymc::test::fixed_config();
     cfg.algo = Algo::bps;
-    cfg.prior = PriorKind::laplace;
+    cfg.prior = "laplace";
     CHECK_THROWS_AS(run(cfg, ds), ConfigError);
-    cfg.prior = PriorKind::gaussian;
+    cfg.prior = "gaussian";
     cfg.model = ModelKind::probit;  // probit's f' is unbounded: no M1
     cfg.algo = Algo::lipsbps;
     CHECK_THROWS_WITH_AS(run(cfg, ds), doctest::Contains("M1"), ConfigError);

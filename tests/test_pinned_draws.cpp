@@ -90,8 +90,7 @@ std::vector<Pinned> configurations() {
        logistic},
       {"softmax-mala", with(ModelKind::softmax, KernelKind::mala), softmax},
       {"robust-slice",
-       with(ModelKind::robust, KernelKind::slice,
-            [](RunConfig& c) { c.prior = PriorKind::laplace; }),
+       with(ModelKind::robust, KernelKind::slice, [](RunConfig& c) { c.prior = "laplace"; }),
        robust},
       // Regular MCMC with every other θ-kernel.
       {"logistic-full-rwmh", sampler(lr, Algo::full, KernelKind::rwmh), logistic},

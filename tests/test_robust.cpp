@@ -369,7 +369,7 @@ TEST_SUITE("statistical") {
     const auto ds = test::robust_data(300, 2, 7, 1.5, 10, 20.0);
     RunConfig base = flymc::test::fixed_config();
     base.model = ModelKind::robust;
-    base.prior = PriorKind::laplace;
+    base.prior = "laplace";
     const RobustModel model(ds, base);
     const MapResult map = model.find_map();
     const test::Moments exact = test::posterior_quadrature(model, map);

@@ -435,7 +435,7 @@ TEST_SUITE("statistical") {
   TEST_CASE("SBC: robust regression, FlyMC MAP-tuned, Laplace prior, slice sampling") {
     SbcOptions o = model_sbc(ModelKind::robust, Algo::flymc, BoundTuning::map, ZUpdate::implicit,
                              KernelKind::slice, 200, 124);
-    o.run.prior = PriorKind::laplace;
+    o.run.prior = "laplace";
     check_sbc(o);
   }
   TEST_CASE("SBC: robust regression, FlyMC untuned, explicit z-updates, is calibrated") {

@@ -319,7 +319,7 @@ TEST_SUITE("unit") {
     auto ds = test::robust_data(20000, 4, 5);
     RunConfig c = smh_config(SmhProposal::pcn);
     c.model = ModelKind::robust;
-    c.prior = PriorKind::laplace;  // the quadratic factor holds the prior as it is
+    c.prior = "laplace";  // the quadratic factor holds the prior as it is
     c.threads = 1;
     const RunResult a = run(c, ds);
     c.threads = 2;

@@ -96,6 +96,20 @@ class Options(unittest.TestCase):
         again = flymc.sample(x, y, **cfg)
         np.testing.assert_array_equal(r.draws, again.draws)
 
+    def test_priors_as_written_and_an_intercept(self):
+        x, y = ft.logistic_data(n=200)
+        d = x.shape[1]
+        means = np.linspace(-0.5, 0.5, d)
+        r = flymc.sample(x, y, intercept=True, prior_intercept="student_t(3, 0, 2.5)",
+                         prior=f"normal({means.tolist()}, 2)", **SMALL)
+        self.assertEqual(r.param_names[:2], ["intercept", "theta.1"])
+        self.assertEqual(len(r.param_names), d + 1)
+        self.assertEqual(r.config["prior_intercept"], "student_t(3, 0, 2.5)")
+        with self.assertRaisesRegex(flymc.Error, "lists of 2 values"):
+            flymc.sample(x, y, prior="normal([0, 1], 1)", **SMALL)
+        with self.assertRaisesRegex(flymc.Error, "unknown distribution 'cauchy'"):
+            flymc.sample(x, y, prior="cauchy(0, 1)", **SMALL)
+
     def test_seed_and_threads(self):
         x, y = ft.logistic_data(n=200)
         a = flymc.sample(x, y, threads=1, **SMALL)

@@ -6,6 +6,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
 #include "flymc/core/options.hpp"
+#include "flymc/core/prior_spec.hpp"
 #include "flymc/core/samplers.hpp"
 
 namespace flymc {
@@ -48,6 +49,9 @@ void RunConfig::validate() const {
   // the MAP search NaN).
   if (!(prior_sd >= kMinPriorSd && prior_sd <= kMaxPriorSd))
     throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + number_text(prior_sd));
+  const RunPriors priors = run_priors(*this);
+  if (init == Init::prior && priors.any_flat())
+    throw ConfigError("--init prior: a flat prior has no draws; start from the MAP (--init map)");
   if (!(resample_fraction > 0.0 && resample_fraction <= 1.0))
     throw ConfigError("--resample-fraction must be in (0, 1], got " +
                       number_text(resample_fraction));
@@ -147,9 +151,11 @@ void RunConfig::validate_pdmp() const {
                       algo_names(kPdmpAlgos) + ") have path events");
   // The bounds of docs/math.md §7 use the Gaussian prior's gradient θ/σ²; the Laplace prior's
   // is discontinuous at 0 and would need a bound of its own.
-  if (is_pdmp(algo) && prior != PriorKind::gaussian)
+  if (is_pdmp(algo) && !run_priors(*this).centred_gaussian())
     throw ConfigError(std::string("--algo ") + to_string(algo) +
-                      " takes the Gaussian prior only, not --prior " + to_string(prior));
+                      " takes one centred Gaussian prior on every coefficient (--prior gaussian "
+                      "or 'normal(0, S)'), not --prior '" +
+                      prior + "'" + (prior_intercept.empty() ? "" : " with --prior-intercept"));
 }
 
 void size_run_length(RunConfig& cfg, bool iters_given, bool ess_given) {

@@ -73,8 +73,10 @@ std::vector<OptionInfo> model_and_kernel_options() {
        "regression with noise sd --noise-scale, real responses), binomial (successes of "
        "--trials, else 0/1 labels; --link logit or probit) or poisson (counts, log link, "
        "--offset for a log exposure; regular MCMC)"},
-      {"prior", "prior", choice<&C::prior>(),
-       "Prior on every coefficient: gaussian or laplace (sd --prior-sd)"},
+      {"prior", "prior", &C::prior,
+       "Prior on every coefficient: flat, 'normal(M, S)', 'student_t(NU, M, S)', "
+       "'laplace(M, B)' (M, S, B a number or a [list] with a value per feature), or gaussian "
+       "or laplace with sd --prior-sd"},
       {"algo",
        "algo",
        choice<&C::algo>(),
@@ -188,7 +190,11 @@ std::vector<OptionInfo> run_and_sampler_options() {
        "exposure of a Poisson regression), by header name or 0-based index; not a feature",
        kAllAlgos, true, false},
       {"prior-sd", "prior_sd", &C::prior_sd,
-       "Prior standard deviation of every coefficient (Gaussian or Laplace)"},
+       "The sd of --prior gaussian or laplace (every coefficient's)"},
+      {"intercept", "intercept", &C::intercept,
+       "Add a column of ones to the data as the first coefficient, named intercept"},
+      {"prior-intercept", "prior_intercept", &C::prior_intercept,
+       "With --intercept: the intercept's prior, written as --prior's (default: --prior's)"},
       for_models(
           {"nu", "student_nu", &C::student_nu, "Robust regression: Student-t degrees of freedom",
            kThetaKernelAlgos | algo_bit(Algo::smh)},

@@ -244,6 +244,26 @@ std::uint64_t data_fingerprint(const Dataset& data) {
       hash_combine, pack, unpack);
 }
 
+std::shared_ptr<const Dataset> with_intercept(const Dataset& data) {
+  const std::size_t n = data.n(), d = data.d();
+  auto out = std::make_shared<Dataset>(n, d + 1, data.source());
+  std::vector<double> row(data.stride());
+  for (std::size_t i = 0; i < n; ++i) {
+    data.copy_row(i, row.data());
+    double* x = out->mutable_row(i);
+    x[0] = 1.0;
+    std::copy_n(row.data(), d, x + 1);
+  }
+  out->mutable_y().assign(data.y().begin(), data.y().end());
+  out->set_weights({data.weights().begin(), data.weights().end()});
+  out->set_trials({data.trials().begin(), data.trials().end()});
+  out->set_offsets({data.offsets().begin(), data.offsets().end()});
+  if (data.shard() != nullptr) out->set_shard(*data.shard());
+  if (data.storage() == Storage::f32) out->store_as_f32();  // exact: the values were floats
+  out->mark_intercept(true);
+  return out;
+}
+
 std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vector<Index>& rows) {
   auto out = std::make_shared<Dataset>(rows.size(), data.d(), data.source(), data.storage());
   std::vector<double>& y = out->mutable_y();
@@ -265,6 +285,7 @@ std::shared_ptr<const Dataset> subset_rows(const Dataset& data, const std::vecto
   out->set_weights(pick(data.weights()));
   out->set_trials(pick(data.trials()));
   out->set_offsets(pick(data.offsets()));
+  out->mark_intercept(data.has_intercept());
   return out;
 }
 
@@ -303,6 +324,7 @@ std::shared_ptr<const Dataset> gather_rows(const Dataset& data, const std::vecto
   out->set_weights(std::move(got[0]));
   out->set_trials(std::move(got[1]));
   out->set_offsets(std::move(got[2]));
+  out->mark_intercept(data.has_intercept());
   if (data.storage() == Storage::f32) out->store_as_f32();  // exact: the values were floats
   return out;
 }

@@ -85,11 +85,18 @@ RunResult run_theta_kernel_request(const RunRequest& r) {
 }
 namespace {
 
+/// The data as the run's model sees them: with --intercept, a column of ones first (once).
+std::shared_ptr<const Dataset> run_data(const RunConfig& cfg, std::shared_ptr<const Dataset> data) {
+  if (!cfg.intercept || !data || data->has_intercept()) return data;
+  return with_intercept(*data);
+}
+
 /// run() and run_part(): checks, then the sampler family's or the model's runner.
 RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const SinkFactory& sinks, Progress* progress,
                    const CheckpointOptions* checkpoint, const FaultInjection& faults,
                    const RunPart* part, const Precomputed& pre) {
+  data = run_data(cfg, std::move(data));
   detail::PartSync(part).step([&] {
     cfg.validate();
     if (!(faults.bound_excess >= 0.0) || !std::isfinite(faults.bound_excess))
@@ -148,6 +155,7 @@ RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data, const S
   cfg.validate();
   if (!data) throw DataError("no data");
   check_trials(cfg, *data);
+  data = run_data(cfg, std::move(data));
   SamplePlan plan;
   plan.cfg = cfg;
   plan.checkpointed = checkpoint != nullptr && checkpoint->store != nullptr;

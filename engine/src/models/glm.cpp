@@ -181,12 +181,6 @@ void check_row_extras(const Dataset& ds, const SingleIndexFamily& fam) {
   }
 }
 
-/// The prior's curvature for a Newton step at θ_j (its exact one, or the Laplace prior's
-/// majorizer).
-double prior_curvature(const Prior& prior, double theta_j) {
-  return prior.kind == PriorKind::gaussian ? prior.precision() : prior.map_curvature(theta_j);
-}
-
 }  // namespace
 
 // ----------------------------------------------------------------------------------------------
@@ -237,12 +231,14 @@ MapResult GlmModel::find_map(double tol, int max_iter) const {
       Vec g = Eigen::Map<const Vec>(st.g.data(), d);
       prior.add_gradient(s.theta.data(), dim(), g.data());
       Mat h = symmetric(st.h);
-      for (Eigen::Index j = 0; j < d; ++j) h(j, j) += prior_curvature(prior, s.theta[j]);
+      for (Eigen::Index j = 0; j < d; ++j)
+        h(j, j) += prior.map_curvature(static_cast<std::size_t>(j), s.theta[j]);
       const Eigen::LLT<Mat> llt(h);
       if (llt.info() != Eigen::Success)
-        throw Error("the " + family_->name() +
-                    " model's MAP search met a Hessian that is not "
-                    "positive definite (a non-finite derivative?)");
+        throw ConfigError(detail::improper_or_singular(
+            prior, "the " + family_->name() +
+                       " model's MAP search met a Hessian that is not positive definite (a "
+                       "non-finite derivative?)"));
       const detail::NewtonMove move =
           detail::newton_move(objective, s.theta, f, g, llt.solve(g), tol);
       s.log_post = f;
@@ -257,11 +253,13 @@ MapResult GlmModel::find_map(double tol, int max_iter) const {
   r.curvature_passes += 1;
   const Mat lik = symmetric(st.h);
   Mat h = lik;
-  h.diagonal().array() += prior_.precision();
+  add_prior_precision(prior_, h);
   const Eigen::LLT<Mat> llt(h);
-  if (llt.info() != Eigen::Success)
-    throw Error("the " + family_->name() +
-                " model's Laplace precision at the MAP is not positive definite");
+  detail::check_laplace_precision(prior_, llt, "the " + family_->name() + " model");
+  detail::check_proper(prior_, r.theta, "the " + family_->name() + " model", [&](const Vec& th) {
+    load(th);
+    return log_lik(tp.get());
+  });
   r.covariance = llt.solve(Mat::Identity(d, d));
   r.covariance = 0.5 * (r.covariance + r.covariance.transpose());
   if (st.clipped == 0.0) r.lik_curvature = lik;

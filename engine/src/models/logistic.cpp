@@ -281,7 +281,8 @@ MapResult newton_on(const Dataset& ds, double weight, const Prior& prior, Vec th
     Vec g = at.g;
     prior.add_gradient(theta.data(), dim, g.data());
     Mat neg_hess = at.h;
-    for (Eigen::Index j = 0; j < d; ++j) neg_hess(j, j) += prior.map_curvature(theta[j]);
+    for (Eigen::Index j = 0; j < d; ++j)
+      neg_hess(j, j) += prior.map_curvature(static_cast<std::size_t>(j), theta[j]);
     const Vec step = Eigen::LLT<Mat>(neg_hess).solve(g);
     // A start that an earlier search has taken to convergence stays: the pass at it was for its
     // curvature.
@@ -303,8 +304,10 @@ MapResult newton_on(const Dataset& ds, double weight, const Prior& prior, Vec th
   MapResult r;
   r.theta = theta;
   Mat h = at.h;
-  h.diagonal().array() += prior.precision();
-  r.covariance = h.llt().solve(Mat::Identity(d, d));
+  add_prior_precision(prior, h);
+  const Eigen::LLT<Mat> llt(h);
+  detail::check_laplace_precision(prior, llt, "logistic regression");
+  r.covariance = llt.solve(Mat::Identity(d, d));
   r.lik_curvature = std::move(at.h);
   r.log_post = f;
   r.iterations = it;
@@ -392,7 +395,7 @@ MapResult LogisticModel::find_map(double tol, int max_iter) const {
   if (tall) {
     const auto sub = gather_rows(ds, strided_rows(ds.total_n()));
     const double weight = static_cast<double>(ds.total_n()) / static_cast<double>(sub->n());
-    const Prior gaussian{PriorKind::gaussian, prior_.sd};
+    const Prior gaussian = prior_.gaussian_stand_in();
     const MapResult warm = newton_on(*sub, weight, gaussian, start, tol, max_iter);
     AlignedBuffer tp = aligned_zeros(stride()), gp = aligned_zeros(stride());
     const auto lik_grad = [&](const Vec& th, double* g) {
@@ -411,6 +414,11 @@ MapResult LogisticModel::find_map(double tol, int max_iter) const {
     return newton_on(ds, 1.0, prior, from, tol, max_iter, tall, take ? &pending : nullptr);
   });
   if (r.passes >= 0) r.passes += passes;
+  detail::check_proper(prior_, r.theta, "logistic regression", [&](const Vec& th) {
+    AlignedBuffer tp = aligned_zeros(stride());
+    std::copy(th.data(), th.data() + th.size(), tp.get());
+    return log_lik(tp.get());
+  });
   r.seconds = clock.seconds();
   return r;
 }

@@ -13,34 +13,6 @@
 
 namespace flymc {
 
-double Prior::log_density(const double* theta, std::size_t p) const noexcept {
-  double s = 0.0;
-  if (kind == PriorKind::gaussian) {
-    for (std::size_t j = 0; j < p; ++j) s += theta[j] * theta[j];
-    return -0.5 * s / (sd * sd);
-  }
-  // Laplace(0, b) with b = sd/√2: log p = −|θ|/b.
-  for (std::size_t j = 0; j < p; ++j) s += std::fabs(theta[j]);
-  return -s * (std::sqrt(2.0) / sd);
-}
-
-void Prior::add_gradient(const double* theta, std::size_t p, double* grad) const noexcept {
-  if (kind == PriorKind::gaussian) {
-    const double prec = 1.0 / (sd * sd);
-    for (std::size_t j = 0; j < p; ++j) grad[j] -= prec * theta[j];
-    return;
-  }
-  const double inv_b = std::sqrt(2.0) / sd;
-  for (std::size_t j = 0; j < p; ++j)
-    grad[j] -= theta[j] > 0.0 ? inv_b : theta[j] < 0.0 ? -inv_b : 0.0;
-}
-
-double Prior::map_curvature(double theta_j) const noexcept {
-  if (kind == PriorKind::gaussian) return 1.0 / (sd * sd);
-  const double b = sd / std::sqrt(2.0);
-  return 1.0 / (b * std::fmax(std::fabs(theta_j), 1e-8 * sd));
-}
-
 void detail::refuse_shard(const Dataset& ds, const std::string& model) {
   if (ds.shard() != nullptr)
     throw ConfigError(ds.source() + ": " + model +
@@ -68,8 +40,9 @@ void detail::check_features(const Dataset& ds, const std::string& model) {
       },
       [](std::size_t a, std::size_t b) { return std::min(a, b); });
   if (first_bad == none) return;
-  const std::size_t row = first_bad / d, col = first_bad % d;
-  const std::string value = number_text(ds.value(row, col));
+  const std::size_t row = first_bad / d, j = first_bad % d;
+  const std::size_t col = j - (ds.has_intercept() ? 1 : 0);  // the file's feature (after ones)
+  const std::string value = number_text(ds.value(row, j));
   const std::size_t first = ds.shard() != nullptr ? ds.shard()->first_row : 0;  // the file's row
   throw DataError(ds.source() + ": row " + std::to_string(first + row + 1) + ": field " +
                   std::to_string(col + 2) + " (x" + std::to_string(col + 1) + "): feature " +
@@ -77,9 +50,27 @@ void detail::check_features(const Dataset& ds, const std::string& model) {
                   " needs sums of x^2 that fit a double (rescale the feature)");
 }
 
+std::string detail::improper_or_singular(const Prior& prior, const std::string& what) {
+  if (!prior.any_flat()) return what;
+  return what +
+         ": with a flat prior the posterior is improper where the data do not determine "
+         "every coefficient (collinear features, fewer rows than coefficients); give them "
+         "a proper prior, e.g. --prior 'normal(0, 10)'";
+}
+
+void detail::check_laplace_precision(const Prior& prior, const Eigen::LLT<Mat>& llt,
+                                     const std::string& model) {
+  const bool ok = llt.info() == Eigen::Success && (!prior.any_flat() || llt.rcond() > 1e-12);
+  if (!ok)
+    throw ConfigError(improper_or_singular(
+        prior, model + ": the Laplace precision at the MAP is not positive definite"));
+}
+
 std::vector<std::string> OnePredictorModel::param_names() const {
   std::vector<std::string> names;
-  for (std::size_t j = 1; j <= dim(); ++j) names.push_back("theta." + std::to_string(j));
+  const std::size_t first = data_->has_intercept() ? 1 : 0;
+  if (first == 1) names.emplace_back("intercept");
+  for (std::size_t j = 1; j + first <= dim(); ++j) names.push_back("theta." + std::to_string(j));
   return names;
 }
 

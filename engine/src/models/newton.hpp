@@ -52,15 +52,17 @@ NewtonMove newton_move(Objective&& objective, Vec& theta, double& f, const Vec& 
   return NewtonMove::stepped;
 }
 
-/// The MAP search of a model with a smooth Gaussian stage: Newton from θ = 0 under the Gaussian
-/// prior of the same sd (concave, well conditioned there), then, for a Laplace prior, Newton
-/// again from that point under the model's own prior (its quadratic majorizer needs a start away
-/// from 0). `stage(prior, θ0)` runs one Newton search from θ0; the first starts at `start`.
+/// The MAP search of a model with a smooth Gaussian stage: Newton from θ = 0 under the prior's
+/// Gaussian stand-in (Prior::gaussian_stand_in: concave, well conditioned there), then, for a
+/// Laplace or Student-t prior, Newton again from that point under the model's own prior (the
+/// Laplace's quadratic majorizer needs a start away from its location). `stage(prior, θ0)` runs one
+/// Newton search from θ0; the first starts at `start`.
 template <class Stage>
 MapResult two_stage_map(const Prior& prior, const Vec& start, Stage&& stage) {
   const Stopwatch clock;
-  MapResult r = stage(Prior{PriorKind::gaussian, prior.sd}, start);
-  if (prior.kind != PriorKind::gaussian) {
+  const Prior smooth = prior.gaussian_stand_in();
+  MapResult r = stage(smooth, start);
+  if (!(smooth == prior)) {
     const int it = r.iterations, passes = r.passes, curvature_passes = r.curvature_passes;
     r = stage(prior, r.theta);
     r.iterations += it;

@@ -306,8 +306,9 @@ MapResult RobustModel::find_map(double tol, int max_iter) const {
   const auto d = static_cast<Eigen::Index>(dim());
   Ascent a;
   a.theta = Vec::Zero(d);
-  a = climb(Prior{PriorKind::gaussian, prior_.sd}, std::move(a), tol, max_iter);
-  if (prior_.kind != PriorKind::gaussian) a = climb(prior_, std::move(a), tol, max_iter);
+  const Prior smooth = prior_.gaussian_stand_in();
+  a = climb(smooth, std::move(a), tol, max_iter);
+  if (!(smooth == prior_)) a = climb(prior_, std::move(a), tol, max_iter);
 
   // Laplace covariance: −∇² log L from the search's last pass (taken at most one converged
   // Newton step, ≤ 1e-3 posterior sd, before the final θ), plus the prior's precision.
@@ -317,7 +318,7 @@ MapResult RobustModel::find_map(double tol, int max_iter) const {
     symmetrize_upper(a.lik_curv);
   }
   Mat h = a.lik_curv;
-  h.diagonal().array() += prior_.precision();
+  add_prior_precision(prior_, h);
   Eigen::LLT<Mat> llt(h);
   if (llt.info() != Eigen::Success) {
     // At a mode −∇² log p is positive semi-definite, and positive definite once the prior's
@@ -327,9 +328,10 @@ MapResult RobustModel::find_map(double tol, int max_iter) const {
     // Laplace approximation.
     h = curvature_stats(*data_, t_, tp.get(), false, false, true).h[0];
     symmetrize_upper(h);
-    h.diagonal().array() += prior_.precision();
+    add_prior_precision(prior_, h);
     llt.compute(h);
   }
+  detail::check_laplace_precision(prior_, llt, "robust regression");
   MapResult r;
   r.theta = a.theta;
   r.covariance = llt.solve(Mat::Identity(d, d));
@@ -350,7 +352,7 @@ class RobustModel::Climber {
         tol_(tol),
         d_(static_cast<Eigen::Index>(model.dim())),
         tp_(aligned_zeros(model.stride())),
-        laplace_(prior.kind != PriorKind::gaussian) {}
+        laplace_(!prior.curvature_exact()) {}
 
   void run(int max_iter) {
     a_.f = objective(a_.theta);
@@ -369,7 +371,8 @@ class RobustModel::Climber {
       // signs have settled), then, where that step fails (a coordinate crossing or near 0), the
       // curvature of its quadratic majorizer (Prior::map_curvature), which the MM step uses too.
       Vec curv(d_);
-      for (Eigen::Index j = 0; j < d_; ++j) curv[j] = prior_.map_curvature(a_.theta[j]);
+      for (Eigen::Index j = 0; j < d_; ++j)
+        curv[j] = prior_.map_curvature(static_cast<std::size_t>(j), a_.theta[j]);
       const Step newton = newton_step(g, curv);
       if (newton == Step::converged) break;
       if (newton == Step::moved) {

@@ -25,7 +25,7 @@ using namespace softmax_detail;
 
 // ----------------------------------------------------------------------------------------------
 SoftmaxModel::SoftmaxModel(std::shared_ptr<const Dataset> data, Prior prior)
-    : data_(std::move(data)), prior_(prior) {
+    : data_(std::move(data)), prior_(std::move(prior)) {
   if (!data_ || data_->n() == 0 || data_->d() == 0)
     throw DataError("softmax classification needs at least one row and one feature");
   // 1/σ² must be a finite, non-zero double (as RunConfig::validate checks).
@@ -51,6 +51,16 @@ SoftmaxModel::SoftmaxModel(std::shared_ptr<const Dataset> data, Prior prior)
                     "least two classes (labels 0..K-1 with K >= 2)");
   k_ = std::size_t{top} + 1;
   labels_ = std::move(labels);
+  if (prior_.any_flat())
+    throw ConfigError(
+        "softmax classification: its likelihood stays the same when one vector is added to "
+        "every class's coefficients, so a flat prior leaves the posterior improper (give a "
+        "proper prior, e.g. --prior 'normal(0, 10)')");
+  if (prior_.terms.size() == ds.d()) prior_ = prior_.repeated(k_);  // one block per class
+  if (!prior_.terms.empty() && prior_.terms.size() != dim())
+    throw ConfigError("softmax classification: the prior has " +
+                      std::to_string(prior_.terms.size()) + " coordinates, not " +
+                      std::to_string(dim()));
   detail::check_features(ds, "softmax classification");
   blas::use_single_thread();
 }
@@ -60,7 +70,9 @@ std::vector<std::string> SoftmaxModel::param_names() const {
   names.reserve(dim());
   for (std::size_t k = 1; k <= k_; ++k)
     for (std::size_t j = 1; j <= data_->d(); ++j)
-      names.push_back("W." + std::to_string(k) + "." + std::to_string(j));
+      names.push_back("W." + std::to_string(k) + "." +
+                      (data_->has_intercept() ? j == 1 ? "intercept" : std::to_string(j - 1)
+                                              : std::to_string(j)));
   return names;
 }
 
@@ -194,8 +206,7 @@ MapResult SoftmaxModel::newton(const Prior& prior, Vec theta, double tol, int ma
     if (llt.info() != Eigen::Success)
       throw ConfigError(
           "softmax MAP: the negative Hessian plus the prior's precision is not positive "
-          "definite in double precision (--prior-sd " +
-          std::to_string(prior.sd) + " is too wide for these data)");
+          "definite in double precision (the prior is too wide for these data)");
     return llt;
   };
 
@@ -209,7 +220,8 @@ MapResult SoftmaxModel::newton(const Prior& prior, Vec theta, double tol, int ma
     lay.unpad(st.g.data(), g.data());
     prior.add_gradient(theta.data(), p, g.data());
     Mat neg_hess = assemble_neg_hessian(st.pairs, K, d);
-    for (Eigen::Index j = 0; j < P; ++j) neg_hess(j, j) += prior.map_curvature(theta[j]);
+    for (Eigen::Index j = 0; j < P; ++j)
+      neg_hess(j, j) += prior.map_curvature(static_cast<std::size_t>(j), theta[j]);
     const Vec step = cholesky(neg_hess).solve(g);
     if (detail::newton_move(objective, theta, f, g, step, tol) != detail::NewtonMove::stepped)
       break;
@@ -218,7 +230,7 @@ MapResult SoftmaxModel::newton(const Prior& prior, Vec theta, double tol, int ma
   // Laplace prior's curvature, Prior::precision()).
   lay.pad(theta.data(), tp.get());
   Mat h = assemble_neg_hessian(stats(false, true).pairs, K, d);
-  h.diagonal().array() += prior.precision();
+  add_prior_precision(prior, h);
   r.theta = theta;
   r.covariance = cholesky(h).solve(Mat::Identity(P, P));
   r.log_post = f;

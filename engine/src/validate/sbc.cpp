@@ -53,6 +53,8 @@ void SbcOptions::validate() const {
   }
   if (run.model == ModelKind::softmax && (classes < 2 || classes > 64))
     throw ConfigError("--classes must be in [2, 64], got " + std::to_string(classes));
+  if (run_priors(run).any_flat())
+    throw ConfigError("SBC draws its parameters from the prior: a flat prior has no draws");
   RunConfig c = run;
   c.chains = 1;
   c.iters = draws * thin;
@@ -80,13 +82,6 @@ std::size_t sbc_dim(const SbcOptions& o) {
   return o.run.model == ModelKind::softmax ? o.classes * o.d : o.d;
 }
 
-/// θ* ~ prior: N(0, s²) or Laplace with the same sd (scale s/√2, by inversion).
-double prior_draw(const RunConfig& c, Rng& rng) {
-  if (c.prior == PriorKind::gaussian) return c.prior_sd * rng.normal();
-  const double u = rng.uniform() - 0.5, b = c.prior_sd / std::numbers::sqrt2;
-  return u < 0.0 ? b * std::log1p(2.0 * u) : -b * std::log1p(-2.0 * u);
-}
-
 /// Gamma(shape, 1) by Marsaglia & Tsang (2000), boosted for shape < 1.
 double gamma_draw(double shape, Rng& rng) {
   if (shape < 1.0) return gamma_draw(shape + 1.0, rng) * std::pow(rng.uniform_pos(), 1.0 / shape);
@@ -101,6 +96,17 @@ double gamma_draw(double shape, Rng& rng) {
     const double u = rng.uniform_pos();
     if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
   }
+}
+
+/// θ*_j ~ its prior: normal, Laplace (by inversion) or Student-t (z / √(χ²_ν/ν)).
+double prior_draw(const PriorTerm& t, Rng& rng) {
+  if (t.kind == PriorKind::gaussian) return t.loc + t.scale * rng.normal();
+  if (t.kind == PriorKind::student_t) {
+    const double chi2 = 2.0 * gamma_draw(0.5 * t.nu, rng);
+    return t.loc + t.scale * rng.normal() / std::sqrt(chi2 / t.nu);
+  }
+  const double u = rng.uniform() - 0.5, b = t.scale;
+  return t.loc + (u < 0.0 ? b * std::log1p(2.0 * u) : -b * std::log1p(-2.0 * u));
 }
 
 /// Softmax labels: class k with probability softmax(W x)_k; true when the top class occurred (the
@@ -166,9 +172,18 @@ std::shared_ptr<Dataset> simulate_replicate(const SbcOptions& opt, int rep, Rng&
   const std::size_t d = opt.d, P = sbc_dim(opt);
   auto ds = std::make_shared<Dataset>(opt.n, d, "sbc replicate " + std::to_string(rep));
   theta_star.assign(P, 0.0);
+  const Prior prior = prior_of(opt.run, d);
   while (true) {
-    for (double& t : theta_star) t = prior_draw(opt.run, rng);
+    for (std::size_t j = 0; j < P; ++j) theta_star[j] = prior_draw(prior.term(j % d), rng);
     simulate_design(*ds, rng);
+    if (opt.run.intercept) {  // coefficient 0 multiplies the ones (--intercept), not the last
+      for (std::size_t i = 0; i < ds->n(); ++i) {
+        double* x = ds->mutable_row(i);
+        x[0] = 1.0;
+        if (d > 1) x[d - 1] = rng.normal();
+      }
+      ds->mark_intercept(true);
+    }
     if (opt.run.model == ModelKind::logistic) {
       AlignedBuffer tp = aligned_zeros(ds->stride());
       std::copy(theta_star.begin(), theta_star.end(), tp.get());
@@ -365,8 +380,11 @@ std::string format_report(const SbcResult& r) {
   s += " model, n = " + std::to_string(o.n) + ", d = " + std::to_string(o.d);
   if (c.model == ModelKind::softmax) s += ", " + std::to_string(o.classes) + " classes";
   s += ", ";
-  s += to_string(c.prior);
-  s += fmt(" prior, sd %g\n", c.prior_sd);
+  s += "prior " + c.prior;
+  if (parse_prior_spec(c.prior).keyword) s += fmt(", sd %g", c.prior_sd);
+  if (c.intercept)
+    s += ", intercept prior " + (c.prior_intercept.empty() ? c.prior : c.prior_intercept);
+  s += "\n";
   // An automatic q or slack is described as such (q ≤ 0, slack 0 are not printed as values).
   s += "sampler: " + sampler_description(c.algo, c.bound, c.z, c.kernel,
                                          c.q_dark_to_bright.value_or(0.0), c.resample_fraction,

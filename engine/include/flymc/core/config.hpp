@@ -74,8 +74,9 @@ enum class Link { logit, probit };
 /// is fixed for the run (warm-up draws estimate the posterior, not p(θ | z), so it is not
 /// re-estimated); any fixed metric leaves the chain exact.
 enum class Metric { automatic, identity, diag, dense, fly };
-/// Prior on every coefficient: N(0, sd²), or Laplace with the same standard deviation.
-enum class PriorKind { gaussian, laplace };
+/// A coefficient's prior (flymc/core/prior_spec.hpp has how users write them): normal, Laplace,
+/// Student-t, or flat (improper, uniform on the real line).
+enum class PriorKind { gaussian, laplace, student_t, flat };
 /// Softmax classification's quadratic bound on lse (docs/math.md §2.2): Böhning's fixed curvature
 /// ½(I − 𝟙𝟙ᵀ/K) for every datum (Böhning 1992), or `tight`: per datum the tightest (by expected
 /// gap under the Laplace approximation) of Böhning's and the Jebara–Choromanska bounds (Jebara &
@@ -140,7 +141,9 @@ inline constexpr long kEssIterCap = 10'000'000;
 /// fixed length sets ess = 0 and iters.
 struct RunConfig {
   ModelKind model = ModelKind::logistic;
-  PriorKind prior = PriorKind::gaussian;
+  /// The coefficients' prior as written (flymc/core/prior_spec.hpp): `gaussian` or `laplace`
+  /// (sd prior_sd), flat, normal(M, S), student_t(NU, M, S) or laplace(M, B).
+  std::string prior = "gaussian";
   Algo algo = Algo::automatic;
   BoundTuning bound = BoundTuning::map;
   ZUpdate z = ZUpdate::implicit;
@@ -193,7 +196,11 @@ struct RunConfig {
   /// empty: the response is column 0, the others absent. The loaders read them (load_data); a
   /// run reads what the data set holds.
   std::string response_column, weights_column, trials_column, offset_column;
-  double prior_sd = 1.0;
+  double prior_sd = 1.0;  ///< the sd of `prior` gaussian or laplace
+  /// Add a column of ones to the data as the first coefficient, named `intercept`.
+  bool intercept = false;
+  /// The intercept's prior as written (empty: `prior`'s).
+  std::string prior_intercept;
   double student_nu = 4.0;  ///< robust regression: Student-t degrees of freedom ν (paper: 4)
   /// Robust regression: the Student-t scale s; Gaussian regression: the noise's sd s.
   double noise_scale = 1.0;

@@ -60,8 +60,10 @@ inline constexpr auto kModelNames = [] {
   for (std::size_t i = 0; i < names.size(); ++i) names[i] = {kModels[i].kind, kModels[i].name};
   return names;
 }();
-inline constexpr EnumName<PriorKind> kPriorNames[] = {{PriorKind::gaussian, "gaussian"},
-                                                      {PriorKind::laplace, "laplace"}};
+inline constexpr EnumName<PriorKind> kPriorNames[] = {{PriorKind::gaussian, "normal"},
+                                                      {PriorKind::laplace, "laplace"},
+                                                      {PriorKind::student_t, "student_t"},
+                                                      {PriorKind::flat, "flat"}};
 inline constexpr EnumName<SliceMode> kSliceModeNames[] = {{SliceMode::direction, "direction"},
                                                           {SliceMode::coordinate, "coordinate"}};
 inline constexpr EnumName<SoftmaxBoundKind> kSoftmaxBoundNames[] = {

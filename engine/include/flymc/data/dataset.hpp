@@ -185,6 +185,10 @@ class Dataset {
   void set_weights(std::vector<double> v) { set_column(weights_, std::move(v)); }
   void set_trials(std::vector<double> v) { set_column(trials_, std::move(v)); }
   void set_offsets(std::vector<double> v) { set_column(offsets_, std::move(v)); }
+  /// Feature 0 is the column of ones with_intercept() added (its coefficient is named
+  /// `intercept`).
+  bool has_intercept() const noexcept { return intercept_; }
+  void mark_intercept(bool on) noexcept { intercept_ = on; }
   /// Whether any of the three is present.
   bool has_row_extras() const noexcept {
     return !weights_.empty() || !trials_.empty() || !offsets_.empty();
@@ -224,8 +228,13 @@ class Dataset {
   AlignedBuffer x_;  // N·stride doubles, or N·stride floats in the same kind of block
   std::vector<double> y_;
   std::vector<double> weights_, trials_, offsets_;  // empty: none (set_weights, ...)
+  bool intercept_ = false;
   std::shared_ptr<const RowShard> shard_;
 };
+
+/// `data` with a column of ones before its features (RunConfig::intercept): a copy, its rows,
+/// labels, per-row columns, storage and shard kept, marked has_intercept().
+std::shared_ptr<const Dataset> with_intercept(const Dataset& data);
 
 /// Identity of a data set's values: N, D, every feature (with its zero padding) and every label,
 /// bitwise and in order. Computed in fixed chunks combined in order: the same on any number of

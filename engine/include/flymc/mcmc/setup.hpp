@@ -156,7 +156,7 @@ InverseMetric fly_metric(const M& model, const typename M::Bound& bound, const M
   const Eigen::Index p = map.theta.size();
   const Mat eye = Mat::Identity(p, p);
   Mat prec = bound_curvature(bound, model.layout(), map.theta);
-  prec.diagonal().array() += model.prior().precision();
+  add_prior_precision(model.prior(), prec);
   if (blend > 0.0) prec = (1.0 - blend) * prec + blend * Eigen::LLT<Mat>(map.covariance).solve(eye);
   Mat cov = Eigen::LLT<Mat>(prec).solve(eye);
   return InverseMetric::dense(0.5 * (cov + cov.transpose()));

@@ -38,7 +38,7 @@ class GlmModel : public OnePredictorModel {
            std::shared_ptr<const SingleIndexFamily> family);
   /// The model a run configures (cfg.prior, cfg.prior_sd, single_index_family(cfg)).
   GlmModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg)
-      : GlmModel(std::move(data), Prior{cfg.prior, cfg.prior_sd}, single_index_family(cfg)) {}
+      : GlmModel(data, prior_of(cfg, data->d()), single_index_family(cfg)) {}
 
   const SingleIndexFamily& family() const noexcept { return *family_; }
   const std::shared_ptr<const SingleIndexFamily>& family_ptr() const noexcept { return family_; }

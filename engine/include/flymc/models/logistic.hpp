@@ -83,7 +83,7 @@ class LogisticModel : public OnePredictorModel {
       : LogisticModel(std::move(data), Prior{PriorKind::gaussian, prior_sd}) {}
   /// The model a run configures (cfg.prior, cfg.prior_sd).
   LogisticModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg)
-      : LogisticModel(std::move(data), Prior{cfg.prior, cfg.prior_sd}) {}
+      : LogisticModel(data, prior_of(cfg, data->d())) {}
 
   double prior_sd() const noexcept { return prior_.sd; }
 

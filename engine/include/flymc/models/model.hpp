@@ -25,6 +25,7 @@
 
 #include "flymc/core/config.hpp"
 #include "flymc/data/dataset.hpp"
+#include "flymc/models/prior.hpp"
 
 namespace flymc {
 
@@ -89,28 +90,16 @@ struct BoundCheck {
   }
 };
 
-/// The prior on θ: independent N(0, sd²) or Laplace(0, b = sd/√2) coordinates (both with standard
-/// deviation sd). Evaluated on dense θ.
-///
-/// Thread safety: immutable; all members may be called concurrently.
-struct Prior {
-  PriorKind kind = PriorKind::gaussian;
-  double sd = 1.0;
-
-  /// log p(θ) without its constant.
-  double log_density(const double* theta, std::size_t p) const noexcept;
-  /// grad[j] += ∂ log p(θ)/∂θ_j (Laplace: −sign(θ_j)/b, 0 at θ_j = 0).
-  void add_gradient(const double* theta, std::size_t p, double* grad) const noexcept;
-  /// The curvature used by MAP searches and Laplace approximations: 1/sd² for the Gaussian; for
-  /// the Laplace prior, whose log density has no curvature, the same 1/sd² as a stand-in (a
-  /// Gaussian with the prior's variance), so the Laplace covariance stays proper.
-  double precision() const noexcept { return 1.0 / (sd * sd); }
-  /// Curvature of the prior's quadratic majorizer at θ_j, for MAP searches: 1/sd² for the
-  /// Gaussian; for the Laplace prior the local quadratic approximation |t| ≤ t²/(2|θ_j|) + |θ_j|/2
-  /// (Fan & Li 2001), curvature 1/(b·|θ_j|), floored at |θ_j| = 1e-8·sd. Newton steps with it and
-  /// a line search on the true objective climb to the MAP (start them away from 0).
-  double map_curvature(double theta_j) const noexcept;
-};
+/// h += diag of the prior's precisions (PriorTerm::precision): the prior's part of a Laplace
+/// precision or a metric.
+inline void add_prior_precision(const Prior& prior, Mat& h) {
+  if (prior.terms.empty()) {
+    h.diagonal().array() += prior.precision(0);
+    return;
+  }
+  for (Eigen::Index j = 0; j < h.rows(); ++j)
+    h(j, j) += prior.precision(static_cast<std::size_t>(j));
+}
 
 /// The slack a bound is built with from `cfg`: RunConfig::bound_slack, with the automatic value
 /// (unset; the set-up resolves it from Laplace draws before building the run's bound) taken as 0.

@@ -93,8 +93,7 @@ class RobustModel : public OnePredictorModel {
   RobustModel(std::shared_ptr<const Dataset> data, Prior prior, double nu, double scale);
   /// The model a run configures (cfg.prior, cfg.prior_sd, cfg.student_nu, cfg.noise_scale).
   RobustModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg)
-      : RobustModel(std::move(data), Prior{cfg.prior, cfg.prior_sd}, cfg.student_nu,
-                    cfg.noise_scale) {}
+      : RobustModel(data, prior_of(cfg, data->d()), cfg.student_nu, cfg.noise_scale) {}
 
   const StudentT& student() const noexcept { return t_; }
   /// The likelihood as a single-index family (StudentTFamily).

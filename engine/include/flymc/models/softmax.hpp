@@ -87,7 +87,7 @@ class SoftmaxModel {
   SoftmaxModel(std::shared_ptr<const Dataset> data, Prior prior);
   /// The model a run configures (cfg.prior, cfg.prior_sd).
   SoftmaxModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg)
-      : SoftmaxModel(std::move(data), Prior{cfg.prior, cfg.prior_sd}) {}
+      : SoftmaxModel(data, prior_of(cfg, data->d())) {}
 
   std::size_t classes() const noexcept { return k_; }  ///< K
   std::size_t dim() const noexcept { return k_ * data_->d(); }

@@ -200,7 +200,7 @@ class Chain {
     const Stopwatch clock;
     construct();
     seek_z_updater(0);
-    detail::initial_theta(cfg_, sh_.map, sh_.model.prior().sd, rng_, s_.theta.data(), id_);
+    detail::initial_theta(cfg_, sh_.map, sh_.model.prior(), rng_, s_.theta.data(), id_);
     if constexpr (kFly) {
       target_->set_current(s_.theta.data());
       ZScratch zs;

@@ -225,7 +225,7 @@ void ApproxChain::publish(ChainGauge& gauge, long iterations) const {
 ChainResult ApproxChain::run(ChainGauge* gauge) {
   res_.draws.reserve(res_.kept * p_);
   res_.lp.reserve(res_.kept);
-  initial_theta(cfg_, sh_.map, sh_.prior.sd, rng_, theta_.data(), res_.chain_id);
+  initial_theta(cfg_, sh_.map, sh_.prior, rng_, theta_.data(), res_.chain_id);
   if (sink_) sink_->begin(sh_.columns);
   own_moves_loop(
       cfg_, res_, gauge, [this] { end_warmup(); }, [this](long it) { transition(it); },

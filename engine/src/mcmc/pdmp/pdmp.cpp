@@ -148,7 +148,7 @@ RunResult run_pdmp_model(const RunRequest& r) {
     transform = chain_transform(cfg, out.map);
     if (transform.size() != 0) moved.emplace(transformed_data(*r.data, transform), cfg);
     const Dataset& chain_data = moved ? moved->data() : model.data();
-    const double precision = model.prior().precision();
+    const double precision = model.prior().precision(0);  // centred Gaussian (validate_pdmp)
     consts.emplace(pdmp::PdmpConstants::make(chain_data, *model.family_ptr(), precision,
                                              chain_map(out.map, transform),
                                              prior_precision(transform, precision)));

@@ -10,7 +10,7 @@
 namespace flymc::detail {
 
 void PdmpShared::start(Rng& rng, double* u, int chain) const {
-  initial_theta(cfg, map, prior_sd, rng, u, chain);
+  initial_theta(cfg, map, Prior{PriorKind::gaussian, prior_sd, {}}, rng, u, chain);
   if (transform.size() == 0) return;
   Eigen::Map<Vec> uv(u, transform.rows());
   transform.triangularView<Eigen::Lower>().solveInPlace(uv);

@@ -170,9 +170,9 @@ void own_moves_loop(
 
 /// Chain `chain`'s starting point (dense θ), the same for every sampler family: the map's
 /// chain_starts where given (auto's pilot's draws), else θ_MAP plus chain-specific jitter of
-/// cfg.init_jitter Laplace standard deviations, or a draw from the prior (a Gaussian with the
-/// prior's sd).
-inline void initial_theta(const RunConfig& cfg, const MapResult& map, double prior_sd, Rng& rng,
+/// cfg.init_jitter Laplace standard deviations, or a draw near the prior (a Gaussian with each
+/// coordinate's location and Prior::init_sd; RunConfig::validate refuses it for a flat prior).
+inline void initial_theta(const RunConfig& cfg, const MapResult& map, const Prior& prior, Rng& rng,
                           double* theta, int chain) {
   const auto p = map.theta.size();
   if (!map.chain_starts.empty()) {
@@ -187,7 +187,7 @@ inline void initial_theta(const RunConfig& cfg, const MapResult& map, double pri
     theta[jj] =
         cfg.init == Init::map
             ? map.theta[j] + cfg.init_jitter * std::sqrt(map.covariance(j, j)) * rng.normal()
-            : prior_sd * rng.normal();
+            : prior.term(jj).loc + prior.init_sd(jj) * rng.normal();
   }
 }
 

@@ -355,12 +355,17 @@ std::shared_ptr<const SmhStatistics> build_smh_statistics(
   auto sh = std::make_shared<SmhStatistics>(std::move(data), prior, std::move(family), bound_excess,
                                             order);
   sh->theta_hat = map.theta;
-  sh->precision = prior.precision();
+  sh->precision = prior.precision(0);
+  if (!prior.uniform_precision()) {
+    sh->precisions.resize(map.theta.size());
+    for (Eigen::Index j = 0; j < sh->precisions.size(); ++j)
+      sh->precisions[j] = prior.precision(static_cast<std::size_t>(j));
+  }
   // A MAP search leaves the likelihood's curvature at θ̂ only where it formed it with −f''(ŝ_n)
   // itself (MapResult::lik_curvature; GlmModel::find_map leaves none where it clipped a weight).
   const bool taken = map.lik_curvature.size() != 0;
   Mat h = taken ? map.lik_curvature : curvature_pass(*sh);
-  h.diagonal().array() += sh->precision;
+  add_prior_precision(prior, h);
   const Eigen::LLT<Mat> llt(h);
   if (llt.info() != Eigen::Success)
     throw ConfigError("--algo smh: the Hessian at the MAP is not positive definite");

@@ -98,15 +98,20 @@ void SmhChain::propose() {
   }
 }
 
+/// δᵀ·diag(p)·δ, the prior's part of δᵀHδ.
+double SmhChain::prior_quadratic(const Vec& delta) const {
+  if (st_.precisions.size() == 0) return st_.precision * delta.squaredNorm();
+  return delta.cwiseProduct(st_.precisions).dot(delta);
+}
+
 /// log of the quadratic factor's MH ratio: the prior times exp(Σ_n T_n) at θ' over θ, times the
 /// proposal ratio. With δᵀH_Lδ = ‖u‖² − p‖δ‖² it costs O(d) once δ' is known; order 3 adds the
 /// cubic terms' change (d³/6).
 double SmhChain::log_quadratic_ratio() {
   cubic2_ = cubic_term(u2_);
   const Prior& prior = sh_.prior;
-  const double p = st_.precision;
-  const double quad2 = u2_.squaredNorm() - p * delta2_.squaredNorm();
-  const double quad = u_.squaredNorm() - p * delta_.squaredNorm();
+  const double quad2 = u2_.squaredNorm() - prior_quadratic(delta2_);
+  const double quad = u_.squaredNorm() - prior_quadratic(delta_);
   double r = prior.log_density(theta2_.get(), p_) - prior.log_density(theta_.get(), p_) +
              st_.grad.dot(delta2_ - delta_) - 0.5 * (quad2 - quad) + (cubic2_ - cubic_);
   // pCN is reversible with respect to N(0, I) in u: q(u | u')/q(u' | u) = φ(u)/φ(u').
@@ -448,7 +453,7 @@ void SmhChain::begin(ChainGauge* gauge) {
     pos_ = restore(*st);
     if (gauge) gauge->publish(pos_);
   } else {
-    initial_theta(cfg_, sh_.map, sh_.prior.sd, rng_, theta_.get(), chain_id_);
+    initial_theta(cfg_, sh_.map, sh_.prior, rng_, theta_.get(), chain_id_);
     set_state_from_theta();
     if (sink_) sink_->begin(sh_.columns);
   }

@@ -70,7 +70,8 @@ struct SmhStatistics {
   const double bound_excess;
   Vec theta_hat;           // the expansion point θ̂ (θ_MAP)
   Vec grad;                // g = Σ_n σ_n f'(û_n) x_n, the likelihood's gradient at θ̂
-  double precision = 1.0;  // p in H = H_L + p·I (the prior's precision)
+  double precision = 1.0;  // p in H = H_L + p·I (the prior's precision, where uniform)
+  Vec precisions;          // p_j in H = H_L + diag(p) where they differ (else empty)
   Mat chol;                // L, H = L·Lᵀ, H_L = −Σ_n f''(ŝ_n) x_n x_nᵀ
   Mat linv;                // L⁻¹ (lower triangular): whitens rows, x̃_n = L⁻¹x_n
   Mat linv_t;  // L⁻ᵀ (upper triangular, stored): δ = L⁻ᵀu by a product, not a solve
@@ -100,8 +101,8 @@ struct SmhStatistics {
   /// Built from this data set, likelihood, prior, MAP fit and bound_excess.
   bool fits(const std::shared_ptr<const Dataset>& d, const Prior& p, const SingleIndexFamily& fam,
             const MapResult& map, double excess, int expansion_order) const noexcept {
-    return d != nullptr && d == source.lock() && p.kind == prior.kind && p.sd == prior.sd &&
-           fam.same_as(*family) && excess == bound_excess && map.theta.size() == theta_hat.size() &&
+    return d != nullptr && d == source.lock() && p == prior && fam.same_as(*family) &&
+           excess == bound_excess && map.theta.size() == theta_hat.size() &&
            map.theta == theta_hat && expansion_order == order;
   }
   /// Datum n's expansion at predictor x·θ̂ = `s_hat`, in its family's variable u.
@@ -193,6 +194,7 @@ class SmhChain {
   void session_times(double& warm, double& samp) const;
   void propose();
   double log_quadratic_ratio();
+  double prior_quadratic(const Vec& delta) const;
   double psi() const;
   double cubic_term(const Vec& u) noexcept;
   SmhOutcome accept_test();

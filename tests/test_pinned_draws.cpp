@@ -148,8 +148,15 @@ std::vector<Pinned> configurations() {
        sampler(ModelKind::probit, Algo::smh, KernelKind::rwmh,
                [](RunConfig& c) { c.smh_order = 3; }),
        logistic},
-      {"gaussian-full-nuts", sampler(ModelKind::gaussian, Algo::full, KernelKind::nuts), robust},
-      {"gaussian-smh2-pcn", sampler(ModelKind::gaussian, Algo::smh), robust},
+      // (Recorded when σ = 1 was the default; without --noise-scale σ is now inferred.)
+      {"gaussian-full-nuts",
+       sampler(ModelKind::gaussian, Algo::full, KernelKind::nuts,
+               [](RunConfig& c) { c.noise_scale = 1.0; }),
+       robust},
+      {"gaussian-smh2-pcn",
+       sampler(ModelKind::gaussian, Algo::smh, KernelKind::rwmh,
+               [](RunConfig& c) { c.noise_scale = 1.0; }),
+       robust},
   };
 }
 

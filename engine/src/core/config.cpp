@@ -50,6 +50,10 @@ void RunConfig::validate() const {
   if (!(prior_sd >= kMinPriorSd && prior_sd <= kMaxPriorSd))
     throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + number_text(prior_sd));
   const RunPriors priors = run_priors(*this);
+  if (init == Init::prior && infers_sigma(*this))
+    throw ConfigError(
+        "--init prior: sigma's prior need not have draws; start from the MAP "
+        "(--init map)");
   if (init == Init::prior && priors.any_flat())
     throw ConfigError("--init prior: a flat prior has no draws; start from the MAP (--init map)");
   if (!(resample_fraction > 0.0 && resample_fraction <= 1.0))
@@ -78,8 +82,11 @@ void RunConfig::validate() const {
     throw ConfigError("--max-treedepth must be in [1, 30], got " + std::to_string(max_treedepth));
   if (!(student_nu > 0.0) || !std::isfinite(student_nu))
     throw ConfigError("--nu must be finite and > 0, got " + number_text(student_nu));
-  if (!(noise_scale > 0.0) || !std::isfinite(noise_scale))
-    throw ConfigError("--noise-scale must be finite and > 0, got " + number_text(noise_scale));
+  if (noise_scale && (!(*noise_scale > 0.0) || !std::isfinite(*noise_scale)))
+    throw ConfigError("--noise-scale must be finite and > 0, got " + number_text(*noise_scale));
+  if (parse_scale_prior(prior_sigma) != ScalePrior{} && !infers_sigma(*this))
+    throw ConfigError("--prior-sigma '" + prior_sigma +
+                      "': only --model gaussian without --noise-scale has sigma as a parameter");
   if (!(init_jitter >= 0.0) || !std::isfinite(init_jitter))
     throw ConfigError("--init-jitter must be finite and >= 0, got " + number_text(init_jitter));
 }

@@ -200,9 +200,16 @@ std::vector<OptionInfo> run_and_sampler_options() {
            kThetaKernelAlgos | algo_bit(Algo::smh)},
           kRobust),
       for_models({"noise-scale", "noise_scale", &C::noise_scale,
-                  "Robust regression: Student-t scale; gaussian: the noise's sd",
-                  kThetaKernelAlgos | algo_bit(Algo::smh)},
+                  "Robust regression: Student-t scale (auto: 1); gaussian: the noise's sd, known "
+                  "(auto: inferred, a parameter sigma)",
+                  kThetaKernelAlgos | algo_bit(Algo::smh), true, true, above(0.0)},
                  kRobust | model_bit(ModelKind::gaussian)),
+      for_models({"prior-sigma", "prior_sigma", &C::prior_sigma,
+                  "Gaussian regression with sigma inferred: sigma's prior on sigma > 0, flat "
+                  "(uniform), 'normal(0, S)', 'student_t(NU, 0, S)', 'cauchy(0, S)' or "
+                  "'exponential(RATE)'",
+                  kThetaKernelAlgos},
+                 model_bit(ModelKind::gaussian)),
       for_models({"link", "link", choice<&C::link>(),
                   "Binomial regression: logit (logistic regression per trial) or probit"},
                  model_bit(ModelKind::binomial)),

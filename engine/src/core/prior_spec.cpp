@@ -128,6 +128,93 @@ PriorSpec parse_prior_spec(std::string_view text, std::string_view option) {
   return p;
 }
 
+ScalePrior parse_scale_prior(std::string_view text) {
+  SpecReader r(text, "--prior-sigma");
+  ScalePrior p;
+  const std::string_view name = r.name();
+  if (r.at_end()) {
+    if (name == "flat") return p;
+    r.fail(name.empty() ? "no distribution" : "unknown distribution '" + std::string(name) + "'");
+  }
+  r.expect('(');
+  const auto scalar = [&](const char* what) {
+    const std::vector<double> v = r.argument();
+    if (v.size() != 1) r.fail(std::string(what) + " must be one number (sigma is one parameter)");
+    return v[0];
+  };
+  const auto at_zero = [&] {
+    if (scalar("the location") != 0.0)
+      r.fail("sigma's prior is folded onto sigma > 0 at 0: its location must be 0");
+    r.expect(',');
+  };
+  if (name == "normal" || name == "cauchy") {
+    p.kind = name == "normal" ? ScalePrior::Kind::half_normal : ScalePrior::Kind::half_t;
+    p.nu = 1.0;
+    at_zero();
+    p.scale = scalar("S");
+  } else if (name == "student_t") {
+    p.kind = ScalePrior::Kind::half_t;
+    p.nu = scalar("NU");
+    if (!(p.nu > 0.0)) r.fail("NU must be > 0");
+    r.expect(',');
+    at_zero();
+    p.scale = scalar("S");
+  } else if (name == "exponential") {
+    p.kind = ScalePrior::Kind::exponential;
+    p.rate = scalar("RATE");
+    if (!(p.rate > 0.0 && p.rate <= kMaxScale)) r.fail("RATE must be in (0, 1e150]");
+  } else {
+    r.fail("unknown distribution '" + std::string(name) + "'");
+  }
+  r.expect(')');
+  if (!r.at_end()) r.fail("unexpected text after the closing parenthesis");
+  if (p.kind != ScalePrior::Kind::exponential) check_scales(r, {p.scale}, "S");
+  return p;
+}
+
+double ScalePrior::log_density(double sigma) const noexcept {
+  const double r = sigma / scale;
+  switch (kind) {
+    case Kind::half_normal:
+      return -0.5 * r * r;
+    case Kind::half_t:
+      return r < 1e100 ? -0.5 * (nu + 1.0) * std::log1p(r * r / nu)
+                       : -0.5 * (nu + 1.0) * (2.0 * std::log(r) - std::log(nu));
+    case Kind::exponential:
+      return -rate * sigma;
+    case Kind::flat:
+      return 0.0;
+  }
+  return 0.0;
+}
+
+double ScalePrior::gradient(double sigma) const noexcept {
+  switch (kind) {
+    case Kind::half_normal:
+      return -sigma / (scale * scale);
+    case Kind::half_t:
+      return -(nu + 1.0) * sigma / (nu * scale * scale + sigma * sigma);
+    case Kind::exponential:
+      return -rate;
+    case Kind::flat:
+      return 0.0;
+  }
+  return 0.0;
+}
+
+double ScalePrior::map_curvature(double sigma) const noexcept {
+  switch (kind) {
+    case Kind::half_normal:
+      return 1.0 / (scale * scale);
+    case Kind::half_t:
+      return (nu + 1.0) / (nu * scale * scale + sigma * sigma);
+    case Kind::exponential:
+    case Kind::flat:
+      return 0.0;
+  }
+  return 0.0;
+}
+
 bool RunPriors::any_flat() const noexcept {
   return coefficients.kind == PriorKind::flat || intercept.kind == PriorKind::flat;
 }

@@ -294,7 +294,11 @@ std::shared_ptr<const SingleIndexFamily> probit_family(const RunConfig&) {
   return std::make_shared<const ProbitFamily>();
 }
 std::shared_ptr<const SingleIndexFamily> gaussian_family(const RunConfig& cfg) {
-  return std::make_shared<const GaussianFamily>(cfg.noise_scale);
+  if (!cfg.noise_scale)
+    throw ConfigError(
+        "--model gaussian without --noise-scale infers sigma, a parameter beside the "
+        "coefficients: it is not a single-index family");
+  return std::make_shared<const GaussianFamily>(*cfg.noise_scale);
 }
 std::shared_ptr<const SingleIndexFamily> custom_family(const RunConfig& cfg) {
   if (!cfg.family)

@@ -20,6 +20,7 @@
 #include "flymc/mcmc/fly/z_updates.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/models/family.hpp"
+#include "flymc/models/gaussian_sigma.hpp"
 #include "flymc/models/glm.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/models/robust.hpp"
@@ -43,7 +44,9 @@ void SbcOptions::validate() const {
   if (!(alpha > 0.0 && alpha < 1.0)) throw ConfigError("--alpha must be in (0, 1)");
   // A single-index family must simulate its responses (a family given in code need not): one
   // draw from a scratch stream refuses it here rather than inside a replicate.
-  if (const auto family = single_index_family(run)) {
+  if (infers_sigma(run)) {
+    if (trials) throw ConfigError("SBC with trials: Gaussian regression does not read trials");
+  } else if (const auto family = single_index_family(run)) {
     Rng probe;
     (void)family->simulate(0.0, probe);
     if (trials && !family->reads_trials())
@@ -53,7 +56,8 @@ void SbcOptions::validate() const {
   }
   if (run.model == ModelKind::softmax && (classes < 2 || classes > 64))
     throw ConfigError("--classes must be in [2, 64], got " + std::to_string(classes));
-  if (run_priors(run).any_flat())
+  if (run_priors(run).any_flat() ||
+      (infers_sigma(run) && parse_scale_prior(run.prior_sigma).kind == ScalePrior::Kind::flat))
     throw ConfigError("SBC draws its parameters from the prior: a flat prior has no draws");
   RunConfig c = run;
   c.chains = 1;
@@ -79,6 +83,7 @@ struct SbcRep {
 
 /// The dimension of θ the replicates simulate: K·d for softmax, d otherwise.
 std::size_t sbc_dim(const SbcOptions& o) {
+  if (infers_sigma(o.run)) return o.d + 1;  // the coefficients, then σ
   return o.run.model == ModelKind::softmax ? o.classes * o.d : o.d;
 }
 
@@ -107,6 +112,24 @@ double prior_draw(const PriorTerm& t, Rng& rng) {
   }
   const double u = rng.uniform() - 0.5, b = t.scale;
   return t.loc + (u < 0.0 ? b * std::log1p(2.0 * u) : -b * std::log1p(-2.0 * u));
+}
+
+/// σ* ~ its prior on σ > 0: |S·z| (half-normal), |S·t_ν| (half-t), or an exponential.
+double sigma_draw(const ScalePrior& p, Rng& rng) {
+  if (p.kind == ScalePrior::Kind::exponential) return -std::log(rng.uniform_pos()) / p.rate;
+  if (p.kind == ScalePrior::Kind::half_normal) return std::fabs(p.scale * rng.normal());
+  const double chi2 = 2.0 * gamma_draw(0.5 * p.nu, rng);
+  return std::fabs(p.scale * rng.normal() / std::sqrt(chi2 / p.nu));
+}
+
+/// Gaussian regression's responses with σ inferred: y = x·β* + σ*·z, σ* the last of θ*.
+void simulate_gaussian(Dataset& ds, const std::vector<double>& theta, Rng& rng) {
+  const double sigma = theta.back();
+  for (std::size_t i = 0; i < ds.n(); ++i) {
+    double mean = 0.0;
+    for (std::size_t j = 0; j < ds.d(); ++j) mean += theta[j] * ds.row(i)[j];
+    ds.mutable_y()[i] = mean + sigma * rng.normal();
+  }
 }
 
 /// Softmax labels: class k with probability softmax(W x)_k; true when the top class occurred (the
@@ -140,7 +163,8 @@ void simulate_responses(Dataset& ds, const std::vector<double>& theta, const Run
     double mean = 0.0;
     for (std::size_t j = 0; j < ds.d(); ++j) mean += theta[j] * ds.row(i)[j];
     const double chi2 = 2.0 * gamma_draw(0.5 * c.student_nu, rng);
-    ds.mutable_y()[i] = mean + c.noise_scale * rng.normal() / std::sqrt(chi2 / c.student_nu);
+    ds.mutable_y()[i] =
+        mean + c.noise_scale.value_or(1.0) * rng.normal() / std::sqrt(chi2 / c.student_nu);
   }
 }
 
@@ -174,7 +198,10 @@ std::shared_ptr<Dataset> simulate_replicate(const SbcOptions& opt, int rep, Rng&
   theta_star.assign(P, 0.0);
   const Prior prior = prior_of(opt.run, d);
   while (true) {
-    for (std::size_t j = 0; j < P; ++j) theta_star[j] = prior_draw(prior.term(j % d), rng);
+    const bool sigma = infers_sigma(opt.run);
+    for (std::size_t j = 0; j < P; ++j)
+      theta_star[j] = sigma && j == d ? sigma_draw(parse_scale_prior(opt.run.prior_sigma), rng)
+                                      : prior_draw(prior.term(j % d), rng);
     simulate_design(*ds, rng);
     if (opt.run.intercept) {  // coefficient 0 multiplies the ones (--intercept), not the last
       for (std::size_t i = 0; i < ds->n(); ++i) {
@@ -192,6 +219,10 @@ std::shared_ptr<Dataset> simulate_replicate(const SbcOptions& opt, int rep, Rng&
     }
     if (opt.run.model == ModelKind::robust) {
       simulate_responses(*ds, theta_star, opt.run, rng);
+      return ds;
+    }
+    if (sigma) {
+      simulate_gaussian(*ds, theta_star, rng);
       return ds;
     }
     if (opt.run.model != ModelKind::softmax) {  // every single-index model, by its family
@@ -227,6 +258,7 @@ std::vector<double> log_liks(const RunConfig& cfg, std::shared_ptr<const Dataset
   if (cfg.model == ModelKind::logistic) return log_liks(LogisticModel(ds, cfg), ch, P, theta_star);
   if (cfg.model == ModelKind::softmax) return log_liks(SoftmaxModel(ds, cfg), ch, P, theta_star);
   if (cfg.model == ModelKind::robust) return log_liks(RobustModel(ds, cfg), ch, P, theta_star);
+  if (infers_sigma(cfg)) return log_liks(GaussianSigmaModel(ds, cfg), ch, P, theta_star);
   return log_liks(GlmModel(ds, cfg), ch, P, theta_star);  // every single-index model
 }
 
@@ -283,6 +315,7 @@ std::vector<std::string> sbc_names(const SbcOptions& o) {
     for (std::size_t j = 0; j < o.d; ++j)
       names.push_back(K == 1 ? "theta." + std::to_string(j + 1)
                              : "W." + std::to_string(k + 1) + "." + std::to_string(j + 1));
+  if (infers_sigma(o.run)) names.emplace_back("sigma");
   names.push_back("loglik");
   return names;
 }

@@ -202,8 +202,13 @@ struct RunConfig {
   /// The intercept's prior as written (empty: `prior`'s).
   std::string prior_intercept;
   double student_nu = 4.0;  ///< robust regression: Student-t degrees of freedom ν (paper: 4)
-  /// Robust regression: the Student-t scale s; Gaussian regression: the noise's sd s.
-  double noise_scale = 1.0;
+  /// Robust regression: the Student-t scale s (unset: 1); Gaussian regression: the noise's sd s,
+  /// known, or unset: inferred, a parameter `sigma` beside the coefficients (infers_sigma()).
+  std::optional<double> noise_scale;
+  /// Gaussian regression with σ inferred: σ's prior on σ > 0, as written (prior_spec.hpp,
+  /// parse_scale_prior): flat (uniform on σ), 'normal(0, S)', 'student_t(NU, 0, S)',
+  /// 'cauchy(0, S)' (each folded onto σ > 0) or 'exponential(RATE)'.
+  std::string prior_sigma = "flat";
   /// --model binomial: the link of the success probability.
   Link link = Link::logit;
   /// ModelKind::custom: the single-index family a library user gives (flymc::run(cfg, data,
@@ -307,6 +312,11 @@ struct RunConfig {
   /// Every field equal (doubles by value).
   friend bool operator==(const RunConfig&, const RunConfig&) = default;
 };
+
+/// Gaussian regression without a known noise scale: σ is a parameter (models/gaussian_sigma.hpp).
+inline bool infers_sigma(const RunConfig& c) noexcept {
+  return model_info(c.model).infers_scale && !c.noise_scale;
+}
 
 /// The run's length from what the user gave (the command line, Python): `iters` alone asks for
 /// exactly that many iterations (ess = 0); otherwise the run goes to an ESS target (the default

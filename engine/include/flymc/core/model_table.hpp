@@ -72,7 +72,8 @@ std::shared_ptr<const SingleIndexFamily> custom_family(const RunConfig&);
 RunResult run_logistic_model(const RunRequest&);
 RunResult run_softmax_model(const RunRequest&);
 RunResult run_robust_model(const RunRequest&);
-RunResult run_glm_model(const RunRequest&);  // every single-index model
+RunResult run_glm_model(const RunRequest&);       // every single-index model
+RunResult run_gaussian_model(const RunRequest&);  // run_glm_model, or σ inferred (infers_sigma)
 
 /// One row of the table.
 struct ModelInfo {
@@ -83,6 +84,8 @@ struct ModelInfo {
   unsigned offers = kOfferLikelihood;
   FamilyMaker family = nullptr;  ///< single-index models: their family
   ModelRunner runner = &run_glm_model;
+  /// Without --noise-scale its noise scale σ is a parameter (Gaussian regression; infers_sigma).
+  bool infers_scale = false;
 };
 
 namespace detail {
@@ -118,7 +121,9 @@ inline constexpr ModelInfo kModels[] = {
      .name = "gaussian",
      .labels = LabelDomain::any,
      .offers = detail::kSingleIndexOffers,
-     .family = &gaussian_family},
+     .family = &gaussian_family,
+     .runner = &run_gaussian_model,
+     .infers_scale = true},
     // Successes of the data's trials (1 without a trials column), logit or probit (--link).
     {.kind = ModelKind::binomial,
      .name = "binomial",

@@ -54,4 +54,23 @@ struct RunPriors {
 /// @throw ConfigError as parse_prior_spec.
 RunPriors run_priors(const RunConfig& cfg);
 
+/// A scale's prior on σ > 0 (--prior-sigma), as Stan's `real<lower=0>` reads a distribution:
+/// flat (uniform on σ), or normal(0, S), student_t(NU, 0, S) or cauchy(0, S) folded onto σ > 0
+/// (half-normal, half-t, half-Cauchy), or exponential(RATE). Densities without their constants.
+struct ScalePrior {
+  enum class Kind { flat, half_normal, half_t, exponential };
+  Kind kind = Kind::flat;
+  double scale = 1.0, nu = 0.0, rate = 0.0;
+
+  double log_density(double sigma) const noexcept;
+  double gradient(double sigma) const noexcept;  ///< d log p / dσ
+  /// The curvature of a quadratic minorizer of log p touching it at σ (as
+  /// PriorTerm::map_curvature): 1/S²; (ν + 1)/(ν·S² + σ²); 0 for flat and exponential.
+  double map_curvature(double sigma) const noexcept;
+  friend bool operator==(const ScalePrior&, const ScalePrior&) = default;
+};
+/// @throw ConfigError naming --prior-sigma, the text and what is wrong (a location other than 0,
+/// a list, an unknown distribution).
+ScalePrior parse_scale_prior(std::string_view text);
+
 }  // namespace flymc

@@ -91,9 +91,11 @@ class RobustModel : public OnePredictorModel {
   /// (the collapsed statistics sum w·r² and w·x² over up to 2^32 rows and must stay finite);
   /// the message names the row and field.
   RobustModel(std::shared_ptr<const Dataset> data, Prior prior, double nu, double scale);
-  /// The model a run configures (cfg.prior, cfg.prior_sd, cfg.student_nu, cfg.noise_scale).
+  /// The model a run configures (cfg.prior, cfg.prior_sd, cfg.student_nu, cfg.noise_scale, unset
+  /// meaning 1).
   RobustModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg)
-      : RobustModel(data, prior_of(cfg, data->d()), cfg.student_nu, cfg.noise_scale) {}
+      : RobustModel(data, prior_of(cfg, data->d()), cfg.student_nu, cfg.noise_scale.value_or(1.0)) {
+  }
 
   const StudentT& student() const noexcept { return t_; }
   /// The likelihood as a single-index family (StudentTFamily).

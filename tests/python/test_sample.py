@@ -173,6 +173,19 @@ class SingleIndexModels(unittest.TestCase):
         g = flymc.sample(x, x @ np.ones(x.shape[1]), model="gaussian", noise_scale=0.5, **SMALL)
         self.assertTrue(np.all(g.sampler["n_bright__"] == 0))
 
+    def test_gaussian_with_sigma_inferred(self):
+        x, _ = ft.logistic_data()
+        rng = np.random.default_rng(3)
+        y = x @ np.linspace(1.0, -1.0, x.shape[1]) + 0.8 * rng.normal(size=x.shape[0])
+        small = {**SMALL, "algo": "full", "kernel": "nuts"}
+        g = flymc.sample(x, y, model="gaussian", prior_sigma="student_t(3, 0, 2.5)", **small)
+        self.assertEqual(g.param_names[-1], "sigma")
+        self.assertEqual(g.draws.shape, (3, 80, x.shape[1] + 1))
+        self.assertTrue(np.all(g.draws[..., -1] > 0.0))
+        self.assertLess(abs(np.mean(g.draws[..., -1]) - 0.8), 0.2)
+        with self.assertRaisesRegex(flymc.Error, "with sigma inferred"):
+            flymc.sample(x, y, model="gaussian", **SMALL)  # FlyMC
+
     def test_another_models_constant_is_refused(self):
         # --nu is robust regression's: for probit it would be ignored, so it is refused.
         x, y = ft.logistic_data()

@@ -398,46 +398,61 @@ TEST_SUITE("unit") {
   }
 }
 
+namespace {
+
+/// Gaussian regression with noise sd s under `prior` (gaussian: N(0, 1); or flat) on `ds`: FlyMC,
+/// SMH of orders 2 and 3 and regular NUTS against the conjugate posterior, precision XᵀX/s²
+/// (+ I), mean Σ·Xᵀy/s².
+void check_gaussian_posterior(const std::shared_ptr<const Dataset>& ds, double s,
+                              const std::string& prior) {
+  const auto d = static_cast<Eigen::Index>(ds->d());
+  Mat prec = prior == "flat" ? Mat(Mat::Zero(d, d)) : Mat(Mat::Identity(d, d));
+  Vec b = Vec::Zero(d);
+  for (std::size_t i = 0; i < ds->n(); ++i) {
+    const Eigen::Map<const Vec> x(ds->row(i), d);
+    prec += x * x.transpose() / (s * s);
+    b += x * ds->y()[i] / (s * s);
+  }
+  const Mat cov = prec.inverse();
+  const Vec mean = cov * b;
+  struct Case {
+    Algo algo;
+    KernelKind kernel;
+    int order;
+  };
+  for (const Case k :
+       {Case{Algo::flymc, KernelKind::nuts, 2}, Case{Algo::smh, KernelKind::rwmh, 2},
+        Case{Algo::smh, KernelKind::rwmh, 3}, Case{Algo::full, KernelKind::nuts, 2}}) {
+    RunConfig c = fixed(k.algo, ModelKind::gaussian);
+    c.kernel = k.kernel;
+    c.smh_order = k.order;
+    c.noise_scale = s;
+    c.prior = prior;
+    const RunResult r = run(c, ds);
+    CAPTURE(to_string(k.algo));
+    CAPTURE(k.order);
+    for (Eigen::Index j = 0; j < d; ++j) {
+      const test::ExactCheck e =
+          test::against_exact(r.coordinate(std::size_t(j)), mean[j], std::sqrt(cov(j, j)));
+      CHECK(e.mean_z < 4.5);
+      CHECK(e.sd_z < 4.5);
+    }
+    if (k.algo == Algo::flymc) CHECK(r.bright_mean() == 0.0);  // B_n = L_n: nobody bright
+    if (k.algo == Algo::smh)
+      for (const ChainResult& ch : r.chains) CHECK(ch.sampling_queries == 0);  // no candidate
+    CHECK(r.bound_violations() == 0);
+  }
+}
+
+}  // namespace
+
 TEST_SUITE("statistical") {
   TEST_CASE("Gaussian regression: FlyMC, SMH (orders 2, 3) and NUTS match the exact posterior") {
     const double s = 0.7;
     const auto ds = gaussian_data(2000, s, 4);
-    // The conjugate posterior: precision XᵀX/s² + I (prior sd 1), mean Σ·Xᵀy/s².
-    const auto d = static_cast<Eigen::Index>(ds->d());
-    Mat prec = Mat::Identity(d, d);
-    Vec b = Vec::Zero(d);
-    for (std::size_t i = 0; i < ds->n(); ++i) {
-      const Eigen::Map<const Vec> x(ds->row(i), d);
-      prec += x * x.transpose() / (s * s);
-      b += x * ds->y()[i] / (s * s);
-    }
-    const Mat cov = prec.inverse();
-    const Vec mean = cov * b;
-    struct Case {
-      Algo algo;
-      KernelKind kernel;
-      int order;
-    };
-    for (const Case k :
-         {Case{Algo::flymc, KernelKind::nuts, 2}, Case{Algo::smh, KernelKind::rwmh, 2},
-          Case{Algo::smh, KernelKind::rwmh, 3}, Case{Algo::full, KernelKind::nuts, 2}}) {
-      RunConfig c = fixed(k.algo, ModelKind::gaussian);
-      c.kernel = k.kernel;
-      c.smh_order = k.order;
-      c.noise_scale = s;
-      const RunResult r = run(c, ds);
-      CAPTURE(to_string(k.algo));
-      CAPTURE(k.order);
-      for (Eigen::Index j = 0; j < d; ++j) {
-        const test::ExactCheck e =
-            test::against_exact(r.coordinate(std::size_t(j)), mean[j], std::sqrt(cov(j, j)));
-        CHECK(e.mean_z < 4.5);
-        CHECK(e.sd_z < 4.5);
-      }
-      if (k.algo == Algo::flymc) CHECK(r.bright_mean() == 0.0);  // B_n = L_n: nobody bright
-      if (k.algo == Algo::smh)
-        for (const ChainResult& ch : r.chains) CHECK(ch.sampling_queries == 0);  // no candidate
-      CHECK(r.bound_violations() == 0);
+    for (const char* prior : {"gaussian", "flat"}) {
+      CAPTURE(prior);
+      check_gaussian_posterior(ds, s, prior);
     }
   }
 

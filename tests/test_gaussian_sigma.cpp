@@ -23,23 +23,6 @@ using namespace flymc;
 
 namespace {
 
-/// n rows of d − 1 normal features and a last column of ones, y = x·β + σ·ε.
-std::shared_ptr<Dataset> regression_data(std::size_t n, std::size_t d, double sigma,
-                                         std::uint64_t seed) {
-  auto ds = std::make_shared<Dataset>(n, d, "regression data");
-  Rng rng(seed, 0);
-  for (std::size_t i = 0; i < n; ++i) {
-    double* x = ds->mutable_row(i);
-    double eta = 0.0;
-    for (std::size_t j = 0; j < d; ++j) {
-      x[j] = j + 1 == d ? 1.0 : rng.normal();
-      eta += (0.8 - 0.5 * static_cast<double>(j)) * x[j];
-    }
-    ds->mutable_y()[i] = eta + sigma * rng.normal();
-  }
-  return ds;
-}
-
 RunConfig sigma_config() {
   RunConfig c = test::fixed_config();
   c.model = ModelKind::gaussian;
@@ -71,7 +54,7 @@ std::pair<Vec, double> least_squares(const Dataset& ds) {
 
 TEST_SUITE("unit") {
   TEST_CASE("gaussian sigma: the collapsed log-likelihood is the rows' sum; its gradient") {
-    auto ds = regression_data(3000, 4, 0.7, 21);
+    auto ds = test::linear_data(3000, 4, 0.7, 21);
     std::vector<double> w(ds->n()), o(ds->n());
     Rng rng(4, 0);
     for (std::size_t i = 0; i < ds->n(); ++i) {
@@ -117,7 +100,7 @@ TEST_SUITE("unit") {
   }
 
   TEST_CASE("gaussian sigma: the MAP under flat priors is least squares, sigma^2 = RSS/n") {
-    const auto ds = regression_data(500, 3, 1.3, 22);
+    const auto ds = test::linear_data(500, 3, 1.3, 22);
     RunConfig c = sigma_config();
     c.prior = "flat";
     const MapResult map = GaussianSigmaModel(ds, c).find_map();
@@ -130,7 +113,7 @@ TEST_SUITE("unit") {
   }
 
   TEST_CASE("gaussian sigma: who samples it, and options that do not apply") {
-    const auto ds = regression_data(200, 3, 1.0, 23);
+    const auto ds = test::linear_data(200, 3, 1.0, 23);
     RunConfig c = sigma_config();
     c.iters = 50;
     c.warmup = 50;
@@ -154,7 +137,7 @@ TEST_SUITE("unit") {
     CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("RATE"), ConfigError);
     c.prior_sigma = "flat";
     c.prior = "flat";
-    CHECK_THROWS_WITH_AS(run(c, regression_data(4, 3, 1.0, 24)),
+    CHECK_THROWS_WITH_AS(run(c, test::linear_data(4, 3, 1.0, 24)),
                          doctest::Contains("posterior is improper"), ConfigError);
   }
 }
@@ -162,7 +145,7 @@ TEST_SUITE("unit") {
 TEST_SUITE("statistical") {
   TEST_CASE("gaussian sigma, flat priors: regular NUTS matches the closed-form posterior") {
     const std::size_t n = 60, d = 3;
-    const auto ds = regression_data(n, d, 1.5, 25);
+    const auto ds = test::linear_data(n, d, 1.5, 25);
     const auto [beta, rss] = least_squares(*ds);
     Mat a = Mat::Zero(3, 3);
     for (std::size_t i = 0; i < n; ++i) {

@@ -2,7 +2,8 @@
 // their errors; each coordinate's density, gradient and MAP curvature (models/prior.hpp);
 // today's gaussian and laplace keeping their arithmetic; per-coefficient lists and the
 // intercept's own prior; the closed-form posterior of Gaussian regression under flat and
-// per-coefficient normal priors, by MAP and by FlyMC, scalable MH and NUTS; improper posteriors
+// per-coefficient normal priors by its MAP (test_family.cpp samples it under a flat prior by
+// FlyMC, scalable MH and NUTS); improper posteriors
 // refused (separable data, collinear features, softmax); and SBC under Student-t, Laplace and
 // normal priors with an intercept.
 #include <doctest/doctest.h>
@@ -38,22 +39,6 @@ RunConfig with_prior(const std::string& prior, const std::string& intercept_prio
   c.prior_intercept = intercept_prior;
   c.intercept = intercept;
   return c;
-}
-
-/// n rows of d − 1 normal features and a last column of ones, y = x·β + s·ε.
-std::shared_ptr<Dataset> linear_data(std::size_t n, std::size_t d, double s, std::uint64_t seed) {
-  auto ds = std::make_shared<Dataset>(n, d, "linear data");
-  Rng rng(seed, 0);
-  for (std::size_t i = 0; i < n; ++i) {
-    double* x = ds->mutable_row(i);
-    double eta = 0.0;
-    for (std::size_t j = 0; j < d; ++j) {
-      x[j] = j + 1 == d ? 1.0 : rng.normal();
-      eta += (0.5 - 0.4 * static_cast<double>(j)) * x[j];
-    }
-    ds->mutable_y()[i] = eta + s * rng.normal();
-  }
-  return ds;
 }
 
 /// The conjugate posterior of Gaussian regression with noise sd s under independent normal
@@ -244,7 +229,7 @@ TEST_SUITE("unit") {
 
   TEST_CASE("priors: Gaussian regression's MAP and Laplace covariance are the closed form") {
     const double s = 0.8;
-    const auto ds = linear_data(300, 3, s, 11);
+    const auto ds = test::linear_data(300, 3, s, 11);
     const auto family = std::make_shared<GaussianFamily>(s);
     const double inf = std::numeric_limits<double>::infinity();
     struct Case {
@@ -292,7 +277,7 @@ TEST_SUITE("unit") {
     c.prior = "flat";
     CHECK_NOTHROW(run(c, test::logistic_data(200, 3, 5)));
     // Gaussian regression on a feature repeated: the data do not determine its two coefficients.
-    auto twice = linear_data(100, 3, 0.5, 12);
+    auto twice = test::linear_data(100, 3, 0.5, 12);
     for (std::size_t i = 0; i < twice->n(); ++i) twice->mutable_row(i)[1] = twice->row(i)[0];
     c.model = ModelKind::gaussian;
     CHECK_THROWS_WITH_AS(run(c, twice), doctest::Contains("posterior is improper"), ConfigError);
@@ -303,7 +288,7 @@ TEST_SUITE("unit") {
   }
 
   TEST_CASE("intercept: a column of ones named intercept, with its own prior, on every sampler") {
-    const auto ds = linear_data(400, 2, 0.5, 13);
+    const auto ds = test::linear_data(400, 2, 0.5, 13);
     RunConfig c = with_prior("normal(0, 5)", "student_t(3, 0, 10)", true);
     c.model = ModelKind::gaussian;
     c.noise_scale = 0.5;
@@ -332,39 +317,6 @@ TEST_SUITE("unit") {
 }
 
 TEST_SUITE("statistical") {
-  TEST_CASE("flat prior: FlyMC, SMH (orders 2, 3) and NUTS match Gaussian regression's posterior") {
-    const double s = 0.7;
-    const auto ds = linear_data(2000, 3, s, 14);
-    const double inf = std::numeric_limits<double>::infinity();
-    const Conjugate exact = conjugate(*ds, s, {0, 0, 0}, {inf, inf, inf});
-    struct Case {
-      Algo algo;
-      KernelKind kernel;
-      int order;
-    };
-    for (const Case k :
-         {Case{Algo::flymc, KernelKind::nuts, 2}, Case{Algo::smh, KernelKind::rwmh, 2},
-          Case{Algo::smh, KernelKind::rwmh, 3}, Case{Algo::full, KernelKind::nuts, 2}}) {
-      RunConfig c = test::fixed_config();
-      c.model = ModelKind::gaussian;
-      c.prior = "flat";
-      c.algo = k.algo;
-      c.kernel = k.kernel;
-      c.smh_order = k.order;
-      c.noise_scale = s;
-      const RunResult r = run(c, ds);
-      CAPTURE(to_string(k.algo));
-      CAPTURE(k.order);
-      for (Eigen::Index j = 0; j < 3; ++j) {
-        const test::ExactCheck e = test::against_exact(r.coordinate(std::size_t(j)), exact.mean[j],
-                                                       std::sqrt(exact.cov(j, j)));
-        CHECK(e.mean_z < 4.5);
-        CHECK(e.sd_z < 4.5);
-      }
-      CHECK(r.bound_violations() == 0);
-    }
-  }
-
   // SBC (tests/sbc_util.hpp's small cases) with an intercept and priors that are neither
   // centred nor normal: every coefficient's draw from its own prior must be what the sampler
   // conditions on.

@@ -67,6 +67,24 @@ inline RunConfig fixed_config() {
   return c;
 }
 
+/// n rows of d − 1 normal features and a last column of ones, y = x·β + sigma·ε with
+/// β_j = 0.5 − 0.4·j (linear regression).
+inline std::shared_ptr<Dataset> linear_data(std::size_t n, std::size_t d, double sigma,
+                                            std::uint64_t seed) {
+  auto ds = std::make_shared<Dataset>(n, d, "linear data");
+  Rng rng(seed, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    double* x = ds->mutable_row(i);
+    double eta = 0.0;
+    for (std::size_t j = 0; j < d; ++j) {
+      x[j] = j + 1 == d ? 1.0 : rng.normal();
+      eta += (0.5 - 0.4 * static_cast<double>(j)) * x[j];
+    }
+    ds->mutable_y()[i] = eta + sigma * rng.normal();
+  }
+  return ds;
+}
+
 /// n × d logistic data: x ~ N(0, scale²) with a bias column of ones last, labels from θ_true.
 inline std::shared_ptr<const Dataset> logistic_data(std::size_t n, std::size_t d,
                                                     std::uint64_t seed, double scale = 1.0) {

@@ -636,6 +636,13 @@ TEST_SUITE("unit") {
         {"--model robust --algo smh --smh-order 3", 78, "--smh-order 3"},
         {"--model gaussian --algo zigzag-ss", 78, "--algo zigzag-ss"},
         {"--model custom", 78, "--model custom"},
+        // Priors as written (core/prior_spec.hpp), and sigma's where it is a parameter.
+        {"--prior 'normal(0, -1)'", 78, "the scale S must be in [1e-150, 1e150], got -1"},
+        {"--prior cauchy", 78, "unknown distribution 'cauchy'"},
+        {"--prior-intercept 'normal(0, 1)'", 78, "--prior-intercept needs --intercept"},
+        {"--model gaussian --prior-sigma 'normal(1, 1)'", 78, "its location must be 0"},
+        {"--model gaussian --noise-scale 1 --prior-sigma 'cauchy(0, 1)'", 78, "--prior-sigma"},
+        {"--model gaussian --algo flymc", 78, "with sigma inferred"},
     };
     for (const Bad& b : cases) {
       CAPTURE(b.args);

@@ -172,14 +172,19 @@ ScalePrior parse_scale_prior(std::string_view text) {
   return p;
 }
 
+double student_t_log_kernel(double r, double nu) noexcept {
+  const double a = std::fabs(r);
+  return a < 1e100 ? -0.5 * (nu + 1.0) * std::log1p(r * r / nu)
+                   : -0.5 * (nu + 1.0) * (2.0 * std::log(a) - std::log(nu));
+}
+
 double ScalePrior::log_density(double sigma) const noexcept {
   const double r = sigma / scale;
   switch (kind) {
     case Kind::half_normal:
       return -0.5 * r * r;
     case Kind::half_t:
-      return r < 1e100 ? -0.5 * (nu + 1.0) * std::log1p(r * r / nu)
-                       : -0.5 * (nu + 1.0) * (2.0 * std::log(r) - std::log(nu));
+      return student_t_log_kernel(r, nu);
     case Kind::exponential:
       return -rate * sigma;
     case Kind::flat:

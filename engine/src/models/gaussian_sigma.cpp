@@ -139,10 +139,7 @@ GaussianSigmaModel::GaussianSigmaModel(std::shared_ptr<const Dataset> data, cons
 }
 
 std::vector<std::string> GaussianSigmaModel::param_names() const {
-  std::vector<std::string> names;
-  const std::size_t first = data_->has_intercept() ? 1 : 0;
-  if (first == 1) names.emplace_back("intercept");
-  for (std::size_t j = 1; j + first <= d_; ++j) names.push_back("theta." + std::to_string(j));
+  std::vector<std::string> names = coefficient_names(*data_);
   names.emplace_back("sigma");
   return names;
 }

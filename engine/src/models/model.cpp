@@ -66,12 +66,16 @@ void detail::check_laplace_precision(const Prior& prior, const Eigen::LLT<Mat>& 
         prior, model + ": the Laplace precision at the MAP is not positive definite"));
 }
 
-std::vector<std::string> OnePredictorModel::param_names() const {
+std::vector<std::string> coefficient_names(const Dataset& data) {
   std::vector<std::string> names;
-  const std::size_t first = data_->has_intercept() ? 1 : 0;
+  const std::size_t first = data.has_intercept() ? 1 : 0;
   if (first == 1) names.emplace_back("intercept");
-  for (std::size_t j = 1; j + first <= dim(); ++j) names.push_back("theta." + std::to_string(j));
+  for (std::size_t j = 1; j + first <= data.d(); ++j) names.push_back("theta." + std::to_string(j));
   return names;
+}
+
+std::vector<std::string> OnePredictorModel::param_names() const {
+  return coefficient_names(*data_);
 }
 
 }  // namespace flymc

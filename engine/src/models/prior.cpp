@@ -17,10 +17,7 @@ double PriorTerm::log_density(double t) const noexcept {
     case PriorKind::laplace:
       return -std::fabs(r);
     case PriorKind::student_t:
-      // Far out, r² would overflow: log(1 + r²/ν) = 2·log|r| − log ν to double precision.
-      return std::fabs(r) < 1e100
-                 ? -0.5 * (nu + 1.0) * std::log1p(r * r / nu)
-                 : -0.5 * (nu + 1.0) * (2.0 * std::log(std::fabs(r)) - std::log(nu));
+      return student_t_log_kernel(r, nu);
     case PriorKind::flat:
       return 0.0;
   }

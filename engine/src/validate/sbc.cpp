@@ -197,11 +197,12 @@ std::shared_ptr<Dataset> simulate_replicate(const SbcOptions& opt, int rep, Rng&
   auto ds = std::make_shared<Dataset>(opt.n, d, "sbc replicate " + std::to_string(rep));
   theta_star.assign(P, 0.0);
   const Prior prior = prior_of(opt.run, d);
+  const bool sigma = infers_sigma(opt.run);
+  const ScalePrior sigma_prior = sigma ? parse_scale_prior(opt.run.prior_sigma) : ScalePrior{};
   while (true) {
-    const bool sigma = infers_sigma(opt.run);
     for (std::size_t j = 0; j < P; ++j)
-      theta_star[j] = sigma && j == d ? sigma_draw(parse_scale_prior(opt.run.prior_sigma), rng)
-                                      : prior_draw(prior.term(j % d), rng);
+      theta_star[j] =
+          sigma && j == d ? sigma_draw(sigma_prior, rng) : prior_draw(prior.term(j % d), rng);
     simulate_design(*ds, rng);
     if (opt.run.intercept) {  // coefficient 0 multiplies the ones (--intercept), not the last
       for (std::size_t i = 0; i < ds->n(); ++i) {

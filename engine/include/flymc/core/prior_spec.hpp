@@ -54,6 +54,11 @@ struct RunPriors {
 /// @throw ConfigError as parse_prior_spec.
 RunPriors run_priors(const RunConfig& cfg);
 
+/// −(ν + 1)/2 · log(1 + r²/ν), the Student-t's log density in its standardized variable r
+/// without its constant; far out, where r² would overflow, 2·log|r| − log ν stands for the log,
+/// equal to double precision. The coefficients' and σ's Student-t priors share it.
+double student_t_log_kernel(double r, double nu) noexcept;
+
 /// A scale's prior on σ > 0 (--prior-sigma), as Stan's `real<lower=0>` reads a distribution:
 /// flat (uniform on σ), or normal(0, S), student_t(NU, 0, S) or cauchy(0, S) folded onto σ > 0
 /// (half-normal, half-t, half-Cauchy), or exponential(RATE). Densities without their constants.

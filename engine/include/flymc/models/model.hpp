@@ -122,6 +122,10 @@ struct ParamLayout {
   }
 };
 
+/// The names of one coefficient per feature of `data`: "intercept" for the column of ones
+/// --intercept added, then "theta.1" … for the data's own features.
+std::vector<std::string> coefficient_names(const Dataset& data);
+
 /// What every model with one linear predictor per datum, η_n = x_n·θ (logistic, robust and the
 /// single-index models), holds and shows: its data set, its prior, θ's layout and names.
 class OnePredictorModel {
@@ -133,7 +137,7 @@ class OnePredictorModel {
   const Dataset& data() const noexcept { return *data_; }
   const std::shared_ptr<const Dataset>& data_ptr() const noexcept { return data_; }
   const Prior& prior() const noexcept { return prior_; }
-  /// "theta.1" … "theta.D".
+  /// coefficient_names(data()).
   std::vector<std::string> param_names() const;
 
  protected:

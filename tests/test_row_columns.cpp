@@ -4,7 +4,8 @@
 // reading them (a weight counts a datum w times, an offset shifts its predictor, trials make a
 // binomial count), FlyMC's bound with per-datum curvature, the binomial family's derivatives and
 // constants, which samplers refuse such data, and SBC of FlyMC and regular NUTS on binomial
-// regression with trials and offsets; the Poisson family (regular MCMC, offsets) and its SBC.
+// regression with trials and offsets; the Poisson family (regular MCMC, offsets) and its SBC
+// (scalable MH on it: test_poisson.cpp).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -339,7 +340,8 @@ TEST_SUITE("unit") {
 }
 
 TEST_SUITE("unit") {
-  TEST_CASE("poisson: derivatives, exact draws at small and large means, and who samples it") {
+  TEST_CASE(
+      "poisson: derivatives, exact draws at small and large means, regular MCMC with offsets") {
     const PoissonFamily fam;
     for (const double y : {0.0, 1.0, 7.0, 300.0})
       for (double eta = -20.0; eta <= 8.0; eta += 0.53) {
@@ -370,7 +372,7 @@ TEST_SUITE("unit") {
       CHECK(std::fabs(mean - mu) < 4.5 * std::sqrt(mu / n));
       CHECK(std::fabs(var - mu) < 4.5 * std::sqrt((mu + 2.0 * mu * mu) / n));
     }
-    // No constant: FlyMC and scalable MH refuse it by name, regular MCMC and auto run it.
+    // Regular MCMC runs it with offsets (FlyMC's refusal and scalable MH: test_poisson.cpp).
     auto ds = std::make_shared<Dataset>(300, 2, "counts");
     std::vector<double> off(300);
     for (std::size_t i = 0; i < 300; ++i) {
@@ -385,18 +387,7 @@ TEST_SUITE("unit") {
     const RunResult r = run(c, ds);
     CHECK(std::fabs(test::draw_moments(r.coordinate(0)).mean - 0.5) <
           5.0 * test::draw_moments(r.coordinate(0)).sd);
-    c.algo = Algo::flymc;
-    CHECK_THROWS_WITH_AS(run(c, ds), doctest::Contains("kappa"), ConfigError);
-    c.algo = Algo::smh;
-    c.kernel = KernelKind::rwmh;
-    CHECK_THROWS_WITH_AS(run(c, ds), doctest::Contains("M3"), ConfigError);
-    RunConfig a = binomial_run(Algo::automatic);
-    a.model = ModelKind::poisson;
-    for (const AutoCandidate& cand : auto_candidates(a, *ds, false, {}))
-      if (cand.skipped.empty()) CHECK(cand.config.algo == Algo::full);
     ds->mutable_y()[4] = 2.5;
-    c.algo = Algo::full;
-    c.kernel = KernelKind::nuts;
     CHECK_THROWS_WITH_AS(run(c, ds), doctest::Contains("must be a count"), DataError);
   }
 }

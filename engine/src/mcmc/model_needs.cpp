@@ -16,8 +16,8 @@ unsigned model_offers(const RunConfig& cfg) {
   const auto family = m.family(cfg);
   unsigned offers = m.offers;
   if (family->kappa()) offers |= kOfferFlyBound;
-  if (family->m3()) offers |= kOfferThirdBound;
-  if (family->m4()) offers |= kOfferFourthBound;
+  if (family->m3() || family->has_envelope()) offers |= kOfferThirdBound;
+  if (family->m4() || family->has_envelope()) offers |= kOfferFourthBound;
   if (family->m1()) offers |= kOfferGradientBound;
   if (family->m2()) offers |= kOfferCurvatureBound;
   return offers;
@@ -37,9 +37,11 @@ const char* offer_text(unsigned bit) {
       return "a collapsible lower bound on each datum's likelihood (a single-index family gives "
              "one through kappa, a bound on -f'')";
     case kOfferThirdBound:
-      return "a bound on each datum's third derivative (a single-index family's M3)";
+      return "a bound on each datum's third derivative (a single-index family's M3, or a local "
+             "envelope)";
     case kOfferFourthBound:
-      return "a bound on each datum's fourth derivative (a single-index family's M4)";
+      return "a bound on each datum's fourth derivative (a single-index family's M4, or a local "
+             "envelope)";
     case kOfferSingleIndex:
       return "a single-index family (each datum's likelihood through one linear predictor)";
     case kOfferGradientBound:

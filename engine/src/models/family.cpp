@@ -249,6 +249,38 @@ void PoissonFamily::derivatives(double y, double eta, int order, double* out) co
   for (int j = 2; j <= order; ++j) out[j] = -mu;
 }
 
+namespace {
+
+/// e^h − Σ_{j≤k} h^j/j!, the exponential series past its h^k term: by that series where |h| is
+/// small (its terms all of one sign for h > 0, alternating and shrinking for h < 0, so the sum
+/// keeps its relative precision), else from expm1.
+double exp_tail(double h, int k) noexcept {
+  double term = 1.0;
+  if (std::fabs(h) > 0.5) {
+    double head = 0.0;  // Σ_{1≤j≤k} h^j/j!
+    for (int j = 1; j <= k; ++j) head += term *= h / j;
+    return std::expm1(h) - head;
+  }
+  for (int j = 1; j <= k + 1; ++j) term *= h / j;
+  double sum = 0.0;
+  for (int j = k + 2; term != 0.0 && std::fabs(term) > 1e-18 * std::fabs(sum); ++j) {
+    sum += term;
+    term *= h / j;
+  }
+  return sum;
+}
+
+}  // namespace
+
+double PoissonFamily::remainder_change(double, double u_hat, double h, double h2, int order) const {
+  // f(û + h) − f1·h − ½f2·h² [− ⅙f3·h³] = yû − e^û·(1 + E(h)): the change between two steps is
+  // −e^û·(E(h) − E(h2)). A step so far that E overflows makes its remainder −∞: the change is
+  // +∞ at a proposal there (a certain rejection), never NaN.
+  const int k = order == 3 ? 3 : 2;
+  const double a = exp_tail(h, k), b = exp_tail(h2, k);
+  return a == b ? 0.0 : -std::exp(u_hat) * (a - b);
+}
+
 bool PoissonFamily::same_as(const SingleIndexFamily& other) const {
   return dynamic_cast<const PoissonFamily*>(&other) != nullptr;
 }

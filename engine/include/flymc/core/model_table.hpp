@@ -130,7 +130,8 @@ inline constexpr ModelInfo kModels[] = {
      .labels = LabelDomain::any,
      .offers = detail::kSingleIndexOffers,
      .family = &binomial_family},
-    // Counts with the log link: no global constant, so regular MCMC only (an offset from the data).
+    // Counts with the log link (an offset from the data): no global constant, so no FlyMC; scalable
+    // MH runs on the family's local envelope.
     {.kind = ModelKind::poisson,
      .name = "poisson",
      .labels = LabelDomain::any,

@@ -15,7 +15,8 @@ std::string family_name(const RunConfig& cfg) {
 /// The bound the run's sampler checks, the constants it is built from, and what exceeded it.
 std::string bound_text(Algo a) {
   if (sampler_info(a).kind == SamplerKind::smh)
-    return "scalable MH's remainder bound (from M3 or M4): a datum's remainder change exceeded "
+    return "scalable MH's remainder bound (from M3 or M4, or a local envelope): a datum's "
+           "remainder change exceeded "
            "its bound";
   if (is_pdmp(a)) return "the event-rate bound (from M1 or M2): an event's rate exceeded its bound";
   return "FlyMC's lower bound (from kappa): log B_n exceeded log L_n";

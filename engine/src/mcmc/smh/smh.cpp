@@ -187,14 +187,17 @@ void count_index_orders(std::vector<double>& t, std::size_t d) {
 /// φ_n = (M/6)·‖L⁻¹x_n‖³ (order 2) or (M/24)·‖L⁻¹x_n‖⁴ (order 3) for rows `x` (`rows` of them,
 /// the data's stride) into `out`, by one triangular product with `linv` = L⁻¹ on an L2-sized
 /// copy of each block of rows (d²/2 multiply-adds a row, half of x_nᵀ·(H⁻¹x_n)'s); `c` = (M/6 or
-/// M/24)·(1 + 1e-9)·e^(−excess). Order 3 also adds w3_n·x̃_n⊗x̃_n⊗x̃_n to `cubic`.
-void bound_block(const SmhStatistics& sh, const Mat& linv, const double* x, std::size_t rows,
-                 double c, SmhDatum* out, const double* w3, double* cubic) {
+/// M/24)·(1 + 1e-9)·e^(−excess), with M = 1 and each row's own M in `scale` where the family has
+/// an envelope (`scale` null otherwise). Order 3 also adds w3_n·x̃_n⊗x̃_n⊗x̃_n to `cubic`.
+/// Returns max_n ‖L⁻¹x_n‖² over the rows.
+double bound_block(const SmhStatistics& sh, const Mat& linv, const double* x, std::size_t rows,
+                   double c, const double* scale, SmhDatum* out, const double* w3, double* cubic) {
   const std::size_t d = sh.dim(), stride = sh.data->stride();
   constexpr std::size_t kBlock = blas::kSyrkRows;
   const detail::ScratchLease z(kBlock * stride);
   std::optional<CubicScratch> cs;
   if (sh.order == 3) cs.emplace(kBlock, d);
+  double reach2 = 0.0;
   for (std::size_t b0 = 0; b0 < rows; b0 += kBlock) {
     const std::size_t m = std::min(kBlock, rows - b0);
     std::copy(x + b0 * stride, x + (b0 + m) * stride, z.get());
@@ -203,7 +206,10 @@ void bound_block(const SmhStatistics& sh, const Mat& linv, const double* x, std:
       const double* zi = z.get() + i * stride;
       double q = 0.0;
       for (std::size_t j = 0; j < d; ++j) q += zi[j] * zi[j];
-      const double exact = sh.order == 3 ? c * q * q : c * q * std::sqrt(q);
+      reach2 = std::max(reach2, q);
+      double exact = sh.order == 3 ? c * q * q : c * q * std::sqrt(q);
+      if (scale != nullptr)  // a scale that is not a number ≥ 0 makes the bound infinite
+        exact = scale[b0 + i] >= 0.0 ? exact * scale[b0 + i] : HUGE_VAL;
       auto up = static_cast<float>(exact);
       if (static_cast<double>(up) < exact)
         up = std::nextafter(up, std::numeric_limits<float>::infinity());
@@ -211,6 +217,7 @@ void bound_block(const SmhStatistics& sh, const Mat& linv, const double* x, std:
     }
     if (cs) add_cubic_rows(z.get(), m, d, stride, w3 + b0, cubic, *cs);
   }
+  return reach2;
 }
 
 /// The pass with H known: per datum ŝ_n's Taylor expansion (û, σ) and its bound
@@ -219,17 +226,20 @@ void bound_block(const SmhStatistics& sh, const Mat& linv, const double* x, std:
 /// (SmhDatum); and g summed in chunk order (over the whole data set if it is a shard). The
 /// candidate tables are built from the rounded values: the thinning is exact for the bound it
 /// draws from, whichever that is, as long as it dominates.
-/// What one chunk of the set-up's pass sums: g's share and, for order 3, the tensor's.
+/// What one chunk of the set-up's pass sums: g's share and, for order 3, the tensor's; and the
+/// largest ‖L⁻¹x_n‖² it saw.
 struct ExpandPartial {
   Mat g;
   std::vector<double> cubic;
+  double reach2 = 0.0;
 
   static constexpr const char* kWhat = "--algo smh";
-  void pack(PackedSums& p) const { p.matrix(g).array(cubic); }
+  void pack(PackedSums& p) const { p.matrix(g).array(cubic).scalar(reach2); }
   static ExpandPartial unpack(SumsReader& r) {
     ExpandPartial e;
     e.g = r.matrix<Mat>();
     e.cubic = r.array();
+    e.reach2 = r.scalar();
     return e;
   }
 };
@@ -240,7 +250,9 @@ void expand_and_bound(SmhStatistics& sh) {
   const AlignedBuffer th = padded_theta_hat(sh);
   sh.datum.resize(n);
   const auto y = ds.y();
-  const double c = sh.m / (sh.order == 3 ? 24.0 : 6.0) * (1.0 + 1e-9) * std::exp(-sh.bound_excess);
+  // With an envelope each datum's own scale stands for M (bound_block).
+  const double c = (sh.envelope ? 1.0 : sh.m) / (sh.order == 3 ? 24.0 : 6.0) * (1.0 + 1e-9) *
+                   std::exp(-sh.bound_excess);
   const std::size_t cubic_entries = sh.order == 3 ? smh::cubic_size(sh.dim()) : 0;
   const Mat& linv = sh.linv;
   ExpandPartial all = fold_sums(
@@ -249,7 +261,7 @@ void expand_and_bound(SmhStatistics& sh) {
         const RowsF64 xr = ds.rows(lo, hi);
         const std::vector<double> s = predictors(sh, xr, lo, hi, th.get());
         Vec coef(static_cast<Eigen::Index>(hi - lo));
-        std::vector<double> w3(sh.order == 3 ? hi - lo : 0);
+        std::vector<double> w3(sh.order == 3 ? hi - lo : 0), scale(sh.envelope ? hi - lo : 0);
         for (std::size_t i = 0; i < hi - lo; ++i) {
           const Expansion t = sh.taylor(static_cast<Index>(lo + i), y[lo + i], s[i]);
           const double sign = sh.sign(y[lo + i]);
@@ -259,10 +271,12 @@ void expand_and_bound(SmhStatistics& sh) {
           // the third derivatives σ·f‴(u)·x⊗x⊗x (σ³ = σ).
           coef[static_cast<Eigen::Index>(i)] = sign * t.f1;
           if (sh.order == 3) w3[i] = sign * t.f3;
+          if (sh.envelope) scale[i] = sh.family->envelope_scale(y[lo + i], t.u_hat, sh.order + 1);
         }
         ExpandPartial part{Mat(), std::vector<double>(cubic_entries, 0.0)};
-        bound_block(sh, linv, xr.data(), hi - lo, c, sh.datum.data() + lo, w3.data(),
-                    part.cubic.data());
+        part.reach2 =
+            bound_block(sh, linv, xr.data(), hi - lo, c, sh.envelope ? scale.data() : nullptr,
+                        sh.datum.data() + lo, w3.data(), part.cubic.data());
         if (sh.extras)  // each datum's bound times its factor, still rounded up to a float
           for (std::size_t i = lo; i < hi; ++i) {
             const double exact = double(sh.datum[i].phi) * sh.bound_factor(static_cast<Index>(i));
@@ -278,9 +292,11 @@ void expand_and_bound(SmhStatistics& sh) {
         if (acc.g.size() == 0) return part;
         acc.g += part.g;
         for (std::size_t k = 0; k < acc.cubic.size(); ++k) acc.cubic[k] += part.cubic[k];
+        acc.reach2 = std::max(acc.reach2, part.reach2);
         return acc;
       });
   sh.grad = all.g.col(0);
+  sh.reach = std::sqrt(all.reach2);
   if (sh.order == 3) {
     count_index_orders(all.cubic, sh.dim());
     sh.cubic = std::move(all.cubic);
@@ -310,6 +326,11 @@ void candidate_tables(SmhStatistics& sh) {
       [](const std::vector<double>& v) { return v; });
   sh.phi_sum = 0.0;
   for (const double b : block_phi) sh.phi_sum += b;
+  // Every process sees the same sum, so all of them refuse together.
+  if (!std::isfinite(sh.phi_sum))
+    throw ConfigError("--algo smh: the " + sh.family->name() +
+                      " family's bounds are not finite at the MAP (an envelope's scale overflowed "
+                      "or is not a number >= 0)");
   if (sh.phi_sum > 0.0) sh.block_alias = AliasTable(block_phi);
   const RowShard* shard = ds.shard();
   sh.first_block = shard != nullptr ? shard->first_row / kReduceGrain : 0;
@@ -333,6 +354,13 @@ Expansion SmhStatistics::datum_expand(Index n, double s_hat) const noexcept {
 
 double SmhStatistics::datum_remainder_change(Index n, double u_hat, double h,
                                              double h2) const noexcept {
+  // A family with an envelope expands in u = η (family.hpp), so its own remainder serves, times
+  // the datum's weight; its closed form keeps the precision the bound's test needs.
+  if (envelope && !family->reads_trials()) {
+    const auto w = data->weights();
+    const double change = family->remainder_change(data->y()[n], u_hat, h, h2, order);
+    return w.empty() ? change : w[n] * change;
+  }
   double d[SingleIndexFamily::kMaxOrder + 1] = {};
   datum_derivatives(*family, *data, n, u_hat, order == 3 ? 3 : 2, d);
   const double f3 = order == 3 ? d[3] : 0.0;
@@ -351,7 +379,7 @@ double SmhStatistics::bound_factor(Index n) const noexcept {
 std::shared_ptr<const SmhStatistics> build_smh_statistics(
     std::shared_ptr<const Dataset> data, const Prior& prior, const MapResult& map,
     std::shared_ptr<const SingleIndexFamily> family, double bound_excess, int order) {
-  require_constant(*family, order == 3 ? '4' : '3', "--algo smh");
+  if (!family->has_envelope()) require_constant(*family, order == 3 ? '4' : '3', "--algo smh");
   auto sh = std::make_shared<SmhStatistics>(std::move(data), prior, std::move(family), bound_excess,
                                             order);
   sh->theta_hat = map.theta;

@@ -280,11 +280,15 @@ bool SmhChain::combine_tests(const LocalTest& mine, SmhOutcome& o) {
 /// ψ with λ_n ≤ φ_n·ψ for every datum (docs/math.md §8): the smaller of the remainders' own
 /// bound, ‖u‖³ + ‖u'‖³, and the mean-value bound on their difference,
 /// 3·max(‖u‖, ‖u'‖)²·‖u − u'‖, which is the smaller one for short moves. Order 3: ‖u‖⁴ + ‖u'‖⁴
-/// and 4·max(‖u‖, ‖u'‖)³·‖u − u'‖.
+/// and 4·max(‖u‖, ‖u'‖)³·‖u − u'‖. With an envelope, both hold with the derivative's sup over the
+/// ball ‖u‖ ≤ max(‖u‖, ‖u'‖), where no predictor is farther than reach·max(‖u‖, ‖u'‖) from its
+/// expansion point: the growth there multiplies them.
 double SmhChain::psi() const {
   const double a = u_.norm(), b = u2_.norm(), m = std::max(a, b), step = (u2_ - u_).norm();
-  if (st_.order == 3) return std::min(a * a * a * a + b * b * b * b, 4.0 * m * m * m * step);
-  return std::min(a * a * a + b * b * b, 3.0 * m * m * step);
+  const double psi = st_.order == 3
+                         ? std::min(a * a * a * a + b * b * b * b, 4.0 * m * m * m * step)
+                         : std::min(a * a * a + b * b * b, 3.0 * m * m * step);
+  return st_.envelope ? psi * st_.family->envelope_growth(st_.order + 1, st_.reach * m) : psi;
 }
 
 /// The factorised acceptance: the quadratic factor, then the data's factors with the bound φ_n·ψ

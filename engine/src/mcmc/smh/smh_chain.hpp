@@ -41,8 +41,8 @@ static_assert(sizeof(SmhDatum) == 16);
 /// likelihood and prior and a MAP fit, read-only after. A later run on the same (`--algo auto`'s
 /// SMH pilot, then its run: SetupCache) takes them over instead of building them again.
 struct SmhStatistics {
-  /// `fam`: the likelihood's family, whose M3 (order 2) or M4 (`expansion_order` 3) must be
-  /// given (build_smh_statistics checks).
+  /// `fam`: the likelihood's family, whose M3 (order 2) or M4 (`expansion_order` 3) or else a
+  /// local envelope must be given (build_smh_statistics checks).
   SmhStatistics(std::shared_ptr<const Dataset> d, const Prior& p,
                 std::shared_ptr<const SingleIndexFamily> fam, double excess, int expansion_order)
       : source(d),
@@ -52,7 +52,8 @@ struct SmhStatistics {
         extras(d->has_row_extras()),
         reads_response(extras || family->remainder_reads_response()),
         order(expansion_order),
-        m(*(expansion_order == 3 ? family->m4() : family->m3())),
+        envelope(!(expansion_order == 3 ? family->m4() : family->m3())),
+        m((expansion_order == 3 ? family->m4() : family->m3()).value_or(0.0)),
         bound_excess(excess) {}
   // What they were built from (fits()). Held weakly: a cache does not keep a data set alive, and
   // a data set freed cannot be mistaken for a later one at the same address.
@@ -66,7 +67,12 @@ struct SmhStatistics {
   const bool extras;
   const bool reads_response;  // extras || family->remainder_reads_response()
   const int order;            // of the expansion: 2, or 3 (then the remainders are of fourth order)
-  const double m;  // max |f⁽ᵒʳᵈᵉʳ⁺¹⁾| of a datum's log-likelihood in its predictor
+  /// The family gives no global constant of that order but a local envelope
+  /// (SingleIndexFamily::has_envelope): each datum's bound is its envelope's scale at û_n, and
+  /// every proposal's ψ is multiplied by the growth at reach·max(‖u‖, ‖u'‖), the farthest any
+  /// datum's predictor can be from its expansion point along the move.
+  const bool envelope;
+  const double m;  // max |f⁽ᵒʳᵈᵉʳ⁺¹⁾| of a datum's log-likelihood in its predictor (0: envelope)
   const double bound_excess;
   Vec theta_hat;           // the expansion point θ̂ (θ_MAP)
   Vec grad;                // g = Σ_n σ_n f'(û_n) x_n, the likelihood's gradient at θ̂
@@ -86,6 +92,7 @@ struct SmhStatistics {
   // set-up's parallel pass, which also first-touches the pages.
   std::vector<SmhDatum, HugePageUninitAllocator<SmhDatum>> datum;
   double phi_sum = 0.0;  // Σ_n φ_n over the whole data set
+  double reach = 0.0;    // R = max_n ‖L⁻¹x_n‖ over the whole data set (with an envelope)
   // A candidate is drawn in two stages, so that a process holding some of the rows (a shard)
   // draws only its own: a block of kReduceGrain rows with probability Φ_b / Σφ, by every
   // process, then a row of the block with probability φ_n / Φ_b (an alias table per block),

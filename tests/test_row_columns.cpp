@@ -136,6 +136,39 @@ TEST_SUITE("unit") {
     CHECK(sub->offsets()[0] == -0.2);
   }
 
+  TEST_CASE("columns: an NPY file read once into its columns equals the whole file rearranged") {
+    // Many blocks of rows (read in parallel), the response in the middle (so column 0 is a
+    // feature), and an error at a row deep in the file naming it.
+    const test::TempDir dir("npy-columns");
+    const std::size_t n = 20000;
+    Dataset whole(n, 5, "whole");
+    Rng rng(17, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      whole.mutable_y()[i] = rng.normal();
+      double* x = whole.mutable_row(i);
+      x[0] = std::floor(4.0 * rng.uniform());         // the response: a count
+      x[1] = rng.uniform() < 0.5 ? 1.0 : 2.0;         // weights
+      x[2] = x[0] + std::floor(3.0 * rng.uniform());  // trials
+      x[3] = rng.normal();
+      x[4] = rng.normal();
+    }
+    const std::string path = dir.path() + "/w.npy";
+    save_npy(whole, path);
+    const DataColumns c = cols("1", "2", "3", "");
+    const Dataset direct = load_data(path, LabelDomain::any, Storage::f64, c);
+    const Dataset via = select_columns(load_data(path, LabelDomain::any), {}, c, LabelDomain::any);
+    CHECK(direct.d() == 3);
+    CHECK(data_fingerprint(direct) == data_fingerprint(via));
+    CHECK(direct.value(n - 1, 0) == whole.y()[n - 1]);
+    CHECK(direct.trials()[n - 1] == whole.value(n - 1, 2));
+    whole.mutable_row(12345)[1] = -1.0;
+    save_npy(whole, path);
+    CHECK_THROWS_WITH_AS(load_data(path, LabelDomain::any, Storage::f64, c),
+                         doctest::Contains("w.npy: row 12345: field 3 (column 2, weights): -1 "
+                                           "must be >= 0"),
+                         DataError);
+  }
+
   TEST_CASE("columns: bad or missing columns are errors naming the file, column and row") {
     const test::TempDir dir("columns-bad");
     const std::string text = "y,w,m,x\n1,1,2,0.5\n1,-1,2,0.1\n";

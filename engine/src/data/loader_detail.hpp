@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <charconv>
@@ -165,6 +166,19 @@ class InputFile {
 
 // ---------------------------------------------------------------------------------------------
 // Labels
+
+/// Where an NPY file's columns go when some are chosen by index (flymc/data/columns.hpp): column
+/// k to feature dest[k] if it is >= 0, else into *side[−dest[k] − 1] (the response, weights,
+/// trials and offset, in that order; null where a role has no column).
+struct NpyColumnMap {
+  std::vector<int> dest;
+  std::array<std::vector<double>*, 4> side{};
+};
+/// The columns of an NPY file (its header's second dimension).
+std::size_t npy_column_count(const std::string& path);
+/// The NPY file read once as `map` says, into `d` features and the side columns (sized to the
+/// rows here); non-finite values are refused as load_npy refuses them.
+Dataset load_npy_mapped(const std::string& path, std::size_t d, const NpyColumnMap& map);
 
 /// Names rows in messages: CSV rows by file line, NPY rows by 0-based row index.
 struct RowLocator {

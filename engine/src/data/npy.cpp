@@ -306,8 +306,11 @@ NpyLayout read_npy_layout(const InputFile& f) {
 
 /// The file's rows [first, first + ds.n()) into `ds`: blocks of rows read and converted in
 /// parallel; the first non-finite value in file order is reported.
+/// With `map`, column k goes where map->dest[k] says (columns chosen by name, columns.hpp);
+/// without, column 0 is the response and the others the features in order.
 void read_npy_rows(const InputFile& f, const NpyLayout& L, const detail::LoaderBlocks& blocks,
-                   std::size_t first, Dataset& ds) {
+                   std::size_t first, Dataset& ds,
+                   const loader_detail::NpyColumnMap* map = nullptr) {
   const std::string& path = f.path();
   const std::size_t item = L.item, data_off = L.data_off + first * L.ncols * L.item;
   const std::uint64_t n = ds.n(), ncols = L.ncols;
@@ -342,13 +345,14 @@ void read_npy_rows(const InputFile& f, const NpyLayout& L, const detail::LoaderB
           bad[blk] = {r * ncols + c, v};
           return;
         }
-        if (c == 0) {
-          y[r] = v;
+        const int to = map != nullptr ? map->dest[c] : static_cast<int>(c) - 1;
+        if (to < 0) {
+          (map != nullptr ? *map->side[static_cast<std::size_t>(-to - 1)] : y)[r] = v;
         } else if (!f32) {
-          x[c - 1] = v;
+          x[to] = v;
         } else {
-          xf[c - 1] = static_cast<float>(v);
-          if (std::isinf(xf[c - 1])) {  // finite, but beyond float's range
+          xf[to] = static_cast<float>(v);
+          if (std::isinf(xf[to])) {  // finite, but beyond float's range
             bad[blk] = {r * ncols + c, v};
             return;
           }
@@ -404,6 +408,21 @@ FilePart load_npy_part(const std::string& path, LabelDomain labels, int part, in
   read_npy_rows(f, L, detail::LoaderBlocks{}, first, out.data);
   check_part_labels(out, labels);
   return out;
+}
+
+std::size_t loader_detail::npy_column_count(const std::string& path) {
+  return read_npy_layout(InputFile(path)).ncols;
+}
+
+Dataset loader_detail::load_npy_mapped(const std::string& path, std::size_t d,
+                                       const NpyColumnMap& map) {
+  const InputFile f(path);
+  const NpyLayout L = read_npy_layout(f);
+  Dataset ds(L.n, d, path, Storage::f64);
+  for (std::vector<double>* v : map.side)
+    if (v != nullptr) v->resize(L.n);
+  read_npy_rows(f, L, detail::LoaderBlocks{}, 0, ds, &map);
+  return ds;
 }
 
 Dataset load_npy(const std::string& path, LabelDomain labels, Storage storage) {

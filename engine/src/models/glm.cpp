@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -212,21 +213,32 @@ MapResult GlmModel::find_map(double tol, int max_iter) const {
   const auto d = static_cast<Eigen::Index>(dim());
   AlignedBuffer tp = aligned_zeros(stride());
   auto load = [&](const Vec& th) { std::copy(th.data(), th.data() + d, tp.get()); };
+  // Each trial point's pass also forms the gradient and curvature there: a full Newton step is
+  // usually taken, and then the next iteration reads them instead of passing over the data again
+  // (on tall data every pass is a read of the whole matrix).
+  struct Trial {
+    Vec theta;
+    GlmStats stats;
+  };
+  std::optional<Trial> last;
+  int made = 0;  // passes over the data
+  auto stats_at = [&](const Vec& th) {
+    if (!last || last->theta != th) {
+      load(th);
+      last = Trial{th, glm_pass(*data_, *family_, tp.get(), true, true)};
+      ++made;
+    }
+    return last->stats;
+  };
   MapResult r = detail::two_stage_map(dim(), prior_, [&](const Prior& prior, const Vec& from) {
     MapResult s;
     s.theta = from;
-    s.passes = 0;
-    s.curvature_passes = 0;
+    const int before = made;
     auto objective = [&](const Vec& th) {
-      load(th);
-      ++s.passes;
-      return log_lik(tp.get()) + prior.log_density(th.data(), dim());
+      return stats_at(th).f + prior.log_density(th.data(), dim());
     };
     for (s.iterations = 0; s.iterations < max_iter; ++s.iterations) {
-      load(s.theta);
-      const GlmStats st = glm_pass(*data_, *family_, tp.get(), true, true);
-      ++s.passes;
-      ++s.curvature_passes;
+      const GlmStats st = stats_at(s.theta);
       double f = st.f + prior.log_density(s.theta.data(), dim());
       Vec g = Eigen::Map<const Vec>(st.g.data(), d);
       prior.add_gradient(s.theta.data(), dim(), g.data());
@@ -244,13 +256,14 @@ MapResult GlmModel::find_map(double tol, int max_iter) const {
       s.log_post = f;
       if (move != detail::NewtonMove::stepped) break;
     }
+    s.passes = s.curvature_passes = made - before;
     return s;
   });
   // The curvature at θ_MAP itself: the Laplace covariance, and scalable MH's expansion if exact.
-  load(r.theta);
-  const GlmStats st = glm_pass(*data_, *family_, tp.get(), false, true);
-  r.passes += 1;
-  r.curvature_passes += 1;
+  const int before = made;
+  const GlmStats st = stats_at(r.theta);
+  r.passes += made - before;
+  r.curvature_passes += made - before;
   const Mat lik = symmetric(st.h);
   Mat h = lik;
   add_prior_precision(prior_, h);

@@ -431,8 +431,8 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
       ->capture_default_str();
   t->add_option("--smh", o.smh,
                 "scalable MH's proposals, comma-separated: pcn, rw, and pcn3, rw3 with the "
-                "third-order expansion (--smh-order 3: the models with a bound on the fourth "
-                "derivative, logistic, probit and gaussian; empty: none)")
+                "third-order expansion (--smh-order 3: the models with a bound or an envelope "
+                "on the fourth derivative, all but robust and softmax; empty: none)")
       ->capture_default_str();
   t->add_option("--warmup-smh", o.warmup_smh)->capture_default_str();
   t->add_option("--pilot-smh", o.pilot_smh, "scalable MH's pilot iterations")

@@ -150,7 +150,8 @@ TEST_SUITE("unit") {
           const auto [ma, sea] = test::mean_and_mcse(r.coordinate(j), [](double x) { return x; });
           const auto [mb, seb] = test::mean_and_mcse(r0.coordinate(j), [](double x) { return x; });
           CHECK(std::fabs(ma - mb) < 4.5 * std::hypot(sea, seb));
-          const auto sq = [mb](double x) { return (x - mb) * (x - mb); };
+          const double centre = mb;
+          const auto sq = [centre](double x) { return (x - centre) * (x - centre); };
           const auto [va, seva] = test::mean_and_mcse(r.coordinate(j), sq);
           const auto [vb, sevb] = test::mean_and_mcse(r0.coordinate(j), sq);
           CHECK(std::fabs(va - vb) < 4.5 * std::hypot(seva, sevb));

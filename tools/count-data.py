@@ -1,0 +1,46 @@
+#!/usr/bin/python3
+"""Count responses for the tall benchmarks (docs/bench/notes.md), from a labelled NPY file whose
+first column is the label and the rest features (data/fmnist-7v9-1e6.npy and -1e7.npy).
+
+Writes columns (y, offset, features): exposures t_n ~ U(0.5, 2), offsets log t_n,
+theta_j ~ N(0, 0.5^2/50) on the features and 0.3 on the last (the bias column), and
+  poisson:  y_n ~ Poisson(t_n e^{x_n theta})                            (seed 53)
+  negbin:   y_n ~ Poisson(G_n), G_n ~ Gamma(r, t_n e^{x_n theta} / r)   (seed 54, r = 2)
+so y_n has mean mu_n = t_n e^{x_n theta} and, for negbin, variance mu_n + mu_n^2 / r.
+  /usr/bin/python3 tools/count-data.py poisson data/fmnist-7v9-1e6.npy data/poisson-7v9-1e6.npy
+"""
+import sys
+
+import numpy as np
+
+FAMILIES = {"poisson": 53, "negbin": 54}
+DISPERSION = 2.0
+
+
+def main(family, src, dst):
+    a = np.load(src, mmap_mode="r")
+    n, c = a.shape
+    rng = np.random.default_rng(FAMILIES[family])
+    theta = rng.normal(0, 0.5 / np.sqrt(50), size=c - 1)
+    theta[-1] = 0.3
+    out = np.lib.format.open_memmap(dst, mode="w+", dtype=np.float64, shape=(n, c + 1))
+    total = 0.0
+    for lo in range(0, n, 500000):
+        x = np.asarray(a[lo:lo + 500000, 1:])
+        off = np.log(rng.uniform(0.5, 2.0, size=len(x)))
+        mu = np.exp(x @ theta + off)
+        if family == "negbin":
+            mu = rng.gamma(DISPERSION, mu / DISPERSION)
+        y = rng.poisson(mu)
+        out[lo:lo + len(x), 0] = y
+        out[lo:lo + len(x), 1] = off
+        out[lo:lo + len(x), 2:] = x
+        total += y.sum()
+    out.flush()
+    print(dst, n, "rows, mean count", total / n)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[1] not in FAMILIES:
+        sys.exit(__doc__)
+    main(*sys.argv[1:])

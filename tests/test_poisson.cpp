@@ -1,9 +1,12 @@
-// Poisson regression through scalable MH's local envelope (issue 52 step d; docs/math.md §2.4):
+// Count regression. Poisson regression through scalable MH's local envelope (issue 52 step d;
+// docs/math.md §2.4):
 // the envelope dominates each derivative the expansions leave out and is tight (a 10%-smaller one
 // fails); the closed-form remainder stays within the bound the test compares it with, at tiny and
 // huge steps; scalable MH of both orders, with offsets and weights, runs from a far start without
 // a violated bound and agrees with regular NUTS; FlyMC still refuses the model; auto offers SMH;
-// and SBC of SMH at both orders.
+// and SBC of SMH at both orders. Negative binomial regression with a known dispersion (its
+// constants (y + r) times logistic's, an envelope without growth): derivatives, constants, draws,
+// SMH against NUTS, FlyMC's refusal, and SBC.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 #include "flymc/mcmc/auto/choose_algo.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/models/family.hpp"
+#include "flymc/models/logistic.hpp"
 #include "flymc/validate/validate.hpp"
 #include "sbc_util.hpp"
 #include "test_util.hpp"
@@ -45,6 +49,20 @@ std::shared_ptr<Dataset> counts(std::size_t n, std::uint64_t seed, std::size_t d
   }
   ds->set_offsets(off);
   ds->set_weights(w);
+  return ds;
+}
+
+/// n rows as counts() makes them (d = 3, no weights), the counts negative binomial with
+/// dispersion r.
+std::shared_ptr<Dataset> nb_counts(std::size_t n, std::uint64_t seed, double r) {
+  auto ds = counts(n, seed);
+  const NegBinomialFamily fam(r);
+  Rng rng(seed + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double* x = ds->row(i);
+    ds->mutable_y()[i] = fam.simulate(0.5 + 0.3 * x[1] - 0.4 * x[2] + ds->offsets()[i], rng);
+  }
+  ds->set_weights({});
   return ds;
 }
 
@@ -171,7 +189,156 @@ TEST_SUITE("unit") {
   }
 }
 
+TEST_SUITE("unit") {
+  TEST_CASE("negbin: derivatives, constants (dominate, attained), draws' mean and variance") {
+    double tightest[2] = {0.0, 0.0};
+    for (const double r : {0.5, 2.0, 30.0}) {
+      const NegBinomialFamily fam(r);
+      CHECK(fam.has_envelope());
+      CHECK(!fam.kappa());
+      for (const double y : {0.0, 3.0, 50.0})
+        for (double eta = -20.0; eta <= 15.0; eta += 0.37) {
+          CAPTURE(r);
+          CAPTURE(y);
+          CAPTURE(eta);
+          double d[5], up[5], down[5];
+          const double h = 1e-6;
+          fam.derivatives(y, eta, 4, d);
+          fam.derivatives(y, eta + h, 4, up);
+          fam.derivatives(y, eta - h, 4, down);
+          for (int j = 0; j < 4; ++j)
+            CHECK(d[j + 1] == doctest::Approx((up[j] - down[j]) / (2 * h))
+                                  .epsilon(1e-6)
+                                  .scale(y + r + std::fabs(d[j])));
+          for (const int k : {3, 4}) {
+            const double env = fam.envelope_scale(y, eta, k) * fam.envelope_growth(k, 5.0);
+            CHECK(std::fabs(d[k]) <= env * (1.0 + 1e-12));
+            tightest[k - 3] = std::max(tightest[k - 3], std::fabs(d[k]) / env);
+          }
+        }
+    }
+    CHECK(tightest[0] > 1.0 / 1.1);  // a constant 10% smaller would fail somewhere
+    CHECK(tightest[1] > 1.0 / 1.1);
+    CHECK_THROWS_AS(NegBinomialFamily(0.0), ConfigError);
+    // Mean μ and variance μ + μ²/r of 40,000 draws, within 4.5 standard errors (the variance's
+    // from a fourth moment estimated by the draws themselves).
+    Rng rng(5, 0);
+    for (const double r : {0.4, 3.0, 50.0})
+      for (const double mu : {0.2, 4.0, 300.0}) {
+        CAPTURE(r);
+        CAPTURE(mu);
+        const NegBinomialFamily fam(r);
+        const int n = 40000;
+        std::vector<double> k(n);
+        double s = 0.0;
+        for (double& v : k) s += v = fam.simulate(std::log(mu), rng);
+        const double mean = s / n, var_true = mu + mu * mu / r;
+        double m2 = 0.0, m4 = 0.0;
+        for (const double v : k) {
+          m2 += (v - mean) * (v - mean);
+          m4 += std::pow(v - mean, 4);
+        }
+        m2 /= n;
+        m4 /= n;
+        CHECK(std::fabs(mean - mu) < 4.5 * std::sqrt(var_true / n));
+        CHECK(std::fabs(m2 - var_true) < 4.5 * std::sqrt((m4 - m2 * m2) / n));
+      }
+  }
+
+  TEST_CASE("negbin remainder: within the datum's bound; the expansion is the derivatives'") {
+    // |r(h) − r(h2)| ≤ (y + r)·M·min(|h|^k + |h2|^k, k·m^(k−1)|h − h2|)/k! (k = 3 at order 2, 4
+    // at order 3; m = max(|h|, |h2|)), at counts up to 20,000, whose y·η the closed form never
+    // forms. Steps from 10⁻³ (a datum's at 10⁷ rows is larger) and not within 10⁻³ of each other:
+    // closer, the change falls below the rounding of log σ, as logistic regression's does
+    // (scalable MH's bound is the whole proposal's, never that close).
+    Rng rng(12, 0);
+    for (const double r : {0.5, 2.0, 30.0})
+      for (const double y : {0.0, 3.0, 50.0, 20000.0}) {
+        const NegBinomialFamily fam(r);
+        for (int i = 0; i < 3000; ++i) {
+          const double u_hat = -8.0 + 16.0 * rng.uniform();
+          const auto step = [&rng] {
+            return std::pow(10.0, -3.0 + 4.0 * rng.uniform()) * (rng.uniform() < 0.5 ? -1 : 1);
+          };
+          const double h = step(), h2 = step();
+          if (std::fabs(h - h2) < 1e-3 * std::max(std::fabs(h), std::fabs(h2))) continue;
+          const double m = std::max(std::fabs(h), std::fabs(h2)), gap = std::fabs(h - h2);
+          CAPTURE(r);
+          CAPTURE(y);
+          CAPTURE(u_hat);
+          CAPTURE(h);
+          CAPTURE(h2);
+          const double b2 =
+              (y + r) * LogisticFamily::kM3 / 6.0 *
+              std::min(std::pow(std::fabs(h), 3) + std::pow(std::fabs(h2), 3), 3.0 * m * m * gap);
+          CHECK(std::fabs(fam.remainder_change(y, u_hat, h, h2, 2)) <= b2 * (1.0 + 1e-9));
+          const double b3 = (y + r) * LogisticFamily::kM4 / 24.0 *
+                            std::min(std::pow(h, 4) + std::pow(h2, 4), 4.0 * m * m * m * gap);
+          CHECK(std::fabs(fam.remainder_change(y, u_hat, h, h2, 3)) <= b3 * (1.0 + 1e-9));
+        }
+        for (const double eta : {-6.0, -0.2, 0.0, 0.9, 7.0}) {
+          double d[4];
+          fam.derivatives(y, eta, 3, d);
+          const Expansion e = fam.expand(y, eta, 3);
+          CHECK(e.f1 == doctest::Approx(d[1]).epsilon(1e-12).scale(y + r));
+          CHECK(e.f2 == doctest::Approx(d[2]).epsilon(1e-12).scale(y + r));
+          CHECK(e.f3 == doctest::Approx(d[3]).epsilon(1e-12).scale(y + r));
+          for (const double h : {-2.0, -0.3, 0.05, 0.7, 1.5})
+            for (const int order : {2, 3}) {
+              const double want =
+                  fam.SingleIndexFamily::remainder_change(y, eta, h, 0.37 - h, order);
+              CHECK(fam.remainder_change(y, eta, h, 0.37 - h, order) ==
+                    doctest::Approx(want).epsilon(1e-9).scale(y < 100 ? 1.0 : 1e-3 * y));
+            }
+        }
+      }
+  }
+
+  TEST_CASE("negbin: scalable MH of both orders agrees with regular NUTS; FlyMC refuses it") {
+    const auto ds = nb_counts(3000, 8, 2.0);
+    RunConfig ref = poisson_run(Algo::full, KernelKind::nuts);
+    ref.model = ModelKind::negbin;
+    ref.dispersion = 2.0;
+    const RunResult r0 = run(ref, ds);
+    for (const int order : {2, 3}) {
+      CAPTURE(order);
+      RunConfig c = ref;
+      c.algo = Algo::smh;
+      c.kernel = KernelKind::rwmh;
+      c.smh_order = order;
+      c.init_jitter = 5.0;
+      c.iters = 6000;
+      const RunResult r = run(c, ds);
+      CHECK(r.bound_violations() == 0);
+      for (std::size_t j = 0; j < 3; ++j) {
+        CAPTURE(j);
+        const auto [ma, sea] = test::mean_and_mcse(r.coordinate(j), [](double x) { return x; });
+        const auto [mb, seb] = test::mean_and_mcse(r0.coordinate(j), [](double x) { return x; });
+        CHECK(std::fabs(ma - mb) < 4.5 * std::hypot(sea, seb));
+      }
+    }
+    RunConfig fly = ref;
+    fly.algo = Algo::flymc;
+    CHECK_THROWS_WITH_AS(run(fly, ds), doctest::Contains("kappa"), ConfigError);
+    RunConfig unset = ref;
+    unset.dispersion.reset();
+    CHECK_THROWS_WITH_AS(run(unset, ds), doctest::Contains("--dispersion"), ConfigError);
+  }
+}
+
 TEST_SUITE("statistical") {
+  TEST_CASE("SBC: scalable MH (orders 2 and 3) and regular NUTS on negative binomial regression") {
+    for (const int order : {2, 3, 0}) {
+      SbcOptions o = test::small_sbc(order == 0 ? Algo::full : Algo::smh, order == 0 ? 3 : 5,
+                                     541 + order, 200);
+      o.run.model = ModelKind::negbin;
+      o.run.dispersion = 3.0;
+      o.run.kernel = order == 0 ? KernelKind::nuts : KernelKind::rwmh;
+      o.run.smh_order = order == 0 ? 2 : order;
+      o.offsets = true;
+      test::check_small_sbc(o);
+    }
+  }
   TEST_CASE("SBC: scalable MH (orders 2 and 3) on Poisson regression with offsets") {
     for (const int order : {2, 3}) {
       SbcOptions o = test::small_sbc(Algo::smh, 5, 531 + order, 200);

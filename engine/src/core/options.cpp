@@ -71,8 +71,9 @@ std::vector<OptionInfo> model_and_kernel_options() {
        "logistic (labels +-1 or 0/1), softmax (labels 0..K-1), robust (Student-t linear "
        "regression, real responses), probit (labels as logistic) or gaussian (linear "
        "regression with noise sd --noise-scale, real responses), binomial (successes of "
-       "--trials, else 0/1 labels; --link logit or probit) or poisson (counts, log link, "
-       "--offset for a log exposure; scalable MH or regular MCMC)"},
+       "--trials, else 0/1 labels; --link logit or probit), poisson (counts, log link, "
+       "--offset for a log exposure; scalable MH or regular MCMC) or negbin (counts, log link, "
+       "--dispersion R)"},
       {"prior", "prior", &C::prior,
        "Prior on every coefficient: flat, 'normal(M, S)', 'student_t(NU, M, S)', "
        "'laplace(M, B)' (M, S, B a number or a [list] with a value per feature), or gaussian "
@@ -213,6 +214,11 @@ std::vector<OptionInfo> run_and_sampler_options() {
       for_models({"link", "link", choice<&C::link>(),
                   "Binomial regression: logit (logistic regression per trial) or probit"},
                  model_bit(ModelKind::binomial)),
+      for_models({"dispersion", "dispersion", &C::dispersion,
+                  "Negative binomial regression: the dispersion r, known (variance mu + "
+                  "mu^2/r)",
+                  kAllAlgos, true, true, above(0.0)},
+                 model_bit(ModelKind::negbin)),
       {"q-dark-to-bright", "q_dark_to_bright", &C::q_dark_to_bright,
        "Implicit z-update proposal rate q (with --q-per-datum: the mean rate); auto: min(cap, "
        "max(32, 4 x expected bright count)/N), cap 0.1 for hmc and nuts, 0.01 otherwise",

@@ -1,5 +1,6 @@
 #include "flymc/models/family.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -311,6 +312,84 @@ double PoissonFamily::simulate(double eta, Rng& rng) const {
         -mu + k * log_mu - std::lgamma(k + 1.0))
       return k;
   }
+}
+
+namespace {
+
+/// A Gamma(shape, 1) draw: Marsaglia and Tsang ("A simple method for generating gamma
+/// variables", ACM TOMS 26, 2000), with shape < 1 boosted by U^(1/shape).
+double gamma_draw(double shape, Rng& rng) {
+  if (shape < 1.0) return gamma_draw(shape + 1.0, rng) * std::pow(rng.uniform_pos(), 1.0 / shape);
+  const double d = shape - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  while (true) {
+    const double x = rng.normal(), t = 1.0 + c * x;
+    if (t <= 0.0) continue;
+    const double v = t * t * t;
+    if (std::log(rng.uniform_pos()) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
+  }
+}
+
+}  // namespace
+
+NegBinomialFamily::NegBinomialFamily(double dispersion)
+    : r_(dispersion), log_r_(std::log(dispersion)) {
+  if (!(dispersion > 0.0) || !std::isfinite(dispersion))
+    throw ConfigError("--dispersion must be finite and > 0, got " + number_text(dispersion));
+}
+
+std::string NegBinomialFamily::check_label(double y) const {
+  return y >= 0.0 && y == std::floor(y) ? std::string()
+                                        : std::string("must be a count (0, 1, ...)");
+}
+
+void NegBinomialFamily::derivatives(double y, double eta, int order, double* out) const {
+  // log(r + e^η) = log r + softplus(x), x = η − log r; s = σ(x), v = s(1 − s), from e^(−|x|) so
+  // that neither probability is formed as 1 − the other.
+  const double x = eta - log_r_, e = std::exp(-std::fabs(x)), inv = 1.0 / (1.0 + e);
+  const double s = x >= 0.0 ? inv : e * inv, v = inv * e * inv, a = y + r_;
+  out[0] = y * eta - a * (log_r_ + std::max(x, 0.0) + std::log1p(e));
+  if (order >= 1) out[1] = y - a * s;
+  if (order >= 2) out[2] = -a * v;
+  // 1 − 2s = ∓(1 − e)/(1 + e), with 1 − e from expm1 (no cancellation near x = 0).
+  const double one_minus_2s = (x >= 0.0 ? 1.0 : -1.0) * std::expm1(-std::fabs(x)) * inv;
+  if (order >= 3) out[3] = -a * v * one_minus_2s;
+  if (order >= 4) out[4] = -a * v * (1.0 - 6.0 * v);
+}
+
+double NegBinomialFamily::envelope_scale(double y, double, int k) const {
+  return (y + r_) * (k == 3 ? LogisticFamily::kM3 : LogisticFamily::kM4);
+}
+
+// f(y, η) = yη + (y + r)·log σ(w), w = log r − η (up to a constant): its η-derivatives are
+// (y + r) times log σ's at w, the odd ones with their sign turned.
+Expansion NegBinomialFamily::expand(double y, double eta_hat, int order) const {
+  const Expansion t = LogisticFamily::taylor(log_r_ - eta_hat, order);
+  const double a = y + r_;
+  return Expansion{eta_hat, y - a * t.f1, a * t.f2, -a * t.f3};
+}
+
+double NegBinomialFamily::remainder_change(double y, double u_hat, double h, double h2,
+                                           int order) const {
+  const Expansion t = LogisticFamily::taylor(log_r_ - u_hat, order);
+  return (y + r_) * (LogisticFamily::gap(t, -h, order) - LogisticFamily::gap(t, -h2, order));
+}
+
+bool NegBinomialFamily::same_as(const SingleIndexFamily& other) const {
+  const auto* o = dynamic_cast<const NegBinomialFamily*>(&other);
+  return o != nullptr && o->r_ == r_;
+}
+
+double NegBinomialFamily::simulate(double eta, Rng& rng) const {
+  const double rate = gamma_draw(r_, rng) * std::exp(eta) / r_;
+  return PoissonFamily{}.simulate(std::log(rate), rng);
+}
+
+std::shared_ptr<const SingleIndexFamily> negbin_family(const RunConfig& cfg) {
+  if (!cfg.dispersion)
+    throw ConfigError(
+        "--model negbin needs its dispersion, --dispersion R (inferring it, a parameter phi, "
+        "is not built yet)");
+  return std::make_shared<const NegBinomialFamily>(*cfg.dispersion);
 }
 
 std::shared_ptr<const SingleIndexFamily> poisson_family(const RunConfig&) {

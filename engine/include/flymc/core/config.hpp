@@ -211,6 +211,8 @@ struct RunConfig {
   std::string prior_sigma = "flat";
   /// --model binomial: the link of the success probability.
   Link link = Link::logit;
+  /// --model negbin: the dispersion r (variance μ + μ²/r), known; unset is refused for now.
+  std::optional<double> dispersion;
   /// ModelKind::custom: the single-index family a library user gives (flymc::run(cfg, data,
   /// family) sets it); null for the other models.
   std::shared_ptr<const SingleIndexFamily> family;

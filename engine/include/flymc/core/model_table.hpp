@@ -16,7 +16,17 @@ namespace flymc {
 /// single-index models built on SingleIndexFamily (models/family.hpp): probit regression (labels
 /// ±1), Gaussian linear regression with a known noise scale (real responses), and `custom`, a
 /// family given in code (RunConfig::family).
-enum class ModelKind { logistic, softmax, robust, probit, gaussian, binomial, poisson, custom };
+enum class ModelKind {
+  logistic,
+  softmax,
+  robust,
+  probit,
+  gaussian,
+  binomial,
+  poisson,
+  negbin,
+  custom
+};
 
 /// What values the label column may hold.
 enum class LabelDomain {
@@ -67,6 +77,7 @@ std::shared_ptr<const SingleIndexFamily> probit_family(const RunConfig&);
 std::shared_ptr<const SingleIndexFamily> gaussian_family(const RunConfig&);
 std::shared_ptr<const SingleIndexFamily> binomial_family(const RunConfig&);
 std::shared_ptr<const SingleIndexFamily> poisson_family(const RunConfig&);
+std::shared_ptr<const SingleIndexFamily> negbin_family(const RunConfig&);
 std::shared_ptr<const SingleIndexFamily> custom_family(const RunConfig&);
 // The θ-kernel runners (engine/src/mcmc/sampler_<model>.cpp).
 RunResult run_logistic_model(const RunRequest&);
@@ -137,6 +148,13 @@ inline constexpr ModelInfo kModels[] = {
      .labels = LabelDomain::any,
      .offers = detail::kSingleIndexOffers,
      .family = &poisson_family},
+    // Counts with the log link and a known dispersion (--dispersion): each datum's constants are
+    // (y + r) times logistic's, so no global κ (no FlyMC); scalable MH takes them as an envelope.
+    {.kind = ModelKind::negbin,
+     .name = "negbin",
+     .labels = LabelDomain::any,
+     .offers = detail::kSingleIndexOffers,
+     .family = &negbin_family},
     // A family given in code reads its data in code too: any label reaches its check_label().
     {.kind = ModelKind::custom,
      .name = "custom",

@@ -237,6 +237,37 @@ class PoissonFamily final : public SingleIndexFamily {
   double simulate(double eta, Rng& rng) const override;
 };
 
+/// Negative binomial regression with the log link and a known dispersion r > 0: counts y with
+/// mean μ = e^η and variance μ + μ²/r, f(y, η) = yη − (y + r)·log(r + e^η) (terms free of η
+/// dropped). Since log(r + e^η) = log r + softplus(η − log r), each η-derivative from the second
+/// on is (y + r) times softplus's, so a datum's constants are (y + r) times logistic
+/// regression's: κ_n = (y + r)/4, M3_n = (y + r)/(6√3), M4_n = (y + r)/8. No constant holds for
+/// every y, so scalable MH takes the datum's through an envelope with no growth; FlyMC, which
+/// needs one κ, refuses it.
+class NegBinomialFamily final : public SingleIndexFamily {
+ public:
+  /// @throw ConfigError unless r is finite and > 0.
+  explicit NegBinomialFamily(double dispersion);
+  std::string name() const override { return "negbin"; }
+  std::string check_label(double y) const override;
+  void derivatives(double y, double eta, int order, double* out) const override;
+  bool has_envelope() const override { return true; }
+  double envelope_scale(double y, double eta_hat, int k) const override;
+  double envelope_growth(int, double) const override { return 1.0; }
+  /// In u = η, from logistic regression's closed forms at ŵ = log r − û: the datum's y·η is
+  /// linear and leaves no remainder, so the remainder is (y + r) times log σ's at ŵ, and a large
+  /// count does not cost the digits that y·η would.
+  Expansion expand(double y, double eta_hat, int order) const override;
+  double remainder_change(double y, double u_hat, double h, double h2, int order) const override;
+  bool same_as(const SingleIndexFamily& other) const override;
+  /// A Poisson count whose rate is a Gamma(r, μ/r) draw (Marsaglia and Tsang's method).
+  double simulate(double eta, Rng& rng) const override;
+  double dispersion() const noexcept { return r_; }
+
+ private:
+  double r_, log_r_;
+};
+
 /// The family of a run: RunConfig::family for ModelKind::custom, the built-in one for
 /// logistic, probit, gaussian (with cfg.noise_scale) and robust (Student-t, with
 /// cfg.student_nu and cfg.noise_scale); null for softmax, which has several predictors a datum.

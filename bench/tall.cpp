@@ -15,9 +15,11 @@
 
 #include "bench_common.hpp"
 #include "flymc/core/clock.hpp"
+#include "flymc/core/errors.hpp"
 #include "flymc/core/options.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/mcmc/auto/choose_algo.hpp"
+#include "flymc/mcmc/model_needs.hpp"
 
 namespace flymc::bench {
 namespace {
@@ -64,6 +66,7 @@ RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool f
   c.weights_column = o.columns.weights;
   c.trials_column = o.columns.trials;
   c.offset_column = o.columns.offset;
+  if (o.dispersion != 0.0) c.dispersion = o.dispersion;
   c.metric = Metric::dense;
   c.adapt_metric = adapt_metric;
   if (fly_metric) {
@@ -169,8 +172,14 @@ std::vector<TallRow> run_all(const TallOptions& o, const std::shared_ptr<const D
     const bool fly = m == "fly";
     for (const std::string& k : split_list(o.flymc)) {
       const std::string name = "flymc-" + k + (fly ? "-fly" : "");
-      rows.push_back(
-          measure(o, name, algo_config(o, Algo::flymc, kernel(k), fly), data, read_seconds));
+      const RunConfig c = algo_config(o, Algo::flymc, kernel(k), fly);
+      try {  // a model FlyMC cannot serve (Poisson, negative binomial) has no FlyMC rows
+        check_model_fits(c, false, data->has_row_extras());
+      } catch (const ConfigError& e) {
+        std::fprintf(stderr, "tall: no %s row: %s\n", name.c_str(), e.what());
+        continue;
+      }
+      rows.push_back(measure(o, name, c, data, read_seconds));
     }
   }
   return rows;
@@ -445,6 +454,7 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
   cli::add_run_named(t, "offset", o.columns.offset);
   cli::add_run_named(t, "prior-sd", o.prior_sd)->capture_default_str();
   cli::add_run_named(t, "prior", o.prior)->capture_default_str();
+  cli::add_run_named(t, "dispersion", o.dispersion);
   t->callback([&o] { tall(o); });
 }
 

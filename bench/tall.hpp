@@ -55,6 +55,7 @@ struct TallOptions {
   int hmc_steps_regular = 16, hmc_steps_flymc = 8;
   double prior_sd = 1.0;
   std::string prior = "gaussian";  // Table 1's robust row uses laplace
+  double dispersion = 0.0;         // --model negbin's; 0: not given
 };
 
 /// Adds the `tall` subcommand, which runs with `o` when chosen.

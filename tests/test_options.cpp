@@ -26,7 +26,8 @@ using namespace flymc;
 namespace fs = std::filesystem;
 
 /// A valid configuration that differs from the default in option `o` alone (save_events needs a
-/// sampler with path events, prior_intercept an intercept, prior_sigma Gaussian regression).
+/// sampler with path events, prior_intercept an intercept, prior_sigma Gaussian regression,
+/// prior_phi negative binomial).
 RunConfig with_other_value(const OptionInfo& o) {
   RunConfig c = flymc::test::fixed_config();
   const OptionValue v = get_value(c, o);
@@ -41,6 +42,9 @@ RunConfig with_other_value(const OptionInfo& o) {
   } else if (std::string_view(o.key) == "prior_sigma") {
     set_value(c, o, std::string("normal(0, 5)"));
     c.model = ModelKind::gaussian;
+  } else if (std::string_view(o.key) == "prior_phi") {
+    set_value(c, o, std::string("normal(0, 5)"));
+    c.model = ModelKind::negbin;
   } else if (std::string_view(o.key) == "prior_intercept") {
     set_value(c, o, std::string("normal(0, 5)"));
     c.intercept = true;
@@ -99,7 +103,7 @@ TEST_SUITE("unit") {
       for (const OptionInfo& p : table)
         if (&p != &o && !(key_of(o) == "save_events" && key_of(p) == "algo") &&
             !(key_of(o) == "prior_intercept" && key_of(p) == "intercept") &&
-            !(key_of(o) == "prior_sigma" && key_of(p) == "model"))
+            !((key_of(o) == "prior_sigma" || key_of(o) == "prior_phi") && key_of(p) == "model"))
           CHECK_MESSAGE(format_value(other, p) == format_value(base, p), p.key);
       // The text form reads back to the same value.
       RunConfig back = flymc::test::fixed_config();

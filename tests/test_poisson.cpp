@@ -320,9 +320,11 @@ TEST_SUITE("unit") {
     RunConfig fly = ref;
     fly.algo = Algo::flymc;
     CHECK_THROWS_WITH_AS(run(fly, ds), doctest::Contains("kappa"), ConfigError);
-    RunConfig unset = ref;
+    RunConfig unset = ref;  // φ inferred: regular MCMC only (tests/test_negbin_phi.cpp)
+    unset.algo = Algo::smh;
+    unset.kernel = KernelKind::rwmh;
     unset.dispersion.reset();
-    CHECK_THROWS_WITH_AS(run(unset, ds), doctest::Contains("--dispersion"), ConfigError);
+    CHECK_THROWS_WITH_AS(run(unset, ds), doctest::Contains("phi inferred"), ConfigError);
   }
 }
 

@@ -50,10 +50,9 @@ void RunConfig::validate() const {
   if (!(prior_sd >= kMinPriorSd && prior_sd <= kMaxPriorSd))
     throw ConfigError("--prior-sd must be in [1e-150, 1e150], got " + number_text(prior_sd));
   const RunPriors priors = run_priors(*this);
-  if (init == Init::prior && infers_sigma(*this))
-    throw ConfigError(
-        "--init prior: sigma's prior need not have draws; start from the MAP "
-        "(--init map)");
+  if (init == Init::prior && inferred_global(*this) != nullptr)
+    throw ConfigError(std::string("--init prior: ") + inferred_global(*this) +
+                      "'s prior need not have draws; start from the MAP (--init map)");
   if (init == Init::prior && priors.any_flat())
     throw ConfigError("--init prior: a flat prior has no draws; start from the MAP (--init map)");
   if (!(resample_fraction > 0.0 && resample_fraction <= 1.0))
@@ -87,6 +86,14 @@ void RunConfig::validate() const {
   if (parse_scale_prior(prior_sigma) != ScalePrior{} && !infers_sigma(*this))
     throw ConfigError("--prior-sigma '" + prior_sigma +
                       "': only --model gaussian without --noise-scale has sigma as a parameter");
+  if (prior_phi != RunConfig{}.prior_phi && !infers_phi(*this))
+    throw ConfigError("--prior-phi '" + prior_phi +
+                      "': only --model negbin without --dispersion has phi as a parameter");
+  if (infers_phi(*this) &&
+      parse_scale_prior(prior_phi, "--prior-phi").kind == ScalePrior::Kind::flat)
+    throw ConfigError(
+        "--prior-phi flat: the posterior would be improper (as phi grows the negative binomial "
+        "likelihood tends to Poisson's, not to 0); give phi a proper prior");
   if (!(init_jitter >= 0.0) || !std::isfinite(init_jitter))
     throw ConfigError("--init-jitter must be finite and >= 0, got " + number_text(init_jitter));
 }

@@ -215,9 +215,15 @@ std::vector<OptionInfo> run_and_sampler_options() {
                   "Binomial regression: logit (logistic regression per trial) or probit"},
                  model_bit(ModelKind::binomial)),
       for_models({"dispersion", "dispersion", &C::dispersion,
-                  "Negative binomial regression: the dispersion r, known (variance mu + "
-                  "mu^2/r)",
+                  "Negative binomial regression: the dispersion phi, known (variance mu + "
+                  "mu^2/phi); auto: inferred, a parameter phi",
                   kAllAlgos, true, true, above(0.0)},
+                 model_bit(ModelKind::negbin)),
+      for_models({"prior-phi", "prior_phi", &C::prior_phi,
+                  "Negative binomial regression with phi inferred: phi's prior on phi > 0, "
+                  "'normal(0, S)', 'student_t(NU, 0, S)', 'cauchy(0, S)' or 'exponential(RATE)' "
+                  "(flat would leave the posterior improper)",
+                  kThetaKernelAlgos},
                  model_bit(ModelKind::negbin)),
       {"q-dark-to-bright", "q_dark_to_bright", &C::q_dark_to_bright,
        "Implicit z-update proposal rate q (with --q-per-datum: the mean rate); auto: min(cap, "

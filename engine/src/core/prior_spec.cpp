@@ -128,8 +128,8 @@ PriorSpec parse_prior_spec(std::string_view text, std::string_view option) {
   return p;
 }
 
-ScalePrior parse_scale_prior(std::string_view text) {
-  SpecReader r(text, "--prior-sigma");
+ScalePrior parse_scale_prior(std::string_view text, const char* option) {
+  SpecReader r(text, option);
   ScalePrior p;
   const std::string_view name = r.name();
   if (r.at_end()) {

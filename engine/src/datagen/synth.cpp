@@ -66,25 +66,6 @@ Dataset synth_logistic(std::size_t n, std::size_t d, std::uint64_t seed) {
 
 namespace {
 
-/// Gamma(α, 1) by Marsaglia & Tsang (2000), "A simple method for generating gamma variables":
-/// for α ≥ 1 a squeezed rejection from (1 + z/√(9α − 3))³; for α < 1, Gamma(α + 1)·U^(1/α).
-double gamma_draw(Rng& rng, double alpha) {
-  if (alpha < 1.0) return gamma_draw(rng, alpha + 1.0) * std::pow(rng.uniform_pos(), 1.0 / alpha);
-  const double dd = alpha - 1.0 / 3.0, cc = 1.0 / std::sqrt(9.0 * dd);
-  for (;;) {
-    double z, v;
-    do {
-      z = rng.normal();
-      v = 1.0 + cc * z;
-    } while (v <= 0.0);
-    v = v * v * v;
-    const double u = rng.uniform_pos();
-    const double z2 = z * z;
-    if (u < 1.0 - 0.0331 * z2 * z2) return dd * v;
-    if (std::log(u) < 0.5 * z2 + dd * (1.0 - v + std::log(v))) return dd * v;
-  }
-}
-
 /// Fills blocks of 65,536 rows, block b from Rng(seed, b), in parallel.
 template <class Fn>
 void for_each_block(std::size_t n, Fn&& make_block) {
@@ -164,7 +145,7 @@ Dataset synth_robust(std::size_t n, std::size_t d, std::uint64_t seed, double nu
       const double z = rng.normal();
       double v;
       do {
-        v = 2.0 * gamma_draw(rng, 0.5 * nu);
+        v = 2.0 * gamma_draw(0.5 * nu, rng);
       } while (!(v > 0.0));
       y[r] = mean + noise_scale * z / std::sqrt(v / nu);
     }

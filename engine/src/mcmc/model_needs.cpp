@@ -9,8 +9,9 @@
 namespace flymc {
 
 unsigned model_offers(const RunConfig& cfg) {
-  // σ inferred: a model of its own, with a likelihood, its gradient and a MAP fit alone so far.
-  if (infers_sigma(cfg)) return kOfferLikelihood | kOfferRowExtras;
+  // σ or φ inferred: a model of its own, with a likelihood, its gradient and a MAP fit alone so
+  // far (scalable MH with a global parameter is not built).
+  if (inferred_global(cfg) != nullptr) return kOfferLikelihood | kOfferRowExtras;
   const ModelInfo& m = model_info(cfg.model);
   if (m.family == nullptr) return m.offers;
   const auto family = m.family(cfg);
@@ -60,6 +61,7 @@ const char* offer_text(unsigned bit) {
 std::string model_name(const RunConfig& cfg) {
   if (cfg.model == ModelKind::custom && cfg.family) return "the " + cfg.family->name() + " model";
   if (infers_sigma(cfg)) return "--model gaussian with sigma inferred (no --noise-scale)";
+  if (infers_phi(cfg)) return "--model negbin with phi inferred (no --dispersion)";
   return std::string("--model ") + to_string(cfg.model);
 }
 
@@ -95,7 +97,7 @@ void check_model_fits(const RunConfig& cfg, bool sharded, bool row_extras) {
 
 void check_trials(const RunConfig& cfg, const Dataset& data) {
   if (data.trials().empty()) return;
-  const auto family = infers_sigma(cfg) ? nullptr : single_index_family(cfg);
+  const auto family = inferred_global(cfg) != nullptr ? nullptr : single_index_family(cfg);
   if (!family || !family->reads_trials())
     throw ConfigError(data.source() + ": the data have trials (--trials), which " +
                       model_name(cfg) + " does not read (--model binomial does)");
@@ -104,10 +106,12 @@ void check_trials(const RunConfig& cfg, const Dataset& data) {
 namespace {
 
 /// The built-in models (not a family given in code) that `cfg.algo` runs (Gaussian regression
-/// with its noise scale known: with σ inferred regular MCMC alone runs it so far).
+/// with its noise scale known and negative binomial with its dispersion known: with σ or φ
+/// inferred regular MCMC alone runs them so far).
 std::string models_run(RunConfig cfg) {
   std::string out;
   cfg.noise_scale = 1.0;
+  cfg.dispersion = 1.0;
   for (const EnumName<ModelKind>& m : kModelNames) {
     if (m.value == ModelKind::custom) continue;
     cfg.model = m.value;

@@ -314,23 +314,6 @@ double PoissonFamily::simulate(double eta, Rng& rng) const {
   }
 }
 
-namespace {
-
-/// A Gamma(shape, 1) draw: Marsaglia and Tsang ("A simple method for generating gamma
-/// variables", ACM TOMS 26, 2000), with shape < 1 boosted by U^(1/shape).
-double gamma_draw(double shape, Rng& rng) {
-  if (shape < 1.0) return gamma_draw(shape + 1.0, rng) * std::pow(rng.uniform_pos(), 1.0 / shape);
-  const double d = shape - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
-  while (true) {
-    const double x = rng.normal(), t = 1.0 + c * x;
-    if (t <= 0.0) continue;
-    const double v = t * t * t;
-    if (std::log(rng.uniform_pos()) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
-  }
-}
-
-}  // namespace
-
 NegBinomialFamily::NegBinomialFamily(double dispersion)
     : r_(dispersion), log_r_(std::log(dispersion)) {
   if (!(dispersion > 0.0) || !std::isfinite(dispersion))
@@ -385,10 +368,11 @@ double NegBinomialFamily::simulate(double eta, Rng& rng) const {
 }
 
 std::shared_ptr<const SingleIndexFamily> negbin_family(const RunConfig& cfg) {
+  // With φ inferred the model is NegBinomialPhiModel, which no family describes.
   if (!cfg.dispersion)
     throw ConfigError(
-        "--model negbin needs its dispersion, --dispersion R (inferring it, a parameter phi, "
-        "is not built yet)");
+        "--model negbin with phi inferred (no --dispersion) has no single-index family: give "
+        "--dispersion PHI to run scalable MH or FlyMC's family paths");
   return std::make_shared<const NegBinomialFamily>(*cfg.dispersion);
 }
 

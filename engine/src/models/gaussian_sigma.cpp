@@ -79,14 +79,6 @@ double residual_pass(const Dataset& ds, const Vec& beta) {
       [](double a, double b) { return a + b; });
 }
 
-/// The coefficients' prior over D coordinates and a flat term for σ (its prior is in ℓ).
-Prior with_sigma_term(const Prior& coefficients, std::size_t d) {
-  std::vector<PriorTerm> terms(d + 1);
-  for (std::size_t j = 0; j < d; ++j) terms[j] = coefficients.term(j);
-  terms[d] = {PriorKind::flat, 0.0, 1.0, 0.0};
-  return {PriorKind::gaussian, 1.0, std::move(terms)};
-}
-
 }  // namespace
 
 GaussianSigmaModel::GaussianSigmaModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg)
@@ -106,7 +98,7 @@ GaussianSigmaModel::GaussianSigmaModel(std::shared_ptr<const Dataset> data, cons
   stride_ = (d_ + 1 + 7) / 8 * 8;
   coefficient_prior_ = prior_of(cfg, d_);
   const Prior& coefficients = coefficient_prior_;
-  prior_ = with_sigma_term(coefficients, d_);
+  prior_ = with_flat_global(coefficients, d_);
   const Gram g = gram_pass(ds);
   w_ = g.w;
   a_ = g.a;
@@ -239,22 +231,6 @@ MapResult GaussianSigmaModel::find_map(double tol, int max_iter) const {
   r.curvature_passes = 1;
   r.seconds = clock.seconds();
   return r;
-}
-
-GaussianSigmaModel::Bound GaussianSigmaModel::Bound::make(const GaussianSigmaModel&,
-                                                          const RunConfig&, const MapResult&) {
-  throw ConfigError("Gaussian regression with sigma inferred has no FlyMC bound");
-}
-double GaussianSigmaModel::Bound::log_bound_sum(const double*, double*, double*) const {
-  throw std::logic_error("GaussianSigmaModel::Bound is never made");
-}
-BoundCheck GaussianSigmaModel::Bound::deltas(const Index*, const double*, std::size_t,
-                                             double*) const {
-  throw std::logic_error("GaussianSigmaModel::Bound is never made");
-}
-BoundCheck GaussianSigmaModel::Bound::delta_grads(const Index*, const double*, std::size_t, double*,
-                                                  double*) const {
-  throw std::logic_error("GaussianSigmaModel::Bound is never made");
 }
 
 }  // namespace flymc

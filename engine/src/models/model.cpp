@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "flymc/core/errors.hpp"
@@ -77,5 +78,7 @@ std::vector<std::string> coefficient_names(const Dataset& data) {
 std::vector<std::string> OnePredictorModel::param_names() const {
   return coefficient_names(*data_);
 }
+
+void detail::no_fly_bound() { throw std::logic_error("a model without a FlyMC bound"); }
 
 }  // namespace flymc

@@ -217,4 +217,11 @@ Prior prior_of(const RunConfig& cfg, std::size_t d) {
   return out;
 }
 
+Prior with_flat_global(const Prior& coefficients, std::size_t d) {
+  std::vector<PriorTerm> terms(d + 1);
+  for (std::size_t j = 0; j < d; ++j) terms[j] = coefficients.term(j);
+  terms[d] = {PriorKind::flat, 0.0, 1.0, 0.0};
+  return {PriorKind::gaussian, 1.0, std::move(terms)};
+}
+
 }  // namespace flymc

@@ -23,6 +23,7 @@
 #include "flymc/models/gaussian_sigma.hpp"
 #include "flymc/models/glm.hpp"
 #include "flymc/models/logistic.hpp"
+#include "flymc/models/negbin_phi.hpp"
 #include "flymc/models/robust.hpp"
 #include "flymc/models/softmax.hpp"
 #include "flymc/validate/validate.hpp"
@@ -44,8 +45,8 @@ void SbcOptions::validate() const {
   if (!(alpha > 0.0 && alpha < 1.0)) throw ConfigError("--alpha must be in (0, 1)");
   // A single-index family must simulate its responses (a family given in code need not): one
   // draw from a scratch stream refuses it here rather than inside a replicate.
-  if (infers_sigma(run)) {
-    if (trials) throw ConfigError("SBC with trials: Gaussian regression does not read trials");
+  if (inferred_global(run) != nullptr) {
+    if (trials) throw ConfigError("SBC with trials: the model does not read trials");
   } else if (const auto family = single_index_family(run)) {
     Rng probe;
     (void)family->simulate(0.0, probe);
@@ -57,7 +58,8 @@ void SbcOptions::validate() const {
   if (run.model == ModelKind::softmax && (classes < 2 || classes > 64))
     throw ConfigError("--classes must be in [2, 64], got " + std::to_string(classes));
   if (run_priors(run).any_flat() ||
-      (infers_sigma(run) && parse_scale_prior(run.prior_sigma).kind == ScalePrior::Kind::flat))
+      (inferred_global(run) != nullptr &&
+       parse_scale_prior(inferred_global_prior(run)).kind == ScalePrior::Kind::flat))
     throw ConfigError("SBC draws its parameters from the prior: a flat prior has no draws");
   RunConfig c = run;
   c.chains = 1;
@@ -83,24 +85,8 @@ struct SbcRep {
 
 /// The dimension of θ the replicates simulate: K·d for softmax, d otherwise.
 std::size_t sbc_dim(const SbcOptions& o) {
-  if (infers_sigma(o.run)) return o.d + 1;  // the coefficients, then σ
+  if (inferred_global(o.run) != nullptr) return o.d + 1;  // the coefficients, then σ or φ
   return o.run.model == ModelKind::softmax ? o.classes * o.d : o.d;
-}
-
-/// Gamma(shape, 1) by Marsaglia & Tsang (2000), boosted for shape < 1.
-double gamma_draw(double shape, Rng& rng) {
-  if (shape < 1.0) return gamma_draw(shape + 1.0, rng) * std::pow(rng.uniform_pos(), 1.0 / shape);
-  const double d = shape - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
-  while (true) {
-    double x = 0.0, v = 0.0;
-    do {
-      x = rng.normal();
-      v = 1.0 + c * x;
-    } while (v <= 0.0);
-    v = v * v * v;
-    const double u = rng.uniform_pos();
-    if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
-  }
 }
 
 /// θ*_j ~ its prior: normal, Laplace (by inversion) or Student-t (z / √(χ²_ν/ν)).
@@ -114,7 +100,7 @@ double prior_draw(const PriorTerm& t, Rng& rng) {
   return t.loc + (u < 0.0 ? b * std::log1p(2.0 * u) : -b * std::log1p(-2.0 * u));
 }
 
-/// σ* ~ its prior on σ > 0: |S·z| (half-normal), |S·t_ν| (half-t), or an exponential.
+/// σ* (or φ*) ~ its prior on σ > 0: |S·z| (half-normal), |S·t_ν| (half-t), or an exponential.
 double sigma_draw(const ScalePrior& p, Rng& rng) {
   if (p.kind == ScalePrior::Kind::exponential) return -std::log(rng.uniform_pos()) / p.rate;
   if (p.kind == ScalePrior::Kind::half_normal) return std::fabs(p.scale * rng.normal());
@@ -172,7 +158,9 @@ void simulate_responses(Dataset& ds, const std::vector<double>& theta, const Run
 /// offset, with SbcOptions::offsets), summed over its trials (SbcOptions::trials).
 void simulate_single_index(Dataset& ds, const std::vector<double>& theta, const SbcOptions& opt,
                            Rng& rng) {
-  const std::shared_ptr<const SingleIndexFamily> family = single_index_family(opt.run);
+  RunConfig run = opt.run;
+  if (infers_phi(run)) run.dispersion = theta.back();  // φ*, the last of θ*
+  const std::shared_ptr<const SingleIndexFamily> family = single_index_family(run);
   std::vector<double> trials, offsets;
   for (std::size_t i = 0; i < ds.n(); ++i) {
     double mean = 0.0;
@@ -197,12 +185,13 @@ std::shared_ptr<Dataset> simulate_replicate(const SbcOptions& opt, int rep, Rng&
   auto ds = std::make_shared<Dataset>(opt.n, d, "sbc replicate " + std::to_string(rep));
   theta_star.assign(P, 0.0);
   const Prior prior = prior_of(opt.run, d);
-  const bool sigma = infers_sigma(opt.run);
-  const ScalePrior sigma_prior = sigma ? parse_scale_prior(opt.run.prior_sigma) : ScalePrior{};
+  const bool sigma = infers_sigma(opt.run), global = inferred_global(opt.run) != nullptr;
+  const ScalePrior global_prior =
+      global ? parse_scale_prior(inferred_global_prior(opt.run)) : ScalePrior{};
   while (true) {
     for (std::size_t j = 0; j < P; ++j)
       theta_star[j] =
-          sigma && j == d ? sigma_draw(sigma_prior, rng) : prior_draw(prior.term(j % d), rng);
+          global && j == d ? sigma_draw(global_prior, rng) : prior_draw(prior.term(j % d), rng);
     simulate_design(*ds, rng);
     if (opt.run.intercept) {  // coefficient 0 multiplies the ones (--intercept), not the last
       for (std::size_t i = 0; i < ds->n(); ++i) {
@@ -260,6 +249,7 @@ std::vector<double> log_liks(const RunConfig& cfg, std::shared_ptr<const Dataset
   if (cfg.model == ModelKind::softmax) return log_liks(SoftmaxModel(ds, cfg), ch, P, theta_star);
   if (cfg.model == ModelKind::robust) return log_liks(RobustModel(ds, cfg), ch, P, theta_star);
   if (infers_sigma(cfg)) return log_liks(GaussianSigmaModel(ds, cfg), ch, P, theta_star);
+  if (infers_phi(cfg)) return log_liks(NegBinomialPhiModel(ds, cfg), ch, P, theta_star);
   return log_liks(GlmModel(ds, cfg), ch, P, theta_star);  // every single-index model
 }
 
@@ -316,7 +306,7 @@ std::vector<std::string> sbc_names(const SbcOptions& o) {
     for (std::size_t j = 0; j < o.d; ++j)
       names.push_back(K == 1 ? "theta." + std::to_string(j + 1)
                              : "W." + std::to_string(k + 1) + "." + std::to_string(j + 1));
-  if (infers_sigma(o.run)) names.emplace_back("sigma");
+  if (const char* global = inferred_global(o.run)) names.emplace_back(global);
   names.push_back("loglik");
   return names;
 }

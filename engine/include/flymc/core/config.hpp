@@ -211,8 +211,12 @@ struct RunConfig {
   std::string prior_sigma = "flat";
   /// --model binomial: the link of the success probability.
   Link link = Link::logit;
-  /// --model negbin: the dispersion r (variance μ + μ²/r), known; unset is refused for now.
+  /// --model negbin: the dispersion φ (variance μ + μ²/φ), known, or unset: inferred, a
+  /// parameter `phi` beside the coefficients (infers_phi()).
   std::optional<double> dispersion;
+  /// Negative binomial regression with φ inferred: φ's prior on φ > 0, as written (the syntax of
+  /// prior_sigma). Flat is refused: as φ grows the likelihood tends to Poisson's, not to 0.
+  std::string prior_phi = "exponential(0.01)";
   /// ModelKind::custom: the single-index family a library user gives (flymc::run(cfg, data,
   /// family) sets it); null for the other models.
   std::shared_ptr<const SingleIndexFamily> family;
@@ -318,6 +322,20 @@ struct RunConfig {
 /// Gaussian regression without a known noise scale: σ is a parameter (models/gaussian_sigma.hpp).
 inline bool infers_sigma(const RunConfig& c) noexcept {
   return model_info(c.model).infers_scale && !c.noise_scale;
+}
+/// Negative binomial regression without a known dispersion: φ is a parameter
+/// (models/negbin_phi.hpp).
+inline bool infers_phi(const RunConfig& c) noexcept {
+  return model_info(c.model).infers_dispersion && !c.dispersion;
+}
+/// The parameter a run infers beside the coefficients, last in θ: "sigma", "phi", or nullptr.
+inline const char* inferred_global(const RunConfig& c) noexcept {
+  return infers_sigma(c) ? "sigma" : infers_phi(c) ? "phi" : nullptr;
+}
+/// That parameter's prior as written (prior_sigma or prior_phi); empty if there is none.
+inline const std::string& inferred_global_prior(const RunConfig& c) noexcept {
+  static const std::string none;
+  return infers_sigma(c) ? c.prior_sigma : infers_phi(c) ? c.prior_phi : none;
 }
 
 /// The run's length from what the user gave (the command line, Python): `iters` alone asks for

@@ -85,6 +85,7 @@ RunResult run_softmax_model(const RunRequest&);
 RunResult run_robust_model(const RunRequest&);
 RunResult run_glm_model(const RunRequest&);       // every single-index model
 RunResult run_gaussian_model(const RunRequest&);  // run_glm_model, or σ inferred (infers_sigma)
+RunResult run_negbin_model(const RunRequest&);    // run_glm_model, or φ inferred (infers_phi)
 
 /// One row of the table.
 struct ModelInfo {
@@ -97,6 +98,8 @@ struct ModelInfo {
   ModelRunner runner = &run_glm_model;
   /// Without --noise-scale its noise scale σ is a parameter (Gaussian regression; infers_sigma).
   bool infers_scale = false;
+  /// Without --dispersion its dispersion φ is a parameter (negative binomial; infers_phi).
+  bool infers_dispersion = false;
 };
 
 namespace detail {
@@ -150,11 +153,14 @@ inline constexpr ModelInfo kModels[] = {
      .family = &poisson_family},
     // Counts with the log link and a known dispersion (--dispersion): each datum's constants are
     // (y + r) times logistic's, so no global κ (no FlyMC); scalable MH takes them as an envelope.
+    // Without --dispersion, φ is a parameter (regular MCMC).
     {.kind = ModelKind::negbin,
      .name = "negbin",
      .labels = LabelDomain::any,
      .offers = detail::kSingleIndexOffers,
-     .family = &negbin_family},
+     .family = &negbin_family,
+     .runner = &run_negbin_model,
+     .infers_dispersion = true},
     // A family given in code reads its data in code too: any label reaches its check_label().
     {.kind = ModelKind::custom,
      .name = "custom",

@@ -74,8 +74,8 @@ struct ScalePrior {
   double map_curvature(double sigma) const noexcept;
   friend bool operator==(const ScalePrior&, const ScalePrior&) = default;
 };
-/// @throw ConfigError naming --prior-sigma, the text and what is wrong (a location other than 0,
-/// a list, an unknown distribution).
-ScalePrior parse_scale_prior(std::string_view text);
+/// @throw ConfigError naming `option`, the text and what is wrong (a location other than 0, a
+/// list, an unknown distribution).
+ScalePrior parse_scale_prior(std::string_view text, const char* option = "--prior-sigma");
 
 }  // namespace flymc

@@ -124,4 +124,8 @@ class Rng {
   std::uint64_t s_[4];
 };
 
+/// A Gamma(shape, 1) draw (shape > 0): Marsaglia and Tsang, "A simple method for generating
+/// gamma variables" (ACM TOMS 26, 2000), with shape < 1 boosted by U^(1/shape).
+double gamma_draw(double shape, Rng& rng);
+
 }  // namespace flymc

@@ -24,9 +24,8 @@ namespace flymc {
 
 class GaussianSigmaModel {
  public:
-  /// Not a FlyMC model: it offers no bound (the model table refuses FlyMC for it); this type
-  /// only lets the θ-kernel runner compile for it.
-  struct Bound;
+  /// Not a FlyMC model: it offers no bound (the model table refuses FlyMC for it).
+  using Bound = NoFlyBound<GaussianSigmaModel>;
 
   GaussianSigmaModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg);
 
@@ -67,17 +66,6 @@ class GaussianSigmaModel {
   Vec ref_;             // β̃
   Vec ref_grad_;        // b − Aβ̃
   double ref_q_ = 0.0;  // Q(β̃)
-};
-
-struct GaussianSigmaModel::Bound {
-  static Bound make(const GaussianSigmaModel&, const RunConfig&, const MapResult&);
-  double log_bound_sum(const double*, double*, double*) const;
-  std::size_t scratch_size() const noexcept { return 0; }
-  BoundCheck deltas(const Index*, const double*, std::size_t, double*) const;
-  BoundCheck delta_grads(const Index*, const double*, std::size_t, double*, double*) const;
-  double slack() const noexcept { return 0.0; }
-  std::size_t outputs() const noexcept { return 1; }
-  void raise_for_testing(double) noexcept {}
 };
 
 }  // namespace flymc

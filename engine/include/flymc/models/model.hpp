@@ -184,4 +184,36 @@ concept FireflyBound = requires(const B& b, const Index* idx, const double* cp, 
   { b.outputs() } -> std::convertible_to<std::size_t>;  ///< K
 };
 
+namespace detail {
+/// Throws std::logic_error: a NoFlyBound was used. Out of line and not marked noreturn, so that
+/// the compiler does not see the FlyMC chains it never reaches as paths that cannot return.
+void no_fly_bound();
+}  // namespace detail
+
+/// The Bound type of a model FlyMC cannot run (a global parameter beside θ: the model table
+/// refuses FlyMC for it before one is made). It lets the θ-kernel runner compile for the model.
+template <class M>
+struct NoFlyBound {
+  static NoFlyBound make(const M&, const RunConfig&, const MapResult&) {
+    detail::no_fly_bound();
+    return {};
+  }
+  double log_bound_sum(const double*, double*, double*) const {
+    detail::no_fly_bound();
+    return 0.0;
+  }
+  std::size_t scratch_size() const noexcept { return 0; }
+  BoundCheck deltas(const Index*, const double*, std::size_t, double*) const {
+    detail::no_fly_bound();
+    return {};
+  }
+  BoundCheck delta_grads(const Index*, const double*, std::size_t, double*, double*) const {
+    detail::no_fly_bound();
+    return {};
+  }
+  double slack() const noexcept { return 0.0; }
+  std::size_t outputs() const noexcept { return 1; }
+  void raise_for_testing(double) noexcept {}
+};
+
 }  // namespace flymc

@@ -81,5 +81,9 @@ struct Prior {
 /// on coordinate 0). Softmax repeats it for every class (Prior::repeated).
 /// @throw ConfigError where the spec's lists do not have a value per feature.
 Prior prior_of(const RunConfig& cfg, std::size_t d);
+/// The prior of d coefficients followed by a flat term for a global parameter (σ, φ) whose own
+/// prior its model carries in its likelihood, so that the samplers' prior stays the
+/// coefficients'.
+Prior with_flat_global(const Prior& coefficients, std::size_t d);
 
 }  // namespace flymc

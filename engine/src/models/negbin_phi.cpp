@@ -1,0 +1,265 @@
+#include "flymc/models/negbin_phi.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numbers>
+#include <string>
+
+#include "flymc/core/blas.hpp"
+#include "flymc/core/clock.hpp"
+#include "flymc/core/errors.hpp"
+#include "flymc/core/parallel.hpp"
+#include "model_checks.hpp"
+#include "newton.hpp"
+
+namespace flymc {
+namespace {
+
+using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowsMap = Eigen::Map<const RowMat, 0, Eigen::OuterStride<>>;
+
+// log Γ, ψ and ψ′ for x ≥ 64 from their asymptotic series, whose first omitted terms are below
+// 1e-16 relative there: the model needs them only beyond its exact sums (kExact).
+double log_gamma_large(double x) noexcept {
+  const double z = 1.0 / (x * x);
+  return (x - 0.5) * std::log(x) - x + 0.5 * std::log(2.0 * std::numbers::pi) +
+         (1.0 / 12.0 - z * (1.0 / 360.0 - z / 1260.0)) / x;
+}
+double digamma_large(double x) noexcept {
+  const double z = 1.0 / (x * x);
+  return std::log(x) - 0.5 / x -
+         z * (1.0 / 12.0 - z * (1.0 / 120.0 - z * (1.0 / 252.0 - z / 240.0)));
+}
+double trigamma_large(double x) noexcept {
+  const double z = 1.0 / (x * x);
+  return 1.0 / x + 0.5 * z + (1.0 / 6.0 - z * (1.0 / 30.0 - z * (1.0 / 42.0 - z / 30.0))) * z / x;
+}
+
+/// One chunk's (or the whole data's) share of ℓ's per-row terms and their derivatives.
+struct Part {
+  double f = 0.0;
+  Vec g;  // ∂/∂(β, φ)
+  Mat h;  // ∂²/∂(β, φ)², where asked for
+  Part& operator+=(const Part& o) {
+    f += o.f;
+    if (g.size() > 0) g += o.g;
+    if (h.size() > 0) h += o.h;
+    return *this;
+  }
+};
+
+}  // namespace
+
+NegBinomialPhiModel::NegBinomialPhiModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg)
+    : data_(std::move(data)), phi_prior_(parse_scale_prior(cfg.prior_phi, "--prior-phi")) {
+  if (!data_ || data_->total_n() == 0 || data_->d() == 0)
+    throw DataError("negative binomial regression needs at least one row and one feature");
+  const Dataset& ds = *data_;
+  detail::refuse_shard(ds, "negative binomial regression with phi inferred");
+  if (!ds.trials().empty())
+    throw ConfigError(ds.source() + ": negative binomial regression does not read trials");
+  if (phi_prior_.kind == ScalePrior::Kind::flat)
+    throw ConfigError("--prior-phi flat: the posterior would be improper; give phi a proper prior");
+  detail::check_features(ds, "negative binomial regression");
+  d_ = ds.d();
+  stride_ = (d_ + 1 + 7) / 8 * 8;
+  coefficient_prior_ = prior_of(cfg, d_);
+  prior_ = with_flat_global(coefficient_prior_, d_);
+  tail_.assign(kExact, 0.0);
+  std::map<double, double> big;
+  const auto y = ds.y(), w = ds.weights();
+  for (std::size_t i = 0; i < ds.n(); ++i) {
+    if (!(y[i] >= 0.0 && y[i] == std::floor(y[i])) || !std::isfinite(y[i]))
+      throw DataError(ds.source() + ": row " + std::to_string(i + 1) +
+                      ": field 1 (response): must be a count (0, 1, ...)");
+    const double wi = w.empty() ? 1.0 : w[i];
+    wy_ += wi * y[i];
+    for (int j = 0; j < kExact && j < y[i]; ++j) tail_[static_cast<std::size_t>(j)] += wi;
+    if (y[i] > kExact) big[y[i]] += wi;
+  }
+  big_.assign(big.begin(), big.end());
+  blas::use_single_thread();
+}
+
+std::vector<std::string> NegBinomialPhiModel::param_names() const {
+  std::vector<std::string> names = coefficient_names(*data_);
+  names.emplace_back("phi");
+  return names;
+}
+
+NegBinomialPhiModel::GammaTerms NegBinomialPhiModel::gamma_terms(double phi) const noexcept {
+  GammaTerms t{0.0, 0.0, 0.0};
+  for (int j = 0; j < kExact; ++j) {
+    const double c = tail_[static_cast<std::size_t>(j)];
+    if (c == 0.0) break;  // the tail counts only fall
+    const double inv = 1.0 / (phi + j);
+    t.f += c * std::log(phi + j);
+    t.d1 += c * inv;
+    t.d2 -= c * inv * inv;
+  }
+  const double from = phi + kExact;
+  for (const auto& [y, w] : big_) {
+    t.f += w * (log_gamma_large(y + phi) - log_gamma_large(from));
+    t.d1 += w * (digamma_large(y + phi) - digamma_large(from));
+    t.d2 += w * (trigamma_large(y + phi) - trigamma_large(from));
+  }
+  return t;
+}
+
+double NegBinomialPhiModel::objective(const Vec& theta, Vec* grad, Mat* hess) const {
+  const auto d = static_cast<Eigen::Index>(d_);
+  const double phi = theta[d];
+  if (!(phi > 0.0) || !std::isfinite(phi)) {
+    if (grad != nullptr) grad->setZero(d + 1);
+    return -std::numeric_limits<double>::infinity();
+  }
+  const Dataset& ds = *data_;
+  const double log_phi = std::log(phi);
+  const Vec beta = theta.head(d);
+  const bool want_g = grad != nullptr, want_h = hess != nullptr;
+  Part init;
+  if (want_g) init.g = Vec::Zero(d + 1);
+  if (want_h) init.h = Mat::Zero(d + 1, d + 1);
+  const Part rows = deterministic_reduce(
+      ds.n(), kReduceGrain, init,
+      [&](std::size_t lo, std::size_t hi) {
+        const auto m = static_cast<Eigen::Index>(hi - lo);
+        const RowsF64 block = ds.rows(lo, hi);
+        const RowsMap x(block.data(), m, d, Eigen::OuterStride<>(ds.stride()));
+        Vec eta = x * beta;
+        const auto y = ds.y(), w = ds.weights(), o = ds.offsets();
+        Vec a(want_g ? m : 0), b(want_h ? m : 0), c(want_h ? m : 0);
+        Part p = init;
+        double f_phi = 0.0, f_phiphi = 0.0;
+        for (Eigen::Index i = 0; i < m; ++i) {
+          const std::size_t n = lo + static_cast<std::size_t>(i);
+          const double yn = y[n], wn = w.empty() ? 1.0 : w[n];
+          const double e = eta[i] + (o.empty() ? 0.0 : o[n]), u = e - log_phi;
+          // softplus(u), s = σ(u) and v = s(1 − s) from e^(−|u|): no overflow, no 1 − s.
+          const double ex = std::exp(-std::fabs(u)), inv = 1.0 / (1.0 + ex);
+          const double sp = std::max(u, 0.0) + std::log1p(ex);
+          const double s = u >= 0.0 ? inv : ex * inv, v = ex * inv * inv, k = yn + phi;
+          p.f += wn * (yn * e - k * sp);
+          if (want_g) {
+            a[i] = wn * (yn - k * s);
+            f_phi += wn * (k * s / phi - sp);
+          }
+          if (want_h) {
+            b[i] = -wn * k * v;
+            c[i] = wn * (k * v / phi - s);
+            f_phiphi += wn * (2.0 * s - k * (s + v) / phi) / phi;
+          }
+        }
+        if (want_g) {
+          p.g.head(d).noalias() = x.transpose() * a;
+          p.g[d] = f_phi;
+        }
+        if (want_h) {
+          p.h.topLeftCorner(d, d).noalias() = x.transpose() * (b.asDiagonal() * x);
+          p.h.col(d).head(d).noalias() = x.transpose() * c;
+          p.h(d, d) = f_phiphi;
+        }
+        return p;
+      },
+      [](Part acc, const Part& p) { return acc += p; });
+  const GammaTerms gt = gamma_terms(phi);
+  double f = rows.f + gt.f - wy_ * log_phi + phi_prior_.log_density(phi);
+  if (want_g) {
+    *grad = rows.g;
+    (*grad)[d] += gt.d1 - wy_ / phi + phi_prior_.gradient(phi);
+  }
+  if (want_h) {
+    *hess = rows.h;
+    hess->row(d).head(d) = hess->col(d).head(d).transpose();
+    (*hess)(d, d) += gt.d2 + wy_ / (phi * phi) - phi_prior_.map_curvature(phi);
+  }
+  return f;
+}
+
+double NegBinomialPhiModel::log_lik(const double* theta) const {
+  const auto p = static_cast<Eigen::Index>(d_ + 1);
+  return objective(Eigen::Map<const Vec>(theta, p), nullptr, nullptr);
+}
+
+double NegBinomialPhiModel::log_lik_grad(const double* theta, double* grad) const {
+  const auto p = static_cast<Eigen::Index>(d_ + 1);
+  Vec g;
+  const double f = objective(Eigen::Map<const Vec>(theta, p), &g, nullptr);
+  std::copy(g.data(), g.data() + p, grad);
+  return f;
+}
+
+MapResult NegBinomialPhiModel::find_map(double tol, int max_iter) const {
+  // The search runs in t = (β, log φ) on the density of t, p(β, φ | y)·φ: where the counts leave
+  // φ's own mode at 0 (mostly zeros) the Jacobian keeps t's mode inside, and every φ > 0 is a
+  // finite t.
+  const Stopwatch clock;
+  const auto d = static_cast<Eigen::Index>(d_), p = d + 1;
+  int passes = 0, curvature = 0;
+  const auto to_phi = [d](const Vec& t) {
+    Vec th = t;
+    th[d] = std::exp(t[d]);
+    return th;
+  };
+  const auto log_post = [&](const Vec& t, Vec* g, Mat* h) {
+    ++passes;
+    const Vec th = to_phi(t);
+    const double phi = th[d];
+    double f = objective(th, g, h);
+    if (!std::isfinite(f)) return f;
+    f += prior_.log_density(th.data(), d_ + 1) + t[d];
+    if (g != nullptr) prior_.add_gradient(th.data(), d_ + 1, g->data());
+    if (h != nullptr) {
+      ++curvature;
+      // The chain rule to log φ, negated: −∂²/∂t² from −∂²/∂(β, φ)².
+      *h = -*h;
+      for (Eigen::Index j = 0; j < d; ++j)
+        (*h)(j, j) += prior_.map_curvature(static_cast<std::size_t>(j), th[j]);
+      h->col(d).head(d) *= phi;
+      h->row(d).head(d) *= phi;
+      (*h)(d, d) = (*h)(d, d) * phi * phi - (*g)[d] * phi;
+    }
+    if (g != nullptr) (*g)[d] = (*g)[d] * phi + 1.0;
+    return f;
+  };
+  Vec t = Vec::Zero(p), g;
+  Mat h;
+  double f = log_post(t, &g, &h);
+  int iterations = 0;
+  for (; iterations < max_iter; ++iterations) {
+    // Far from the mode log φ's curvature may be negative: the steps take it at least 1, and
+    // where the cross terms still leave the matrix indefinite they drop them, so that every
+    // step ascends.
+    h(d, d) = std::max(h(d, d), 1.0);
+    Eigen::LLT<Mat> llt(h);
+    if (llt.info() != Eigen::Success) {
+      h.col(d).head(d).setZero();
+      h.row(d).head(d).setZero();
+      llt.compute(h);
+    }
+    if (llt.info() != Eigen::Success) break;
+    const auto objective_only = [&](const Vec& x) { return log_post(x, nullptr, nullptr); };
+    const detail::NewtonMove move = detail::newton_move(objective_only, t, f, g, llt.solve(g), tol);
+    f = log_post(t, &g, &h);
+    if (move != detail::NewtonMove::stepped) break;
+  }
+  const Eigen::LLT<Mat> llt(h);
+  detail::check_laplace_precision(coefficient_prior_, llt, "negative binomial regression");
+  // The Laplace covariance of t, carried to (β, φ) by the Jacobian diag(1, …, 1, φ).
+  MapResult r;
+  r.theta = to_phi(t);
+  Vec jac = Vec::Ones(p);
+  jac[d] = r.theta[d];
+  r.covariance = jac.asDiagonal() * llt.solve(Mat::Identity(p, p)) * jac.asDiagonal();
+  r.covariance = 0.5 * (r.covariance + r.covariance.transpose());
+  r.log_post = f;
+  r.iterations = iterations;
+  r.passes = passes;
+  r.curvature_passes = curvature;
+  r.seconds = clock.seconds();
+  return r;
+}
+
+}  // namespace flymc

@@ -232,6 +232,27 @@ std::pair<double, double> mean_and_mcse(const std::vector<std::vector<double>>& 
   return {mean, std::sqrt(v / static_cast<double>(bm.size()))};
 }
 
+/// How far a model's gradient at padded θ is from central differences of its log_lik (steps
+/// 1e-6·max(1, |θ_j|)) over the first p coordinates: the largest |g_j − difference_j| /
+/// (1 + |difference_j|). θ is restored.
+template <class M>
+double gradient_error(const M& model, double* theta, std::size_t p) {
+  AlignedBuffer grad = aligned_zeros(model.layout().padded());
+  model.log_lik_grad(theta, grad.get());
+  double worst = 0.0;
+  for (std::size_t j = 0; j < p; ++j) {
+    const double keep = theta[j], h = 1e-6 * std::max(1.0, std::fabs(keep));
+    theta[j] = keep + h;
+    const double up = model.log_lik(theta);
+    theta[j] = keep - h;
+    const double down = model.log_lik(theta);
+    theta[j] = keep;
+    const double fd = (up - down) / (2.0 * h);
+    worst = std::max(worst, std::fabs(grad[j] - fd) / (1.0 + std::fabs(fd)));
+  }
+  return worst;
+}
+
 /// One coordinate's draws against exact posterior moments: how many batch-means MCSEs their mean
 /// is from `mean`, and their sd (through the second central moment about `mean`, by the delta
 /// method) from `sd`; and the mean's MCSE in units of `sd`, which must be small for the

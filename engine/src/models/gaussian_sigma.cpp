@@ -12,6 +12,7 @@
 #include "flymc/core/parallel.hpp"
 #include "model_checks.hpp"
 #include "newton.hpp"
+#include "padded_objective.hpp"
 
 namespace flymc {
 namespace {
@@ -172,16 +173,13 @@ double GaussianSigmaModel::objective(const Vec& theta, Vec* grad, Mat* neg_hess)
 }
 
 double GaussianSigmaModel::log_lik(const double* theta) const {
-  const auto p = static_cast<Eigen::Index>(d_ + 1);
-  return objective(Eigen::Map<const Vec>(theta, p), nullptr, nullptr);
+  return detail::padded_objective(d_ + 1, theta, nullptr,
+                                  [this](auto&&... a) { return objective(a...); });
 }
 
 double GaussianSigmaModel::log_lik_grad(const double* theta, double* grad) const {
-  const auto p = static_cast<Eigen::Index>(d_ + 1);
-  Vec g;
-  const double f = objective(Eigen::Map<const Vec>(theta, p), &g, nullptr);
-  std::copy(g.data(), g.data() + p, grad);
-  return f;
+  return detail::padded_objective(d_ + 1, theta, grad,
+                                  [this](auto&&... a) { return objective(a...); });
 }
 
 MapResult GaussianSigmaModel::find_map(double tol, int max_iter) const {
@@ -203,25 +201,10 @@ MapResult GaussianSigmaModel::find_map(double tol, int max_iter) const {
   Vec g;
   Mat h;
   double f = log_post(r.theta, &g, &h);
-  for (r.iterations = 0; r.iterations < max_iter; ++r.iterations) {
-    // Away from the mode σ's curvature 3Q/σ⁴ − W/σ² may be negative: the steps take it at
-    // least W/σ², positive, and where β and σ's cross terms still leave the matrix indefinite
-    // they drop them, so that every step ascends; the mode is where the gradient vanishes.
-    const double s = r.theta[d];
-    h(d, d) = std::max(h(d, d), w_ / (s * s));
-    Eigen::LLT<Mat> llt(h);
-    if (llt.info() != Eigen::Success) {
-      h.col(d).head(d).setZero();
-      h.row(d).head(d).setZero();
-      llt.compute(h);
-    }
-    if (llt.info() != Eigen::Success) break;
-    const auto objective_only = [&](const Vec& th) { return log_post(th, nullptr, nullptr); };
-    const detail::NewtonMove move =
-        detail::newton_move(objective_only, r.theta, f, g, llt.solve(g), tol);
-    f = log_post(r.theta, &g, &h);
-    if (move != detail::NewtonMove::stepped) break;
-  }
+  // σ's curvature 3Q/σ⁴ − W/σ² is negative far from the mode: the steps take at least W/σ².
+  r.iterations = detail::newton_with_global(
+      log_post, [this, d](const Vec& th) { return w_ / (th[d] * th[d]); }, r.theta, f, g, h, tol,
+      max_iter);
   r.log_post = f;
   const Eigen::LLT<Mat> llt(h);
   detail::check_laplace_precision(coefficient_prior_, llt, "Gaussian regression");

@@ -13,6 +13,7 @@
 #include "flymc/core/parallel.hpp"
 #include "model_checks.hpp"
 #include "newton.hpp"
+#include "padded_objective.hpp"
 
 namespace flymc {
 namespace {
@@ -179,16 +180,13 @@ double NegBinomialPhiModel::objective(const Vec& theta, Vec* grad, Mat* hess) co
 }
 
 double NegBinomialPhiModel::log_lik(const double* theta) const {
-  const auto p = static_cast<Eigen::Index>(d_ + 1);
-  return objective(Eigen::Map<const Vec>(theta, p), nullptr, nullptr);
+  return detail::padded_objective(d_ + 1, theta, nullptr,
+                                  [this](auto&&... a) { return objective(a...); });
 }
 
 double NegBinomialPhiModel::log_lik_grad(const double* theta, double* grad) const {
-  const auto p = static_cast<Eigen::Index>(d_ + 1);
-  Vec g;
-  const double f = objective(Eigen::Map<const Vec>(theta, p), &g, nullptr);
-  std::copy(g.data(), g.data() + p, grad);
-  return f;
+  return detail::padded_objective(d_ + 1, theta, grad,
+                                  [this](auto&&... a) { return objective(a...); });
 }
 
 MapResult NegBinomialPhiModel::find_map(double tol, int max_iter) const {
@@ -227,24 +225,9 @@ MapResult NegBinomialPhiModel::find_map(double tol, int max_iter) const {
   Vec t = Vec::Zero(p), g;
   Mat h;
   double f = log_post(t, &g, &h);
-  int iterations = 0;
-  for (; iterations < max_iter; ++iterations) {
-    // Far from the mode log φ's curvature may be negative: the steps take it at least 1, and
-    // where the cross terms still leave the matrix indefinite they drop them, so that every
-    // step ascends.
-    h(d, d) = std::max(h(d, d), 1.0);
-    Eigen::LLT<Mat> llt(h);
-    if (llt.info() != Eigen::Success) {
-      h.col(d).head(d).setZero();
-      h.row(d).head(d).setZero();
-      llt.compute(h);
-    }
-    if (llt.info() != Eigen::Success) break;
-    const auto objective_only = [&](const Vec& x) { return log_post(x, nullptr, nullptr); };
-    const detail::NewtonMove move = detail::newton_move(objective_only, t, f, g, llt.solve(g), tol);
-    f = log_post(t, &g, &h);
-    if (move != detail::NewtonMove::stepped) break;
-  }
+  // log φ's curvature may be negative far from the mode: the steps take at least 1.
+  const int iterations = detail::newton_with_global(
+      log_post, [](const Vec&) { return 1.0; }, t, f, g, h, tol, max_iter);
   const Eigen::LLT<Mat> llt(h);
   detail::check_laplace_precision(coefficient_prior_, llt, "negative binomial regression");
   // The Laplace covariance of t, carried to (β, φ) by the Jacobian diag(1, …, 1, φ).

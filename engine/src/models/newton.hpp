@@ -1,6 +1,7 @@
 #pragma once
 // The step rule shared by the models' MAP searches (Newton's method with the exact Hessian):
 // convergence on the Newton decrement, and backtracking along the Newton direction.
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -78,6 +79,34 @@ template <class Stage>
 MapResult two_stage_map(std::size_t dim, const Prior& prior, Stage&& stage) {
   return two_stage_map(prior, Vec::Zero(static_cast<Eigen::Index>(dim)),
                        std::forward<Stage>(stage));
+}
+
+/// Newton's method for a model whose last coordinate is a global parameter (σ, log φ), from θ
+/// with its objective f, gradient g and negative Hessian h (`log_post(θ, &g, &h)` recomputes
+/// them, and returns f). Away from the mode that parameter's curvature may be negative: each step
+/// takes it at least floor(θ) and, where the matrix is still indefinite, drops its cross terms,
+/// so that every step ascends; the mode is where the gradient vanishes. Returns the iterations,
+/// θ, f, g and h left at the last point.
+template <class LogPost, class Floor>
+int newton_with_global(LogPost&& log_post, Floor&& floor, Vec& theta, double& f, Vec& g, Mat& h,
+                       double tol, int max_iter) {
+  const Eigen::Index d = theta.size() - 1;
+  int it = 0;
+  for (; it < max_iter; ++it) {
+    h(d, d) = std::max(h(d, d), floor(theta));
+    Eigen::LLT<Mat> llt(h);
+    if (llt.info() != Eigen::Success) {
+      h.col(d).head(d).setZero();
+      h.row(d).head(d).setZero();
+      llt.compute(h);
+    }
+    if (llt.info() != Eigen::Success) break;
+    const auto objective_only = [&](const Vec& th) { return log_post(th, nullptr, nullptr); };
+    const NewtonMove move = newton_move(objective_only, theta, f, g, llt.solve(g), tol);
+    f = log_post(theta, &g, &h);
+    if (move != NewtonMove::stepped) break;
+  }
+  return it;
 }
 
 }  // namespace flymc::detail

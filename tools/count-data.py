@@ -8,7 +8,8 @@ theta_j ~ N(0, 0.5^2/50) on the features and 0.3 on the last (the bias column), 
   negbin:   y_n ~ Poisson(G_n), G_n ~ Gamma(r, t_n e^{x_n theta} / r)   (seed 54, r = 2)
 so y_n has mean mu_n = t_n e^{x_n theta} and, for negbin, variance mu_n + mu_n^2 / r.
   /usr/bin/python3 tools/count-data.py poisson data/fmnist-7v9-1e6.npy data/poisson-7v9-1e6.npy
-The first N rows of such a file as CSV with a header (y, offset, x1, ...), for Stan
+The first N rows of such a file as CSV with a header (y, offset, x1, ...; a file named binom*
+has trials in its second column), for Stan
 (tools/stan-gold.R) and flymc alike:
   /usr/bin/python3 tools/count-data.py csv data/negbin-7v9-1e6.npy data/negbin-7v9-3000.csv 3000
 """
@@ -45,7 +46,8 @@ def main(family, src, dst):
 
 def head_csv(src, dst, rows):
     a = np.asarray(np.load(src, mmap_mode="r")[:int(rows)])
-    header = ",".join(["y", "offset"] + ["x%d" % j for j in range(1, a.shape[1] - 1)])
+    second = "trials" if "binom" in src else "offset"
+    header = ",".join(["y", second] + ["x%d" % j for j in range(1, a.shape[1] - 1)])
     np.savetxt(dst, a, delimiter=",", header=header, comments="", fmt="%.17g")
     print(dst, len(a), "rows")
 

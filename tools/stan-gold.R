@@ -10,13 +10,16 @@
 #   poisson   y_n ~ Poisson(e^{x_n·θ + o_n})                        (flymc --model poisson)
 #   negbin    y_n ~ NegBinomial2(e^{x_n·θ + o_n}, φ), φ ~ exponential(phi_rate) on φ > 0
 #                                                  (flymc --model negbin --prior-phi 'exponential(R)')
+#   negbin-known  the same with φ = phi_rate given   (flymc --model negbin --dispersion R)
+#   binomial  y_n ~ Binomial(m_n, σ(x_n·θ))          (flymc --model binomial --trials 1)
 #
 # each with θ ~ N(0, prior_sd² I) (flymc's default prior, --prior-sd).
 #
 # Usage: Rscript tools/stan-gold.R DATA.csv OUT.json [prior_sd chains warmup iter seed MODEL
 #                                                      phi_rate]
 # DATA.csv: flymc's CSV (a header, the response first, then the features; no bias is added);
-# for poisson and negbin the second column is the offset o_n (flymc --offset 1).
+# for poisson and the negbins the second column is the offset o_n (flymc --offset 1), for binomial
+# the trials m_n (flymc --trials 1).
 suppressPackageStartupMessages(library(rstan))
 
 # Debian's r-cran-bh leaves Boost in /usr/include (libboost-dev) and ships no include directory,
@@ -47,8 +50,9 @@ phi_rate <- num(9, 0.01)
 
 d <- as.matrix(read.csv(args[[1]], header = TRUE))
 y <- d[, 1]
-counts <- family %in% c("poisson", "negbin")
-offset <- if (counts) d[, 2] else rep(0, nrow(d))
+counts <- family %in% c("poisson", "negbin", "negbin-known", "binomial")
+offset <- if (counts && family != "binomial") d[, 2] else rep(0, nrow(d))
+trials <- if (family == "binomial") as.integer(d[, 2]) else rep(0L, nrow(d))
 x <- d[, -(if (counts) 1:2 else 1), drop = FALSE]
 if (family == "logistic" && !all(y == 1 | y == -1)) stop(args[[1]], ": labels must be -1 or +1")
 if (counts && !all(y >= 0 & y == round(y))) stop(args[[1]], ": responses must be counts")
@@ -57,7 +61,9 @@ likelihood <- switch(family,
   logistic = "  y01 ~ bernoulli_logit(X * theta);",
   poisson = "  ycount ~ poisson_log(X * theta + off);",
   negbin = "  phi ~ exponential(phi_rate);\n  ycount ~ neg_binomial_2_log(X * theta + off, phi);",
-  stop("MODEL must be logistic, poisson or negbin, got ", family))
+  "negbin-known" = "  ycount ~ neg_binomial_2_log(X * theta + off, phi_rate);",
+  binomial = "  ycount ~ binomial_logit(trials, X * theta);",
+  stop("MODEL must be logistic, poisson, negbin, negbin-known or binomial, got ", family))
 model <- paste0("
 data {
   int<lower=1> N;
@@ -65,6 +71,7 @@ data {
   matrix[N, D] X;
   int<lower=0, upper=1> y01[N];
   int<lower=0> ycount[N];
+  int<lower=0> trials[N];
   vector[N] off;
   real<lower=0> prior_sd;
   real<lower=0> phi_rate;
@@ -81,7 +88,8 @@ fit <- stan(model_code = model,
             data = list(N = nrow(x), D = ncol(x), X = x,
                         y01 = if (counts) rep(0L, nrow(x)) else as.integer((y + 1) / 2),
                         ycount = if (counts) as.integer(y) else rep(0L, nrow(x)),
-                        off = offset, prior_sd = prior_sd, phi_rate = phi_rate),
+                        trials = trials, off = offset, prior_sd = prior_sd,
+                        phi_rate = phi_rate),
             chains = chains, warmup = warmup, iter = warmup + iter, seed = seed,
             cores = min(chains, parallel::detectCores()), refresh = 0)
 names <- c(sprintf("theta.%d", seq_len(ncol(x))), if (family == "negbin") "phi")
@@ -99,7 +107,7 @@ json <- paste0(
   '{"source": "rstan ', as.character(packageVersion("rstan")), ' NUTS, diagonal metric",\n',
   ' "model": "', family, '", "data": "', basename(args[[1]]), '", "n": ', nrow(x),
   ', "d": ', ncol(x), ',\n',
-  ' "prior_sd": ', f(prior_sd), if (family == "negbin") paste0(', "phi_rate": ', f(phi_rate)) else "",
+  ' "prior_sd": ', f(prior_sd), if (startsWith(family, "negbin")) paste0(', "phi_rate": ', f(phi_rate)) else "",
   ', "chains": ', chains, ', "warmup": ', warmup,
   ', "iter": ', iter, ', "seed": ', seed, ',\n',
   ' "sampling_seconds": ', f(sum(times[, "sample"])), ',\n',

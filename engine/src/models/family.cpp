@@ -371,8 +371,8 @@ std::shared_ptr<const SingleIndexFamily> negbin_family(const RunConfig& cfg) {
   // With φ inferred the model is NegBinomialPhiModel, which no family describes.
   if (!cfg.dispersion)
     throw ConfigError(
-        "--model negbin with phi inferred (no --dispersion) has no single-index family: give "
-        "--dispersion PHI to run scalable MH or FlyMC's family paths");
+        "--model negbin with phi inferred (no --dispersion) has no single-index family "
+        "(NegBinomialPhiModel samples it); with --dispersion PHI it has one");
   return std::make_shared<const NegBinomialFamily>(*cfg.dispersion);
 }
 

@@ -63,8 +63,9 @@ constexpr ModelMask kRobust = model_bit(ModelKind::robust);
 constexpr ModelMask kLogistic = model_bit(ModelKind::logistic);
 
 // The help texts are `flymc sample --help`'s (ASCII).
-// Three parts, in RunConfig's field order: the model, sampler and θ-kernel choices; the run's
-// size, the models' constants and FlyMC's z-updates; the other samplers' options.
+// Five parts, in RunConfig's field order: the model, sampler and θ-kernel choices; the run's
+// size and data; the models' constants; FlyMC's z-updates and the kernels' tuning; the other
+// samplers' options.
 std::vector<OptionInfo> model_and_kernel_options() {
   return {
       {"model", "model", choice<&C::model>(),
@@ -149,7 +150,8 @@ std::vector<OptionInfo> model_and_kernel_options() {
   };
 }
 
-std::vector<OptionInfo> run_and_sampler_options() {
+/// The run's length, seed, threads, storage, data columns and the coefficients' prior.
+std::vector<OptionInfo> run_and_data_options() {
   return {
       {"chains", "chains", &C::chains, "Number of chains"},
       {"warmup", "warmup", &C::warmup, "Warm-up iterations"},
@@ -196,6 +198,12 @@ std::vector<OptionInfo> run_and_sampler_options() {
        "Add a column of ones to the data as the first coefficient, named intercept"},
       {"prior-intercept", "prior_intercept", &C::prior_intercept,
        "With --intercept: the intercept's prior, written as --prior's (default: --prior's)"},
+  };
+}
+
+/// The options of one model or a few: their constants, links, dispersions and global priors.
+std::vector<OptionInfo> model_constant_options() {
+  return {
       for_models(
           {"nu", "student_nu", &C::student_nu, "Robust regression: Student-t degrees of freedom",
            kThetaKernelAlgos | algo_bit(Algo::smh)},
@@ -225,6 +233,12 @@ std::vector<OptionInfo> run_and_sampler_options() {
                   "(flat would leave the posterior improper)",
                   kThetaKernelAlgos},
                  model_bit(ModelKind::negbin)),
+  };
+}
+
+/// FlyMC's z-updates and bounds, then the θ-kernels' tuning and the chains' starting points.
+std::vector<OptionInfo> flymc_and_tuning_options() {
+  return {
       {"q-dark-to-bright", "q_dark_to_bright", &C::q_dark_to_bright,
        "Implicit z-update proposal rate q (with --q-per-datum: the mean rate); auto: min(cap, "
        "max(32, 4 x expected bright count)/N), cap 0.1 for hmc and nuts, 0.01 otherwise",
@@ -361,7 +375,8 @@ std::vector<OptionInfo> other_sampler_options() {
 const std::vector<OptionInfo>& table() {
   static const std::vector<OptionInfo> t = [] {
     std::vector<OptionInfo> all = model_and_kernel_options();
-    for (OptionInfo& o : run_and_sampler_options()) all.push_back(o);
+    for (auto* part : {&run_and_data_options, &model_constant_options, &flymc_and_tuning_options})
+      for (OptionInfo& o : part()) all.push_back(o);
     for (OptionInfo& o : other_sampler_options()) all.push_back(o);
     return all;
   }();

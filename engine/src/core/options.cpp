@@ -74,7 +74,7 @@ std::vector<OptionInfo> model_and_kernel_options() {
        "regression with noise sd --noise-scale, real responses), binomial (successes of "
        "--trials, else 0/1 labels; --link logit or probit), poisson (counts, log link, "
        "--offset for a log exposure; scalable MH or regular MCMC) or negbin (counts, log link, "
-       "--dispersion R)"},
+       "--dispersion PHI, else phi inferred)"},
       {"prior", "prior", &C::prior,
        "Prior on every coefficient: flat, 'normal(M, S)', 'student_t(NU, M, S)', "
        "'laplace(M, B)' (M, S, B a number or a [list] with a value per feature), or gaussian "

@@ -11,6 +11,7 @@
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"
+#include "flymc/models/family.hpp"
 #include "model_checks.hpp"
 #include "newton.hpp"
 #include "padded_objective.hpp"
@@ -68,18 +69,24 @@ NegBinomialPhiModel::NegBinomialPhiModel(std::shared_ptr<const Dataset> data, co
   stride_ = (d_ + 1 + 7) / 8 * 8;
   coefficient_prior_ = prior_of(cfg, d_);
   prior_ = with_flat_global(coefficient_prior_, d_);
-  tail_.assign(kExact, 0.0);
+  // The weight of each count up to kExact (the larger ones together in the last slot), then
+  // tail_[j], the weight of the counts above j, as the sums from the top.
+  std::vector<double> at(kExact + 1, 0.0);
   std::map<double, double> big;
   const auto y = ds.y(), w = ds.weights();
+  const NegBinomialFamily counts(1.0);  // its check_label: the counts' domain
   for (std::size_t i = 0; i < ds.n(); ++i) {
-    if (!(y[i] >= 0.0 && y[i] == std::floor(y[i])) || !std::isfinite(y[i]))
+    if (const std::string why = counts.check_label(y[i]); !why.empty() || !std::isfinite(y[i]))
       throw DataError(ds.source() + ": row " + std::to_string(i + 1) +
-                      ": field 1 (response): must be a count (0, 1, ...)");
+                      ": field 1 (response): " + (why.empty() ? "must be finite" : why));
     const double wi = w.empty() ? 1.0 : w[i];
     wy_ += wi * y[i];
-    for (int j = 0; j < kExact && j < y[i]; ++j) tail_[static_cast<std::size_t>(j)] += wi;
+    at[static_cast<std::size_t>(std::min(y[i], double(kExact)))] += wi;
     if (y[i] > kExact) big[y[i]] += wi;
   }
+  tail_.assign(kExact, 0.0);
+  double above = 0.0;
+  for (std::size_t j = kExact; j-- > 0;) tail_[j] = above += at[j + 1];
   big_.assign(big.begin(), big.end());
   blas::use_single_thread();
 }

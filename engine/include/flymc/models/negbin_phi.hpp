@@ -1,7 +1,7 @@
 #pragma once
 /// @file negbin_phi.hpp
 /// Negative binomial regression with its dispersion φ inferred (`--model negbin` without
-/// `--dispersion`; docs/math.md §2.4): counts y_n with mean μ_n = e^{η_n}, η_n = x_n·β + o_n, and
+/// `--dispersion`; docs/math.md §2.7): counts y_n with mean μ_n = e^{η_n}, η_n = x_n·β + o_n, and
 /// variance μ_n + μ_n²/φ, datum n counted w_n times. θ = (β, φ), D + 1 parameters, the last named
 /// `phi`. Per datum, with log y_n! dropped,
 ///

@@ -186,6 +186,19 @@ class SingleIndexModels(unittest.TestCase):
         with self.assertRaisesRegex(flymc.Error, "with sigma inferred"):
             flymc.sample(x, y, model="gaussian", **SMALL)  # FlyMC
 
+    def test_student_t_with_sigma_inferred(self):
+        x, _ = ft.logistic_data()
+        rng = np.random.default_rng(4)
+        y = x @ np.linspace(1.0, -1.0, x.shape[1]) + 0.8 * rng.standard_t(4, size=x.shape[0])
+        small = {**SMALL, "algo": "full", "kernel": "nuts"}
+        t = flymc.sample(x, y, model="student_t", student_nu=4.0, prior_sigma="normal(0, 2)",
+                         **small)
+        self.assertEqual(t.param_names[-1], "sigma")
+        self.assertEqual(t.draws.shape, (3, 80, x.shape[1] + 1))
+        self.assertTrue(np.all(t.draws[..., -1] > 0.0))
+        with self.assertRaisesRegex(flymc.UsageError, "noise_scale|--noise-scale"):
+            flymc.sample(x, y, model="student_t", noise_scale=0.8, **small)
+
     def test_another_models_constant_is_refused(self):
         # --nu is robust regression's: for probit it would be ignored, so it is refused.
         x, y = ft.logistic_data()

@@ -83,9 +83,14 @@ void RunConfig::validate() const {
     throw ConfigError("--nu must be finite and > 0, got " + number_text(student_nu));
   if (noise_scale && (!(*noise_scale > 0.0) || !std::isfinite(*noise_scale)))
     throw ConfigError("--noise-scale must be finite and > 0, got " + number_text(*noise_scale));
+  if (model == ModelKind::student_t && noise_scale)
+    throw ConfigError(
+        "--noise-scale: --model student_t infers its scale sigma; for a known Student-t scale "
+        "use --model robust --noise-scale S");
   if (parse_scale_prior(prior_sigma) != ScalePrior{} && !infers_sigma(*this))
     throw ConfigError("--prior-sigma '" + prior_sigma +
-                      "': only --model gaussian without --noise-scale has sigma as a parameter");
+                      "': only --model student_t and --model gaussian without --noise-scale have "
+                      "sigma as a parameter");
   if (prior_phi != RunConfig{}.prior_phi && !infers_phi(*this))
     throw ConfigError("--prior-phi '" + prior_phi +
                       "': only --model negbin without --dispersion has phi as a parameter");

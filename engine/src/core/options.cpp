@@ -60,6 +60,7 @@ OptionInfo for_models(OptionInfo o, ModelMask m) {
   return o;
 }
 constexpr ModelMask kRobust = model_bit(ModelKind::robust);
+constexpr ModelMask kStudentT = model_bit(ModelKind::student_t);
 constexpr ModelMask kLogistic = model_bit(ModelKind::logistic);
 
 // The help texts are `flymc sample --help`'s (ASCII).
@@ -73,8 +74,9 @@ std::vector<OptionInfo> model_and_kernel_options() {
        "regression, real responses), probit (labels as logistic) or gaussian (linear "
        "regression with noise sd --noise-scale, real responses), binomial (successes of "
        "--trials, else 0/1 labels; --link logit or probit), poisson (counts, log link, "
-       "--offset for a log exposure; scalable MH or regular MCMC) or negbin (counts, log link, "
-       "--dispersion PHI, else phi inferred)"},
+       "--offset for a log exposure; scalable MH or regular MCMC), negbin (counts, log link, "
+       "--dispersion PHI, else phi inferred) or student_t (robust's Student-t regression with "
+       "its scale sigma inferred; regular MCMC)"},
       {"prior", "prior", &C::prior,
        "Prior on every coefficient: flat, 'normal(M, S)', 'student_t(NU, M, S)', "
        "'laplace(M, B)' (M, S, B a number or a [list] with a value per feature), or gaussian "
@@ -204,21 +206,21 @@ std::vector<OptionInfo> run_and_data_options() {
 /// The options of one model or a few: their constants, links, dispersions and global priors.
 std::vector<OptionInfo> model_constant_options() {
   return {
-      for_models(
-          {"nu", "student_nu", &C::student_nu, "Robust regression: Student-t degrees of freedom",
-           kThetaKernelAlgos | algo_bit(Algo::smh)},
-          kRobust),
+      for_models({"nu", "student_nu", &C::student_nu,
+                  "Robust and Student-t regression: the Student-t degrees of freedom",
+                  kThetaKernelAlgos | algo_bit(Algo::smh)},
+                 kRobust | kStudentT),
       for_models({"noise-scale", "noise_scale", &C::noise_scale,
                   "Robust regression: Student-t scale (auto: 1); gaussian: the noise's sd, known "
                   "(auto: inferred, a parameter sigma)",
                   kThetaKernelAlgos | algo_bit(Algo::smh), true, true, above(0.0)},
                  kRobust | model_bit(ModelKind::gaussian)),
       for_models({"prior-sigma", "prior_sigma", &C::prior_sigma,
-                  "Gaussian regression with sigma inferred: sigma's prior on sigma > 0, flat "
-                  "(uniform), 'normal(0, S)', 'student_t(NU, 0, S)', 'cauchy(0, S)' or "
-                  "'exponential(RATE)'",
+                  "Gaussian (without --noise-scale) and Student-t regression: sigma's prior on "
+                  "sigma > 0, flat (uniform), 'normal(0, S)', 'student_t(NU, 0, S)', "
+                  "'cauchy(0, S)' or 'exponential(RATE)'",
                   kThetaKernelAlgos},
-                 model_bit(ModelKind::gaussian)),
+                 model_bit(ModelKind::gaussian) | kStudentT),
       for_models({"link", "link", choice<&C::link>(),
                   "Binomial regression: logit (logistic regression per trial) or probit"},
                  model_bit(ModelKind::binomial)),

@@ -60,6 +60,7 @@ const char* offer_text(unsigned bit) {
 
 std::string model_name(const RunConfig& cfg) {
   if (cfg.model == ModelKind::custom && cfg.family) return "the " + cfg.family->name() + " model";
+  if (cfg.model == ModelKind::student_t) return "--model student_t (sigma inferred)";
   if (infers_sigma(cfg)) return "--model gaussian with sigma inferred (no --noise-scale)";
   if (infers_phi(cfg)) return "--model negbin with phi inferred (no --dispersion)";
   return std::string("--model ") + to_string(cfg.model);

@@ -26,6 +26,7 @@
 #include "flymc/models/negbin_phi.hpp"
 #include "flymc/models/robust.hpp"
 #include "flymc/models/softmax.hpp"
+#include "flymc/models/student_sigma.hpp"
 #include "flymc/validate/validate.hpp"
 
 namespace flymc {
@@ -142,15 +143,16 @@ bool simulate_classes(Dataset& ds, const std::vector<double>& w, std::size_t K, 
   return top;
 }
 
-/// Robust regression responses y = x·θ + s·t_ν, t_ν = z / √(χ²_ν/ν).
+/// Robust regression responses y = x·θ + s·t_ν, t_ν = z / √(χ²_ν/ν); Student-t regression's with
+/// s = σ*, the last of θ*.
 void simulate_responses(Dataset& ds, const std::vector<double>& theta, const RunConfig& c,
                         Rng& rng) {
+  const double s = c.model == ModelKind::student_t ? theta.back() : c.noise_scale.value_or(1.0);
   for (std::size_t i = 0; i < ds.n(); ++i) {
     double mean = 0.0;
     for (std::size_t j = 0; j < ds.d(); ++j) mean += theta[j] * ds.row(i)[j];
     const double chi2 = 2.0 * gamma_draw(0.5 * c.student_nu, rng);
-    ds.mutable_y()[i] =
-        mean + c.noise_scale.value_or(1.0) * rng.normal() / std::sqrt(chi2 / c.student_nu);
+    ds.mutable_y()[i] = mean + s * rng.normal() / std::sqrt(chi2 / c.student_nu);
   }
 }
 
@@ -207,7 +209,7 @@ std::shared_ptr<Dataset> simulate_replicate(const SbcOptions& opt, int rep, Rng&
       simulate_labels(*ds, tp.get(), rng);
       return ds;
     }
-    if (opt.run.model == ModelKind::robust) {
+    if (opt.run.model == ModelKind::robust || opt.run.model == ModelKind::student_t) {
       simulate_responses(*ds, theta_star, opt.run, rng);
       return ds;
     }
@@ -248,6 +250,8 @@ std::vector<double> log_liks(const RunConfig& cfg, std::shared_ptr<const Dataset
   if (cfg.model == ModelKind::logistic) return log_liks(LogisticModel(ds, cfg), ch, P, theta_star);
   if (cfg.model == ModelKind::softmax) return log_liks(SoftmaxModel(ds, cfg), ch, P, theta_star);
   if (cfg.model == ModelKind::robust) return log_liks(RobustModel(ds, cfg), ch, P, theta_star);
+  if (cfg.model == ModelKind::student_t)
+    return log_liks(StudentTSigmaModel(ds, cfg), ch, P, theta_star);
   if (infers_sigma(cfg)) return log_liks(GaussianSigmaModel(ds, cfg), ch, P, theta_star);
   if (infers_phi(cfg)) return log_liks(NegBinomialPhiModel(ds, cfg), ch, P, theta_star);
   return log_liks(GlmModel(ds, cfg), ch, P, theta_star);  // every single-index model

@@ -14,8 +14,9 @@ namespace flymc {
 /// Models (docs/math.md §2): logistic regression (labels ±1), softmax classification (labels
 /// 0..K−1), robust linear regression with a Student-t likelihood (real responses), and the
 /// single-index models built on SingleIndexFamily (models/family.hpp): probit regression (labels
-/// ±1), Gaussian linear regression with a known noise scale (real responses), and `custom`, a
-/// family given in code (RunConfig::family).
+/// ±1), Gaussian linear regression (real responses), binomial, Poisson and negative binomial
+/// regression (counts), Student-t regression with its scale inferred (real responses), and
+/// `custom`, a family given in code (RunConfig::family).
 enum class ModelKind {
   logistic,
   softmax,
@@ -25,6 +26,7 @@ enum class ModelKind {
   binomial,
   poisson,
   negbin,
+  student_t,
   custom
 };
 
@@ -86,6 +88,7 @@ RunResult run_robust_model(const RunRequest&);
 RunResult run_glm_model(const RunRequest&);       // every single-index model
 RunResult run_gaussian_model(const RunRequest&);  // run_glm_model, or σ inferred (infers_sigma)
 RunResult run_negbin_model(const RunRequest&);    // run_glm_model, or φ inferred (infers_phi)
+RunResult run_student_model(const RunRequest&);   // Student-t regression with σ inferred
 
 /// One row of the table.
 struct ModelInfo {
@@ -161,6 +164,14 @@ inline constexpr ModelInfo kModels[] = {
      .family = &negbin_family,
      .runner = &run_negbin_model,
      .infers_dispersion = true},
+    // Robust regression's Student-t likelihood with its scale σ a parameter (regular MCMC); a
+    // known scale is --model robust --noise-scale.
+    {.kind = ModelKind::student_t,
+     .name = "student_t",
+     .labels = LabelDomain::any,
+     .offers = kOfferLikelihood | kOfferRowExtras,
+     .runner = &run_student_model,
+     .infers_scale = true},
     // A family given in code reads its data in code too: any label reaches its check_label().
     {.kind = ModelKind::custom,
      .name = "custom",

@@ -67,6 +67,8 @@ RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool f
   c.trials_column = o.columns.trials;
   c.offset_column = o.columns.offset;
   if (o.dispersion != 0.0) c.dispersion = o.dispersion;
+  if (!o.prior_sigma.empty()) c.prior_sigma = o.prior_sigma;
+  if (o.nu != 0.0) c.student_nu = o.nu;
   c.metric = Metric::dense;
   c.adapt_metric = adapt_metric;
   if (fly_metric) {
@@ -455,6 +457,8 @@ void add_tall_command(CLI::App& app, TallOptions& o) {
   cli::add_run_named(t, "prior-sd", o.prior_sd)->capture_default_str();
   cli::add_run_named(t, "prior", o.prior)->capture_default_str();
   cli::add_run_named(t, "dispersion", o.dispersion);
+  cli::add_run_named(t, "prior-sigma", o.prior_sigma);
+  cli::add_run_named(t, "nu", o.nu);
   t->callback([&o] { tall(o); });
 }
 

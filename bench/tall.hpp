@@ -56,6 +56,8 @@ struct TallOptions {
   double prior_sd = 1.0;
   std::string prior = "gaussian";  // Table 1's robust row uses laplace
   double dispersion = 0.0;         // --model negbin's; 0: not given
+  std::string prior_sigma;         // --model gaussian's and student_t's σ prior; empty: default
+  double nu = 0.0;                 // --model robust's and student_t's ν; 0: the default
 };
 
 /// Adds the `tall` subcommand, which runs with `o` when chosen.

@@ -2,7 +2,11 @@
 // models/negbin_phi.hpp): the histogram's Γ terms against lgamma and their derivatives; the
 // log-likelihood against the negative binomial pmf summed over rows (weights and offsets), its
 // gradient against central differences; the MAP's gradient; the samplers and options that refuse
-// it; regular NUTS against the posterior computed by quadrature on a grid; and SBC.
+// it; regular NUTS against the posterior computed by quadrature on a grid; and SBC. Its global
+// family for scalable MH (models/global_family.hpp): the expansion and the change against f, the
+// envelope of the third derivatives dominating them (attained as the predictor falls, so 10%
+// less fails), each remainder within its bound; scalable MH from a far start against regular
+// NUTS, and its SBC.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -162,13 +166,16 @@ TEST_SUITE("unit") {
       CAPTURE(to_string(a));
       c.algo = a;
       c.kernel = KernelKind::rwmh;
+      c.smh_order = 3;  // scalable MH of the second order runs it (below)
       if (a == Algo::sgld) c.ess = 0.0;
       CHECK_THROWS_WITH_AS(run(c, ds), doctest::Contains("with phi inferred"), ConfigError);
     }
+    c.smh_order = 2;
     c.algo = Algo::automatic;
     c.kernel = KernelKind::nuts;
     c.ess = RunConfig{}.ess;
-    CHECK(choose_algo(c, ds).best().config.algo == Algo::full);
+    const Algo chosen = choose_algo(c, ds).best().config.algo;
+    CHECK((chosen == Algo::full || chosen == Algo::smh));
     c.algo = Algo::full;
     c.dispersion = 2.0;
     CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("--prior-phi"), ConfigError);
@@ -177,6 +184,97 @@ TEST_SUITE("unit") {
     CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("improper"), ConfigError);
     c.prior_phi = "normal(2, 1)";
     CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("--prior-phi"), ConfigError);
+  }
+}
+
+namespace {
+
+/// max over a + b = 3 of |∂^a_u ∂^b_s f| at (y, u, s) (λ = 1): the third derivatives by central
+/// differences of the expansion's second ones.
+double third(const NegBinomialDispersionFamily& fam, double y, double u, double s) {
+  const double h = 1e-5;
+  const GlobalExpansion up = fam.expand(y, u + h, s), un = fam.expand(y, u - h, s);
+  const GlobalExpansion sp = fam.expand(y, u, s + h), sn = fam.expand(y, u, s - h);
+  return std::max({std::fabs(up.fuu - un.fuu), std::fabs(sp.fuu - sn.fuu),
+                   std::fabs(up.fss - un.fss), std::fabs(sp.fss - sn.fss)}) /
+         (2 * h);
+}
+
+}  // namespace
+
+TEST_SUITE("unit") {
+  TEST_CASE("negbin phi global family: expansion and change against f; its envelope dominates") {
+    const NegBinomialDispersionFamily fam(ScalePrior{});
+    Rng rng(81, 0);
+    const double h = 1e-5;
+    for (int i = 0; i < 3000; ++i) {
+      // Counts on both sides of the exact sums' end (64), predictors and dispersions far apart.
+      const double y =
+          i % 3 == 0 ? std::floor(200.0 * rng.uniform()) : std::floor(6.0 * rng.uniform());
+      const double u = 4.0 * rng.normal(), s_hat = 2.0 * rng.normal();
+      const double t_u = 0.5 * rng.uniform(), t_s = 0.5 * rng.uniform();
+      const double uu = u + t_u * (2.0 * rng.uniform() - 1.0);
+      const double s = s_hat + t_s * (2.0 * rng.uniform() - 1.0);
+      CAPTURE(y);
+      CAPTURE(uu);
+      CAPTURE(s);
+      const GlobalExpansion e = fam.expand(y, uu, s);
+      const double sc = y + std::exp(s) + 1.0;
+      CHECK(e.fu == doctest::Approx((fam.value(y, uu + h, s) - fam.value(y, uu - h, s)) / (2 * h))
+                        .epsilon(1e-6)
+                        .scale(sc));
+      CHECK(e.fs == doctest::Approx((fam.value(y, uu, s + h) - fam.value(y, uu, s - h)) / (2 * h))
+                        .epsilon(1e-6)
+                        .scale(sc));
+      const double dh = 0.3 * rng.normal(), dk = 0.1 * rng.normal();
+      CHECK(fam.change(y, uu, s, dh, dk) ==
+            doctest::Approx(fam.value(y, uu + dh, s + dk) - fam.value(y, uu, s))
+                .epsilon(1e-9)
+                .scale(sc));
+      CHECK(third(fam, y, uu, s) <=
+            fam.envelope_scale(y, u, s_hat) * fam.envelope_growth(t_u, t_s) * (1.0 + 1e-5));
+      // The remainder of the expansion at (uu, s) along (dh, dk) within its bound.
+      const double gap = fam.change(y, uu, s, dh, dk) - e.fu * dh - e.fs * dk -
+                         0.5 * e.fuu * dh * dh - e.fus * dh * dk - 0.5 * e.fss * dk * dk;
+      const double r = std::fabs(dh) + std::fabs(dk);
+      CHECK(std::fabs(gap) <= fam.envelope_scale(y, uu, s) *
+                                      fam.envelope_growth(std::fabs(dh), std::fabs(dk)) / 6.0 * r *
+                                      r * r +
+                                  1e-11 * sc);
+    }
+    // As the predictor falls (y = 0) |f_uuu| tends to the envelope: 10% less is exceeded.
+    const double at = third(fam, 0.0, -20.0, 0.5);
+    CHECK(at > 0.9 * fam.envelope_scale(0.0, -20.0, 0.5));
+    CHECK(at <= fam.envelope_scale(0.0, -20.0, 0.5) * (1.0 + 1e-5));
+  }
+
+  TEST_CASE("negbin phi: scalable MH from a far start, offsets and weights, agrees with NUTS") {
+    auto ds = nb_data(3000, 3, {0.5, 0.4, -0.3}, 2.0, 35, true);
+    std::vector<double> w(ds->n());
+    Rng rng(8, 0);
+    for (double& v : w) v = 0.5 + rng.uniform();
+    ds->set_weights(w);
+    const RunConfig ref = phi_config();
+    const RunResult r0 = run(ref, ds);
+    RunConfig c = ref;
+    c.algo = Algo::smh;
+    c.kernel = KernelKind::rwmh;
+    c.init_jitter = 5.0;  // φ's coordinate included: the envelope's growth is largest there
+    c.iters = 6000;
+    const RunResult r = run(c, ds);
+    CHECK(r.bound_violations() == 0);
+    CHECK(r.names.back() == "phi");
+    for (std::size_t j = 0; j < 4; ++j) {
+      CAPTURE(j);
+      const auto [ma, sea] = test::mean_and_mcse(r.coordinate(j), [](double x) { return x; });
+      const auto [mb, seb] = test::mean_and_mcse(r0.coordinate(j), [](double x) { return x; });
+      CHECK(std::fabs(ma - mb) < 4.5 * std::hypot(sea, seb));
+      const double centre = mb;
+      const auto sq = [centre](double x) { return (x - centre) * (x - centre); };
+      const auto [va, seva] = test::mean_and_mcse(r.coordinate(j), sq);
+      const auto [vb, sevb] = test::mean_and_mcse(r0.coordinate(j), sq);
+      CHECK(std::fabs(va - vb) < 4.5 * std::hypot(seva, sevb));
+    }
   }
 }
 
@@ -233,6 +331,15 @@ TEST_SUITE("statistical") {
     SbcOptions o = test::small_sbc(Algo::full, 4, 561, 300);
     o.run.model = ModelKind::negbin;
     o.run.kernel = KernelKind::nuts;
+    o.run.prior = "normal(0, 1)";
+    o.run.prior_phi = "normal(0, 5)";  // half-normal
+    o.offsets = true;
+    test::check_small_sbc(o);
+  }
+
+  TEST_CASE("SBC: scalable MH on negative binomial regression with phi inferred") {
+    SbcOptions o = test::small_sbc(Algo::smh, 5, 562, 200);
+    o.run.model = ModelKind::negbin;
     o.run.prior = "normal(0, 1)";
     o.run.prior_phi = "normal(0, 5)";  // half-normal
     o.offsets = true;

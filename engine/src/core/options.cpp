@@ -219,7 +219,7 @@ std::vector<OptionInfo> model_constant_options() {
                   "Gaussian (without --noise-scale) and Student-t regression: sigma's prior on "
                   "sigma > 0, flat (uniform), 'normal(0, S)', 'student_t(NU, 0, S)', "
                   "'cauchy(0, S)' or 'exponential(RATE)'",
-                  kThetaKernelAlgos},
+                  kThetaKernelAlgos | algo_bit(Algo::smh)},
                  model_bit(ModelKind::gaussian) | kStudentT),
       for_models({"link", "link", choice<&C::link>(),
                   "Binomial regression: logit (logistic regression per trial) or probit"},
@@ -233,7 +233,7 @@ std::vector<OptionInfo> model_constant_options() {
                   "Negative binomial regression with phi inferred: phi's prior on phi > 0, "
                   "'normal(0, S)', 'student_t(NU, 0, S)', 'cauchy(0, S)' or 'exponential(RATE)' "
                   "(flat would leave the posterior improper)",
-                  kThetaKernelAlgos},
+                  kThetaKernelAlgos | algo_bit(Algo::smh)},
                  model_bit(ModelKind::negbin)),
   };
 }

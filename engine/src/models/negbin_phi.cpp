@@ -12,6 +12,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"
 #include "flymc/models/family.hpp"
+#include "gamma_series.hpp"
 #include "model_checks.hpp"
 #include "newton.hpp"
 #include "padded_objective.hpp"
@@ -21,23 +22,6 @@ namespace {
 
 using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using RowsMap = Eigen::Map<const RowMat, 0, Eigen::OuterStride<>>;
-
-// log Γ, ψ and ψ′ for x ≥ 64 from their asymptotic series, whose first omitted terms are below
-// 1e-16 relative there: the model needs them only beyond its exact sums (kExact).
-double log_gamma_large(double x) noexcept {
-  const double z = 1.0 / (x * x);
-  return (x - 0.5) * std::log(x) - x + 0.5 * std::log(2.0 * std::numbers::pi) +
-         (1.0 / 12.0 - z * (1.0 / 360.0 - z / 1260.0)) / x;
-}
-double digamma_large(double x) noexcept {
-  const double z = 1.0 / (x * x);
-  return std::log(x) - 0.5 / x -
-         z * (1.0 / 12.0 - z * (1.0 / 120.0 - z * (1.0 / 252.0 - z / 240.0)));
-}
-double trigamma_large(double x) noexcept {
-  const double z = 1.0 / (x * x);
-  return 1.0 / x + 0.5 * z + (1.0 / 6.0 - z * (1.0 / 30.0 - z * (1.0 / 42.0 - z / 30.0))) * z / x;
-}
 
 /// One chunk's (or the whole data's) share of ℓ's per-row terms and their derivatives.
 struct Part {
@@ -55,7 +39,9 @@ struct Part {
 }  // namespace
 
 NegBinomialPhiModel::NegBinomialPhiModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg)
-    : data_(std::move(data)), phi_prior_(parse_scale_prior(cfg.prior_phi, "--prior-phi")) {
+    : data_(std::move(data)),
+      phi_prior_(parse_scale_prior(cfg.prior_phi, "--prior-phi")),
+      global_(std::make_shared<const NegBinomialDispersionFamily>(phi_prior_)) {
   if (!data_ || data_->total_n() == 0 || data_->d() == 0)
     throw DataError("negative binomial regression needs at least one row and one feature");
   const Dataset& ds = *data_;
@@ -109,9 +95,9 @@ NegBinomialPhiModel::GammaTerms NegBinomialPhiModel::gamma_terms(double phi) con
   }
   const double from = phi + kExact;
   for (const auto& [y, w] : big_) {
-    t.f += w * (log_gamma_large(y + phi) - log_gamma_large(from));
-    t.d1 += w * (digamma_large(y + phi) - digamma_large(from));
-    t.d2 += w * (trigamma_large(y + phi) - trigamma_large(from));
+    t.f += w * (detail::log_gamma_large(y + phi) - detail::log_gamma_large(from));
+    t.d1 += w * (detail::digamma_large(y + phi) - detail::digamma_large(from));
+    t.d2 += w * (detail::trigamma_large(y + phi) - detail::trigamma_large(from));
   }
   return t;
 }

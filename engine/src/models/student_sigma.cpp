@@ -45,11 +45,10 @@ StudentTSigmaModel::StudentTSigmaModel(std::shared_ptr<const Dataset> data, cons
     : data_(std::move(data)),
       nu_(cfg.student_nu),
       a_(0.5 * (cfg.student_nu + 1.0)),
-      sigma_prior_(parse_scale_prior(cfg.prior_sigma)) {
+      sigma_prior_(parse_scale_prior(cfg.prior_sigma)),
+      global_(std::make_shared<const StudentTScaleFamily>(cfg.student_nu, sigma_prior_)) {
   if (!data_ || data_->total_n() == 0 || data_->d() == 0)
     throw DataError("Student-t regression needs at least one row and one feature");
-  if (!(nu_ > 0.0) || !std::isfinite(nu_))
-    throw ConfigError("--nu must be finite and > 0, got " + number_text(nu_));
   const Dataset& ds = *data_;
   detail::refuse_shard(ds, "Student-t regression with sigma inferred");
   if (!ds.trials().empty())

@@ -103,6 +103,9 @@ struct ModelInfo {
   bool infers_scale = false;
   /// Without --dispersion its dispersion φ is a parameter (negative binomial; infers_phi).
   bool infers_dispersion = false;
+  /// With its scale or dispersion inferred, scalable MH of the second order runs it through the
+  /// model's global family (models/global_family.hpp).
+  bool global_smh = false;
 };
 
 namespace detail {
@@ -163,15 +166,18 @@ inline constexpr ModelInfo kModels[] = {
      .offers = detail::kSingleIndexOffers,
      .family = &negbin_family,
      .runner = &run_negbin_model,
-     .infers_dispersion = true},
-    // Robust regression's Student-t likelihood with its scale σ a parameter (regular MCMC); a
-    // known scale is --model robust --noise-scale.
+     .infers_dispersion = true,
+     .global_smh = true},
+    // Robust regression's Student-t likelihood with its scale σ a parameter: regular MCMC, and
+    // scalable MH of the second order through its global family; a known scale is --model robust
+    // --noise-scale.
     {.kind = ModelKind::student_t,
      .name = "student_t",
      .labels = LabelDomain::any,
-     .offers = kOfferLikelihood | kOfferRowExtras,
+     .offers = kOfferLikelihood | kOfferRowExtras | kOfferThirdBound,
      .runner = &run_student_model,
-     .infers_scale = true},
+     .infers_scale = true,
+     .global_smh = true},
     // A family given in code reads its data in code too: any label reaches its check_label().
     {.kind = ModelKind::custom,
      .name = "custom",

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "flymc/core/prior_spec.hpp"
+#include "flymc/models/global_family.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {
@@ -42,6 +43,8 @@ class NegBinomialPhiModel {
   /// Newton's method on (β, log φ) from 0, for the mode of their density (p(β, φ | y)·φ); the
   /// Laplace covariance from the exact negative Hessian there, carried to (β, φ).
   MapResult find_map(double tol = 1e-10, int max_iter = 200) const;
+  /// Its likelihood per datum in (u, log φ) with φ's prior, for scalable MH (global_family.hpp).
+  std::shared_ptr<const GlobalFamily> global_family_ptr() const noexcept { return global_; }
 
   /// Σ_n w_n·(log Γ(y_n + φ) − log Γ(φ)) and its first two φ-derivatives, from the histogram.
   struct GammaTerms {
@@ -64,6 +67,7 @@ class NegBinomialPhiModel {
   static constexpr int kExact = 64;
   std::vector<double> tail_;
   std::vector<std::pair<double, double>> big_;  // (y, Σ w) for each distinct y > kExact
+  std::shared_ptr<const GlobalFamily> global_;
 };
 
 }  // namespace flymc

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "flymc/core/prior_spec.hpp"
+#include "flymc/models/global_family.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc {
@@ -45,6 +46,8 @@ class StudentTSigmaModel {
   /// Laplace covariance from the exact negative Hessian there (Fisher's if that is not positive
   /// definite), carried to (β, σ).
   MapResult find_map(double tol = 1e-10, int max_iter = 200) const;
+  /// Its likelihood per datum in (u, log σ) with σ's prior, for scalable MH (global_family.hpp).
+  std::shared_ptr<const GlobalFamily> global_family_ptr() const noexcept { return global_; }
 
  private:
   /// ℓ + log p(σ), its gradient and its Hessian (not negated) at dense θ; with `fisher`, the
@@ -60,6 +63,7 @@ class StudentTSigmaModel {
   double w_ = 0.0;       // W = Σ w_n
   double log_norm_ = 0;  // W·(lgamma(a) − lgamma(ν/2) − ½·log(πν))
   double rms_ = 1.0;     // √(Σ w_n (y_n − o_n)² / W): the search's first σ
+  std::shared_ptr<const GlobalFamily> global_;
 };
 
 }  // namespace flymc

@@ -20,6 +20,8 @@
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/model_needs.hpp"
 #include "flymc/models/model_kinds.hpp"
+#include "flymc/models/negbin_phi.hpp"
+#include "flymc/models/student_sigma.hpp"
 #include "smh_chain.hpp"
 
 namespace flymc {
@@ -51,27 +53,6 @@ using RowBlock =
 RowBlock rows(const Dataset& ds, const RowsF64& x, std::size_t lo, std::size_t hi) {
   return RowBlock(x.data(), static_cast<Eigen::Index>(hi - lo), static_cast<Eigen::Index>(ds.d()),
                   Eigen::OuterStride<>(static_cast<Eigen::Index>(ds.stride())));
-}
-
-/// Adds Σ_i w_i x_i x_iᵀ over the rows `x` (w.size() of them, `ds`'s stride) to h's upper triangle
-/// (BLAS SYRK on rows scaled by √|w_i|). A log-concave family's weights are never negative; others'
-/// (Student-t's, where a residual is beyond √c) may be, and those rows are subtracted as a second
-/// rank update.
-void add_weighted_outer(Mat& h, const Dataset& ds, const double* x, const std::vector<double>& w) {
-  const std::size_t d = ds.d(), stride = ds.stride();
-  constexpr std::size_t kBlock = blas::kSyrkRows;
-  AlignedBuffer block = aligned_zeros(kBlock * stride);
-  std::vector<double> roots(kBlock);
-  const bool negative = std::any_of(w.begin(), w.end(), [](double v) { return v < 0.0; });
-  for (const double sign : {1.0, -1.0}) {
-    if (sign < 0.0 && !negative) return;
-    for (std::size_t b0 = 0; b0 < w.size(); b0 += kBlock) {
-      const std::size_t m = std::min(kBlock, w.size() - b0);
-      for (std::size_t i = 0; i < m; ++i) roots[i] = std::sqrt(std::max(sign * w[b0 + i], 0.0));
-      blas::syrk_scaled_rows(x + b0 * stride, m, d, stride, roots.data(), block.get(), h.data(),
-                             sign);
-    }
-  }
 }
 
 /// A sum of matrices over the rows of a sharded data set (row_fold.hpp).
@@ -121,8 +102,6 @@ Mat curvature_pass(const SmhStatistics& sh) {
               .m;
   return h.selfadjointView<Eigen::Upper>();
 }
-
-void candidate_tables(SmhStatistics& sh);
 
 /// Scratch of add_cubic_rows for blocks of up to m rows, allocated once per pass.
 struct CubicScratch {  // the scaled rows of either sign (m × d each) and one slab (d × d)
@@ -305,6 +284,25 @@ void expand_and_bound(SmhStatistics& sh) {
   candidate_tables(sh);
 }
 
+}  // namespace
+
+void add_weighted_outer(Mat& h, const Dataset& ds, const double* x, const std::vector<double>& w) {
+  const std::size_t d = ds.d(), stride = ds.stride();
+  constexpr std::size_t kBlock = blas::kSyrkRows;
+  AlignedBuffer block = aligned_zeros(kBlock * stride);
+  std::vector<double> roots(kBlock);
+  const bool negative = std::any_of(w.begin(), w.end(), [](double v) { return v < 0.0; });
+  for (const double sign : {1.0, -1.0}) {
+    if (sign < 0.0 && !negative) return;
+    for (std::size_t b0 = 0; b0 < w.size(); b0 += kBlock) {
+      const std::size_t m = std::min(kBlock, w.size() - b0);
+      for (std::size_t i = 0; i < m; ++i) roots[i] = std::sqrt(std::max(sign * w[b0 + i], 0.0));
+      blas::syrk_scaled_rows(x + b0 * stride, m, d, stride, roots.data(), block.get(), h.data(),
+                             sign);
+    }
+  }
+}
+
 /// The two stages of drawing a candidate (SmhShared): Φ_b of every block of the data set (a
 /// data-wide fold, so every process of a shard gets all of them), the table over blocks, and a
 /// table within each of this process's blocks.
@@ -328,7 +326,7 @@ void candidate_tables(SmhStatistics& sh) {
   for (const double b : block_phi) sh.phi_sum += b;
   // Every process sees the same sum, so all of them refuse together.
   if (!std::isfinite(sh.phi_sum))
-    throw ConfigError("--algo smh: the " + sh.family->name() +
+    throw ConfigError("--algo smh: the " + (sh.global ? sh.global->name() : sh.family->name()) +
                       " family's bounds are not finite at the MAP (an envelope's scale overflowed "
                       "or is not a number >= 0)");
   if (sh.phi_sum > 0.0) sh.block_alias = AliasTable(block_phi);
@@ -341,8 +339,6 @@ void candidate_tables(SmhStatistics& sh) {
     for (std::size_t i = 0; i < w.size(); ++i) w[i] = phi(first + i);
   });
 }
-
-}  // namespace
 
 Expansion SmhStatistics::datum_expand(Index n, double s_hat) const noexcept {
   const auto off = data->offsets();
@@ -462,10 +458,59 @@ RunResult run_smh_model(const RunRequest& r) {
       [&](ChainBlock, ChainSessions& cs) { return run_smh_chains(sh, cs, r.progress, out); });
 }
 
+/// The MAP in z = (β, s) from the model's (β, v), v = reported(s) the global as the draws show
+/// it: its covariance carried by the Jacobian, and auto's chain starts likewise.
+MapResult map_in_z(const MapResult& map, const GlobalFamily& g) {
+  MapResult z = map;
+  const Eigen::Index d = map.theta.size() - 1;
+  z.theta[d] = g.unconstrained(map.theta[d]);
+  const double slope = g.reported_slope(z.theta[d]);
+  z.covariance.row(d) /= slope;
+  z.covariance.col(d) /= slope;
+  for (Vec& c : z.chain_starts) c[d] = g.unconstrained(c[d]);
+  z.lik_curvature.resize(0, 0);
+  return z;
+}
+
+/// SMH's run of model M, whose likelihood has a global parameter (M::global_family_ptr): the
+/// chains move in z = (β, s) and report the global as the model names it (σ = e^s).
+template <class M>
+RunResult run_smh_global_model(const RunRequest& r) {
+  if (r.cfg.smh_order != 2)
+    throw ConfigError("--algo smh --smh-order 3 with a global parameter is not built");
+  ModelRun<M> run(r);
+  const M& model = run.model();
+  RunResult& out = run.result();
+  const std::shared_ptr<const GlobalFamily> g = model.global_family_ptr();
+  const MapResult zmap = map_in_z(out.map, *g);
+  std::shared_ptr<const SmhStatistics> stats;
+  run.set_up([&] {
+    const SetupCache* cache = r.pre.cache.get();
+    if (cache && cache->smh &&
+        cache->smh->fits(r.data, model.prior(), *g, zmap, r.faults.bound_excess)) {
+      stats = cache->smh;
+      return 0;
+    }
+    stats = build_smh_global_statistics(r.data, model.prior(), zmap, g, r.faults.bound_excess);
+    if (r.pre.cache) r.pre.cache->smh = stats;
+    return stats->passes;
+  });
+  run.begin_chains();
+  const SmhShared sh{r.cfg,    model.data(), model.prior(),
+                     zmap,     stats,        smh_draw_columns(out.names),
+                     r.faults, run.link(),   run.leader()};
+  run.open_sessions(sh.columns, 0);
+  return run.finish(
+      [&](ChainBlock, ChainSessions& cs) { return run_smh_chains(sh, cs, r.progress, out); });
+}
+
 }  // namespace
 }  // namespace detail
 
 RunResult run_smh_request(const RunRequest& r) {
+  if (r.cfg.model == ModelKind::student_t)
+    return detail::run_smh_global_model<StudentTSigmaModel>(r);
+  if (infers_phi(r.cfg)) return detail::run_smh_global_model<NegBinomialPhiModel>(r);
   return with_single_index_model(
       r.cfg.model, []<class M>(const RunRequest& req) { return detail::run_smh_model<M>(req); }, r);
 }

@@ -50,8 +50,8 @@ SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink, ChainSessi
       u2_(u_),
       delta_(u_),
       delta2_(u_),
-      theta_(aligned_zeros(data_.stride())),
-      theta2_(aligned_zeros(data_.stride())),
+      theta_(aligned_zeros(std::max(data_.stride(), p_))),
+      theta2_(aligned_zeros(std::max(data_.stride(), p_))),
       step_pad_(aligned_zeros(data_.stride())),
       step2_pad_(aligned_zeros(data_.stride())),
       u_pad_(aligned_zeros(sh.dim() + 8)),
@@ -63,12 +63,12 @@ SmhChain::SmhChain(const SmhShared& sh, int chain_id, DrawSink* sink, ChainSessi
   res_.kept = static_cast<std::size_t>((cfg_.iters + cfg_.thin - 1) / cfg_.thin);
 }
 
-/// u and δ from θ (theta_): δ = θ − θ̂, u = Lᵀδ.
+/// u and δ from θ (theta_): δ = θ − θ̂, u = Lᵀδ; the rows read δ's coefficients alone.
 void SmhChain::set_state_from_theta() {
   for (std::size_t j = 0; j < p_; ++j) {
     const auto jj = static_cast<Eigen::Index>(j);
     delta_[jj] = theta_[j] - st_.theta_hat[jj];
-    step_pad_[j] = delta_[jj];
+    if (j < data_.d()) step_pad_[j] = delta_[jj];
   }
   u_.noalias() = st_.chol.transpose() * delta_;
   cubic_ = cubic_term(u_);
@@ -94,7 +94,7 @@ void SmhChain::propose() {
   for (std::size_t j = 0; j < p_; ++j) {
     const auto jj = static_cast<Eigen::Index>(j);
     theta2_[j] = st_.theta_hat[jj] + delta2_[jj];
-    step2_pad_[j] = delta2_[jj];
+    if (j < data_.d()) step2_pad_[j] = delta2_[jj];
   }
 }
 
@@ -114,6 +114,10 @@ double SmhChain::log_quadratic_ratio() {
   const double quad = u_.squaredNorm() - prior_quadratic(delta_);
   double r = prior.log_density(theta2_.get(), p_) - prior.log_density(theta_.get(), p_) +
              st_.grad.dot(delta2_ - delta_) - 0.5 * (quad2 - quad) + (cubic2_ - cubic_);
+  if (st_.global) {  // the global's own prior (the coefficients' prior holds a flat term for it)
+    const std::size_t g = p_ - 1;
+    r += st_.global->log_prior(theta2_[g]) - st_.global->log_prior(theta_[g]);
+  }
   // pCN is reversible with respect to N(0, I) in u: q(u | u')/q(u' | u) = φ(u)/φ(u').
   if (pcn_) r += 0.5 * (u2_.squaredNorm() - u_.squaredNorm());
   return r;
@@ -125,6 +129,10 @@ double SmhChain::remainder_drop(Index n) const noexcept {
   const SmhDatum& dat = st_.datum[n];
   const double e = data_.dot(n, step_pad_.get());
   const double e2 = data_.dot(n, step2_pad_.get());
+  if (st_.global) {
+    const auto g = static_cast<Eigen::Index>(p_ - 1);
+    return std::max(0.0, st_.global_remainder_change(n, dat, e, delta_[g], e2, delta2_[g]));
+  }
   return std::max(0.0, st_.remainder_change(n, dat, e, e2));
 }
 
@@ -288,6 +296,7 @@ double SmhChain::psi() const {
   const double psi = st_.order == 3
                          ? std::min(a * a * a * a + b * b * b * b, 4.0 * m * m * m * step)
                          : std::min(a * a * a + b * b * b, 3.0 * m * m * step);
+  if (st_.global) return psi * st_.global->envelope_growth(st_.reach * m, st_.global_reach * m);
   return st_.envelope ? psi * st_.family->envelope_growth(st_.order + 1, st_.reach * m) : psi;
 }
 
@@ -407,6 +416,7 @@ void SmhChain::record(long it) {
   const PhaseTimer timer(profile_, Phase::output);
   res_.lp.push_back(0.0);
   res_.draws.insert(res_.draws.end(), theta_.get(), theta_.get() + p_);
+  if (st_.global) res_.draws.back() = st_.global->reported(res_.draws.back());  // σ from s
   if (sink_) {
     const double steps = static_cast<double>(std::max(1L, window_steps_));
     const std::array<double, kSmhSamplerColumns.size()> s = {
@@ -420,6 +430,7 @@ void SmhChain::record(long it) {
         static_cast<double>(window_viol_)};
     std::copy(s.begin(), s.end(), row_.begin());
     std::copy(theta_.get(), theta_.get() + p_, row_.begin() + static_cast<long>(s.size()));
+    if (st_.global) row_.back() = st_.global->reported(row_.back());
     sink_->row(row_);
   }
   queries_at_row_ = res_.counters.queries;
@@ -590,7 +601,7 @@ long SmhChain::restore(const ChainState& st) {
   std::copy(st.theta.begin(), st.theta.end(), theta_.get());
   step_ = st.step_size;
   load_moves(st.kernel_state, kAdaptValues + rho_jump_.size() + rho_cost_.size() + 2 * p_ + 4);
-  for (std::size_t j = 0; j < p_; ++j) step_pad_[j] = delta_[static_cast<Eigen::Index>(j)];
+  for (std::size_t j = 0; j < data_.d(); ++j) step_pad_[j] = delta_[static_cast<Eigen::Index>(j)];
   cubic_ = cubic_term(u_);  // the same function of the same u as when it was computed
   proposals_ = static_cast<std::uint64_t>(st.tally.iteration);  // one proposal per iteration
   window_steps_ = st.tally.window_steps;

@@ -20,6 +20,7 @@
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/mcmc/smh/smh.hpp"
 #include "flymc/models/family.hpp"
+#include "flymc/models/global_family.hpp"
 #include "flymc/models/model.hpp"
 
 namespace flymc::detail {
@@ -55,12 +56,28 @@ struct SmhStatistics {
         envelope(!(expansion_order == 3 ? family->m4() : family->m3())),
         m((expansion_order == 3 ? family->m4() : family->m3()).value_or(0.0)),
         bound_excess(excess) {}
+  /// With a global parameter s beside the coefficients (global_family.hpp): z = (β, s), each
+  /// datum expanded in (u, s) to second order, its bound from the family's envelope.
+  SmhStatistics(std::shared_ptr<const Dataset> d, const Prior& p,
+                std::shared_ptr<const GlobalFamily> g, double excess)
+      : source(d),
+        data(d.get()),
+        prior(p),
+        global(std::move(g)),
+        extras(d->has_row_extras()),
+        reads_response(true),
+        order(2),
+        envelope(true),
+        m(0.0),
+        bound_excess(excess) {}
   // What they were built from (fits()). Held weakly: a cache does not keep a data set alive, and
   // a data set freed cannot be mistaken for a later one at the same address.
   const std::weak_ptr<const Dataset> source;
   const Dataset* data;
   const Prior prior;
-  const std::shared_ptr<const SingleIndexFamily> family;
+  const std::shared_ptr<const SingleIndexFamily> family;  // null with `global`
+  /// The likelihood with a global parameter, last in z (null for a single-index family).
+  const std::shared_ptr<const GlobalFamily> global;
   /// The data have weights, trials or offsets (Dataset::has_row_extras): each datum is expanded
   /// in u = η + o_n (σ = 1) from w_n·f(y_n, u; m_n), its bound is w_n·datum_scale times the
   /// family's, and the family's own expansion members are not used.
@@ -93,6 +110,10 @@ struct SmhStatistics {
   std::vector<SmhDatum, HugePageUninitAllocator<SmhDatum>> datum;
   double phi_sum = 0.0;  // Σ_n φ_n over the whole data set
   double reach = 0.0;    // R = max_n ‖L⁻¹x_n‖ over the whole data set (with an envelope)
+  // With `global`: λ = eta_scale(ŝ), and ‖L⁻¹e‖, e the global's unit vector: no proposal moves s
+  // farther than global_reach·max(‖u‖, ‖u'‖) from ŝ.
+  double eta_scale = 1.0;
+  double global_reach = 0.0;
   // A candidate is drawn in two stages, so that a process holding some of the rows (a shard)
   // draws only its own: a block of kReduceGrain rows with probability Φ_b / Σφ, by every
   // process, then a row of the block with probability φ_n / Φ_b (an alias table per block),
@@ -103,15 +124,28 @@ struct SmhStatistics {
   RowLink* link = nullptr;      // the other processes' shards (none: null)
   int passes = 0;               // passes over the data rows that built all this
 
-  std::size_t dim() const noexcept { return data->d(); }
+  /// z's dimension: the coefficients, and the global parameter where there is one.
+  std::size_t dim() const noexcept { return data->d() + (global ? 1 : 0); }
   std::size_t blocks_here() const noexcept { return row_alias.blocks(); }
   /// Built from this data set, likelihood, prior, MAP fit and bound_excess.
   bool fits(const std::shared_ptr<const Dataset>& d, const Prior& p, const SingleIndexFamily& fam,
             const MapResult& map, double excess, int expansion_order) const noexcept {
-    return d != nullptr && d == source.lock() && p == prior && fam.same_as(*family) &&
+    return d != nullptr && d == source.lock() && p == prior && family && fam.same_as(*family) &&
            excess == bound_excess && map.theta.size() == theta_hat.size() &&
            map.theta == theta_hat && expansion_order == order;
   }
+  /// The same for a likelihood with a global parameter (`map` in z's coordinates).
+  bool fits(const std::shared_ptr<const Dataset>& d, const Prior& p, const GlobalFamily& g,
+            const MapResult& map, double excess) const noexcept {
+    return d != nullptr && d == source.lock() && p == prior && global && g.same_as(*global) &&
+           excess == bound_excess && map.theta == theta_hat;
+  }
+  /// With `global`: datum n's expansion at u = x_n·β̂ + o_n = `u_hat` and ŝ, times its weight.
+  GlobalExpansion global_expand(Index n, double u_hat) const noexcept;
+  /// With `global`: datum n's remainder change (as remainder_change) between the points where
+  /// x_n·(β − β̂) = e, s − ŝ = k and x_n·(β' − β̂) = e2, s' − ŝ = k2.
+  double global_remainder_change(Index n, const SmhDatum& d, double e, double k, double e2,
+                                 double k2) const noexcept;
   /// Datum n's expansion at predictor x·θ̂ = `s_hat`, in its family's variable u.
   Expansion taylor(Index n, double label, double s_hat) const noexcept {
     return extras ? datum_expand(n, s_hat) : family->expand(label, s_hat, order);
@@ -147,6 +181,22 @@ std::shared_ptr<const SmhStatistics> build_smh_statistics(
     std::shared_ptr<const Dataset> data, const Prior& prior, const MapResult& map,
     std::shared_ptr<const SingleIndexFamily> family, double bound_excess = 0.0, int order = 2);
 
+/// The same for a likelihood with a global parameter (smh_global.cpp): `zmap` is the MAP in
+/// z = (β, s); H is the exact negative Hessian of the log-likelihood there plus the prior's
+/// precisions (the global's prior_curvature for s), formed in a pass of its own.
+std::shared_ptr<const SmhStatistics> build_smh_global_statistics(
+    std::shared_ptr<const Dataset> data, const Prior& prior, const MapResult& zmap,
+    std::shared_ptr<const GlobalFamily> global, double bound_excess = 0.0);
+
+/// Adds Σ_i w_i x_i x_iᵀ over the rows `x` (w.size() of them, `ds`'s stride) to h's upper triangle
+/// (BLAS SYRK on rows scaled by √|w_i|). A log-concave family's weights are never negative; others'
+/// (Student-t's, where a residual is beyond √c) may be, and those rows are subtracted as a second
+/// rank update (smh.cpp).
+void add_weighted_outer(Mat& h, const Dataset& ds, const double* x, const std::vector<double>& w);
+
+/// The two stages of drawing a candidate (SmhShared) from the records' bounds (smh.cpp).
+void candidate_tables(SmhStatistics& sh);
+
 /// Everything the chains of one SMH run share, read-only.
 struct SmhShared {
   const RunConfig& cfg;
@@ -161,7 +211,7 @@ struct SmhShared {
   RowLink* link = nullptr;
   bool keeps_draws = true;
 
-  std::size_t dim() const noexcept { return data.d(); }
+  std::size_t dim() const noexcept { return stats->dim(); }
 };
 
 /// What one proposal's acceptance test did.

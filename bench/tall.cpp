@@ -11,11 +11,13 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "bench_common.hpp"
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
+#include "flymc/core/format.hpp"
 #include "flymc/core/options.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/mcmc/auto/choose_algo.hpp"
@@ -48,6 +50,17 @@ bench::TargetTime time_to_target(const TallOptions& o, const RunConfig& c,
 ModelKind model_kind(const std::string& m) {
   if (const auto k = parse_enum<ModelKind>(m)) return *k;
   throw UsageError("tall: --model: one of the models of flymc sample --model, got '" + m + "'");
+}
+
+/// The model's own options as given (--dispersion, --prior-sigma, --nu), for the JSON: the report
+/// tells runs of one model with different constants apart by them.
+std::string model_options(const TallOptions& o) {
+  std::string out;
+  const auto add = [&out](const std::string& s) { out += (out.empty() ? "" : " ") + s; };
+  if (o.dispersion != 0.0) add("--dispersion " + number_text(o.dispersion));
+  if (!o.prior_sigma.empty()) add("--prior-sigma '" + o.prior_sigma + "'");
+  if (o.nu != 0.0) add("--nu " + number_text(o.nu));
+  return out;
 }
 
 RunConfig algo_config(const TallOptions& o, Algo algo, KernelKind kernel, bool fly_metric,
@@ -383,6 +396,7 @@ void tall(const TallOptions& o) {
   write_json(o.json, "tall",
              {{"dataset", o.data},
               {"model", o.model},
+              {"model_options", model_options(o)},
               {"prior", o.prior},
               {"prior_sd", o.prior_sd},
               {"rows", jrows},

@@ -4,6 +4,7 @@
 // widened rows; the loaders must round as they read, and refuse values beyond float's range.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -219,6 +220,22 @@ TEST_SUITE("statistical") {
     for (const Algo algo : {Algo::flymc, Algo::full}) {
       CAPTURE(std::string(to_string(algo)));
       check_same_run(small_config(algo, ModelKind::softmax), *softmax);
+    }
+  }
+
+  TEST_CASE("a global parameter on float storage: Student-t with sigma and negbin with phi") {
+    const auto t = test::robust_data(500, 3, 5);
+    auto nb = std::make_shared<Dataset>(t->n(), t->d(), "counts");  // the rows, |y| rounded down
+    for (std::size_t i = 0; i < nb->n(); ++i) {
+      std::copy(t->row(i), t->row(i) + t->d(), nb->mutable_row(i));
+      nb->mutable_y()[i] = std::floor(std::fabs(t->y()[i]));
+    }
+    for (const Algo algo : {Algo::full, Algo::smh}) {
+      CAPTURE(std::string(to_string(algo)));
+      RunConfig st = small_config(algo, ModelKind::student_t);
+      st.prior_sigma = "exponential(1)";
+      check_same_run(st, *t);
+      check_same_run(small_config(algo, ModelKind::negbin), *nb);
     }
   }
 

@@ -171,6 +171,8 @@ def tall_section(doc, name):
                  "`--ess`; ~: the run reached its cap first and its sampling is projected at "
                  "its ESS rate so far.")
     model = doc.get("model", "logistic")
+    if doc.get("model_options"):
+        model += f" `{doc['model_options']}`"
     per_1000 = (" `s per 1,000 ESS`: wall seconds of the row's set-up, warm-up and sampling "
                 "per 1,000 min bulk effective draws." if e2e else "")
     return (f"#### Tall data: {doc.get('dataset', '?')}, {model} (N = {first['n']:,}, "

@@ -2,6 +2,7 @@
 // Private: data checks shared by the models' constructors.
 #include <string>
 
+#include "flymc/core/errors.hpp"
 #include "flymc/data/dataset.hpp"
 #include "flymc/models/model.hpp"
 

@@ -183,59 +183,11 @@ double NegBinomialPhiModel::log_lik_grad(const double* theta, double* grad) cons
 }
 
 MapResult NegBinomialPhiModel::find_map(double tol, int max_iter) const {
-  // The search runs in t = (β, log φ) on the density of t, p(β, φ | y)·φ: where the counts leave
-  // φ's own mode at 0 (mostly zeros) the Jacobian keeps t's mode inside, and every φ > 0 is a
-  // finite t.
-  const Stopwatch clock;
-  const auto d = static_cast<Eigen::Index>(d_), p = d + 1;
-  int passes = 0, curvature = 0;
-  const auto to_phi = [d](const Vec& t) {
-    Vec th = t;
-    th[d] = std::exp(t[d]);
-    return th;
-  };
-  const auto log_post = [&](const Vec& t, Vec* g, Mat* h) {
-    ++passes;
-    const Vec th = to_phi(t);
-    const double phi = th[d];
-    double f = objective(th, g, h);
-    if (!std::isfinite(f)) return f;
-    f += prior_.log_density(th.data(), d_ + 1) + t[d];
-    if (g != nullptr) prior_.add_gradient(th.data(), d_ + 1, g->data());
-    if (h != nullptr) {
-      ++curvature;
-      // The chain rule to log φ, negated: −∂²/∂t² from −∂²/∂(β, φ)².
-      *h = -*h;
-      for (Eigen::Index j = 0; j < d; ++j)
-        (*h)(j, j) += prior_.map_curvature(static_cast<std::size_t>(j), th[j]);
-      h->col(d).head(d) *= phi;
-      h->row(d).head(d) *= phi;
-      (*h)(d, d) = (*h)(d, d) * phi * phi - (*g)[d] * phi;
-    }
-    if (g != nullptr) (*g)[d] = (*g)[d] * phi + 1.0;
-    return f;
-  };
-  Vec t = Vec::Zero(p), g;
-  Mat h;
-  double f = log_post(t, &g, &h);
-  // log φ's curvature may be negative far from the mode: the steps take at least 1.
-  const int iterations = detail::newton_with_global(
-      log_post, [](const Vec&) { return 1.0; }, t, f, g, h, tol, max_iter);
-  const Eigen::LLT<Mat> llt(h);
-  detail::check_laplace_precision(coefficient_prior_, llt, "negative binomial regression");
-  // The Laplace covariance of t, carried to (β, φ) by the Jacobian diag(1, …, 1, φ).
-  MapResult r;
-  r.theta = to_phi(t);
-  Vec jac = Vec::Ones(p);
-  jac[d] = r.theta[d];
-  r.covariance = jac.asDiagonal() * llt.solve(Mat::Identity(p, p)) * jac.asDiagonal();
-  r.covariance = 0.5 * (r.covariance + r.covariance.transpose());
-  r.log_post = f;
-  r.iterations = iterations;
-  r.passes = passes;
-  r.curvature_passes = curvature;
-  r.seconds = clock.seconds();
-  return r;
+  // From t = 0; log φ's curvature may be negative far from the mode: the steps take at least 1.
+  return detail::map_in_log_global(
+      [this](const Vec& th, Vec* g, Mat* h, Mat*) { return objective(th, g, h); }, prior_,
+      coefficient_prior_, Vec::Zero(static_cast<Eigen::Index>(d_ + 1)), 1.0, tol, max_iter,
+      "negative binomial regression");
 }
 
 }  // namespace flymc

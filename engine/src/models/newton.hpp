@@ -3,10 +3,12 @@
 // convergence on the Newton decrement, and backtracking along the Newton direction.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "flymc/core/clock.hpp"
 #include "flymc/models/model.hpp"  // Vec
+#include "model_checks.hpp"
 
 namespace flymc::detail {
 
@@ -107,6 +109,77 @@ int newton_with_global(LogPost&& log_post, Floor&& floor, Vec& theta, double& f,
     if (move != NewtonMove::stepped) break;
   }
   return it;
+}
+
+/// The MAP of a model whose last coordinate is a positive global v (a scale, a dispersion),
+/// searched in t = (β, log v) on the density of t, p(β, v | y)·v: every v > 0 is a finite t, and
+/// where v's own density peaks at 0 the Jacobian keeps t's mode inside. `objective(θ, g, h, e)`
+/// is ℓ + log p(v) at dense θ = (β, v), with its gradient into g and Hessian (not negated) into h
+/// where asked; it may leave in e a negative definite stand-in for h (an expected information),
+/// which a step takes where −∂²/∂t² is not positive definite. The search starts from t and runs
+/// newton_with_global with v's curvature at least `floor`; the Laplace covariance is carried to
+/// (β, v) by the Jacobian diag(1, …, 1, v). `prior` holds a flat term for v, `coefficients` the
+/// coefficients' alone (for the propriety check, naming `model`).
+template <class Objective>
+MapResult map_in_log_global(Objective&& objective, const Prior& prior, const Prior& coefficients,
+                            Vec t, double floor, double tol, int max_iter,
+                            const std::string& model) {
+  const Stopwatch clock;
+  const Eigen::Index p = t.size(), d = p - 1;
+  const auto dd = static_cast<std::size_t>(p);
+  int passes = 0, curvature = 0;
+  const auto to_v = [d](const Vec& x) {
+    Vec th = x;
+    th[d] = std::exp(x[d]);
+    return th;
+  };
+  // −∂²/∂t² from ∂²/∂(β, v)² (gv: ∂/∂v there, 0 for a stand-in), the coefficients' prior added.
+  const auto to_t = [&](Mat& m, const Vec& th, double gv) {
+    m = -m;
+    for (Eigen::Index j = 0; j < d; ++j)
+      m(j, j) += prior.map_curvature(static_cast<std::size_t>(j), th[j]);
+    m.col(d).head(d) *= th[d];
+    m.row(d).head(d) *= th[d];
+    m(d, d) = m(d, d) * th[d] * th[d] - gv * th[d];
+  };
+  const auto log_post = [&](const Vec& x, Vec* g, Mat* h) {
+    ++passes;
+    const Vec th = to_v(x);
+    Mat stand_in;
+    double f = objective(th, g, h, h != nullptr ? &stand_in : nullptr);
+    if (!std::isfinite(f)) return f;
+    f += prior.log_density(th.data(), dd) + x[d];
+    if (g != nullptr) prior.add_gradient(th.data(), dd, g->data());
+    if (h != nullptr) {
+      ++curvature;
+      to_t(*h, th, (*g)[d]);
+      if (stand_in.size() != 0 && Eigen::LLT<Mat>(*h).info() != Eigen::Success) {
+        to_t(stand_in, th, 0.0);
+        *h = stand_in;
+      }
+    }
+    if (g != nullptr) (*g)[d] = (*g)[d] * th[d] + 1.0;
+    return f;
+  };
+  Vec g;
+  Mat h;
+  double f = log_post(t, &g, &h);
+  const int iterations = newton_with_global(
+      log_post, [floor](const Vec&) { return floor; }, t, f, g, h, tol, max_iter);
+  const Eigen::LLT<Mat> llt(h);
+  check_laplace_precision(coefficients, llt, model);
+  MapResult r;
+  r.theta = to_v(t);
+  Vec jac = Vec::Ones(p);
+  jac[d] = r.theta[d];
+  r.covariance = jac.asDiagonal() * llt.solve(Mat::Identity(p, p)) * jac.asDiagonal();
+  r.covariance = 0.5 * (r.covariance + r.covariance.transpose());
+  r.log_post = f;
+  r.iterations = iterations;
+  r.passes = passes;
+  r.curvature_passes = curvature;
+  r.seconds = clock.seconds();
+  return r;
 }
 
 }  // namespace flymc::detail

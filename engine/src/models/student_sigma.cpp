@@ -183,65 +183,13 @@ double StudentTSigmaModel::log_lik_grad(const double* theta, double* grad) const
 }
 
 MapResult StudentTSigmaModel::find_map(double tol, int max_iter) const {
-  const Stopwatch clock;
-  const auto d = static_cast<Eigen::Index>(d_), p = d + 1;
-  int passes = 0, curvature = 0;
-  const auto to_sigma = [d](const Vec& t) {
-    Vec th = t;
-    th[d] = std::exp(t[d]);
-    return th;
-  };
-  // The density of t = (β, log σ), its gradient and negative Hessian: the exact one where it is
-  // positive definite, else the expected information's (every step then still ascends).
-  const auto log_post = [&](const Vec& t, Vec* g, Mat* h) {
-    ++passes;
-    const Vec th = to_sigma(t);
-    const double sigma = th[d];
-    Mat fisher;
-    double f = objective(th, g, h, h != nullptr ? &fisher : nullptr);
-    if (!std::isfinite(f)) return f;
-    f += prior_.log_density(th.data(), d_ + 1) + t[d];
-    if (g != nullptr) prior_.add_gradient(th.data(), d_ + 1, g->data());
-    if (h != nullptr) {
-      ++curvature;
-      const auto to_t = [&](Mat& m, double gs) {  // −∂²/∂t² from ∂²/∂(β, σ)²
-        m = -m;
-        for (Eigen::Index j = 0; j < d; ++j)
-          m(j, j) += prior_.map_curvature(static_cast<std::size_t>(j), th[j]);
-        m.col(d).head(d) *= sigma;
-        m.row(d).head(d) *= sigma;
-        m(d, d) = m(d, d) * sigma * sigma - gs * sigma;
-      };
-      to_t(*h, (*g)[d]);
-      if (Eigen::LLT<Mat>(*h).info() != Eigen::Success) {
-        to_t(fisher, 0.0);
-        *h = fisher;
-      }
-    }
-    if (g != nullptr) (*g)[d] = (*g)[d] * sigma + 1.0;
-    return f;
-  };
-  Vec t = Vec::Zero(p), g;
-  t[d] = std::log(rms_);
-  Mat h;
-  double f = log_post(t, &g, &h);
-  const int iterations = detail::newton_with_global(
-      log_post, [](const Vec&) { return 0.0; }, t, f, g, h, tol, max_iter);
-  const Eigen::LLT<Mat> llt(h);
-  detail::check_laplace_precision(coefficient_prior_, llt, "Student-t regression");
-  // The Laplace covariance of t, carried to (β, σ) by the Jacobian diag(1, …, 1, σ).
-  MapResult r;
-  r.theta = to_sigma(t);
-  Vec jac = Vec::Ones(p);
-  jac[d] = r.theta[d];
-  r.covariance = jac.asDiagonal() * llt.solve(Mat::Identity(p, p)) * jac.asDiagonal();
-  r.covariance = 0.5 * (r.covariance + r.covariance.transpose());
-  r.log_post = f;
-  r.iterations = iterations;
-  r.passes = passes;
-  r.curvature_passes = curvature;
-  r.seconds = clock.seconds();
-  return r;
+  // From β = 0 and σ the responses' root mean square; where the likelihood is not log-concave
+  // the steps take the expected information (objective's `fisher`).
+  Vec t = Vec::Zero(static_cast<Eigen::Index>(d_ + 1));
+  t[static_cast<Eigen::Index>(d_)] = std::log(rms_);
+  return detail::map_in_log_global(
+      [this](const Vec& th, Vec* g, Mat* h, Mat* e) { return objective(th, g, h, e); }, prior_,
+      coefficient_prior_, std::move(t), 0.0, tol, max_iter, "Student-t regression");
 }
 
 }  // namespace flymc

@@ -1,12 +1,13 @@
 #pragma once
 /// @file global_family.hpp
 /// A datum's log-likelihood through its linear predictor and one global parameter shared by every
-/// datum (docs/math.md §8.3): f(y, u, s), with u = x·β + o the predictor (its offset included)
-/// and s an unconstrained global (s = log σ for a scale). Scalable MH samples z = (β, s): it
-/// expands each datum to second order in (u, s) around (û_n, ŝ), collapses the Taylor parts into
-/// (D + 1)-dimensional sums, and bounds each remainder by an envelope of f's third derivatives
-/// over the box a proposal spans. The models with a global parameter give one
-/// (StudentTSigmaModel::global_family_ptr).
+/// datum (docs/math.md §8, "A global parameter beside the coefficients"): f(y, u, s), with u = x·β
+/// + o the predictor (its offset included) and s an unconstrained global (s = log σ for a scale).
+/// Scalable MH samples z = (β, s): it expands each datum to second order in (u, s) around (û_n, ŝ),
+/// collapses the Taylor parts into (D + 1)-dimensional sums, and bounds each remainder by an
+/// envelope of f's third derivatives over the box a proposal spans. The models with a global
+/// parameter give one (StudentTSigmaModel::global_family_ptr,
+/// NegBinomialPhiModel::global_family_ptr).
 #include <cmath>
 #include <memory>
 #include <string>
@@ -40,7 +41,7 @@ class GlobalFamily {
   /// f(y, û + h, ŝ + k) − f(y, û, ŝ), computed without the cancellation of two values of f.
   virtual double change(double y, double u_hat, double s_hat, double h, double k) const = 0;
 
-  /// The envelope of the third derivatives (docs/math.md §8.3): with λ = eta_scale(ŝ), for every
+  /// The envelope of the third derivatives (docs/math.md §8): with λ = eta_scale(ŝ), for every
   /// y, û and (u, s) with |u − û| ≤ t_u and |s − ŝ| ≤ t_s,
   ///   max over a + b = 3 of λ^−a·|∂^a_u ∂^b_s f(y, u, s)| ≤ envelope_scale(y, û, ŝ)·growth(t_u,
   ///   t_s),

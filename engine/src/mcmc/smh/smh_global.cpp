@@ -1,6 +1,7 @@
-// Scalable MH with a global parameter beside the coefficients (docs/math.md §8.3): the set-up of
-// z = (β, s) (each datum expanded in (u, s), the whitening, the bounds from the family's
-// envelope) and the run of a model that gives a GlobalFamily. The chains are SmhChain's.
+// Scalable MH with a global parameter beside the coefficients (docs/math.md §8, the paragraph of
+// that name): the set-up of z = (β, s) (each datum expanded in (u, s), the whitening, the bounds
+// from the family's envelope). The run of a model that gives a GlobalFamily is in smh.cpp; its
+// chains are SmhChain's.
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -268,6 +268,23 @@ inline ExactCheck against_exact(const std::vector<std::vector<double>>& draws, d
   return {std::fabs(m - mean) / se, std::fabs(s - sd) / se_s, se / sd};
 }
 
+/// One coordinate's draws by two runs compared: how many combined batch-means MCSEs apart their
+/// means are, and their second moments about the second run's mean.
+struct RunsCheck {
+  double mean_z, var_z;
+};
+inline RunsCheck compare_draws(const std::vector<std::vector<double>>& a,
+                               const std::vector<std::vector<double>>& b) {
+  const auto id = [](double x) { return x; };
+  const auto [ma, sea] = mean_and_mcse(a, id);
+  const auto [mb, seb] = mean_and_mcse(b, id);
+  const double centre = mb;  // (clang refuses to capture a structured binding)
+  const auto sq = [centre](double x) { return (x - centre) * (x - centre); };
+  const auto [va, seva] = mean_and_mcse(a, sq);
+  const auto [vb, sevb] = mean_and_mcse(b, sq);
+  return {std::fabs(ma - mb) / std::hypot(sea, seb), std::fabs(va - vb) / std::hypot(seva, sevb)};
+}
+
 /// The mean of every chain's draws of one coordinate with its batch-means MCSE, and their sd.
 struct DrawMoments {
   double mean, mcse, sd;

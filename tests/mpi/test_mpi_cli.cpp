@@ -288,6 +288,60 @@ TEST_SUITE("mpi") {
   }
 
   TEST_CASE(
+      "--shard-data: SMH with sigma or phi inferred (Student-t, negative binomial), weights and "
+      "offsets read by each rank, draws as one process") {
+    const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "global");
+    // Columns: weight, offset, then an intercept and two features; 9,000 rows are three blocks.
+    const std::size_t n = 9000;
+    flymc::Dataset st(n, 5, "student"), nb(n, 5, "counts");
+    flymc::Rng rng(12, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      double* x = st.mutable_row(i);
+      x[0] = i % 3 == 0 ? 2.0 : 1.0;
+      x[1] = 0.2 * rng.normal();
+      x[2] = 1.0;
+      x[3] = rng.normal();
+      x[4] = rng.normal();
+      std::copy(x, x + 5, nb.mutable_row(i));
+      const double eta = 0.3 + 0.5 * x[3] - 0.2 * x[4] + x[1];
+      double chi2 = 0.0;  // t with 4 degrees of freedom
+      for (int k = 0; k < 4; ++k) chi2 += std::pow(rng.normal(), 2);
+      st.mutable_y()[i] = eta + 0.7 * rng.normal() / std::sqrt(chi2 / 4.0);
+      const double mu = std::exp(eta);  // geometric: negative binomial with phi = 1
+      nb.mutable_y()[i] = std::floor(std::log(rng.uniform()) / std::log(mu / (1.0 + mu)));
+    }
+    flymc::save_npy(st, (dir / "st.npy").string());
+    flymc::save_npy(nb, (dir / "nb.npy").string());
+    const std::string opts =
+        " --weights 1 --offset 2 --algo smh --chains 2 --warmup 200 "
+        "--iters 800 --seed 5 --quiet --shard-data --out ";
+    const std::vector<std::string> runs = {
+        "sample --data " + (dir / "st.npy").string() + " --model student_t" + opts,
+        "sample --data " + (dir / "nb.npy").string() + " --model negbin" + opts};
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      const fs::path one = dir / ("one-" + std::to_string(r));
+      Status s = run_one(runs[r] + one.string(), dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      for (const int ranks : {2, 3}) {
+        CAPTURE(runs[r]);
+        CAPTURE(ranks);
+        const fs::path out = dir / ("np" + std::to_string(ranks) + "-" + std::to_string(r));
+        s = run_mpi(ranks, runs[r] + out.string(), dir);
+        REQUIRE_MESSAGE(s.code == 0, s.err);
+        flymc::test::check_same_run(one, out, 2);
+      }
+    }
+    // A count out of the domain in the last rank's rows: every rank gives the error naming it.
+    nb.mutable_y()[8500] = -1.0;
+    flymc::save_npy(nb, (dir / "bad.npy").string());
+    const Status s = run_mpi(
+        3, "sample --data " + (dir / "bad.npy").string() + " --model negbin" + opts + "x", dir);
+    CHECK(s.code == 65);
+    CHECK(s.err.find("row 8501: field 1 (response)") != std::string::npos);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE(
       "--shard-data: SMH on 1, 2 and 4 ranks, each reading its rows, draws as one process "
       "(logistic and robust regression)") {
     const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "shard");

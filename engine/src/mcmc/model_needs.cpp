@@ -10,10 +10,12 @@ namespace flymc {
 
 unsigned model_offers(const RunConfig& cfg) {
   // σ or φ inferred: a model of its own, with a likelihood, its gradient and a MAP fit, and
-  // scalable MH of the second order where it gives a global family (models/global_family.hpp).
+  // scalable MH of the second order, on shards too, where it gives a global family
+  // (models/global_family.hpp).
   const ModelInfo& m = model_info(cfg.model);
   if (inferred_global(cfg) != nullptr)
-    return kOfferLikelihood | kOfferRowExtras | (m.global_smh ? kOfferThirdBound : 0u);
+    return kOfferLikelihood | kOfferRowExtras |
+           (m.global_smh ? kOfferThirdBound | kOfferShards : 0u);
   if (m.family == nullptr) return m.offers;
   const auto family = m.family(cfg);
   unsigned offers = m.offers;

@@ -11,6 +11,7 @@
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/parallel.hpp"
+#include "flymc/data/row_fold.hpp"
 #include "flymc/models/family.hpp"
 #include "gamma_series.hpp"
 #include "model_checks.hpp"
@@ -34,7 +35,72 @@ struct Part {
     if (h.size() > 0) h += o.h;
     return *this;
   }
+  // As doubles for the processes of a sharded data set (row_fold.hpp).
+  static constexpr const char* kWhat = "negative binomial regression";
+  void pack(PackedSums& p) const { p.scalar(f).array(g).matrix(h); }
+  static Part unpack(SumsReader& r) {
+    Part p;
+    p.f = r.scalar();
+    const std::vector<double> g = r.array();
+    p.g = Eigen::Map<const Vec>(g.data(), static_cast<Eigen::Index>(g.size()));
+    p.h = r.matrix<Mat>();
+    return p;
+  }
 };
+
+/// The weighted counts of the data (over every part of a shard): Σ w_n y_n, the weight of each
+/// count up to `exact` (the larger ones together in the last slot) and of each larger count.
+struct CountSums {
+  double wy = 0.0;
+  std::vector<double> at;
+  std::map<double, double> big;
+  static constexpr const char* kWhat = "negative binomial regression";
+  void pack(PackedSums& p) const {
+    std::vector<double> pairs;
+    for (const auto& [y, w] : big) pairs.insert(pairs.end(), {y, w});
+    p.scalar(wy).array(at).array(pairs);
+  }
+  static CountSums unpack(SumsReader& r) {
+    CountSums s;
+    s.wy = r.scalar();
+    s.at = r.array();
+    const std::vector<double> pairs = r.array();
+    for (std::size_t i = 0; i + 1 < pairs.size(); i += 2) s.big[pairs[i]] = pairs[i + 1];
+    return s;
+  }
+  CountSums& operator+=(const CountSums& o) {
+    wy += o.wy;
+    for (std::size_t j = 0; j < at.size(); ++j) at[j] += o.at[j];
+    for (const auto& [y, w] : o.big) big[y] += w;
+    return *this;
+  }
+};
+
+/// CountSums of `ds`, each response checked to be a count.
+CountSums count_sums(const Dataset& ds, int exact) {
+  const std::size_t first = ds.shard() != nullptr ? ds.shard()->first_row : 0;
+  const auto y = ds.y(), w = ds.weights();
+  const NegBinomialFamily family(1.0);  // its check_label: the counts' domain
+  CountSums init;
+  init.at.assign(static_cast<std::size_t>(exact) + 1, 0.0);
+  return fold_sums(
+      ds, init,
+      [&](std::size_t lo, std::size_t hi) {
+        CountSums s = init;
+        for (std::size_t i = lo; i < hi; ++i) {
+          if (const std::string why = family.check_label(y[i]);
+              !why.empty() || !std::isfinite(y[i]))
+            throw DataError(ds.source() + ": row " + std::to_string(first + i + 1) +
+                            ": field 1 (response): " + (why.empty() ? "must be finite" : why));
+          const double wi = w.empty() ? 1.0 : w[i];
+          s.wy += wi * y[i];
+          s.at[static_cast<std::size_t>(std::min(y[i], double(exact)))] += wi;
+          if (y[i] > exact) s.big[y[i]] += wi;
+        }
+        return s;
+      },
+      [](CountSums acc, const CountSums& p) { return acc += p; });
+}
 
 }  // namespace
 
@@ -45,7 +111,6 @@ NegBinomialPhiModel::NegBinomialPhiModel(std::shared_ptr<const Dataset> data, co
   if (!data_ || data_->total_n() == 0 || data_->d() == 0)
     throw DataError("negative binomial regression needs at least one row and one feature");
   const Dataset& ds = *data_;
-  detail::refuse_shard(ds, "negative binomial regression with phi inferred");
   if (!ds.trials().empty())
     throw ConfigError(ds.source() + ": negative binomial regression does not read trials");
   if (phi_prior_.kind == ScalePrior::Kind::flat)
@@ -57,23 +122,13 @@ NegBinomialPhiModel::NegBinomialPhiModel(std::shared_ptr<const Dataset> data, co
   prior_ = with_flat_global(coefficient_prior_, d_);
   // The weight of each count up to kExact (the larger ones together in the last slot), then
   // tail_[j], the weight of the counts above j, as the sums from the top.
-  std::vector<double> at(kExact + 1, 0.0);
-  std::map<double, double> big;
-  const auto y = ds.y(), w = ds.weights();
-  const NegBinomialFamily counts(1.0);  // its check_label: the counts' domain
-  for (std::size_t i = 0; i < ds.n(); ++i) {
-    if (const std::string why = counts.check_label(y[i]); !why.empty() || !std::isfinite(y[i]))
-      throw DataError(ds.source() + ": row " + std::to_string(i + 1) +
-                      ": field 1 (response): " + (why.empty() ? "must be finite" : why));
-    const double wi = w.empty() ? 1.0 : w[i];
-    wy_ += wi * y[i];
-    at[static_cast<std::size_t>(std::min(y[i], double(kExact)))] += wi;
-    if (y[i] > kExact) big[y[i]] += wi;
-  }
+  const CountSums counts = count_sums(ds, kExact);
+  wy_ = counts.wy;
+  const std::vector<double>& at = counts.at;
   tail_.assign(kExact, 0.0);
   double above = 0.0;
   for (std::size_t j = kExact; j-- > 0;) tail_[j] = above += at[j + 1];
-  big_.assign(big.begin(), big.end());
+  big_.assign(counts.big.begin(), counts.big.end());
   blas::use_single_thread();
 }
 
@@ -116,8 +171,8 @@ double NegBinomialPhiModel::objective(const Vec& theta, Vec* grad, Mat* hess) co
   Part init;
   if (want_g) init.g = Vec::Zero(d + 1);
   if (want_h) init.h = Mat::Zero(d + 1, d + 1);
-  const Part rows = deterministic_reduce(
-      ds.n(), kReduceGrain, init,
+  const Part rows = fold_sums(
+      ds, init,
       [&](std::size_t lo, std::size_t hi) {
         const auto m = static_cast<Eigen::Index>(hi - lo);
         const RowsF64 block = ds.rows(lo, hi);

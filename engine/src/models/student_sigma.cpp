@@ -11,6 +11,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
 #include "flymc/core/parallel.hpp"
+#include "flymc/data/row_fold.hpp"
 #include "model_checks.hpp"
 #include "newton.hpp"
 #include "padded_objective.hpp"
@@ -37,7 +38,57 @@ struct Part {
     if (e.size() > 0) e += o.e;
     return *this;
   }
+  // As doubles for the processes of a sharded data set (row_fold.hpp).
+  static constexpr const char* kWhat = "Student-t regression";
+  void pack(PackedSums& p) const { p.scalar(f).array(g).matrix(h).matrix(e); }
+  static Part unpack(SumsReader& r) {
+    Part p;
+    p.f = r.scalar();
+    const std::vector<double> g = r.array();
+    p.g = Eigen::Map<const Vec>(g.data(), static_cast<Eigen::Index>(g.size()));
+    p.h = r.matrix<Mat>();
+    p.e = r.matrix<Mat>();
+    return p;
+  }
 };
+
+/// W = Σ w_n and Σ w_n (y_n − o_n)², summed over the data (over every part of a shard), each
+/// response checked to be finite.
+struct RowSums {
+  double w = 0.0, wr2 = 0.0;
+  static constexpr const char* kWhat = "Student-t regression";
+  void pack(PackedSums& p) const { p.scalar(w).scalar(wr2); }
+  static RowSums unpack(SumsReader& r) {
+    RowSums s;
+    s.w = r.scalar();
+    s.wr2 = r.scalar();
+    return s;
+  }
+};
+
+RowSums response_sums(const Dataset& ds) {
+  const std::size_t first = ds.shard() != nullptr ? ds.shard()->first_row : 0;
+  const auto y = ds.y(), w = ds.weights(), o = ds.offsets();
+  return fold_sums(
+      ds, RowSums{},
+      [&](std::size_t lo, std::size_t hi) {
+        RowSums s;
+        for (std::size_t i = lo; i < hi; ++i) {
+          if (!std::isfinite(y[i]))
+            throw DataError(ds.source() + ": row " + std::to_string(first + i + 1) +
+                            ": field 1 (response): must be finite");
+          const double wi = w.empty() ? 1.0 : w[i], r = y[i] - (o.empty() ? 0.0 : o[i]);
+          s.w += wi;
+          s.wr2 += wi * r * r;
+        }
+        return s;
+      },
+      [](RowSums acc, const RowSums& p) {
+        acc.w += p.w;
+        acc.wr2 += p.wr2;
+        return acc;
+      });
+}
 
 }  // namespace
 
@@ -50,19 +101,10 @@ StudentTSigmaModel::StudentTSigmaModel(std::shared_ptr<const Dataset> data, cons
   if (!data_ || data_->total_n() == 0 || data_->d() == 0)
     throw DataError("Student-t regression needs at least one row and one feature");
   const Dataset& ds = *data_;
-  detail::refuse_shard(ds, "Student-t regression with sigma inferred");
   if (!ds.trials().empty())
     throw ConfigError(ds.source() + ": Student-t regression does not read trials (--trials)");
-  const auto y = ds.y(), w = ds.weights(), o = ds.offsets();
-  double wy2 = 0.0;
-  for (std::size_t i = 0; i < ds.n(); ++i) {
-    if (!std::isfinite(y[i]))
-      throw DataError(ds.source() + ": row " + std::to_string(i + 1) +
-                      ": field 1 (response): must be finite");
-    const double wi = w.empty() ? 1.0 : w[i], r = y[i] - (o.empty() ? 0.0 : o[i]);
-    w_ += wi;
-    wy2 += wi * r * r;
-  }
+  const RowSums sums = response_sums(ds);
+  w_ = sums.w;
   detail::check_features(ds, "Student-t regression");
   d_ = ds.d();
   stride_ = (d_ + 1 + 7) / 8 * 8;
@@ -81,7 +123,7 @@ StudentTSigmaModel::StudentTSigmaModel(std::shared_ptr<const Dataset> data, cons
                       "); give sigma a proper prior (--prior-sigma)");
   log_norm_ =
       w_ * (std::lgamma(a_) - std::lgamma(0.5 * nu_) - 0.5 * std::log(std::numbers::pi * nu_));
-  rms_ = std::sqrt(wy2 / w_);
+  rms_ = std::sqrt(sums.wr2 / w_);
   if (!(rms_ > 0.0) || !std::isfinite(rms_)) rms_ = 1.0;
   blas::use_single_thread();
 }
@@ -108,8 +150,8 @@ double StudentTSigmaModel::objective(const Vec& theta, Vec* grad, Mat* hess, Mat
   if (want_g) init.g = Vec::Zero(d + 1);
   if (want_h) init.h = Mat::Zero(d + 1, d + 1);
   if (want_e) init.e = Mat::Zero(d + 1, d + 1);
-  const Part rows = deterministic_reduce(
-      ds.n(), kReduceGrain, init,
+  const Part rows = fold_sums(
+      ds, init,
       [&](std::size_t lo, std::size_t hi) {
         const auto m = static_cast<Eigen::Index>(hi - lo);
         const RowsF64 block = ds.rows(lo, hi);

@@ -30,8 +30,9 @@ MODEL_BUDGET = {
     # Single-index models: the model table, and an option of their own.
     "probit": (None, 1),
     "gaussian": (None, 2),
-    # The family given in code: the table and its checks, the run() overload.
-    "custom": (None, 4),
+    # The family given in code: the table and its checks, the run() overloads, and
+    # has_global_family (config.hpp), the one test for a family with a global parameter.
+    "custom": (None, 5),
 }
 SAMPLER_BUDGET = {
     # FlyMC and regular MCMC are the θ-kernel chains that run_model (engine/src/mcmc/) runs.

@@ -3,7 +3,8 @@
 // offsets included) and its gradient against central differences; the MAP under flat priors against
 // least squares; the samplers and options that refuse it; and regular NUTS against the closed-form
 // posterior under flat priors on β and σ (σ² ~ Inv-Gamma((n − d − 1)/2, RSS/2), β a multivariate t
-// around the least-squares fit).
+// around the least-squares fit), and so are regular NUTS and scalable MH on the same posterior
+// through a user's family with a global parameter (tests/family_consumer/my_gaussian_scale.hpp).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "family_consumer/my_gaussian_scale.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/rng.hpp"
 #include "flymc/mcmc/sampler.hpp"
@@ -48,6 +50,36 @@ std::pair<Vec, double> least_squares(const Dataset& ds) {
     rss += r * r;
   }
   return {beta, rss};
+}
+
+/// The draws of (β, σ) against the closed-form posterior under flat priors on β and σ: σ² ~
+/// Inv-Gamma(α, β'), α = (n − d − 1)/2, β' = RSS/2, so E[σ] = √β'·Γ(α − ½)/Γ(α) and E[σ²] =
+/// β'/(α − 1); β a t with ν = n − d − 1 around β̂, covariance RSS/(ν − 2)·(XᵀX)⁻¹.
+void check_closed_form(const Dataset& ds, const RunResult& r) {
+  const std::size_t n = ds.n(), d = ds.d();
+  const auto [beta, rss] = least_squares(ds);
+  const auto dd = static_cast<Eigen::Index>(d);
+  Mat a = Mat::Zero(dd, dd);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Eigen::Map<const Vec> x(ds.row(i), dd);
+    a += x * x.transpose();
+  }
+  const Mat ainv = a.inverse();
+  const double alpha = 0.5 * static_cast<double>(n - d - 1), half_rss = 0.5 * rss;
+  const double mean_sigma =
+      std::sqrt(half_rss) * std::exp(std::lgamma(alpha - 0.5) - std::lgamma(alpha));
+  const double sd_sigma = std::sqrt(half_rss / (alpha - 1.0) - mean_sigma * mean_sigma);
+  const double nu = static_cast<double>(n - d - 1);
+  for (std::size_t j = 0; j <= d; ++j) {
+    CAPTURE(j);
+    const auto jj = static_cast<Eigen::Index>(j);
+    const double mean = j < d ? beta[jj] : mean_sigma;
+    const double sd = j < d ? std::sqrt(rss / (nu - 2.0) * ainv(jj, jj)) : sd_sigma;
+    const test::ExactCheck e = test::against_exact(r.coordinate(j), mean, sd);
+    CHECK(e.mean_z < 4.5);
+    CHECK(e.sd_z < 4.5);
+    CHECK(e.mcse_in_sd < 0.05);
+  }
 }
 
 }  // namespace
@@ -136,36 +168,33 @@ TEST_SUITE("unit") {
 
 TEST_SUITE("statistical") {
   TEST_CASE("gaussian sigma, flat priors: regular NUTS matches the closed-form posterior") {
-    const std::size_t n = 60, d = 3;
-    const auto ds = test::linear_data(n, d, 1.5, 25);
-    const auto [beta, rss] = least_squares(*ds);
-    Mat a = Mat::Zero(3, 3);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Eigen::Map<const Vec> x(ds->row(i), 3);
-      a += x * x.transpose();
-    }
-    const Mat ainv = a.inverse();
-    // σ² ~ Inv-Gamma(α, β'), α = (n − d − 1)/2, β' = RSS/2: E[σ] = √β'·Γ(α − ½)/Γ(α), E[σ²] =
-    // β'/(α − 1). β: a t with ν = n − d − 1 around β̂, covariance RSS/(ν − 2)·(XᵀX)⁻¹.
-    const double alpha = 0.5 * static_cast<double>(n - d - 1), half_rss = 0.5 * rss;
-    const double mean_sigma =
-        std::sqrt(half_rss) * std::exp(std::lgamma(alpha - 0.5) - std::lgamma(alpha));
-    const double sd_sigma = std::sqrt(half_rss / (alpha - 1.0) - mean_sigma * mean_sigma);
-    const double nu = static_cast<double>(n - d - 1);
+    const auto ds = test::linear_data(60, 3, 1.5, 25);
     RunConfig c = sigma_config();
     c.prior = "flat";
     c.iters = 4000;
-    const RunResult r = run(c, ds);
-    for (std::size_t j = 0; j < 4; ++j) {
-      CAPTURE(j);
-      const auto jj = static_cast<Eigen::Index>(j);
-      const double mean = j < 3 ? beta[jj] : mean_sigma;
-      const double sd = j < 3 ? std::sqrt(rss / (nu - 2.0) * ainv(jj, jj)) : sd_sigma;
-      const test::ExactCheck e = test::against_exact(r.coordinate(j), mean, sd);
-      CHECK(e.mean_z < 4.5);
-      CHECK(e.sd_z < 4.5);
-      CHECK(e.mcse_in_sd < 0.05);
-    }
+    check_closed_form(*ds, run(c, ds));
+  }
+
+  TEST_CASE(
+      "a user's Gaussian scale family, flat priors: regular NUTS and scalable MH through "
+      "flymc::run match the closed-form posterior") {
+    // The same posterior through the generic model of a family given in code
+    // (tests/family_consumer/my_gaussian_scale.hpp): every datum evaluated, or only SMH's
+    // candidates.
+    const auto ds = test::linear_data(60, 3, 1.5, 25);
+    const auto fam = std::make_shared<const MyGaussianScale>(ScalePrior{});
+    RunConfig c = test::fixed_config();
+    c.algo = Algo::full;
+    c.kernel = KernelKind::nuts;
+    c.prior = "flat";
+    c.iters = 4000;
+    check_closed_form(*ds, run(c, ds, fam));
+    c.algo = Algo::smh;
+    c.kernel = KernelKind::rwmh;
+    c.iters = 20000;
+    const RunResult r = run(c, ds, fam);
+    CHECK(r.bound_violations() == 0);
+    check_closed_form(*ds, r);
   }
 
   TEST_CASE("SBC: regular NUTS on Gaussian regression with sigma inferred is calibrated") {

@@ -1,8 +1,9 @@
 // A model of your own, outside the library: logistic regression written as a single-index
 // family (docs/models.md), sampled through the installed package by FlyMC, scalable MH of
 // orders 2 and 3 and regular NUTS, each checked against the built-in logistic model; a
-// binomial family that reads each datum's trials, on data with trials, weights and offsets; and
-// a Poisson family with a local envelope instead of constants, on counts with exposures.
+// binomial family that reads each datum's trials, on data with trials, weights and offsets; a
+// Poisson family with a local envelope instead of constants, on counts with exposures; and a
+// Gaussian family whose noise scale is a parameter (my_gaussian_scale.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,6 +15,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "my_gaussian_scale.hpp"
 
 // f(t, η) = log σ(tη) for labels t = ±1, and its η-derivatives through p = σ(tη), q = 1 − p.
 class MyLogit : public flymc::SingleIndexFamily {
@@ -229,6 +232,36 @@ int main() {
   failures += !pois_ok;
   std::printf("%-22s %6.1f data/iter  max |mean - ref| %.2f MCSE  %s\n", "my-poisson SMH",
               my_pois.queries_per_iter(), worst, pois_ok ? "ok" : "FAIL");
+
+  // Real responses with weights and offsets: the user's Gaussian family with σ inferred by
+  // scalable MH against the built-in Gaussian model with σ inferred by NUTS (both σ flat).
+  auto reals = std::make_shared<flymc::Dataset>(5000, 4, "synthetic responses");
+  for (std::size_t i = 0; i < reals->n(); ++i) {
+    double* x = reals->mutable_row(i);
+    x[0] = 1.0;
+    double eta = theta[0] + offsets[i];
+    for (int j = 1; j < 4; ++j) eta += theta[j] * (x[j] = rng.normal());
+    reals->mutable_y()[i] = eta + 0.8 * rng.normal();
+  }
+  reals->set_weights(weights);
+  reals->set_offsets(offsets);
+  flymc::RunConfig gauss_ref = ref_cfg;
+  gauss_ref.model = flymc::ModelKind::gaussian;
+  const flymc::RunResult gref = flymc::run(gauss_ref, reals);
+  const auto scale_family = std::make_shared<const MyGaussianScale>(flymc::ScalePrior{});
+  const flymc::RunResult my_gauss = flymc::run(bin, reals, scale_family);
+  worst = 0;
+  for (std::size_t j = 0; j < my_gauss.dim; ++j) {
+    const auto s = flymc::summarize(my_gauss.coordinate(j));
+    const auto sr = flymc::summarize(gref.coordinate(j));
+    const double z = std::abs(s.mean - sr.mean) / std::hypot(s.mcse_mean, sr.mcse_mean);
+    worst = std::max(worst, std::isnan(z) ? INFINITY : z);
+  }
+  const bool gauss_ok = worst <= 5.0 && my_gauss.bound_violations() == 0 &&
+                        my_gauss.names.back() == "sigma" && gref.names.back() == "sigma";
+  failures += !gauss_ok;
+  std::printf("%-22s %6.1f data/iter  max |mean - ref| %.2f MCSE  %s\n", "my-gaussian-scale SMH",
+              my_gauss.queries_per_iter(), worst, gauss_ok ? "ok" : "FAIL");
 
   // A family without κ has no collapsible bound: FlyMC refuses it, naming κ.
   flymc::RunConfig fly = base;

@@ -16,3 +16,4 @@
 #include "flymc/mcmc/model_needs.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/models/family.hpp"
+#include "flymc/models/global_family.hpp"

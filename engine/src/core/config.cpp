@@ -83,6 +83,13 @@ void RunConfig::validate() const {
     throw ConfigError("--nu must be finite and > 0, got " + number_text(student_nu));
   if (noise_scale && (!(*noise_scale > 0.0) || !std::isfinite(*noise_scale)))
     throw ConfigError("--noise-scale must be finite and > 0, got " + number_text(*noise_scale));
+  if (family && global_family)
+    throw ConfigError(
+        "RunConfig: a family given in code is a SingleIndexFamily (family) or a family with a "
+        "global parameter (global_family), not both");
+  if (global_family && !has_global_family(*this))
+    throw ConfigError(std::string("RunConfig::global_family is a model given in code: --model ") +
+                      to_string(model) + " does not take it (flymc::run(cfg, data, family))");
   if (model == ModelKind::student_t && noise_scale)
     throw ConfigError(
         "--noise-scale: --model student_t infers its scale sigma; for a known Student-t scale "

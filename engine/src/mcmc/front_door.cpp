@@ -172,6 +172,17 @@ RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
   return run(c, std::move(data), sinks, progress, checkpoint);
 }
 
+RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+              const std::shared_ptr<const PositiveGlobalFamily>& family, const SinkFactory& sinks,
+              Progress* progress, const CheckpointOptions* checkpoint) {
+  if (!family) throw ConfigError("flymc::run: the global family is null");
+  RunConfig c = cfg;
+  c.model = ModelKind::custom;
+  c.family = nullptr;
+  c.global_family = family;
+  return run(c, std::move(data), sinks, progress, checkpoint);
+}
+
 RunResult run_part(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
                    const SinkFactory& sinks, Progress* progress,
                    const CheckpointOptions* checkpoint, const RunPart& part,

@@ -5,6 +5,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/options.hpp"
 #include "flymc/models/family.hpp"
+#include "flymc/models/global_family.hpp"
 
 namespace flymc {
 
@@ -13,6 +14,8 @@ unsigned model_offers(const RunConfig& cfg) {
   // scalable MH of the second order, on shards too, where it gives a global family
   // (models/global_family.hpp).
   const ModelInfo& m = model_info(cfg.model);
+  if (has_global_family(cfg))
+    return kOfferLikelihood | kOfferRowExtras | kOfferThirdBound | kOfferShards;
   if (inferred_global(cfg) != nullptr)
     return kOfferLikelihood | kOfferRowExtras |
            (m.global_smh ? kOfferThirdBound | kOfferShards : 0u);
@@ -62,6 +65,9 @@ const char* offer_text(unsigned bit) {
 }
 
 std::string model_name(const RunConfig& cfg) {
+  if (has_global_family(cfg))
+    return "the " + cfg.global_family->name() + " model (" + cfg.global_family->param_name() +
+           " inferred)";
   if (cfg.model == ModelKind::custom && cfg.family) return "the " + cfg.family->name() + " model";
   if (cfg.model == ModelKind::student_t) return "--model student_t (sigma inferred)";
   if (infers_sigma(cfg)) return "--model gaussian with sigma inferred (no --noise-scale)";
@@ -101,7 +107,9 @@ void check_model_fits(const RunConfig& cfg, bool sharded, bool row_extras) {
 
 void check_trials(const RunConfig& cfg, const Dataset& data) {
   if (data.trials().empty()) return;
-  const auto family = inferred_global(cfg) != nullptr ? nullptr : single_index_family(cfg);
+  const auto family = inferred_global(cfg) != nullptr || has_global_family(cfg)
+                          ? nullptr
+                          : single_index_family(cfg);
   if (!family || !family->reads_trials())
     throw ConfigError(data.source() + ": the data have trials (--trials), which " +
                       model_name(cfg) + " does not read (--model binomial does)");

@@ -13,6 +13,7 @@
 namespace flymc {
 
 class SingleIndexFamily;
+class PositiveGlobalFamily;
 
 /// FlyMC, regular full-data MCMC, one of the approximate subsampling samplers: minibatch
 /// Metropolis–Hastings with the Barker test (Seita, Pan, Chen & Canny 2017) and stochastic
@@ -220,6 +221,9 @@ struct RunConfig {
   /// ModelKind::custom: the single-index family a library user gives (flymc::run(cfg, data,
   /// family) sets it); null for the other models.
   std::shared_ptr<const SingleIndexFamily> family;
+  /// ModelKind::custom: or a family with a positive global parameter a library user gives
+  /// (flymc::run(cfg, data, global_family) sets it; models/global_model.hpp); null otherwise.
+  std::shared_ptr<const PositiveGlobalFamily> global_family;
   /// Implicit z-update proposal rate q (docs/math.md §1.2). Unset: automatic,
   /// auto_q_dark_to_bright() of the expected bright count (8 Laplace draws at set-up), capped by
   /// auto_q_cap(kernel); RunResult::q_dark_to_bright reports the value used. It is the cap up to
@@ -327,6 +331,11 @@ inline bool infers_sigma(const RunConfig& c) noexcept {
 /// (models/negbin_phi.hpp).
 inline bool infers_phi(const RunConfig& c) noexcept {
   return model_info(c.model).infers_dispersion && !c.dispersion;
+}
+/// A model given in code with a global parameter (RunConfig::global_family): its own model,
+/// GlobalFamilyModel.
+inline bool has_global_family(const RunConfig& c) noexcept {
+  return c.model == ModelKind::custom && c.global_family != nullptr;
 }
 /// The parameter a run infers beside the coefficients, last in θ: "sigma", "phi", or nullptr.
 inline const char* inferred_global(const RunConfig& c) noexcept {

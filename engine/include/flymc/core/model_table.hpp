@@ -16,7 +16,8 @@ namespace flymc {
 /// single-index models built on SingleIndexFamily (models/family.hpp): probit regression (labels
 /// ±1), Gaussian linear regression (real responses), binomial, Poisson and negative binomial
 /// regression (counts), Student-t regression with its scale inferred (real responses), and
-/// `custom`, a family given in code (RunConfig::family).
+/// `custom`, a family given in code (RunConfig::family, or RunConfig::global_family for one with a
+/// global parameter).
 enum class ModelKind {
   logistic,
   softmax,
@@ -89,6 +90,7 @@ RunResult run_glm_model(const RunRequest&);       // every single-index model
 RunResult run_gaussian_model(const RunRequest&);  // run_glm_model, or σ inferred (infers_sigma)
 RunResult run_negbin_model(const RunRequest&);    // run_glm_model, or φ inferred (infers_phi)
 RunResult run_student_model(const RunRequest&);   // Student-t regression with σ inferred
+RunResult run_custom_model(const RunRequest&);    // run_glm_model, or a global family's model
 
 /// One row of the table.
 struct ModelInfo {
@@ -179,11 +181,13 @@ inline constexpr ModelInfo kModels[] = {
      .infers_scale = true,
      .global_smh = true},
     // A family given in code reads its data in code too: any label reaches its check_label().
+    // With a global parameter (RunConfig::global_family) it is a model of its own.
     {.kind = ModelKind::custom,
      .name = "custom",
      .labels = LabelDomain::any,
      .offers = detail::kSingleIndexOffers,
-     .family = &custom_family},
+     .family = &custom_family,
+     .runner = &run_custom_model},
 };
 
 /// The row of `m`.

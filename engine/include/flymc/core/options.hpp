@@ -260,13 +260,14 @@ void for_each_option(Visitor&& visit) {
 namespace detail {
 // Converts to any scalar: std::optional fields then take it through their converting
 // constructor (a conversion to optional itself would be ambiguous with that constructor); to a
-// string (the column names); and to the family, a field given only in code.
+// string (the column names); and to the families, fields given only in code.
 struct AnyField {
   template <class T>
   requires std::is_arithmetic_v<T> || std::is_enum_v<T>
   operator T() const;  // never defined: only in unevaluated contexts
   operator std::string() const;
   operator std::shared_ptr<const SingleIndexFamily>() const;
+  operator std::shared_ptr<const PositiveGlobalFamily>() const;
 };
 template <class T, class... A>
 constexpr std::size_t field_count() {
@@ -276,9 +277,9 @@ constexpr std::size_t field_count() {
     return sizeof...(A);
 }
 }  // namespace detail
-/// RunConfig's fields that are not options, given only in code: `family`, `give_up_cost`,
-/// `max_cost`.
-inline constexpr std::size_t kCodeOnlyFields = 3;
+/// RunConfig's fields that are not options, given only in code: `family`, `global_family`,
+/// `give_up_cost`, `max_cost`.
+inline constexpr std::size_t kCodeOnlyFields = 4;
 template <class T>
 constexpr std::size_t aggregate_field_count() {
   return detail::field_count<T>();

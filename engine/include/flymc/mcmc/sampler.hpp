@@ -280,6 +280,15 @@ RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
               const std::shared_ptr<const SingleIndexFamily>& family, const SinkFactory& sinks = {},
               Progress* progress = nullptr, const CheckpointOptions* checkpoint = nullptr);
 
+/// Runs a model given in code with a positive global parameter (models/global_family.hpp,
+/// models/global_model.hpp; docs/models.md, "A global parameter of your own"): run() with
+/// cfg.model = ModelKind::custom and cfg.global_family = `family`. Regular MCMC and scalable MH of
+/// the second order run it (sharded data and `--algo auto` included); FlyMC refuses it.
+RunResult run(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
+              const std::shared_ptr<const PositiveGlobalFamily>& family,
+              const SinkFactory& sinks = {}, Progress* progress = nullptr,
+              const CheckpointOptions* checkpoint = nullptr);
+
 /// run() with the model cfg.model, kept for callers of the first releases (logistic regression
 /// was the only model then).
 inline RunResult run_logistic(const RunConfig& cfg, std::shared_ptr<const Dataset> data,

@@ -7,7 +7,8 @@
 /// collapses the Taylor parts into (D + 1)-dimensional sums, and bounds each remainder by an
 /// envelope of f's third derivatives over the box a proposal spans. The models with a global
 /// parameter give one (StudentTSigmaModel::global_family_ptr,
-/// NegBinomialPhiModel::global_family_ptr).
+/// NegBinomialPhiModel::global_family_ptr); a library user gives a PositiveGlobalFamily of their
+/// own to flymc::run, whose model is then GlobalFamilyModel (models/global_model.hpp).
 #include <cmath>
 #include <memory>
 #include <string>
@@ -36,6 +37,12 @@ class GlobalFamily {
   /// d reported / ds at s (the Jacobian that carries a covariance between the two).
   virtual double reported_slope(double s) const = 0;
 
+  /// f(y, u, s) itself, where the constants free of u and s may be left out (regular MCMC and
+  /// the MAP search of a family given in code evaluate it; −∞ where the datum is impossible).
+  virtual double value(double y, double u, double s) const = 0;
+  /// Why the family refuses response y ("" if it takes it; a model of a family given in code
+  /// checks every response through it, after checking that it is finite).
+  virtual std::string check_response(double /*y*/) const { return {}; }
   /// The expansion at (y, û, ŝ).
   virtual GlobalExpansion expand(double y, double u_hat, double s_hat) const = 0;
   /// f(y, û + h, ŝ + k) − f(y, û, ŝ), computed without the cancellation of two values of f.
@@ -61,7 +68,8 @@ class GlobalFamily {
 };
 
 /// A global that is positive, v = e^s (a scale or a dispersion), with its prior on v
-/// (`--prior-sigma`, `--prior-phi`): the transform, and the prior as a density of s.
+/// (`--prior-sigma`, `--prior-phi`; for a family given in code, parse_scale_prior of the same
+/// syntax): the transform, and the prior as a density of s. The draws show v.
 class PositiveGlobalFamily : public GlobalFamily {
  public:
   double reported(double s) const final { return std::exp(s); }
@@ -98,8 +106,7 @@ class StudentTScaleFamily final : public PositiveGlobalFamily {
   double envelope_growth(double t_u, double t_s) const override;
   bool same_as(const GlobalFamily& other) const override;
 
-  /// f itself (for tests).
-  double value(double y, double u, double s) const noexcept;
+  double value(double y, double u, double s) const noexcept override;
 
  private:
   double nu_, alpha_, inv_sqrt_nu_;
@@ -124,8 +131,7 @@ class NegBinomialDispersionFamily final : public PositiveGlobalFamily {
   double envelope_growth(double t_u, double t_s) const override;
   bool same_as(const GlobalFamily& other) const override;
 
-  /// f itself (for tests).
-  double value(double y, double u, double s) const noexcept;
+  double value(double y, double u, double s) const noexcept override;
 };
 
 }  // namespace flymc

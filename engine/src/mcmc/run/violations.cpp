@@ -3,12 +3,14 @@
 #include "flymc/core/format.hpp"
 #include "flymc/core/samplers.hpp"
 #include "flymc/models/family.hpp"
+#include "flymc/models/global_family.hpp"
 
 namespace flymc::detail {
 namespace {
 
 std::string family_name(const RunConfig& cfg) {
   if (cfg.family) return "the " + cfg.family->name() + " family";  // a family given in code
+  if (cfg.global_family) return "the " + cfg.global_family->name() + " family";
   return std::string("the ") + to_string(cfg.model) + " model";
 }
 

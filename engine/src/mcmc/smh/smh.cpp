@@ -19,6 +19,7 @@
 #include "flymc/data/row_fold.hpp"
 #include "flymc/kernels/kernels.hpp"
 #include "flymc/mcmc/model_needs.hpp"
+#include "flymc/models/global_model.hpp"
 #include "flymc/models/model_kinds.hpp"
 #include "flymc/models/negbin_phi.hpp"
 #include "flymc/models/student_sigma.hpp"
@@ -511,6 +512,7 @@ RunResult run_smh_request(const RunRequest& r) {
   if (r.cfg.model == ModelKind::student_t)
     return detail::run_smh_global_model<StudentTSigmaModel>(r);
   if (infers_phi(r.cfg)) return detail::run_smh_global_model<NegBinomialPhiModel>(r);
+  if (has_global_family(r.cfg)) return detail::run_smh_global_model<GlobalFamilyModel>(r);
   return with_single_index_model(
       r.cfg.model, []<class M>(const RunRequest& req) { return detail::run_smh_model<M>(req); }, r);
 }

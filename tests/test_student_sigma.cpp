@@ -151,16 +151,14 @@ TEST_SUITE("unit") {
     c.warmup = 50;
     const RunResult r = run(c, ds);
     CHECK(r.names.back() == "sigma");
-    for (const Algo a : {Algo::flymc, Algo::smh, Algo::bps, Algo::sgld}) {
+    for (const Algo a : {Algo::flymc, Algo::bps, Algo::sgld}) {  // SMH of both orders runs it
       CAPTURE(to_string(a));
       c.algo = a;
       c.kernel = KernelKind::rwmh;
-      c.smh_order = 3;  // scalable MH of the second order runs it (below)
       if (a == Algo::sgld) c.ess = 0.0;
       CHECK_THROWS_WITH_AS(run(c, ds), doctest::Contains("--model student_t (sigma inferred)"),
                            ConfigError);
     }
-    c.smh_order = 2;
     c.algo = Algo::automatic;
     c.kernel = KernelKind::nuts;
     c.ess = RunConfig{}.ess;
@@ -195,9 +193,74 @@ double scaled_third(const StudentTScaleFamily& fam, double y, double u, double s
                    std::fabs(fuus) / (lambda * lambda), std::fabs(fuss) / lambda, std::fabs(fsss)});
 }
 
+/// max over a + b = 4 of λ^−a·|∂^a_u ∂^b_s f| at (y, u, s): the fourth derivatives by central
+/// differences of the family's third ones.
+double scaled_fourth(const StudentTScaleFamily& fam, double y, double u, double s, double lambda) {
+  const double h = 1e-5;
+  const GlobalThird up = fam.third(y, u + h, s), un = fam.third(y, u - h, s);
+  const GlobalThird sp = fam.third(y, u, s + h), sn = fam.third(y, u, s - h);
+  const double d[5] = {(up.fuuu - un.fuuu) / (2 * h), (sp.fuuu - sn.fuuu) / (2 * h),
+                       (sp.fuus - sn.fuus) / (2 * h), (sp.fuss - sn.fuss) / (2 * h),
+                       (sp.fsss - sn.fsss) / (2 * h)};
+  double m = 0.0;
+  for (int a = 4; a >= 0; --a) m = std::max(m, std::fabs(d[4 - a]) / std::pow(lambda, a));
+  return m;
+}
+
 }  // namespace
 
 TEST_SUITE("unit") {
+  TEST_CASE(
+      "student_t global family, order 3: third derivatives against the expansion's; the fourth's "
+      "envelope dominates, attained at a zero residual; remainders within it") {
+    for (const double nu : {1.0, 4.0, 30.0}) {
+      CAPTURE(nu);
+      const StudentTScaleFamily fam(nu, ScalePrior{});
+      const double alpha = 0.5 * (nu + 1.0), h = 1e-5;
+      Rng rng(73, 0);
+      double attained = 0.0;
+      for (int i = 0; i < 2000; ++i) {
+        const double y = 3.0 * rng.normal(), u = y + std::exp(3.0 * rng.normal()) * rng.normal();
+        const double s_hat = 2.0 * rng.normal(), t = 0.5 * rng.uniform();
+        const double s = s_hat + t * (2.0 * rng.uniform() - 1.0);
+        const GlobalThird c = fam.third(y, u, s);
+        const GlobalExpansion up = fam.expand(y, u + h, s), un = fam.expand(y, u - h, s);
+        const GlobalExpansion sp = fam.expand(y, u, s + h), sn = fam.expand(y, u, s - h);
+        const double k = fam.eta_scale(s);  // each derivative in u scales as κ
+        CHECK(c.fuuu == doctest::Approx((up.fuu - un.fuu) / (2 * h)).scale(k * k * k));
+        CHECK(c.fuus == doctest::Approx((sp.fuu - sn.fuu) / (2 * h)).scale(k * k));
+        CHECK(c.fuss == doctest::Approx((sp.fus - sn.fus) / (2 * h)).scale(k));
+        CHECK(c.fsss == doctest::Approx((sp.fss - sn.fss) / (2 * h)).scale(1.0));
+        const double lambda = fam.eta_scale(s_hat);
+        const double fourth = scaled_fourth(fam, y, u, s, lambda);
+        CHECK(fourth <= fam.fourth_scale(y, u, s_hat) *
+                            fam.fourth_growth(0.0, std::fabs(s - s_hat)) * (1.0 + 1e-5));
+        attained =
+            std::max(attained, fourth / (12.0 * alpha * std::exp(4.0 * std::fabs(s - s_hat))));
+        // The third-order remainder at (u, s) along (dh, dk) within its bound.
+        const GlobalExpansion e = fam.expand(y, u, s);
+        const double dh = 0.3 * rng.normal(), dk = 0.1 * rng.normal();
+        const double gap = fam.change(y, u, s, dh, dk) - e.fu * dh - e.fs * dk -
+                           0.5 * e.fuu * dh * dh - e.fus * dh * dk - 0.5 * e.fss * dk * dk -
+                           (c.fuuu * dh * dh * dh + 3.0 * c.fuus * dh * dh * dk +
+                            3.0 * c.fuss * dh * dk * dk + c.fsss * dk * dk * dk) /
+                               6.0;
+        const double reach = k * std::fabs(dh) + std::fabs(dk);
+        CHECK(std::fabs(gap) <= fam.fourth_scale(y, u, s) *
+                                        fam.fourth_growth(std::fabs(dh), std::fabs(dk)) / 24.0 *
+                                        reach * reach * reach * reach * (1.0 + 1e-9) +
+                                    1e-12 * std::max(1.0, std::fabs(e.fs * dk)));
+      }
+      // At a zero residual and s = ŝ, λ^−4·|f_uuuu| = 12α: a constant 10% smaller is exceeded.
+      const double at_zero = scaled_fourth(fam, 1.5, 1.5, 0.3, fam.eta_scale(0.3));
+      CHECK(at_zero == doctest::Approx(12.0 * alpha).epsilon(1e-5));
+      CHECK(at_zero > 0.9 * fam.fourth_scale(1.5, 1.5, 0.3));
+      CHECK(attained <= 1.0 + 1e-5);
+      const GlobalThird far = fam.third(1e300, -1e300, 0.0);
+      CHECK(std::isfinite(far.fuuu + far.fuus + far.fuss + far.fsss));
+    }
+  }
+
   TEST_CASE("student_t global family: expansion and change against f; its envelope dominates") {
     for (const double nu : {1.0, 4.0, 30.0}) {
       CAPTURE(nu);
@@ -258,19 +321,23 @@ TEST_SUITE("unit") {
     RunConfig ref = student_config();
     ref.student_nu = 3.0;
     const RunResult r0 = run(ref, ds);
-    RunConfig c = ref;
-    c.algo = Algo::smh;
-    c.kernel = KernelKind::rwmh;
-    c.init_jitter = 5.0;
-    c.iters = 6000;
-    const RunResult r = run(c, ds);
-    CHECK(r.bound_violations() == 0);
-    CHECK(r.names.back() == "sigma");
-    for (std::size_t j = 0; j < 4; ++j) {
-      CAPTURE(j);
-      const test::RunsCheck k = test::compare_draws(r.coordinate(j), r0.coordinate(j));
-      CHECK(k.mean_z < 4.5);
-      CHECK(k.var_z < 4.5);
+    for (const int order : {2, 3}) {
+      CAPTURE(order);
+      RunConfig c = ref;
+      c.algo = Algo::smh;
+      c.kernel = KernelKind::rwmh;
+      c.smh_order = order;
+      c.init_jitter = 5.0;
+      c.iters = 6000;
+      const RunResult r = run(c, ds);
+      CHECK(r.bound_violations() == 0);
+      CHECK(r.names.back() == "sigma");
+      for (std::size_t j = 0; j < 4; ++j) {
+        CAPTURE(j);
+        const test::RunsCheck k = test::compare_draws(r.coordinate(j), r0.coordinate(j));
+        CHECK(k.mean_z < 4.5);
+        CHECK(k.var_z < 4.5);
+      }
     }
   }
 }
@@ -331,6 +398,16 @@ TEST_SUITE("statistical") {
     o.run.student_nu = 3.0;
     o.run.prior = "normal(0, 1)";
     o.run.prior_sigma = "normal(0, 2)";  // half-normal
+    test::check_small_sbc(o);
+  }
+
+  TEST_CASE("SBC: scalable MH of the third order on Student-t regression with sigma inferred") {
+    SbcOptions o = test::small_sbc(Algo::smh, 5, 573, 200);
+    o.run.model = ModelKind::student_t;
+    o.run.smh_order = 3;
+    o.run.student_nu = 3.0;
+    o.run.prior = "normal(0, 1)";
+    o.run.prior_sigma = "exponential(1)";
     test::check_small_sbc(o);
   }
 

@@ -11,14 +11,16 @@ namespace flymc {
 
 unsigned model_offers(const RunConfig& cfg) {
   // σ or φ inferred: a model of its own, with a likelihood, its gradient and a MAP fit, and
-  // scalable MH of the second order, on shards too, where it gives a global family
-  // (models/global_family.hpp).
+  // scalable MH of the second order (the third where the family has a fourth-derivative
+  // envelope), on shards too, where it gives a global family (models/global_family.hpp).
   const ModelInfo& m = model_info(cfg.model);
   if (has_global_family(cfg))
-    return kOfferLikelihood | kOfferRowExtras | kOfferThirdBound | kOfferShards;
+    return kOfferLikelihood | kOfferRowExtras | kOfferThirdBound | kOfferShards |
+           (cfg.global_family->has_fourth_envelope() ? kOfferFourthBound : 0u);
   if (inferred_global(cfg) != nullptr)
     return kOfferLikelihood | kOfferRowExtras |
-           (m.global_smh ? kOfferThirdBound | kOfferShards : 0u);
+           (m.global_smh ? kOfferThirdBound | kOfferShards : 0u) |
+           (m.global_smh3 ? kOfferFourthBound : 0u);
   if (m.family == nullptr) return m.offers;
   const auto family = m.family(cfg);
   unsigned offers = m.offers;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
@@ -24,6 +25,16 @@ double PositiveGlobalFamily::prior_curvature(double s) const {
   const double v = std::exp(s);
   const double c = prior_.map_curvature(v) * v * v - prior_.gradient(v) * v;
   return std::isfinite(c) ? std::max(c, 0.0) : 0.0;
+}
+
+GlobalThird GlobalFamily::third(double, double, double) const {
+  throw std::logic_error(name() + ": no third derivatives (has_fourth_envelope() is false)");
+}
+double GlobalFamily::fourth_scale(double, double, double) const {
+  throw std::logic_error(name() + ": no fourth-derivative envelope");
+}
+double GlobalFamily::fourth_growth(double, double) const {
+  throw std::logic_error(name() + ": no fourth-derivative envelope");
 }
 
 StudentTScaleFamily::StudentTScaleFamily(double nu, const ScalePrior& sigma_prior)
@@ -58,6 +69,25 @@ GlobalExpansion StudentTScaleFamily::expand(double y, double u_hat, double s_hat
   e.fus = -4.0 * a * kappa * rq * q;
   e.fss = -4.0 * a * x * q;
   return e;
+}
+
+GlobalThird StudentTScaleFamily::third(double y, double u, double s) const {
+  // With x, ρq and q as in expand and L = log(1 + ρ²): f's derivatives of order 3 are α·κ^a times
+  // L‴, 2L″ + ρL‴, L′ + 3ρL″ + ρ²L‴ and ρL′ + 3ρ²L″ + ρ³L‴ (a = 3, 2, 1, 0), here in x, ρq, q.
+  const double kappa = std::exp(-s) * inv_sqrt_nu_, rho = (y - u) * kappa;
+  const bool big = std::fabs(rho) > kBig;
+  const double x = big ? 1.0 : rho * rho / (1.0 + rho * rho);
+  const double rq = big ? 1.0 / rho : rho / (1.0 + rho * rho), q = 1.0 - x, a = alpha_;
+  GlobalThird t;
+  t.fuuu = 4.0 * a * kappa * kappa * kappa * rq * q * (x - 3.0 * q);
+  t.fuus = 4.0 * a * kappa * kappa * q * ((q - x) + x * (x - 3.0 * q));
+  t.fuss = a * kappa * rq * (2.0 + 6.0 * (q - x) + 4.0 * x * (x - 3.0 * q));
+  t.fsss = a * x * (2.0 + 6.0 * (q - x) + 4.0 * x * (x - 3.0 * q));
+  return t;
+}
+
+double StudentTScaleFamily::fourth_growth(double, double t_s) const {
+  return std::exp(4.0 * t_s);  // κ^a ≤ κ̂^a·e^{a·t_s}, a ≤ 4
 }
 
 double StudentTScaleFamily::change(double y, double u_hat, double s_hat, double h, double k) const {

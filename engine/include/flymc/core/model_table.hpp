@@ -108,6 +108,8 @@ struct ModelInfo {
   /// With its scale or dispersion inferred, scalable MH of the second order runs it through the
   /// model's global family (models/global_family.hpp).
   bool global_smh = false;
+  /// And of the third order too (its global family has a fourth-derivative envelope).
+  bool global_smh3 = false;
 };
 
 namespace detail {
@@ -171,15 +173,18 @@ inline constexpr ModelInfo kModels[] = {
      .infers_dispersion = true,
      .global_smh = true},
     // Robust regression's Student-t likelihood with its scale σ a parameter: regular MCMC, and
-    // scalable MH of the second order through its global family; a known scale is --model robust
+    // scalable MH of the second and third orders through its global family; a known scale is
+    // --model robust
     // --noise-scale.
     {.kind = ModelKind::student_t,
      .name = "student_t",
      .labels = LabelDomain::any,
-     .offers = kOfferLikelihood | kOfferRowExtras | kOfferThirdBound,
+     .offers =
+         kOfferLikelihood | kOfferRowExtras | kOfferThirdBound | kOfferFourthBound | kOfferShards,
      .runner = &run_student_model,
      .infers_scale = true,
-     .global_smh = true},
+     .global_smh = true,
+     .global_smh3 = true},
     // A family given in code reads its data in code too: any label reaches its check_label().
     // With a global parameter (RunConfig::global_family) it is a model of its own.
     {.kind = ModelKind::custom,

@@ -23,6 +23,11 @@ struct GlobalExpansion {
   double fu = 0.0, fs = 0.0, fuu = 0.0, fus = 0.0, fss = 0.0;
 };
 
+/// f's third partial derivatives at a point (scalable MH of the third order).
+struct GlobalThird {
+  double fuuu = 0.0, fuus = 0.0, fuss = 0.0, fsss = 0.0;
+};
+
 /// f(y, u, s) and what scalable MH needs of it. Implementations are immutable and thread-safe.
 class GlobalFamily {
  public:
@@ -58,6 +63,17 @@ class GlobalFamily {
   virtual double envelope_scale(double y, double u_hat, double s_hat) const = 0;
   virtual double envelope_growth(double t_u, double t_s) const = 0;
 
+  /// Scalable MH of the third order (optional; `--smh-order 3`): f's third derivatives, and an
+  /// envelope of its fourth with the same λ, for every y, û and (u, s) in the box,
+  ///   max over a + b = 4 of λ^−a·|∂^a_u ∂^b_s f(y, u, s)| ≤ fourth_scale(y, û, ŝ)·
+  ///   fourth_growth(t_u, t_s),
+  /// growth non-decreasing in both. A family that gives them says so (has_fourth_envelope); the
+  /// defaults throw std::logic_error.
+  virtual bool has_fourth_envelope() const { return false; }
+  virtual GlobalThird third(double y, double u, double s) const;
+  virtual double fourth_scale(double y, double u_hat, double s_hat) const;
+  virtual double fourth_growth(double t_u, double t_s) const;
+
   /// The global's prior as a density of s (its transform's Jacobian included), and a curvature
   /// c ≥ 0 for the quadratic stand-in that whitens the proposals (any c ≥ 0 keeps them exact).
   virtual double log_prior(double s) const = 0;
@@ -91,8 +107,9 @@ class PositiveGlobalFamily : public GlobalFamily {
 /// Student-t regression with its scale σ = e^s inferred (StudentTSigmaModel): with
 /// α = (ν + 1)/2, ρ = (y − u)·e^{−s}/√ν and the constants dropped,
 ///   f(y, u, s) = −s − α·log(1 + ρ²).
-/// Its third derivatives are κ^a·P_a(ρ) (a derivatives in u, κ = e^{−s}/√ν), P_a bounded, the
-/// largest |P_2(0)| = 4α: with λ = κ̂ the envelope is 4α·e^{3·t_s}, the same for every datum.
+/// Its derivatives of order a + b are α·κ^a·P_ab(ρ) (a of them in u, κ = e^{−s}/√ν), P_ab bounded:
+/// with λ = κ̂ the envelope of the third is 4α·e^{3·t_s} (the largest, |P_21(0)| = 4), of the
+/// fourth 12α·e^{4·t_s} (|P_40(0)| = 12), the same for every datum.
 class StudentTScaleFamily final : public PositiveGlobalFamily {
  public:
   /// @throw ConfigError unless ν is finite and > 0.
@@ -104,6 +121,10 @@ class StudentTScaleFamily final : public PositiveGlobalFamily {
   double eta_scale(double s_hat) const override;
   double envelope_scale(double, double, double) const override { return 4.0 * alpha_; }
   double envelope_growth(double t_u, double t_s) const override;
+  bool has_fourth_envelope() const override { return true; }
+  GlobalThird third(double y, double u, double s) const override;
+  double fourth_scale(double, double, double) const override { return 12.0 * alpha_; }
+  double fourth_growth(double t_u, double t_s) const override;
   bool same_as(const GlobalFamily& other) const override;
 
   double value(double y, double u, double s) const noexcept override;

@@ -104,18 +104,12 @@ Mat curvature_pass(const SmhStatistics& sh) {
   return h.selfadjointView<Eigen::Upper>();
 }
 
-/// Scratch of add_cubic_rows for blocks of up to m rows, allocated once per pass.
-struct CubicScratch {  // the scaled rows of either sign (m × d each) and one slab (d × d)
-  std::vector<double> pos, neg, c;
-  CubicScratch(std::size_t m, std::size_t d) : pos(m * d), neg(m * d), c(d * d) {}
-};
+}  // namespace
 
-/// t += Σ_i w_i·z_i⊗z_i⊗z_i over the entries a ≤ b ≤ k (SmhStatistics::cubic's order, before
-/// the entries are multiplied by their index orders), for `m` rows z_i (d entries, `stride`
-/// apart). Slab a is the upper triangle of the symmetric Σ_i (w_i z_ia)·z_i[a:] z_i[a:]ᵀ, formed
-/// by two SYRKs: the rows whose weight w_i z_ia is positive and those whose weight is negative,
-/// each scaled by √|w_i z_ia|. That is the d³/6 multiply-adds a row of a direct loop, at BLAS
-/// speed instead of in loops of a few dozen.
+/// Slab a of add_cubic_rows' tensor is the upper triangle of the symmetric
+/// Σ_i (w_i z_ia)·z_i[a:] z_i[a:]ᵀ, formed by two SYRKs: the rows whose weight w_i z_ia is positive
+/// and those whose weight is negative, each scaled by √|w_i z_ia|. That is the d³/6 multiply-adds a
+/// row of a direct loop, at BLAS speed instead of in loops of a few dozen.
 void add_cubic_rows(const double* z, std::size_t m, std::size_t d, std::size_t stride,
                     const double* w, double* t, CubicScratch& scratch) {
   double *pos = scratch.pos.data(), *neg = scratch.neg.data(), *c = scratch.c.data();
@@ -137,6 +131,8 @@ void add_cubic_rows(const double* z, std::size_t m, std::size_t d, std::size_t s
       for (std::size_t k = b; k < n; ++k) *t++ += c[k * n + b];
   }
 }
+
+namespace {
 
 /// The packed tensor (entries a ≤ b ≤ k) in kernels::cubic_form's layout: segment (a, b) padded
 /// with zeros to a multiple of 8 entries.
@@ -277,15 +273,17 @@ void expand_and_bound(SmhStatistics& sh) {
       });
   sh.grad = all.g.col(0);
   sh.reach = std::sqrt(all.reach2);
-  if (sh.order == 3) {
-    count_index_orders(all.cubic, sh.dim());
-    sh.cubic = std::move(all.cubic);
-    sh.cubic_padded = pad_cubic(sh.cubic, sh.dim());
-  }
+  if (sh.order == 3) set_cubic(sh, std::move(all.cubic));
   candidate_tables(sh);
 }
 
 }  // namespace
+
+void set_cubic(SmhStatistics& sh, std::vector<double> entries) {
+  count_index_orders(entries, sh.dim());
+  sh.cubic = std::move(entries);
+  sh.cubic_padded = pad_cubic(sh.cubic, sh.dim());
+}
 
 void add_weighted_outer(Mat& h, const Dataset& ds, const double* x, const std::vector<double>& w) {
   const std::size_t d = ds.d(), stride = ds.stride();
@@ -477,8 +475,6 @@ MapResult map_in_z(const MapResult& map, const GlobalFamily& g) {
 /// chains move in z = (β, s) and report the global as the model names it (σ = e^s).
 template <class M>
 RunResult run_smh_global_model(const RunRequest& r) {
-  if (r.cfg.smh_order != 2)
-    throw ConfigError("--algo smh --smh-order 3 with a global parameter is not built");
   ModelRun<M> run(r);
   const M& model = run.model();
   RunResult& out = run.result();
@@ -488,11 +484,12 @@ RunResult run_smh_global_model(const RunRequest& r) {
   run.set_up([&] {
     const SetupCache* cache = r.pre.cache.get();
     if (cache && cache->smh &&
-        cache->smh->fits(r.data, model.prior(), *g, zmap, r.faults.bound_excess)) {
+        cache->smh->fits(r.data, model.prior(), *g, zmap, r.faults.bound_excess, r.cfg.smh_order)) {
       stats = cache->smh;
       return 0;
     }
-    stats = build_smh_global_statistics(r.data, model.prior(), zmap, g, r.faults.bound_excess);
+    stats = build_smh_global_statistics(r.data, model.prior(), zmap, g, r.faults.bound_excess,
+                                        r.cfg.smh_order);
     if (r.pre.cache) r.pre.cache->smh = stats;
     return stats->passes;
   });

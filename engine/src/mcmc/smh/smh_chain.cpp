@@ -296,7 +296,11 @@ double SmhChain::psi() const {
   const double psi = st_.order == 3
                          ? std::min(a * a * a * a + b * b * b * b, 4.0 * m * m * m * step)
                          : std::min(a * a * a + b * b * b, 3.0 * m * m * step);
-  if (st_.global) return psi * st_.global->envelope_growth(st_.reach * m, st_.global_reach * m);
+  if (st_.global) {
+    const double t_u = st_.reach * m, t_s = st_.global_reach * m;
+    return psi * (st_.order == 3 ? st_.global->fourth_growth(t_u, t_s)
+                                 : st_.global->envelope_growth(t_u, t_s));
+  }
   return st_.envelope ? psi * st_.family->envelope_growth(st_.order + 1, st_.reach * m) : psi;
 }
 

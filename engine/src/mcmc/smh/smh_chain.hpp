@@ -57,16 +57,17 @@ struct SmhStatistics {
         m((expansion_order == 3 ? family->m4() : family->m3()).value_or(0.0)),
         bound_excess(excess) {}
   /// With a global parameter s beside the coefficients (global_family.hpp): z = (β, s), each
-  /// datum expanded in (u, s) to second order, its bound from the family's envelope.
+  /// datum expanded in (u, s) to second or third order, its bound from the family's envelope of
+  /// the next.
   SmhStatistics(std::shared_ptr<const Dataset> d, const Prior& p,
-                std::shared_ptr<const GlobalFamily> g, double excess)
+                std::shared_ptr<const GlobalFamily> g, double excess, int expansion_order)
       : source(d),
         data(d.get()),
         prior(p),
         global(std::move(g)),
         extras(d->has_row_extras()),
         reads_response(true),
-        order(2),
+        order(expansion_order),
         envelope(true),
         m(0.0),
         bound_excess(excess) {}
@@ -136,9 +137,9 @@ struct SmhStatistics {
   }
   /// The same for a likelihood with a global parameter (`map` in z's coordinates).
   bool fits(const std::shared_ptr<const Dataset>& d, const Prior& p, const GlobalFamily& g,
-            const MapResult& map, double excess) const noexcept {
+            const MapResult& map, double excess, int expansion_order) const noexcept {
     return d != nullptr && d == source.lock() && p == prior && global && g.same_as(*global) &&
-           excess == bound_excess && map.theta == theta_hat;
+           excess == bound_excess && map.theta == theta_hat && expansion_order == order;
   }
   /// With `global`: datum n's expansion at u = x_n·β̂ + o_n = `u_hat` and ŝ, times its weight.
   GlobalExpansion global_expand(Index n, double u_hat) const noexcept;
@@ -183,10 +184,26 @@ std::shared_ptr<const SmhStatistics> build_smh_statistics(
 
 /// The same for a likelihood with a global parameter (smh_global.cpp): `zmap` is the MAP in
 /// z = (β, s); H is the exact negative Hessian of the log-likelihood there plus the prior's
-/// precisions (the global's prior_curvature for s), formed in a pass of its own.
+/// precisions (the global's prior_curvature for s), formed in a pass of its own. `order` 3 needs
+/// the family's third derivatives and fourth-derivative envelope (has_fourth_envelope).
 std::shared_ptr<const SmhStatistics> build_smh_global_statistics(
     std::shared_ptr<const Dataset> data, const Prior& prior, const MapResult& zmap,
-    std::shared_ptr<const GlobalFamily> global, double bound_excess = 0.0);
+    std::shared_ptr<const GlobalFamily> global, double bound_excess = 0.0, int order = 2);
+
+/// Scratch of add_cubic_rows for blocks of up to m rows, allocated once per pass.
+struct CubicScratch {  // the scaled rows of either sign (m × d each) and one slab (d × d)
+  std::vector<double> pos, neg, c;
+  CubicScratch(std::size_t m, std::size_t d) : pos(m * d), neg(m * d), c(d * d) {}
+};
+
+/// t += Σ_i w_i·z_i⊗z_i⊗z_i over the entries a ≤ b ≤ k (SmhStatistics::cubic's order, before the
+/// entries are multiplied by their index orders), for `m` rows z_i (d entries, `stride` apart).
+void add_cubic_rows(const double* z, std::size_t m, std::size_t d, std::size_t stride,
+                    const double* w, double* t, CubicScratch& scratch);
+
+/// SmhStatistics::cubic and cubic_padded from the tensor's entries a ≤ b ≤ k as summed (each
+/// then multiplied by the number of index orders it stands for).
+void set_cubic(SmhStatistics& sh, std::vector<double> entries);
 
 /// Adds Σ_i w_i x_i x_iᵀ over the rows `x` (w.size() of them, `ds`'s stride) to h's upper triangle
 /// (BLAS SYRK on rows scaled by √|w_i|). A log-concave family's weights are never negative; others'

@@ -162,15 +162,13 @@ TEST_SUITE("unit") {
     c.warmup = 50;
     const RunResult r = run(c, ds);
     CHECK(r.names.back() == "phi");
-    for (const Algo a : {Algo::flymc, Algo::smh, Algo::bps, Algo::sgld}) {
+    for (const Algo a : {Algo::flymc, Algo::bps, Algo::sgld}) {  // SMH of both orders runs it
       CAPTURE(to_string(a));
       c.algo = a;
       c.kernel = KernelKind::rwmh;
-      c.smh_order = 3;  // scalable MH of the second order runs it (below)
       if (a == Algo::sgld) c.ess = 0.0;
       CHECK_THROWS_WITH_AS(run(c, ds), doctest::Contains("with phi inferred"), ConfigError);
     }
-    c.smh_order = 2;
     c.algo = Algo::automatic;
     c.kernel = KernelKind::nuts;
     c.ess = RunConfig{}.ess;
@@ -200,9 +198,70 @@ double third(const NegBinomialDispersionFamily& fam, double y, double u, double 
          (2 * h);
 }
 
+/// max over a + b = 4 of |∂^a_u ∂^b_s f| at (y, u, s) (λ = 1): the fourth derivatives by central
+/// differences of the family's third ones.
+double fourth(const NegBinomialDispersionFamily& fam, double y, double u, double s) {
+  const double h = 1e-5;
+  const GlobalThird up = fam.third(y, u + h, s), un = fam.third(y, u - h, s);
+  const GlobalThird sp = fam.third(y, u, s + h), sn = fam.third(y, u, s - h);
+  return std::max({std::fabs(up.fuuu - un.fuuu), std::fabs(sp.fuuu - sn.fuuu),
+                   std::fabs(sp.fuus - sn.fuus), std::fabs(sp.fuss - sn.fuss),
+                   std::fabs(sp.fsss - sn.fsss)}) /
+         (2 * h);
+}
+
 }  // namespace
 
 TEST_SUITE("unit") {
+  TEST_CASE(
+      "negbin phi global family, order 3: third derivatives against the expansion's; the "
+      "fourth's envelope dominates, attained as the predictor falls; remainders within it") {
+    const NegBinomialDispersionFamily fam(ScalePrior{});
+    Rng rng(83, 0);
+    const double h = 1e-5;
+    for (int i = 0; i < 3000; ++i) {
+      // Counts on both sides of the exact sums' end (64), predictors and dispersions far apart.
+      const double y =
+          i % 3 == 0 ? std::floor(200.0 * rng.uniform()) : std::floor(6.0 * rng.uniform());
+      const double u = 4.0 * rng.normal(), s_hat = 2.0 * rng.normal();
+      const double t_u = 0.5 * rng.uniform(), t_s = 0.5 * rng.uniform();
+      const double uu = u + t_u * (2.0 * rng.uniform() - 1.0);
+      const double s = s_hat + t_s * (2.0 * rng.uniform() - 1.0);
+      CAPTURE(y);
+      CAPTURE(uu);
+      CAPTURE(s);
+      const GlobalThird c = fam.third(y, uu, s);
+      const GlobalExpansion up = fam.expand(y, uu + h, s), un = fam.expand(y, uu - h, s);
+      const GlobalExpansion sp = fam.expand(y, uu, s + h), sn = fam.expand(y, uu, s - h);
+      const double sc = y + std::exp(s) + 1.0;
+      CHECK(c.fuuu == doctest::Approx((up.fuu - un.fuu) / (2 * h)).epsilon(1e-6).scale(sc));
+      CHECK(c.fuus == doctest::Approx((sp.fuu - sn.fuu) / (2 * h)).epsilon(1e-6).scale(sc));
+      CHECK(c.fuss == doctest::Approx((sp.fus - sn.fus) / (2 * h)).epsilon(1e-6).scale(sc));
+      CHECK(c.fsss == doctest::Approx((sp.fss - sn.fss) / (2 * h)).epsilon(1e-6).scale(sc));
+      CHECK(fourth(fam, y, uu, s) <=
+            fam.fourth_scale(y, u, s_hat) * fam.fourth_growth(t_u, t_s) * (1.0 + 1e-5));
+      // The third-order remainder at (uu, s) along (dh, dk) within its bound.
+      const GlobalExpansion e = fam.expand(y, uu, s);
+      const double dh = 0.3 * rng.normal(), dk = 0.1 * rng.normal();
+      const double gap = fam.change(y, uu, s, dh, dk) - e.fu * dh - e.fs * dk -
+                         0.5 * e.fuu * dh * dh - e.fus * dh * dk - 0.5 * e.fss * dk * dk -
+                         (c.fuuu * dh * dh * dh + 3.0 * c.fuus * dh * dh * dk +
+                          3.0 * c.fuss * dh * dk * dk + c.fsss * dk * dk * dk) /
+                             6.0;
+      const double r = std::fabs(dh) + std::fabs(dk);
+      CHECK(std::fabs(gap) <= fam.fourth_scale(y, uu, s) *
+                                      fam.fourth_growth(std::fabs(dh), std::fabs(dk)) / 24.0 * r *
+                                      r * r * r +
+                                  1e-11 * sc);
+    }
+    // As the predictor falls (y = 0) |f_uuuu| tends to the envelope: 10% less is exceeded.
+    const double at = fourth(fam, 0.0, -20.0, 0.5);
+    CHECK(at > 0.9 * fam.fourth_scale(0.0, -20.0, 0.5));
+    CHECK(at <= fam.fourth_scale(0.0, -20.0, 0.5) * (1.0 + 1e-5));
+    const GlobalThird far = fam.third(1e6, 700.0, -30.0);
+    CHECK(std::isfinite(far.fuuu + far.fuus + far.fuss + far.fsss));
+  }
+
   TEST_CASE("negbin phi global family: expansion and change against f; its envelope dominates") {
     const NegBinomialDispersionFamily fam(ScalePrior{});
     Rng rng(81, 0);
@@ -256,19 +315,23 @@ TEST_SUITE("unit") {
     ds->set_weights(w);
     const RunConfig ref = phi_config();
     const RunResult r0 = run(ref, ds);
-    RunConfig c = ref;
-    c.algo = Algo::smh;
-    c.kernel = KernelKind::rwmh;
-    c.init_jitter = 5.0;  // φ's coordinate included: the envelope's growth is largest there
-    c.iters = 6000;
-    const RunResult r = run(c, ds);
-    CHECK(r.bound_violations() == 0);
-    CHECK(r.names.back() == "phi");
-    for (std::size_t j = 0; j < 4; ++j) {
-      CAPTURE(j);
-      const test::RunsCheck k = test::compare_draws(r.coordinate(j), r0.coordinate(j));
-      CHECK(k.mean_z < 4.5);
-      CHECK(k.var_z < 4.5);
+    for (const int order : {2, 3}) {
+      CAPTURE(order);
+      RunConfig c = ref;
+      c.algo = Algo::smh;
+      c.kernel = KernelKind::rwmh;
+      c.smh_order = order;
+      c.init_jitter = 5.0;  // φ's coordinate included: the envelope's growth is largest there
+      c.iters = 6000;
+      const RunResult r = run(c, ds);
+      CHECK(r.bound_violations() == 0);
+      CHECK(r.names.back() == "phi");
+      for (std::size_t j = 0; j < 4; ++j) {
+        CAPTURE(j);
+        const test::RunsCheck k = test::compare_draws(r.coordinate(j), r0.coordinate(j));
+        CHECK(k.mean_z < 4.5);
+        CHECK(k.var_z < 4.5);
+      }
     }
   }
 }
@@ -326,6 +389,16 @@ TEST_SUITE("statistical") {
     SbcOptions o = test::small_sbc(Algo::full, 4, 561, 300);
     o.run.model = ModelKind::negbin;
     o.run.kernel = KernelKind::nuts;
+    o.run.prior = "normal(0, 1)";
+    o.run.prior_phi = "normal(0, 5)";  // half-normal
+    o.offsets = true;
+    test::check_small_sbc(o);
+  }
+
+  TEST_CASE("SBC: scalable MH of the third order on negative binomial regression with phi") {
+    SbcOptions o = test::small_sbc(Algo::smh, 5, 563, 200);
+    o.run.model = ModelKind::negbin;
+    o.run.smh_order = 3;
     o.run.prior = "normal(0, 1)";
     o.run.prior_phi = "normal(0, 5)";  // half-normal
     o.offsets = true;

@@ -315,12 +315,6 @@ TEST_SUITE("unit") {
     RunConfig fly = ref;
     fly.algo = Algo::flymc;
     CHECK_THROWS_WITH_AS(run(fly, ds), doctest::Contains("kappa"), ConfigError);
-    RunConfig unset = ref;  // φ inferred: second-order SMH only (tests/test_negbin_phi.cpp)
-    unset.algo = Algo::smh;
-    unset.kernel = KernelKind::rwmh;
-    unset.smh_order = 3;
-    unset.dispersion.reset();
-    CHECK_THROWS_WITH_AS(run(unset, ds), doctest::Contains("phi inferred"), ConfigError);
   }
 }
 

@@ -150,6 +150,26 @@ double gamma_change(double y, double phi0, double dphi) noexcept {
   return g;
 }
 
+/// ∂³/∂s³ of G(e^s) = Σ_{j<y} x_j(1 − x_j)(1 − 2x_j), x_j = φ/(φ + j): term by term for the first
+/// kGammaExact (no cancellation), beyond as φΣ1/(φ+j) − 3φ²Σ1/(φ+j)² + 2φ³Σ1/(φ+j)³ from the
+/// polygamma series.
+double gamma_third(double y, double phi) noexcept {
+  double g = 0.0;
+  const int exact = static_cast<int>(std::min(y, double(detail::kGammaExact)));
+  for (int j = 1; j < exact; ++j) {
+    const double inv = 1.0 / (phi + j), x = phi * inv, rest = j * inv;
+    g += x * rest * (rest - x);
+  }
+  if (y > detail::kGammaExact) {
+    const double from = phi + detail::kGammaExact, to = y + phi;
+    const double d1 = detail::digamma_large(to) - detail::digamma_large(from);
+    const double d2 = detail::trigamma_large(from) - detail::trigamma_large(to);
+    const double d3 = 0.5 * (detail::tetragamma_large(to) - detail::tetragamma_large(from));
+    g += phi * (d1 - phi * (3.0 * d2 - 2.0 * phi * d3));
+  }
+  return g;
+}
+
 /// softplus(w) = log(1 + e^w), finite for every finite w.
 double softplus(double w) noexcept {
   return std::max(w, 0.0) + std::log1p(std::exp(-std::fabs(w)));
@@ -196,6 +216,26 @@ double NegBinomialDispersionFamily::envelope_scale(double y, double u_hat, doubl
 double NegBinomialDispersionFamily::envelope_growth(double t_u, double t_s) const {
   // φ ≤ φ̂·e^{t_s}; w moves by at most t = t_u + t_s, and E(ŵ + t) ≤ E(ŵ)·e^t·(1 + t).
   return std::exp(t_u + 2.0 * t_s) * (1.0 + t_u + t_s);
+}
+
+GlobalThird NegBinomialDispersionFamily::third(double y, double u, double s) const {
+  // y·log σ(w) gives ±y·σ″(w); −φ·S(w) gives −φ·(1 − d/dw)^b S^{(a)}(w): σ″, 2σv, σ²(2σ − 1) and
+  // S − 3σ + 2v(1 + σ) (v = σ(1 − σ), σ″ = v(1 − 2σ)); G adds to the last.
+  const double phi = std::exp(s), w = u - s;
+  const double ex = std::exp(-std::fabs(w)), inv = 1.0 / (1.0 + ex);
+  const double sig = w >= 0.0 ? inv : ex * inv, v = ex * inv * inv, sp = softplus(w);
+  const double s2 = v * (1.0 - 2.0 * sig);
+  GlobalThird t;
+  t.fuuu = -(y + phi) * s2;
+  t.fuus = y * s2 - phi * 2.0 * sig * v;
+  t.fuss = -y * s2 - phi * sig * sig * (2.0 * sig - 1.0);
+  t.fsss = y * s2 - phi * (sp - 3.0 * sig + 2.0 * v * (1.0 + sig)) + gamma_third(y, phi);
+  return t;
+}
+
+double NegBinomialDispersionFamily::fourth_scale(double y, double u_hat, double s_hat) const {
+  const double w = u_hat - s_hat, sig = 1.0 / (1.0 + std::exp(-w));
+  return 0.25 * y + std::exp(s_hat) * sig * (1.0 + softplus(w));
 }
 
 bool NegBinomialDispersionFamily::same_as(const GlobalFamily& other) const {

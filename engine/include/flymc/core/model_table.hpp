@@ -171,7 +171,8 @@ inline constexpr ModelInfo kModels[] = {
      .family = &negbin_family,
      .runner = &run_negbin_model,
      .infers_dispersion = true,
-     .global_smh = true},
+     .global_smh = true,
+     .global_smh3 = true},
     // Robust regression's Student-t likelihood with its scale σ a parameter: regular MCMC, and
     // scalable MH of the second and third orders through its global family; a known scale is
     // --model robust

@@ -138,7 +138,9 @@ class StudentTScaleFamily final : public PositiveGlobalFamily {
 ///   f(y, u, s) = y·w − (y + φ)·S(w) + G(φ).
 /// Its third derivatives are y·(log σ)‴(w) (at most y/(6√3) in every direction), G's (at most
 /// y/(6√3)), and −φ·H(w) with |H| ≤ E(w) = σ(w)·(1 + S(w)), where E(w + t) ≤ E(w)·e^t·(1 + t):
-/// with λ = 1 the envelope is (y/(3√3) + φ̂·E(ŵ))·e^{t_u + 2t_s}·(1 + t_u + t_s).
+/// with λ = 1 the envelope is (y/(3√3) + φ̂·E(ŵ))·e^{t_u + 2t_s}·(1 + t_u + t_s). Its fourth
+/// derivatives: y·(log σ)⁗ and G's at most y/8 each, the φ-terms again at most φ·E(w): the
+/// fourth's envelope is (y/4 + φ̂·E(ŵ)) times the same growth.
 class NegBinomialDispersionFamily final : public PositiveGlobalFamily {
  public:
   explicit NegBinomialDispersionFamily(const ScalePrior& phi_prior)
@@ -150,6 +152,10 @@ class NegBinomialDispersionFamily final : public PositiveGlobalFamily {
   double eta_scale(double) const override { return 1.0; }
   double envelope_scale(double y, double u_hat, double s_hat) const override;
   double envelope_growth(double t_u, double t_s) const override;
+  bool has_fourth_envelope() const override { return true; }
+  GlobalThird third(double y, double u, double s) const override;
+  double fourth_scale(double y, double u_hat, double s_hat) const override;
+  double fourth_growth(double t_u, double t_s) const override { return envelope_growth(t_u, t_s); }
   bool same_as(const GlobalFamily& other) const override;
 
   double value(double y, double u, double s) const noexcept override;

@@ -198,6 +198,23 @@ double third(const NegBinomialDispersionFamily& fam, double y, double u, double 
          (2 * h);
 }
 
+/// A random point (y, uu, s) within the box |uu − u| ≤ t_u, |s − ŝ| ≤ t_s around (u, ŝ): counts
+/// on both sides of the exact sums' end (64), predictors and dispersions far apart.
+struct BoxPoint {
+  double y, u, s_hat, t_u, t_s, uu, s;
+};
+BoxPoint box_point(Rng& rng, int i) {
+  BoxPoint b{};
+  b.y = i % 3 == 0 ? std::floor(200.0 * rng.uniform()) : std::floor(6.0 * rng.uniform());
+  b.u = 4.0 * rng.normal();
+  b.s_hat = 2.0 * rng.normal();
+  b.t_u = 0.5 * rng.uniform();
+  b.t_s = 0.5 * rng.uniform();
+  b.uu = b.u + b.t_u * (2.0 * rng.uniform() - 1.0);
+  b.s = b.s_hat + b.t_s * (2.0 * rng.uniform() - 1.0);
+  return b;
+}
+
 /// max over a + b = 4 of |∂^a_u ∂^b_s f| at (y, u, s) (λ = 1): the fourth derivatives by central
 /// differences of the family's third ones.
 double fourth(const NegBinomialDispersionFamily& fam, double y, double u, double s) {
@@ -220,13 +237,8 @@ TEST_SUITE("unit") {
     Rng rng(83, 0);
     const double h = 1e-5;
     for (int i = 0; i < 3000; ++i) {
-      // Counts on both sides of the exact sums' end (64), predictors and dispersions far apart.
-      const double y =
-          i % 3 == 0 ? std::floor(200.0 * rng.uniform()) : std::floor(6.0 * rng.uniform());
-      const double u = 4.0 * rng.normal(), s_hat = 2.0 * rng.normal();
-      const double t_u = 0.5 * rng.uniform(), t_s = 0.5 * rng.uniform();
-      const double uu = u + t_u * (2.0 * rng.uniform() - 1.0);
-      const double s = s_hat + t_s * (2.0 * rng.uniform() - 1.0);
+      const BoxPoint b = box_point(rng, i);
+      const double y = b.y, u = b.u, s_hat = b.s_hat, t_u = b.t_u, t_s = b.t_s, uu = b.uu, s = b.s;
       CAPTURE(y);
       CAPTURE(uu);
       CAPTURE(s);
@@ -267,13 +279,8 @@ TEST_SUITE("unit") {
     Rng rng(81, 0);
     const double h = 1e-5;
     for (int i = 0; i < 3000; ++i) {
-      // Counts on both sides of the exact sums' end (64), predictors and dispersions far apart.
-      const double y =
-          i % 3 == 0 ? std::floor(200.0 * rng.uniform()) : std::floor(6.0 * rng.uniform());
-      const double u = 4.0 * rng.normal(), s_hat = 2.0 * rng.normal();
-      const double t_u = 0.5 * rng.uniform(), t_s = 0.5 * rng.uniform();
-      const double uu = u + t_u * (2.0 * rng.uniform() - 1.0);
-      const double s = s_hat + t_s * (2.0 * rng.uniform() - 1.0);
+      const BoxPoint b = box_point(rng, i);
+      const double y = b.y, u = b.u, s_hat = b.s_hat, t_u = b.t_u, t_s = b.t_s, uu = b.uu, s = b.s;
       CAPTURE(y);
       CAPTURE(uu);
       CAPTURE(s);

@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -193,6 +194,13 @@ double scaled_third(const StudentTScaleFamily& fam, double y, double u, double s
                    std::fabs(fuus) / (lambda * lambda), std::fabs(fuss) / lambda, std::fabs(fsss)});
 }
 
+/// A random point: a response, a residual over many scales, ŝ, and s within 0.5 of it.
+std::array<double, 4> box_point(Rng& rng) {
+  const double y = 3.0 * rng.normal(), u = y + std::exp(3.0 * rng.normal()) * rng.normal();
+  const double s_hat = 2.0 * rng.normal(), t = 0.5 * rng.uniform();
+  return {y, u, s_hat, s_hat + t * (2.0 * rng.uniform() - 1.0)};
+}
+
 /// max over a + b = 4 of λ^−a·|∂^a_u ∂^b_s f| at (y, u, s): the fourth derivatives by central
 /// differences of the family's third ones.
 double scaled_fourth(const StudentTScaleFamily& fam, double y, double u, double s, double lambda) {
@@ -220,9 +228,8 @@ TEST_SUITE("unit") {
       Rng rng(73, 0);
       double attained = 0.0;
       for (int i = 0; i < 2000; ++i) {
-        const double y = 3.0 * rng.normal(), u = y + std::exp(3.0 * rng.normal()) * rng.normal();
-        const double s_hat = 2.0 * rng.normal(), t = 0.5 * rng.uniform();
-        const double s = s_hat + t * (2.0 * rng.uniform() - 1.0);
+        const std::array<double, 4> p = box_point(rng);
+        const double y = p[0], u = p[1], s_hat = p[2], s = p[3];
         const GlobalThird c = fam.third(y, u, s);
         const GlobalExpansion up = fam.expand(y, u + h, s), un = fam.expand(y, u - h, s);
         const GlobalExpansion sp = fam.expand(y, u, s + h), sn = fam.expand(y, u, s - h);
@@ -269,9 +276,8 @@ TEST_SUITE("unit") {
       Rng rng(71, 0);
       double attained = 0.0;
       for (int i = 0; i < 2000; ++i) {
-        const double y = 3.0 * rng.normal(), u = y + std::exp(3.0 * rng.normal()) * rng.normal();
-        const double s_hat = 2.0 * rng.normal(), t = 0.5 * rng.uniform();
-        const double s = s_hat + t * (2.0 * rng.uniform() - 1.0);
+        const std::array<double, 4> p = box_point(rng);
+        const double y = p[0], u = p[1], s_hat = p[2], s = p[3];
         const GlobalExpansion e = fam.expand(y, u, s);
         const double sc = std::max(1.0, std::fabs(e.fs));
         CHECK(e.fu == doctest::Approx((fam.value(y, u + h, s) - fam.value(y, u - h, s)) / (2 * h))

@@ -8,6 +8,7 @@
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
 #include "flymc/data/row_fold.hpp"
+#include "global_sums.hpp"
 #include "model_checks.hpp"
 #include "newton.hpp"
 #include "padded_objective.hpp"
@@ -18,29 +19,7 @@ namespace {
 using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using RowsMap = Eigen::Map<const RowMat, 0, Eigen::OuterStride<>>;
 
-/// One chunk's share of ℓ's per-row terms and their derivatives in (β, s).
-struct Part {
-  double f = 0.0;
-  Vec g;  // ∂/∂(β, s), where asked for
-  Mat h;  // ∂²/∂(β, s)², where asked for
-  Part& operator+=(const Part& o) {
-    f += o.f;
-    if (g.size() > 0) g += o.g;
-    if (h.size() > 0) h += o.h;
-    return *this;
-  }
-  // As doubles for the processes of a sharded data set (row_fold.hpp).
-  static constexpr const char* kWhat = "a global family's model";
-  void pack(PackedSums& p) const { p.scalar(f).array(g).matrix(h); }
-  static Part unpack(SumsReader& r) {
-    Part p;
-    p.f = r.scalar();
-    const std::vector<double> g = r.array();
-    p.g = Eigen::Map<const Vec>(g.data(), static_cast<Eigen::Index>(g.size()));
-    p.h = r.matrix<Mat>();
-    return p;
-  }
-};
+using Part = detail::GlobalSums;
 
 /// Throws DataError naming the first row (of the whole data set) whose response is not finite or
 /// the family refuses; collective on a shard.

@@ -14,6 +14,7 @@
 #include "flymc/data/row_fold.hpp"
 #include "flymc/models/family.hpp"
 #include "gamma_series.hpp"
+#include "global_sums.hpp"
 #include "model_checks.hpp"
 #include "newton.hpp"
 #include "padded_objective.hpp"
@@ -24,29 +25,7 @@ namespace {
 using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using RowsMap = Eigen::Map<const RowMat, 0, Eigen::OuterStride<>>;
 
-/// One chunk's (or the whole data's) share of ℓ's per-row terms and their derivatives.
-struct Part {
-  double f = 0.0;
-  Vec g;  // ∂/∂(β, φ)
-  Mat h;  // ∂²/∂(β, φ)², where asked for
-  Part& operator+=(const Part& o) {
-    f += o.f;
-    if (g.size() > 0) g += o.g;
-    if (h.size() > 0) h += o.h;
-    return *this;
-  }
-  // As doubles for the processes of a sharded data set (row_fold.hpp).
-  static constexpr const char* kWhat = "negative binomial regression";
-  void pack(PackedSums& p) const { p.scalar(f).array(g).matrix(h); }
-  static Part unpack(SumsReader& r) {
-    Part p;
-    p.f = r.scalar();
-    const std::vector<double> g = r.array();
-    p.g = Eigen::Map<const Vec>(g.data(), static_cast<Eigen::Index>(g.size()));
-    p.h = r.matrix<Mat>();
-    return p;
-  }
-};
+using Part = detail::GlobalSums;
 
 /// The weighted counts of the data (over every part of a shard): Σ w_n y_n, the weight of each
 /// count up to `exact` (the larger ones together in the last slot) and of each larger count.

@@ -12,6 +12,7 @@
 #include "flymc/core/format.hpp"
 #include "flymc/core/parallel.hpp"
 #include "flymc/data/row_fold.hpp"
+#include "global_sums.hpp"
 #include "model_checks.hpp"
 #include "newton.hpp"
 #include "padded_objective.hpp"
@@ -26,31 +27,7 @@ using RowsMap = Eigen::Map<const RowMat, 0, Eigen::OuterStride<>>;
 /// overflow near 2^512).
 constexpr double kBig = 0x1p500;
 
-/// One chunk's share of ℓ's per-row terms and their derivatives in (β, σ).
-struct Part {
-  double f = 0.0;
-  Vec g;     // ∂/∂(β, σ)
-  Mat h, e;  // ∂²/∂(β, σ)² and the negative expected information, where asked for
-  Part& operator+=(const Part& o) {
-    f += o.f;
-    if (g.size() > 0) g += o.g;
-    if (h.size() > 0) h += o.h;
-    if (e.size() > 0) e += o.e;
-    return *this;
-  }
-  // As doubles for the processes of a sharded data set (row_fold.hpp).
-  static constexpr const char* kWhat = "Student-t regression";
-  void pack(PackedSums& p) const { p.scalar(f).array(g).matrix(h).matrix(e); }
-  static Part unpack(SumsReader& r) {
-    Part p;
-    p.f = r.scalar();
-    const std::vector<double> g = r.array();
-    p.g = Eigen::Map<const Vec>(g.data(), static_cast<Eigen::Index>(g.size()));
-    p.h = r.matrix<Mat>();
-    p.e = r.matrix<Mat>();
-    return p;
-  }
-};
+using Part = detail::GlobalSums;
 
 /// W = Σ w_n and Σ w_n (y_n − o_n)², summed over the data (over every part of a shard), each
 /// response checked to be finite.

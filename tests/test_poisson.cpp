@@ -5,8 +5,8 @@
 // huge steps; scalable MH of both orders, with offsets and weights, runs from a far start without
 // a violated bound and agrees with regular NUTS; FlyMC still refuses the model; auto offers SMH;
 // and SBC of SMH at both orders. Negative binomial regression with a known dispersion (its
-// constants (y + r) times logistic's, an envelope without growth): derivatives, constants, draws,
-// SMH against NUTS, FlyMC's refusal, and SBC.
+// constants (y + r) times logistic's, an envelope without growth, and FlyMC's κ_n = (y + r)/4):
+// derivatives, constants, draws, SMH and FlyMC against NUTS, FlyMC's bound, and SBC.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include "flymc/mcmc/auto/choose_algo.hpp"
 #include "flymc/mcmc/sampler.hpp"
 #include "flymc/models/family.hpp"
+#include "flymc/models/glm.hpp"
 #include "flymc/models/logistic.hpp"
 #include "flymc/validate/validate.hpp"
 #include "sbc_util.hpp"
@@ -186,11 +187,11 @@ TEST_SUITE("unit") {
 
 TEST_SUITE("unit") {
   TEST_CASE("negbin: derivatives, constants (dominate, attained), draws' mean and variance") {
-    double tightest[2] = {0.0, 0.0};
+    double tightest[3] = {0.0, 0.0, 0.0};
     for (const double r : {0.5, 2.0, 30.0}) {
       const NegBinomialFamily fam(r);
       CHECK(fam.has_envelope());
-      CHECK(!fam.kappa());
+      REQUIRE(fam.kappa_reads_response());
       for (const double y : {0.0, 3.0, 50.0})
         for (double eta = -20.0; eta <= 15.0; eta += 0.37) {
           CAPTURE(r);
@@ -210,10 +211,13 @@ TEST_SUITE("unit") {
             CHECK(std::fabs(d[k]) <= env * (1.0 + 1e-12));
             tightest[k - 3] = std::max(tightest[k - 3], std::fabs(d[k]) / env);
           }
+          // FlyMC's κ_n = κ·(y + r) bounds the datum's curvature −f''.
+          const double kappa = *fam.kappa() * fam.kappa_scale(y);
+          CHECK(-d[2] <= kappa * (1.0 + 1e-12));
+          tightest[2] = std::max(tightest[2], -d[2] / kappa);
         }
     }
-    CHECK(tightest[0] > 1.0 / 1.1);  // a constant 10% smaller would fail somewhere
-    CHECK(tightest[1] > 1.0 / 1.1);
+    for (const double t : tightest) CHECK(t > 1.0 / 1.1);  // a constant 10% smaller would fail
     CHECK_THROWS_AS(NegBinomialFamily(0.0), ConfigError);
     // Mean μ and variance μ + μ²/r of 40,000 draws, within 4.5 standard errors (the variance's
     // from a fourth moment estimated by the draws themselves).
@@ -289,7 +293,7 @@ TEST_SUITE("unit") {
       }
   }
 
-  TEST_CASE("negbin: scalable MH of both orders agrees with regular NUTS; FlyMC refuses it") {
+  TEST_CASE("negbin: scalable MH of both orders and FlyMC agree with regular NUTS") {
     const auto ds = nb_counts(3000, 8, 2.0);
     RunConfig ref = poisson_run(Algo::full, KernelKind::nuts);
     ref.model = ModelKind::negbin;
@@ -312,13 +316,60 @@ TEST_SUITE("unit") {
         CHECK(std::fabs(ma - mb) < 4.5 * std::hypot(sea, seb));
       }
     }
+    // FlyMC on its per-datum κ_n = (y + r)/4, from a far start too.
     RunConfig fly = ref;
     fly.algo = Algo::flymc;
-    CHECK_THROWS_WITH_AS(run(fly, ds), doctest::Contains("kappa"), ConfigError);
+    fly.init_jitter = 5.0;
+    fly.iters = 4000;
+    const RunResult r = run(fly, ds);
+    CHECK(r.bound_violations() == 0);
+    for (std::size_t j = 0; j < 3; ++j) {
+      CAPTURE(j);
+      const test::RunsCheck k = test::compare_draws(r.coordinate(j), r0.coordinate(j));
+      CHECK(k.mean_z < 4.5);
+      CHECK(k.var_z < 4.5);
+    }
+  }
+
+  TEST_CASE("negbin: FlyMC's bound with weights is below each datum, tight at its anchor") {
+    // κ_n = w_n·(y_n + r)/4: the weights and the response both scale a datum's curvature.
+    const auto ds = counts(2000, 9);  // weights 1 or 2 and offsets
+    const NegBinomialFamily fam(2.0);
+    Rng rng(10, 0);
+    for (std::size_t i = 0; i < ds->n(); ++i)
+      ds->mutable_y()[i] = fam.simulate(0.5 + 0.3 * ds->row(i)[1] + ds->offsets()[i], rng);
+    RunConfig c = poisson_run(Algo::flymc, KernelKind::nuts);
+    c.model = ModelKind::negbin;
+    c.dispersion = 2.0;
+    const GlmModel model(ds, c);
+    const MapResult map = model.find_map();
+    const GlmBound bound = GlmBound::make(model, c, map);
+    std::vector<Index> idx(ds->n());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<Index>(i);
+    std::vector<double> eta(ds->n()), delta(ds->n());
+    AlignedBuffer tp = aligned_zeros(ds->stride()), scratch = aligned_zeros(bound.scratch_size());
+    for (int t = 0; t < 10; ++t) {
+      for (std::size_t j = 0; j < ds->d(); ++j)
+        tp[j] = map.theta[static_cast<Eigen::Index>(j)] + (t == 0 ? 0.0 : 3.0 * rng.normal());
+      ds->dots(0, ds->n(), tp.get(), eta.data());
+      CHECK(bound.deltas(idx.data(), eta.data(), ds->n(), delta.data()).violations == 0);
+      double terms = 0.0;
+      for (std::size_t n = 0; n < ds->n(); ++n) terms += bound.log_bound(idx[n], eta[n]);
+      CHECK(bound.log_bound_sum(tp.get(), scratch.get()) == doctest::Approx(terms).epsilon(1e-11));
+      if (t == 0) CHECK(*std::max_element(delta.begin(), delta.end()) < 1e-9);
+    }
   }
 }
 
 TEST_SUITE("statistical") {
+  TEST_CASE("SBC: FlyMC with NUTS on negative binomial regression with offsets is calibrated") {
+    SbcOptions o = test::small_sbc(Algo::flymc, 20, 544, 200);
+    o.run.model = ModelKind::negbin;
+    o.run.dispersion = 3.0;
+    o.run.kernel = KernelKind::nuts;
+    o.offsets = true;
+    test::check_small_sbc(o);
+  }
   TEST_CASE("SBC: scalable MH (orders 2 and 3) and regular NUTS on negative binomial regression") {
     for (const int order : {2, 3, 0}) {
       SbcOptions o = test::small_sbc(order == 0 ? Algo::full : Algo::smh, order == 0 ? 3 : 5,

@@ -25,31 +25,32 @@ constexpr std::size_t kBlock = 256;
 constexpr int kSlots = SingleIndexFamily::kMaxOrder + 1;
 
 /// The derivatives of k data's log-likelihoods w_n·f(y_n, η_n + o_n; m_n) at η (without their
-/// offsets) into out[j·k + i], datum i being the data set's row at(i): the family's batched call
-/// itself where the data have no weights, trials or offsets (the same bits as before they
+/// offsets) into out[j·k + i], datum i being row at(i) of `ex`'s arrays: the family's batched
+/// call itself where the data have no weights, trials or offsets (the same bits as before they
 /// existed). `ys` holds the k responses.
 template <class At>
-void block_derivatives(const Dataset& ds, const SingleIndexFamily& fam, At&& at, const double* ys,
+void block_derivatives(const RowExtras& ex, const SingleIndexFamily& fam, At&& at, const double* ys,
                        const double* eta, std::size_t k, int order, double* out) {
-  if (!ds.has_row_extras()) {
+  if (!ex.any()) {
     fam.derivatives(ys, eta, k, order, out);
     return;
   }
-  const auto off = ds.offsets(), trials = ds.trials(), w = ds.weights();
   alignas(64) double shifted[kBlock];
-  for (std::size_t i = 0; i < k; ++i) shifted[i] = off.empty() ? eta[i] : eta[i] + off[at(i)];
-  if (!trials.empty()) {  // one datum at a time, weighted (datum_derivatives)
+  for (std::size_t i = 0; i < k; ++i) shifted[i] = ex.off.empty() ? eta[i] : eta[i] + ex.off[at(i)];
+  if (!ex.trials.empty()) {  // one datum at a time, as datum_derivatives computes it
     double one[kSlots];
     for (std::size_t i = 0; i < k; ++i) {
-      datum_derivatives(fam, ds, at(i), shifted[i], order, one);
-      for (int j = 0; j <= order; ++j) out[static_cast<std::size_t>(j) * k + i] = one[j];
+      const std::size_t n = at(i);
+      fam.derivatives_trials(ys[i], ex.trials[n], shifted[i], order, one);
+      for (int j = 0; j <= order; ++j)
+        out[static_cast<std::size_t>(j) * k + i] = ex.w.empty() ? one[j] : one[j] * ex.w[n];
     }
     return;
   }
   fam.derivatives(ys, shifted, k, order, out);
-  if (!w.empty())
+  if (!ex.w.empty())
     for (int j = 0; j <= order; ++j)
-      for (std::size_t i = 0; i < k; ++i) out[static_cast<std::size_t>(j) * k + i] *= w[at(i)];
+      for (std::size_t i = 0; i < k; ++i) out[static_cast<std::size_t>(j) * k + i] *= ex.w[at(i)];
 }
 
 AlignedBuffer padded(const double* theta, std::size_t d, std::size_t stride) {
@@ -119,7 +120,8 @@ GlmStats glm_pass(const Dataset& ds, const SingleIndexFamily& fam, const double*
           const RowsF64 rows = ds.rows(b0, b0 + m);
           kernels::dots_packed(rows.data(), m, stride, theta_p, eta);
           block_derivatives(
-              ds, fam, [b0](std::size_t i) { return b0 + i; }, y.data() + b0, eta, m, order, out);
+              RowExtras::of(ds), fam, [b0](std::size_t i) { return b0 + i; }, y.data() + b0, eta, m,
+              order, out);
           for (std::size_t i = 0; i < m; ++i) p.f += out[i];
           if (grad) ds.weighted_row_sum(b0, b0 + m, out + m, 1, p.g.data());
           if (!curvature) continue;
@@ -301,11 +303,13 @@ GlmBound::GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, doub
   const AlignedBuffer theta0 = padded(theta_hat.data(), d, stride);
   const auto y = ds.y();
   const double half_kappa = 0.5 * kappa_;
-  // Datum n's curvature is κ·c_n, c_n its weight times the family's datum scale (all 1 where
-  // the data have no weights or trials: then the sums below are those of one κ).
-  if (ds.has_row_extras()) {
+  // Datum n's curvature is κ·c_n, c_n its weight times the family's datum and κ scales (all 1
+  // where the data have no weights or trials and κ is one for all: then the sums below are those
+  // of one κ).
+  if (ds.has_row_extras() || family_->kappa_reads_response()) {
     factor_.resize(ds.n());
-    for (std::size_t i = 0; i < ds.n(); ++i) factor_[i] = datum_constant_factor(*family_, ds, i);
+    for (std::size_t i = 0; i < ds.n(); ++i)
+      factor_[i] = datum_constant_factor(*family_, ds, i) * family_->kappa_scale(y[i]);
   }
   // One pass: each datum's tangent (records), and at the anchor θ0, with e_n = x_n·θ0 − η̂_n,
   // f0 = Σ [f̂ + f̂'·e − (κc/2)e²], g0 = Σ (f̂' − κce)·x_n and S = Σ c_n x_n x_nᵀ (A = (κ/2)S).
@@ -324,7 +328,8 @@ GlmBound::GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, doub
           kernels::dots_packed(rows.data(), m, stride, theta0.get(), a);
           for (std::size_t i = 0; i < m; ++i) hat[i] = tuned ? a[i] : 0.0;
           block_derivatives(
-              ds, *family_, [b0](std::size_t i) { return b0 + i; }, y.data() + b0, hat, m, 1, out);
+              RowExtras::of(ds), *family_, [b0](std::size_t i) { return b0 + i; }, y.data() + b0,
+              hat, m, 1, out);
           for (std::size_t i = 0; i < m; ++i) {
             const double e = a[i] - hat[i], f1 = out[m + i];
             rec_[b0 + i] = Record{hat[i], out[i], f1, y[b0 + i]};
@@ -353,20 +358,56 @@ GlmBound::GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, doub
 void GlmBound::share_records() {
   const RowShard* s = data_->shard();
   if (s == nullptr || s->link->parts() <= 1) return;
-  std::vector<double> mine(4 * rec_.size());
+  // A record's four doubles, then its curvature factor and row extras where the data have them
+  // (as any process's have them: a process may hold no rows).
+  const RowExtras own = RowExtras::of(*data_);
+  const std::span<const double> extra[] = {factor_, own.off, own.trials, own.w};
+  std::vector<double> has(4);
+  for (std::size_t k = 0; k < 4; ++k) has[k] = extra[k].empty() ? 0.0 : 1.0;
+  const std::vector<double> any = s->link->all_gather(has);
+  for (std::size_t j = 0; j < any.size(); ++j) has[j % 4] = std::max(has[j % 4], any[j]);
+  const std::size_t width = 4 + static_cast<std::size_t>(has[0] + has[1] + has[2] + has[3]);
+  std::vector<double> mine(width * rec_.size());
   for (std::size_t i = 0; i < rec_.size(); ++i) {
     const Record& r = rec_[i];
-    mine[4 * i] = r.eta_hat;
-    mine[4 * i + 1] = r.f_hat;
-    mine[4 * i + 2] = r.d1_hat;
-    mine[4 * i + 3] = r.y;
+    double* m = mine.data() + width * i;
+    *m++ = r.eta_hat;
+    *m++ = r.f_hat;
+    *m++ = r.d1_hat;
+    *m++ = r.y;
+    for (std::size_t k = 0; k < 4; ++k)
+      if (has[k] != 0.0) *m++ = extra[k][i];
   }
   const std::vector<double> all = s->link->gather_in_order(mine);
-  if (all.size() != 4 * s->total_rows)
+  const std::size_t rows = s->total_rows;
+  if (all.size() != width * rows)
     throw Error(data_->source() + ": the shards' bound records do not add up to the data set");
-  rec_.resize(s->total_rows);
-  for (std::size_t i = 0; i < s->total_rows; ++i)
-    rec_[i] = Record{all[4 * i], all[4 * i + 1], all[4 * i + 2], all[4 * i + 3]};
+  rec_.resize(rows);
+  factor_.assign(has[0] != 0.0 ? rows : 0, 0.0);
+  shared_present_ = {has[1] != 0.0, has[2] != 0.0, has[3] != 0.0};
+  shared_extras_.assign(rows * (width - 4 - (factor_.empty() ? 0 : 1)), 0.0);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const double* a = all.data() + width * i;
+    rec_[i] = Record{a[0], a[1], a[2], a[3]};
+    const double* more = a + 4;
+    if (!factor_.empty()) factor_[i] = *more++;
+    for (std::size_t slice = 0; more != a + width; ++slice)
+      shared_extras_[slice * rows + i] = *more++;
+  }
+}
+
+RowExtras GlmBound::extras() const noexcept {
+  if (shared_extras_.empty()) return RowExtras::of(*data_);
+  // On a shard: slices of every row's offsets, trials and weights, in that order.
+  const std::size_t rows = rec_.size();
+  const double* next = shared_extras_.data();
+  std::span<const double> slice[3];
+  for (std::size_t k = 0; k < 3; ++k)
+    if (shared_present_[k]) {
+      slice[k] = {next, rows};
+      next += rows;
+    }
+  return {slice[0], slice[1], slice[2]};
 }
 
 double GlmBound::log_bound_sum(const double* theta, double* scratch, double* grad) const noexcept {
@@ -383,13 +424,14 @@ BoundCheck GlmBound::delta_grads(const Index* idx, const double* eta, std::size_
   constexpr double kEps = std::numeric_limits<double>::epsilon();
   const int order = dpsi != nullptr ? 1 : 0;
   BoundCheck check;
+  const RowExtras ex = extras();
   alignas(64) double ys[kBlock], out[2 * kBlock];
   for (std::size_t b0 = 0; b0 < k; b0 += kBlock) {
     const std::size_t m = std::min(kBlock, k - b0);
     for (std::size_t i = 0; i < m; ++i) ys[i] = rec_[idx[b0 + i]].y;
     const Index* at = idx + b0;
     block_derivatives(
-        *data_, *family_, [at](std::size_t i) { return at[i]; }, ys, eta + b0, m, order, out);
+        ex, *family_, [at](std::size_t i) { return at[i]; }, ys, eta + b0, m, order, out);
     for (std::size_t i = 0; i < m; ++i) {
       const Record& r = rec_[idx[b0 + i]];
       const double kappa = factor_.empty() ? kappa_ : kappa_ * factor_[idx[b0 + i]];
@@ -437,10 +479,11 @@ double GlmBound::log_bound(Index n, double eta) const noexcept {
 
 double GlmBound::log_lik(Index n, double eta) const noexcept {
   const double y = rec_[n].y;
-  if (!data_->has_row_extras()) return family_->log_lik(y, eta);
+  const RowExtras ex = extras();
+  if (!ex.any()) return family_->log_lik(y, eta);
   double f = 0.0;
   block_derivatives(
-      *data_, *family_, [n](std::size_t) { return std::size_t{n}; }, &y, &eta, 1, 0, &f);
+      ex, *family_, [n](std::size_t) { return std::size_t{n}; }, &y, &eta, 1, 0, &f);
   return f;
 }
 

@@ -64,6 +64,9 @@ enum ModelOffer : unsigned {
   /// Per-row weights, trials and offsets (Dataset::weights(), trials(), offsets()): the
   /// single-index models the generic path runs. A sampler reads them where its table row says.
   kOfferRowExtras = 1u << 8,
+  /// A likelihood that reads only sums collapsed in the model's set-up (Gaussian regression with
+  /// σ inferred): regular MCMC then needs no data pass per iteration and runs on a shard.
+  kOfferCollapsed = 1u << 9,
 };
 
 struct RunConfig;
@@ -110,6 +113,9 @@ struct ModelInfo {
   bool global_smh = false;
   /// And of the third order too (its global family has a fourth-derivative envelope).
   bool global_smh3 = false;
+  /// With its scale inferred its likelihood reads only sums collapsed in the set-up
+  /// (kOfferCollapsed), which go across a shard's processes (kOfferShards).
+  bool collapses_scale = false;
 };
 
 namespace detail {
@@ -147,7 +153,8 @@ inline constexpr ModelInfo kModels[] = {
      .offers = detail::kSingleIndexOffers,
      .family = &gaussian_family,
      .runner = &run_gaussian_model,
-     .infers_scale = true},
+     .infers_scale = true,
+     .collapses_scale = true},
     // Successes of the data's trials (1 without a trials column), logit or probit (--link).
     {.kind = ModelKind::binomial,
      .name = "binomial",
@@ -162,8 +169,8 @@ inline constexpr ModelInfo kModels[] = {
      .offers = detail::kSingleIndexOffers,
      .family = &poisson_family},
     // Counts with the log link and a known dispersion (--dispersion): each datum's constants are
-    // (y + r) times logistic's, so no global κ (no FlyMC); scalable MH takes them as an envelope.
-    // Without --dispersion, φ is a parameter (regular MCMC).
+    // (y + r) times logistic's, FlyMC's κ_n among them; scalable MH takes them as an envelope.
+    // Without --dispersion, φ is a parameter (its own model).
     {.kind = ModelKind::negbin,
      .name = "negbin",
      .labels = LabelDomain::any,

@@ -129,6 +129,11 @@ class SingleIndexFamily {
   /// The factor by which datum (y, m)'s constants exceed the family's (κ_n = scale·κ, and so
   /// for M1 … M4): 1 by default; the binomial's is m.
   virtual double datum_scale(double /*y*/, double /*trials*/) const { return 1.0; }
+  /// A κ that grows with the response: datum y's is kappa()·kappa_scale(y) (times the factor
+  /// above), where kappa_reads_response(). FlyMC alone reads it (scalable MH takes such a bound
+  /// as a local envelope); the negative binomial's is y + r over logistic regression's 1/4.
+  virtual bool kappa_reads_response() const { return false; }
+  virtual double kappa_scale(double /*y*/) const { return 1.0; }
 
   /// f(y, η) alone.
   double log_lik(double y, double eta) const {
@@ -242,8 +247,8 @@ class PoissonFamily final : public SingleIndexFamily {
 /// dropped). Since log(r + e^η) = log r + softplus(η − log r), each η-derivative from the second
 /// on is (y + r) times softplus's, so a datum's constants are (y + r) times logistic
 /// regression's: κ_n = (y + r)/4, M3_n = (y + r)/(6√3), M4_n = (y + r)/8. No constant holds for
-/// every y, so scalable MH takes the datum's through an envelope with no growth; FlyMC, which
-/// needs one κ, refuses it.
+/// every y, so scalable MH takes the datum's through an envelope with no growth, and FlyMC its
+/// κ_n as kappa() = 1/4 times kappa_scale(y) = y + r.
 class NegBinomialFamily final : public SingleIndexFamily {
  public:
   /// @throw ConfigError unless r is finite and > 0.
@@ -254,6 +259,9 @@ class NegBinomialFamily final : public SingleIndexFamily {
   bool has_envelope() const override { return true; }
   double envelope_scale(double y, double eta_hat, int k) const override;
   double envelope_growth(int, double) const override { return 1.0; }
+  std::optional<double> kappa() const override { return 0.25; }
+  bool kappa_reads_response() const override { return true; }
+  double kappa_scale(double y) const override { return y + r_; }
   /// In u = η, from logistic regression's closed forms at ŵ = log r − û: the datum's y·η is
   /// linear and leaves no remainder, so the remainder is (y + r) times log σ's at ŵ, and a large
   /// count does not cost the digits that y·η would.

@@ -7,8 +7,10 @@
 /// below f wherever f'' ≥ −κ (Taylor's theorem), tight at η̂_n, and quadratic in θ, so that its
 /// sum over the data collapses into a constant, a vector and (κ/2)Σ x_n x_nᵀ.
 #include <Eigen/Dense>
+#include <array>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,16 @@
 namespace flymc {
 
 class GlmBound;
+
+/// The per-row offsets, trials and weights a datum's likelihood reads (each empty where the data
+/// have none), indexed by row: a data set's own, or on a shard every row's (GlmBound).
+struct RowExtras {
+  std::span<const double> off, trials, w;
+  bool any() const noexcept { return !off.empty() || !trials.empty() || !w.empty(); }
+  static RowExtras of(const Dataset& ds) noexcept {
+    return {ds.offsets(), ds.trials(), ds.weights()};
+  }
+};
 
 /// A single-index model over a shared data set: K = 1 linear predictor per datum, θ ∈ R^D.
 ///
@@ -111,16 +123,22 @@ class GlmBound {
     double eta_hat, f_hat, d1_hat, y;
   };
   GlmBound(const GlmModel& model, const Vec& theta_hat, bool tuned, double slack);
-  /// On a sharded data set every process gets every datum's record (FlyMC evaluates bright data
-  /// held elsewhere, docs/mpi.md); records are then indexed by the whole data set's rows.
+  /// On a sharded data set every process gets every datum's record, curvature factor and row
+  /// extras (FlyMC evaluates bright data held elsewhere, docs/mpi.md); they are then indexed by
+  /// the whole data set's rows.
   void share_records();
+  /// The row extras of the rows deltas() is given: the data's, or on a shard shared_extras_.
+  RowExtras extras() const noexcept;
 
   std::shared_ptr<const Dataset> data_;
   std::shared_ptr<const SingleIndexFamily> family_;
   std::vector<Record> rec_;
-  /// Datum n's curvature factor c_n (its weight times the family's datum scale; κ_n = κ·c_n),
-  /// empty where the data have no weights, trials or offsets (every c_n = 1).
+  /// Datum n's curvature factor c_n (its weight times the family's datum and κ scales; κ_n =
+  /// κ·c_n), empty where every c_n = 1 (no weights or trials, one κ for every response).
   std::vector<double> factor_;
+  /// On a shard, every row's offsets, trials and weights (those present, in that order).
+  std::vector<double> shared_extras_;
+  std::array<bool, 3> shared_present_{};
   CollapsedQuadratic sum_;                           // Σ_n log B_n
   double kappa_ = 0.0, slack_ = 0.0, offset_ = 0.0;  // offset_: ε − raised excess
 };

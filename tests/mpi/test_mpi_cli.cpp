@@ -243,7 +243,8 @@ TEST_SUITE("mpi") {
   }
 
   TEST_CASE(
-      "--shard-data: SMH reads each rank's trials, weights and offsets, draws as one process") {
+      "--shard-data: SMH and FlyMC read each rank's trials, weights and offsets, draws as one "
+      "process") {
     const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "columns");
     // Columns: successes, trials, weight, offset, then an intercept and two features.
     const std::size_t n = 9000;
@@ -276,14 +277,21 @@ TEST_SUITE("mpi") {
       REQUIRE_MESSAGE(s.code == 0, s.err);
       flymc::test::check_same_run(dir / "one", out, 2);
     }
-    // FlyMC's bright data held elsewhere do not carry them yet: refused on a shard.
-    s = run_mpi(2,
-                "sample --data " + (dir / "d.npy").string() +
-                    " --model binomial --trials 1 --algo flymc --kernel nuts --shard-data --out " +
-                    (dir / "fly").string(),
-                dir);
-    CHECK(s.code != 0);
-    CHECK(s.err.find("on --shard-data yet; --algo smh does") != std::string::npos);
+    // FlyMC evaluates bright data held by other ranks, with their trials, weights and offsets
+    // (the untuned bound keeps hundreds of them bright).
+    const std::string fly = "sample --data " + (dir / "d.npy").string() +
+                            " --model binomial --trials 1 --weights 2 --offset 3 --algo flymc "
+                            "--bound untuned --chains 2 --warmup 200 --iters 600 --seed 5 --quiet "
+                            "--shard-data --out ";
+    s = run_one(fly + (dir / "fly-one").string(), dir);
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    for (const int ranks : {2, 3}) {
+      CAPTURE(ranks);
+      const fs::path out = dir / ("fly-np" + std::to_string(ranks));
+      s = run_mpi(ranks, fly + out.string(), dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      flymc::test::check_same_run(dir / "fly-one", out, 2);
+    }
     fs::remove_all(dir);
   }
 
@@ -338,6 +346,58 @@ TEST_SUITE("mpi") {
         3, "sample --data " + (dir / "bad.npy").string() + " --model negbin" + opts + "x", dir);
     CHECK(s.code == 65);
     CHECK(s.err.find("row 8501: field 1 (response)") != std::string::npos);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE(
+      "--shard-data: FlyMC on the negative binomial's per-datum kappa, with and without weights "
+      "and offsets; Gaussian regression with sigma inferred by regular MCMC; draws as one "
+      "process") {
+    const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "flycounts");
+    // Columns after the response: weight, offset, then an intercept and two features; 9,000 rows
+    // are three blocks. The untuned bound keeps hundreds of data bright, most of them another
+    // rank's.
+    const std::size_t n = 9000;
+    flymc::Dataset nb(n, 5, "counts"), gs(n, 5, "gaussian");
+    flymc::Rng rng(13, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      double* x = nb.mutable_row(i);
+      x[0] = i % 3 == 0 ? 2.0 : 1.0;
+      x[1] = 0.2 * rng.normal();
+      x[2] = 1.0;
+      x[3] = rng.normal();
+      x[4] = rng.normal();
+      std::copy(x, x + 5, gs.mutable_row(i));
+      const double eta = 0.3 + 0.5 * x[3] - 0.2 * x[4] + x[1];
+      const double mu = std::exp(eta);  // geometric: negative binomial with dispersion 1
+      nb.mutable_y()[i] = std::floor(std::log(rng.uniform()) / std::log(mu / (1.0 + mu)));
+      gs.mutable_y()[i] = eta + 0.8 * rng.normal();
+    }
+    flymc::save_npy(nb, (dir / "nb.npy").string());
+    flymc::save_npy(gs, (dir / "gs.npy").string());
+    const std::string opts =
+        " --chains 2 --warmup 200 --iters 600 --seed 5 --quiet --shard-data --out ";
+    const std::string fly = " --model negbin --dispersion 1 --algo flymc --bound untuned";
+    const std::vector<std::string> runs = {
+        "sample --data " + (dir / "nb.npy").string() + fly + " --weights 1 --offset 2" + opts,
+        // No extras: the factors of κ_n alone travel with the records.
+        "sample --data " + (dir / "nb.npy").string() + fly +
+            " --kernel rwmh --z explicit --resample-fraction 0.3" + opts,
+        "sample --data " + (dir / "gs.npy").string() +
+            " --model gaussian --weights 1 --offset 2 --algo full" + opts};
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      const fs::path one = dir / ("one-" + std::to_string(r));
+      Status s = run_one(runs[r] + one.string(), dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      for (const int ranks : {2, 3}) {
+        CAPTURE(runs[r]);
+        CAPTURE(ranks);
+        const fs::path out = dir / ("np" + std::to_string(ranks) + "-" + std::to_string(r));
+        s = run_mpi(ranks, runs[r] + out.string(), dir);
+        REQUIRE_MESSAGE(s.code == 0, s.err);
+        flymc::test::check_same_run(one, out, 2);
+      }
+    }
     fs::remove_all(dir);
   }
 
@@ -418,7 +478,8 @@ TEST_SUITE("mpi") {
     s = run_mpi(
         2, "sample --data " + (dir / "d.npy").string() + " --algo full --shard-data --out x", dir);
     CHECK(s.code == 78);
-    CHECK(s.err.find("--shard-data runs --algo flymc, smh only") != std::string::npos);
+    CHECK(s.err.find("--shard-data runs --algo flymc, smh (and --algo full for --model gaussian") !=
+          std::string::npos);
     flymc::save_csv(*flymc::test::logistic_data(100, 3, 3), (dir / "d.csv").string());
     s = run_mpi(2, "sample --data " + (dir / "d.csv").string() + " --algo smh --shard-data --out x",
                 dir);

@@ -505,12 +505,10 @@ std::optional<AlgoChoice> choose_group_algo(const SampleOptions& o, const JobGro
 /// --shard-data's limits, checked on every process before the data are read (the same options
 /// everywhere, so the same error).
 void check_shardable(const SampleOptions& o, const SampleJob& job) {
-  if ((o.auto_algo && !job.resume) || !sampler_info(job.cfg.algo).shardable)
-    throw ConfigError(
-        "--shard-data runs --algo " +
-        flymc::algo_names(algos_where([](const SamplerInfo& i) { return i.shardable; })) +
-        " only: the other samplers' iterations, and the pilots of --algo auto, do "
-        "not go across processes yet");
+  if ((o.auto_algo && !job.resume) || !runs_on_shards(job.cfg))
+    throw ConfigError("--shard-data runs " + shard_samplers_text() +
+                      " only: the other samplers' iterations, and the pilots of --algo auto, do "
+                      "not go across processes yet");
   check_model_fits(job.cfg, true);
   if (!job.data_path.ends_with(".npy") && !hdf5_location(job.data_path))
     throw ConfigError(

@@ -112,11 +112,10 @@ RunResult dispatch(const RunConfig& cfg, std::shared_ptr<const Dataset> data,
     check_model_fits(cfg, data->shard() != nullptr, data->has_row_extras());
     check_trials(cfg, *data);
     // Scalable MH's and FlyMC's iterations go across a sharded data set's processes
-    // (docs/mpi.md); the other samplers' do not yet: a chain would sum only its own process's
-    // rows.
-    if (data->shard() != nullptr && (!sampler_info(cfg.algo).shardable || part != nullptr))
-      throw ConfigError(data->source() + ": of the samplers, only --algo " +
-                        algo_names(algos_where([](const SamplerInfo& i) { return i.shardable; })) +
+    // (docs/mpi.md); the other samplers' do not yet (a chain would sum only its own process's
+    // rows), except regular MCMC where the likelihood reads only collapsed sums.
+    if (data->shard() != nullptr && (!runs_on_shards(cfg) || part != nullptr))
+      throw ConfigError(data->source() + ": of the samplers, only " + shard_samplers_text() +
                         " run on data sharded over processes so far, and only with all of their "
                         "chains on every process");
     // Only FlyMC and regular MCMC share their chains between processes so far. (A part that is

@@ -20,7 +20,8 @@ unsigned model_offers(const RunConfig& cfg) {
   if (inferred_global(cfg) != nullptr)
     return kOfferLikelihood | kOfferRowExtras |
            (m.global_smh ? kOfferThirdBound | kOfferShards : 0u) |
-           (m.global_smh3 ? kOfferFourthBound : 0u);
+           (m.global_smh3 ? kOfferFourthBound : 0u) |
+           (m.collapses_scale ? kOfferCollapsed | kOfferShards : 0u);
   if (m.family == nullptr) return m.offers;
   const auto family = m.family(cfg);
   unsigned offers = m.offers;
@@ -88,12 +89,6 @@ void check_model_fits(const RunConfig& cfg, bool sharded, bool row_extras) {
                         return i.row_extras && i.kind != SamplerKind::automatic;
                       })) +
                       " do");
-  // Scalable MH reads a datum's weight, trials and offset where its row is; FlyMC evaluates bright
-  // data held by other processes, whose records do not carry them yet.
-  if (row_extras && sharded && sampler_info(cfg.algo).kind != SamplerKind::smh)
-    throw ConfigError(std::string("--algo ") + to_string(cfg.algo) +
-                      " does not read per-row weights, trials or offsets (--weights, --trials, "
-                      "--offset) on --shard-data yet; --algo smh does");
   const unsigned need =
       sampler_needs(cfg) | (sharded ? kOfferShards : 0u) | (row_extras ? kOfferRowExtras : 0u);
   const unsigned missing = need & ~model_offers(cfg);
@@ -105,6 +100,19 @@ void check_model_fits(const RunConfig& cfg, bool sharded, bool row_extras) {
   if (sharded && first == kOfferShards) sampler += " on --shard-data";
   throw ConfigError(sampler + " needs " + offer_text(first) + ", which " + model_name(cfg) +
                     " does not offer");
+}
+
+bool runs_on_shards(const RunConfig& cfg) {
+  const SamplerInfo& s = sampler_info(cfg.algo);
+  return s.shardable || (s.shards_collapsed && (model_offers(cfg) & kOfferCollapsed) != 0);
+}
+
+std::string shard_samplers_text() {
+  return "--algo " + algo_names(algos_where([](const SamplerInfo& i) { return i.shardable; })) +
+         " (and --algo " +
+         algo_names(algos_where([](const SamplerInfo& i) { return i.shards_collapsed; })) +
+         " for --model gaussian with sigma inferred, whose likelihood reads only sums collapsed "
+         "in its set-up)";
 }
 
 void check_trials(const RunConfig& cfg, const Dataset& data) {

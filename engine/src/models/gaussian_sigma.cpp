@@ -9,7 +9,7 @@
 #include "flymc/core/clock.hpp"
 #include "flymc/core/errors.hpp"
 #include "flymc/core/format.hpp"
-#include "flymc/core/parallel.hpp"
+#include "flymc/data/row_fold.hpp"
 #include "model_checks.hpp"
 #include "newton.hpp"
 #include "padded_objective.hpp"
@@ -43,18 +43,29 @@ Chunk chunk(const Dataset& ds, std::size_t lo, std::size_t hi) {
   return c;
 }
 
-/// W, A and b (the first pass).
+/// W, A and b (the first pass), as doubles for the processes of a sharded data set (row_fold.hpp).
 struct Gram {
   double w = 0.0;
   Mat a;
   Vec b;
+  static constexpr const char* kWhat = "Gaussian regression";
+  void pack(PackedSums& p) const { p.scalar(w).matrix(a).array(b); }
+  static Gram unpack(SumsReader& r) {
+    Gram g;
+    g.w = r.scalar();
+    g.a = r.matrix<Mat>();
+    const std::vector<double> b = r.array();
+    g.b = Eigen::Map<const Vec>(b.data(), static_cast<Eigen::Index>(b.size()));
+    return g;
+  }
 };
 
+/// The first pass over the data (every part of a shard).
 Gram gram_pass(const Dataset& ds) {
   const auto d = static_cast<Eigen::Index>(ds.d());
   Gram init{0.0, Mat::Zero(d, d), Vec::Zero(d)};
-  return deterministic_reduce(
-      ds.n(), kReduceGrain, init,
+  return fold_sums(
+      ds, init,
       [&](std::size_t lo, std::size_t hi) {
         const Chunk c = chunk(ds, lo, hi);
         const RowMat wx = c.w.asDiagonal() * c.x();
@@ -70,14 +81,11 @@ Gram gram_pass(const Dataset& ds) {
 
 /// Q(β) = Σ_n w_n (y_n − o_n − x_n·β)² (the second pass).
 double residual_pass(const Dataset& ds, const Vec& beta) {
-  return deterministic_reduce(
-      ds.n(), kReduceGrain, 0.0,
-      [&](std::size_t lo, std::size_t hi) {
-        const Chunk c = chunk(ds, lo, hi);
-        const Vec r = c.y - c.x() * beta;
-        return c.w.dot(r.cwiseProduct(r));
-      },
-      [](double a, double b) { return a + b; });
+  return sum_rows(ds, [&](std::size_t lo, std::size_t hi) {
+    const Chunk c = chunk(ds, lo, hi);
+    const Vec r = c.y - c.x() * beta;
+    return c.w.dot(r.cwiseProduct(r));
+  });
 }
 
 }  // namespace
@@ -87,14 +95,17 @@ GaussianSigmaModel::GaussianSigmaModel(std::shared_ptr<const Dataset> data, cons
   if (!data_ || data_->total_n() == 0 || data_->d() == 0)
     throw DataError("Gaussian regression needs at least one row and one feature");
   const Dataset& ds = *data_;
-  detail::refuse_shard(ds, "Gaussian regression with sigma inferred");
-  if (!ds.trials().empty())
-    throw ConfigError(ds.source() + ": Gaussian regression does not read trials (--trials)");
-  for (std::size_t i = 0; i < ds.n(); ++i)
-    if (!std::isfinite(ds.y()[i]))
-      throw DataError(ds.source() + ": row " + std::to_string(i + 1) +
-                      ": field 1 (response): must be finite");
-  detail::check_features(ds, "Gaussian regression");
+  // Every part of a shard checks its rows; an error on any is thrown on all (the first's).
+  agree_on_parts(ds, [&] {
+    if (!ds.trials().empty())
+      throw ConfigError(ds.source() + ": Gaussian regression does not read trials (--trials)");
+    const std::size_t first = ds.shard() != nullptr ? ds.shard()->first_row : 0;
+    for (std::size_t i = 0; i < ds.n(); ++i)
+      if (!std::isfinite(ds.y()[i]))
+        throw DataError(ds.source() + ": row " + std::to_string(first + i + 1) +
+                        ": field 1 (response): must be finite");
+    detail::check_features(ds, "Gaussian regression");
+  });
   d_ = ds.d();
   stride_ = (d_ + 1 + 7) / 8 * 8;
   coefficient_prior_ = prior_of(cfg, d_);

@@ -66,11 +66,14 @@ struct SamplerInfo {
   unsigned needs = kOfferLikelihood;  ///< ModelOffer bits it needs of a model
   unsigned needs_order3 = 0;          ///< with --smh-order 3, these instead (0: as `needs`)
   bool shardable = false;             ///< runs on data sharded over processes (docs/mpi.md)
-  bool shares_chains = false;         ///< its chains may be split between processes (RunPart)
-  bool checkpointable = false;        ///< saves its chains' state and resumes (--checkpoint-every)
-  bool targets_ess = false;  ///< runs to an ESS target (--ess), its chains continuing in blocks
-  bool batches = false;      ///< estimates gradients or tests from batches of --batch-size data
-  bool refreshes = false;    ///< refreshes its velocity at random times (the BPS family)
+  /// Runs on sharded data a model whose likelihood reads only sums collapsed in its set-up
+  /// (kOfferCollapsed): every process then runs the same chains on the same sums.
+  bool shards_collapsed = false;
+  bool shares_chains = false;   ///< its chains may be split between processes (RunPart)
+  bool checkpointable = false;  ///< saves its chains' state and resumes (--checkpoint-every)
+  bool targets_ess = false;     ///< runs to an ESS target (--ess), its chains continuing in blocks
+  bool batches = false;         ///< estimates gradients or tests from batches of --batch-size data
+  bool refreshes = false;       ///< refreshes its velocity at random times (the BPS family)
   /// Reads the data's per-row weights, trials and offsets (a model's kOfferRowExtras); the
   /// others refuse data that have them.
   bool row_extras = false;
@@ -147,6 +150,7 @@ inline constexpr SamplerInfo kSamplers[] = {
      .title = "Full",
      .kind = SamplerKind::theta_kernel,
      .exact = true,
+     .shards_collapsed = true,
      .shares_chains = true,
      .checkpointable = true,
      .targets_ess = true,

@@ -24,9 +24,15 @@ unsigned sampler_needs(const RunConfig& cfg);
 /// Throws ConfigError naming the sampler, the model and what it lacks if cfg.model does not
 /// offer what cfg.algo needs (and, with `sharded`, data-wide sums across processes).
 /// `row_extras`: the data have per-row weights, trials or offsets, which the sampler must read
-/// (SamplerInfo::row_extras) and the model offer (kOfferRowExtras); on a sharded data set only
-/// scalable MH reads them so far.
+/// (SamplerInfo::row_extras) and the model offer (kOfferRowExtras).
 void check_model_fits(const RunConfig& cfg, bool sharded = false, bool row_extras = false);
+
+/// Whether cfg.algo's iterations can go across the processes of a sharded data set: a shardable
+/// sampler's (SamplerInfo::shardable), or regular MCMC on a model whose likelihood reads only
+/// sums collapsed in its set-up (kOfferCollapsed: every process runs the same chains).
+bool runs_on_shards(const RunConfig& cfg);
+/// "--algo flymc, smh (and --algo full for ...)" for the errors that refuse a sharded run.
+std::string shard_samplers_text();
 
 /// Throws ConfigError if `data` have trials (Dataset::trials()) that cfg.model does not read
 /// (SingleIndexFamily::reads_trials: the binomial).

@@ -29,7 +29,8 @@ class GaussianSigmaModel {
 
   GaussianSigmaModel(std::shared_ptr<const Dataset> data, const RunConfig& cfg);
 
-  std::size_t num_data() const noexcept { return data_->n(); }
+  /// Every row of the data set (of all parts of a shard): each evaluation sums them all.
+  std::size_t num_data() const noexcept { return data_->total_n(); }
   std::size_t dim() const noexcept { return d_ + 1; }
   ParamLayout layout() const noexcept { return {1, d_ + 1, stride_}; }
   const Dataset& data() const noexcept { return *data_; }

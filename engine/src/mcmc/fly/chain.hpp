@@ -374,7 +374,7 @@ class Chain {
     if constexpr (kFly) {
       return bright_.size();
     } else {
-      return data_.n();
+      return data_.total_n();  // every row, of every process of a shard
     }
   }
 

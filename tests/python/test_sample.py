@@ -159,6 +159,38 @@ class Load(unittest.TestCase):
             with self.assertRaises(flymc.DataError):
                 flymc.load(os.path.join(tmp, "missing.csv"))
 
+    def test_load_names_columns_as_the_command_line_does(self):
+        # A CSV with a header: features, then trials, the response, a weight and an offset.
+        rng = np.random.default_rng(9)
+        n = 40
+        x = np.c_[np.ones(n), rng.normal(size=n)]
+        m = 1.0 + np.arange(n) % 3
+        y = np.minimum(m, np.arange(n) % 2)
+        w = np.where(np.arange(n) % 4 == 0, 2.0, 1.0)
+        off = 0.1 * rng.normal(size=n)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "d.csv")
+            ft.write_csv(path, np.c_[x, m, y, w, off], np.zeros(n))
+            x2, y2, extras = flymc.load(path, model="binomial", response="x4", weights="x5",
+                                        trials=3, offset="x6")
+            np.testing.assert_array_equal(x2, np.c_[np.zeros(n), x])  # the unnamed first column
+            np.testing.assert_array_equal(y2, y)
+            self.assertEqual(sorted(extras), ["offset", "trials", "weights"])
+            np.testing.assert_array_equal(extras["trials"], m)
+            np.testing.assert_array_equal(extras["weights"], w)
+            np.testing.assert_array_equal(extras["offset"], off)
+            # Without weights, trials or offsets: (X, y) as before.
+            self.assertEqual(len(flymc.load(path, model="gaussian", response="x4")), 2)
+            # A bad or missing column is named, as the command line names it.
+            with self.assertRaisesRegex(flymc.DataError, "nope"):
+                flymc.load(path, model="binomial", trials="nope")
+            w_bad = np.where(np.arange(n) == 7, -1.0, w)
+            ft.write_csv(path, np.c_[x, m, y, w_bad, off], np.zeros(n))
+            with self.assertRaisesRegex(flymc.DataError, r"d\.csv:9: field 6 \(x5, weight"):
+                flymc.load(path, model="binomial", response="x4", weights="x5")
+            with self.assertRaises(TypeError):
+                flymc.load(path, weights=1.5)
+
 
 
 class SingleIndexModels(unittest.TestCase):

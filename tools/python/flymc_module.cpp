@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "flymc/core/errors.hpp"
+#include "flymc/data/columns.hpp"
 #include "flymc/data/loaders.hpp"
 #include "flymc/hdf5/hdf5.hpp"
 #include "flymc/mcmc/auto/choose_algo.hpp"
@@ -130,24 +131,53 @@ Result sample(const py::object& x_in, const py::object& y_in, const py::kwargs& 
   return res;
 }
 
+/// A column named as --response ... --offset name it: a CSV header name (str) or a 0-based
+/// index (int); None names none.
+std::string column_spec(const py::object& c, const char* what) {
+  if (c.is_none()) return {};
+  if (py::isinstance<py::str>(c)) return c.cast<std::string>();
+  if (py::isinstance<py::int_>(c) && !py::isinstance<py::bool_>(c)) {
+    const long long i = c.cast<long long>();
+    if (i < 0)
+      throw ConfigError(std::string(what) + "=" + std::to_string(i) + ": a column index is >= 0");
+    return std::to_string(i);
+  }
+  throw py::type_error(std::string(what) +
+                       " names a column by its header name (str) or its 0-based index (int)");
+}
+
 /// (X, y) of a data file as `flymc sample --data` reads it (CSV, NPY, libsvm, file.h5:/dataset),
-/// labels checked and recoded for `model`.
-py::tuple load(const std::string& path, const std::string& model) {
+/// labels checked and recoded for `model`, the columns chosen as --response, --weights, --trials
+/// and --offset choose them; with any of the last three also a dict of their arrays, keyed as
+/// sample() takes them.
+py::tuple load(const std::string& path, const std::string& model, const py::object& response,
+               const py::object& weights, const py::object& trials, const py::object& offset) {
   RunConfig cfg;
   py::dict options;
   options["model"] = model;
   apply_options(cfg, options);
+  const DataColumns cols{column_spec(response, "response"), column_spec(weights, "weights"),
+                         column_spec(trials, "trials"), column_spec(offset, "offset")};
   std::optional<Dataset> ds;
   {
     py::gil_scoped_release unlocked;
-    ds.emplace(load_data(path, label_domain(cfg.model), cfg.storage));
+    ds.emplace(load_data(path, label_domain(cfg.model), cfg.storage, cols));
   }
   const std::size_t n = ds->n(), d = ds->d();
   py::array_t<double> x({py::ssize_t(n), py::ssize_t(d)});
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < d; ++j) x.mutable_data()[i * d + j] = ds->value(i, j);
   py::array_t<double> y(py::ssize_t(n), ds->y().data());
-  return py::make_tuple(x, y);
+  if (cols.weights.empty() && cols.trials.empty() && cols.offset.empty())
+    return py::make_tuple(x, y);
+  py::dict extras;
+  auto put = [&](const char* key, std::span<const double> v) {
+    if (!v.empty()) extras[key] = py::array_t<double>(py::ssize_t(v.size()), v.data());
+  };
+  put("weights", ds->weights());
+  put("trials", ds->trials());
+  put("offset", ds->offsets());
+  return py::make_tuple(x, y, extras);
 }
 
 constexpr const char* kSampleDoc = R"(Posterior draws of a model of X and y.
@@ -193,6 +223,12 @@ PYBIND11_MODULE(flymc, m) {
       "The options of flymc.sample() and their defaults (None: chosen at set-up). Without iters "
       "or ess, sample() runs to ess effective draws (iters: a fixed count when given).");
   m.def("load", &fp::load, py::arg("path"), py::arg("model") = "logistic",
+        py::arg("response") = py::none(), py::arg("weights") = py::none(),
+        py::arg("trials") = py::none(), py::arg("offset") = py::none(),
         "(X, y) of a data file as `flymc sample --data` reads it: .csv, .npy, libsvm text or "
-        "file.h5:/dataset; labels checked for `model` (binary 0/1 become -1/+1).");
+        "file.h5:/dataset; labels checked for `model` (binary 0/1 become -1/+1). response=, "
+        "weights=, trials= and offset= name columns as --response ... --offset do (a CSV header "
+        "name or a 0-based index; a named column is not a feature); with weights, trials or "
+        "offset named it returns (X, y, extras), extras a dict of their arrays keyed as "
+        "sample() takes them: flymc.sample(X, y, **extras).");
 }

@@ -216,7 +216,7 @@ TEST_SUITE("unit") {
       CHECK(out[4 + i] == doctest::Approx(d.f[1]).epsilon(1e-14));
     }
     // The constants over every y and eta (the Student-t likelihood depends on y - eta alone).
-    double lk = 0, l1 = 0, l2 = 0, l3 = 0, l4 = 0, sk = 0, s1 = 0, s2 = 0, s3 = 0;
+    double lk = 0, l1 = 0, l2 = 0, l3 = 0, l4 = 0, sk = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0;
     for (const double u : check_points()) {
       for (const double y : {1.0, -1.0}) {
         const Derivs d = at(logit, y, y * u);
@@ -233,16 +233,17 @@ TEST_SUITE("unit") {
       s1 = std::max(s1, std::fabs(d.f[1]));
       s2 = std::max(s2, std::fabs(d.f[2]));
       s3 = std::max(s3, std::fabs(d.f[3]));
+      s4 = std::max(s4, std::fabs(d.f[4]));
     }
-    const double lmax[] = {lk, l1, l2, l3, l4}, smax[] = {sk, s1, s2, s3};
+    const double lmax[] = {lk, l1, l2, l3, l4}, smax[] = {sk, s1, s2, s3, s4};
     const double lc[] = {*logit.kappa(), *logit.m1(), *logit.m2(), *logit.m3(), *logit.m4()};
-    const double sc[] = {*st.kappa(), *st.m1(), *st.m2(), *st.m3()};
+    const double sc[] = {*st.kappa(), *st.m1(), *st.m2(), *st.m3(), *st.m4()};
     for (int k = 0; k < 5; ++k) {
       CAPTURE(k);
       CHECK(lmax[k] <= lc[k]);
       CHECK(lmax[k] > 0.9 * lc[k]);
     }
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < 5; ++k) {
       CAPTURE(k);
       CHECK(smax[k] <= sc[k]);
       CHECK(smax[k] > 0.9 * sc[k]);
@@ -259,6 +260,9 @@ TEST_SUITE("unit") {
     CHECK(es.u_hat == 1.5);
     CHECK(-es.f1 == doctest::Approx(ds.f[1]).epsilon(1e-14));
     CHECK(es.f2 == doctest::Approx(ds.f[2]).epsilon(1e-14));
+    const Expansion es3 = st.expand(2.0, 0.5, 3);
+    CHECK(es3.f2 == es.f2);
+    CHECK(-es3.f3 == doctest::Approx(ds.f[3]).epsilon(1e-14));
     // The SMH set-up cache hands statistics over between equal families only.
     CHECK(st.same_as(StudentTFamily(StudentT(4.0, 1.5))));
     CHECK_FALSE(st.same_as(StudentTFamily(StudentT(4.0, 1.0))));

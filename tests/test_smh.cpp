@@ -68,6 +68,18 @@ RemainderCheck check_remainder3(double u_hat, double h, double m4) {
   return {std::fabs(r) / bound, std::fabs(r) <= bound + rounding};
 }
 
+/// The same for the Student-t log-likelihood's third-order expansion, against (M4/24)·h⁴.
+RemainderCheck check_student3(const StudentT& st, double y, double s_hat, double h, double m4) {
+  const Expansion e = StudentTFamily::taylor(st, y - s_hat, 3);
+  const double f0 = StudentTFamily::gap(st, e, 0.0, 3);
+  const double r = StudentTFamily::gap(st, e, -h, 3) - f0;
+  const double bound = m4 / 24.0 * h * h * h * h;
+  const double rounding =
+      8e-16 * (std::fabs(st.log_lik(y - s_hat - h)) + std::fabs(f0) + std::fabs(h * e.f1) +
+               std::fabs(0.5 * e.f2 * h * h) + std::fabs(e.f3 * h * h * h / 6.0));
+  return {std::fabs(r) / bound, std::fabs(r) <= bound + rounding};
+}
+
 RunConfig smh_config(SmhProposal proposal) {
   RunConfig c = flymc::test::fixed_config();
   c.algo = Algo::smh;
@@ -286,6 +298,39 @@ TEST_SUITE("unit") {
     CHECK(mutant_caught);
   }
 
+  TEST_CASE(
+      "SMH: the Student-t third-order remainder within (M4/24)h^4, tight at a zero residual") {
+    // Random residuals and steps over many scales, four (nu, scale) pairs; |f''''| = M4 at a
+    // zero residual, where small steps nearly reach the bound and 0.9·M4 is exceeded.
+    Rng rng(11, 1);
+    const double scales[] = {1e-3, 0.3, 3.0, 40.0, 1e6};
+    double worst = 0.0;
+    bool mutant_caught = false;
+    for (const auto& dof_scale :
+         {std::pair{4.0, 1.0}, std::pair{1.0, 0.1}, std::pair{30.0, 7.0}, std::pair{0.5, 3.0}}) {
+      const StudentT st(dof_scale.first, dof_scale.second);
+      const double m4 = *StudentTFamily(st).m4();
+      for (double r_scale : scales)
+        for (double h_scale : scales)
+          for (int k = 0; k < 60; ++k) {
+            const double y = r_scale * rng.normal(), h = h_scale * rng.normal();
+            if (h == 0.0) continue;
+            CAPTURE(y);
+            CAPTURE(h);
+            CHECK(check_student3(st, y, 0.0, h, m4).within);
+          }
+      for (int k = 0; k < 200; ++k) {
+        const double h = (k % 2 == 0 ? 1.0 : -1.0) * 1e-3 * (1 + k / 2) / st.inv_sqrt_c;
+        const RemainderCheck r = check_student3(st, 0.0, 0.0, h, m4);
+        CHECK(r.within);
+        worst = std::max(worst, r.ratio);
+        mutant_caught = mutant_caught || !check_student3(st, 0.0, 0.0, h, 0.9 * m4).within;
+      }
+    }
+    CHECK(worst > 1.0 / 1.1);
+    CHECK(mutant_caught);
+  }
+
   TEST_CASE("SMH: draws do not depend on the thread count; few data per proposal; no violation" *
             doctest::test_suite("threaded")) {
     auto ds = test::logistic_data(20000, 5, 3);
@@ -493,6 +538,12 @@ TEST_SUITE("statistical") {
   TEST_CASE("SBC: scalable MH with pCN proposals on robust regression is calibrated") {
     SbcOptions o = smh_sbc(SmhProposal::pcn, 5, 306);
     o.run.model = ModelKind::robust;
+    check_smh_sbc(o);
+  }
+  TEST_CASE("SBC: third-order scalable MH with pCN proposals on robust regression") {
+    SbcOptions o = smh_sbc(SmhProposal::pcn, 5, 308);
+    o.run.model = ModelKind::robust;
+    o.run.smh_order = 3;
     check_smh_sbc(o);
   }
 }

@@ -110,14 +110,16 @@ RhoTerms rho_terms(double rho) noexcept {
 
 }  // namespace
 
-Expansion StudentTFamily::taylor(const StudentT& st, double u_hat) noexcept {
-  const double rho = u_hat * st.inv_sqrt_c;
+Expansion StudentTFamily::taylor(const StudentT& st, double u_hat, int order) noexcept {
+  const double rho = u_hat * st.inv_sqrt_c, ic = st.inv_sqrt_c;
   const RhoTerms r = rho_terms(rho);
-  return Expansion{u_hat, -2.0 * st.a * st.inv_sqrt_c * r.rho_q,
-                   -2.0 * st.a * st.inv_sqrt_c * st.inv_sqrt_c * r.q * (2.0 * r.q - 1.0)};
+  Expansion e{u_hat, -2.0 * st.a * ic * r.rho_q, -2.0 * st.a * ic * ic * r.q * (2.0 * r.q - 1.0)};
+  if (order == 3) e.f3 = 4.0 * st.a * ic * ic * ic * r.rho_q * r.q * (4.0 * r.q - 1.0);
+  return e;
 }
 
-double StudentTFamily::gap(const StudentT& st, const Expansion& e, double h) noexcept {
+double StudentTFamily::gap(const StudentT& st, const Expansion& e, double h, int order) noexcept {
+  if (order == 3) return st.log_lik(e.u_hat + h) - h * (e.f1 + h * (0.5 * e.f2 + e.f3 * h / 6.0));
   return st.log_lik(e.u_hat + h) - h * (e.f1 + 0.5 * e.f2 * h);
 }
 
@@ -127,6 +129,11 @@ std::optional<double> StudentTFamily::m3() const {
   return 4.0 * t_.a * kMaxG * inv_c15 * (1.0 + 1e-12);
 }
 
+std::optional<double> StudentTFamily::m4() const {
+  const double ic2 = t_.inv_sqrt_c * t_.inv_sqrt_c;
+  return 12.0 * t_.a * ic2 * ic2 * (1.0 + 1e-12);
+}
+
 void StudentTFamily::derivatives(double y, double eta, int order, double* out) const {
   // f(y, η) = g(u), u = y − η: f^(j) = (−1)^j·g^(j)(u). With q = 1/(1 + ρ²), (3 − ρ²)q = 4q − 1
   // and (ρ⁴ − 6ρ² + 1)q² = 1 − 8q + 8q², so g''' = (4a/c^{3/2})·ρq·q(4q − 1) and
@@ -134,23 +141,23 @@ void StudentTFamily::derivatives(double y, double eta, int order, double* out) c
   const double u = y - eta;
   out[0] = t_.log_lik(u);
   if (order < 1) return;
-  const Expansion e = taylor(t_, u);
+  const Expansion e = taylor(t_, u, 3);
   const RhoTerms r = rho_terms(u * t_.inv_sqrt_c);
   const double ic = t_.inv_sqrt_c;
-  const double g3 = 4.0 * t_.a * ic * ic * ic * r.rho_q * r.q * (4.0 * r.q - 1.0);
   const double g4 =
       12.0 * t_.a * ic * ic * ic * ic * r.q * r.q * (1.0 - 8.0 * r.q + 8.0 * r.q * r.q);
-  const double g[kMaxOrder + 1] = {out[0], e.f1, e.f2, g3, g4};
+  const double g[kMaxOrder + 1] = {out[0], e.f1, e.f2, e.f3, g4};
   for (int j = 1; j <= order; ++j) out[j] = j % 2 == 1 ? -g[j] : g[j];
 }
 
-Expansion StudentTFamily::expand(double y, double eta_hat, int) const {
-  return taylor(t_, y - eta_hat);
+Expansion StudentTFamily::expand(double y, double eta_hat, int order) const {
+  return taylor(t_, y - eta_hat, order);
 }
 
-double StudentTFamily::remainder_change(double, double u_hat, double h, double h2, int) const {
-  const Expansion e = taylor(t_, u_hat);
-  return gap(t_, e, h) - gap(t_, e, h2);
+double StudentTFamily::remainder_change(double, double u_hat, double h, double h2,
+                                        int order) const {
+  const Expansion e = taylor(t_, u_hat, order);
+  return gap(t_, e, h, order) - gap(t_, e, h2, order);
 }
 
 bool StudentTFamily::same_as(const SingleIndexFamily& other) const {

@@ -139,8 +139,8 @@ inline constexpr ModelInfo kModels[] = {
     {.kind = ModelKind::robust,
      .name = "robust",
      .labels = LabelDomain::any,
-     .offers = kOfferLikelihood | kOfferFlyBound | kOfferThirdBound | kOfferShards |
-               kOfferSingleIndex | kOfferGradientBound | kOfferCurvatureBound,
+     .offers = kOfferLikelihood | kOfferFlyBound | kOfferThirdBound | kOfferFourthBound |
+               kOfferShards | kOfferSingleIndex | kOfferGradientBound | kOfferCurvatureBound,
      .runner = &run_robust_model},
     {.kind = ModelKind::probit,
      .name = "probit",

@@ -59,6 +59,8 @@ class StudentTFamily final : public SingleIndexFamily {
   std::optional<double> m1() const override { return t_.a * t_.inv_sqrt_c; }
   std::optional<double> m2() const override { return 2.0 * t_.a / t_.c; }
   std::optional<double> m3() const override;
+  /// sup |g''''| = 12a/c², at a zero residual (q = 1 in q²(1 − 8q + 8q²)).
+  std::optional<double> m4() const override;
   double expansion_sign(double) const override { return -1.0; }
   Expansion expand(double y, double eta_hat, int order) const override;
   double remainder_change(double y, double u_hat, double h, double h2, int order) const override;
@@ -66,11 +68,12 @@ class StudentTFamily final : public SingleIndexFamily {
   bool same_as(const SingleIndexFamily& other) const override;
   const StudentT& student() const noexcept { return t_; }
 
-  /// The second-order expansion of log L at the residual û: with ρ = û/√c and
-  /// q = 1/(1 + ρ²), f1 = −(2a/√c)·ρq and f2 = −(2a/c)·q(2q − 1), finite at every finite û.
-  static Expansion taylor(const StudentT& t, double u_hat) noexcept;
-  /// gap(h) = log L(û + h) − f1·h − ½f2·h² for the expansion `e`.
-  static double gap(const StudentT& t, const Expansion& e, double h) noexcept;
+  /// The expansion of log L at the residual û to `order` 2 or 3: with ρ = û/√c and
+  /// q = 1/(1 + ρ²), f1 = −(2a/√c)·ρq, f2 = −(2a/c)·q(2q − 1) and f3 = (4a/c^{3/2})·ρq·q(4q − 1),
+  /// finite at every finite û.
+  static Expansion taylor(const StudentT& t, double u_hat, int order = 2) noexcept;
+  /// gap(h) = log L(û + h) − f1·h − ½f2·h² (order 3: also − ⅙f3·h³) for the expansion `e`.
+  static double gap(const StudentT& t, const Expansion& e, double h, int order = 2) noexcept;
 
  private:
   StudentT t_;

@@ -149,6 +149,48 @@ std::string workload(const fs::path& dir, int chains = 4, long iters = 300000) {
          " --warmup 20000 --iters " + std::to_string(iters) + " --thin 10 --seed 7 --quiet";
 }
 
+/// n rows of features (a weight 1 or 2, an offset, an intercept and two normal features), with
+/// each row's predictor 0.3 + 0.5·x₄ − 0.2·x₅ + offset in `eta`, for responses the caller draws;
+/// as a file, the columns after the response: 9,000 rows are three 4,096-row blocks.
+flymc::Dataset rows_with_extras(std::size_t n, flymc::Rng& rng, std::vector<double>& eta) {
+  flymc::Dataset ds(n, 5, "rows");
+  eta.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    double* x = ds.mutable_row(i);
+    x[0] = i % 3 == 0 ? 2.0 : 1.0;
+    x[1] = 0.2 * rng.normal();
+    x[2] = 1.0;
+    x[3] = rng.normal();
+    x[4] = rng.normal();
+    eta[i] = 0.3 + 0.5 * x[3] - 0.2 * x[4] + x[1];
+  }
+  return ds;
+}
+
+/// A geometric count (negative binomial with dispersion 1) of mean e^eta.
+double geometric(double eta, flymc::Rng& rng) {
+  const double mu = std::exp(eta);
+  return std::floor(std::log(rng.uniform()) / std::log(mu / (1.0 + mu)));
+}
+
+/// Each run (its command without the output directory) in one process, then on 2 and 3 ranks:
+/// the same draw files.
+void check_ranks_agree(const std::vector<std::string>& runs, const fs::path& dir) {
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const fs::path one = dir / ("one-" + std::to_string(r));
+    Status s = run_one(runs[r] + one.string(), dir);
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    for (const int ranks : {2, 3}) {
+      CAPTURE(runs[r]);
+      CAPTURE(ranks);
+      const fs::path out = dir / ("np" + std::to_string(ranks) + "-" + std::to_string(r));
+      s = run_mpi(ranks, runs[r] + out.string(), dir);
+      REQUIRE_MESSAGE(s.code == 0, s.err);
+      flymc::test::check_same_run(one, out, 2);
+    }
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("mpi") {
@@ -299,49 +341,30 @@ TEST_SUITE("mpi") {
       "--shard-data: SMH with sigma or phi inferred (Student-t, negative binomial), weights and "
       "offsets read by each rank, draws as one process") {
     const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "global");
-    // Columns: weight, offset, then an intercept and two features; 9,000 rows are three blocks.
     const std::size_t n = 9000;
-    flymc::Dataset st(n, 5, "student"), nb(n, 5, "counts");
     flymc::Rng rng(12, 0);
+    std::vector<double> eta;
+    flymc::Dataset ds = rows_with_extras(n, rng, eta);
+    std::vector<double> st(n), nb(n);
     for (std::size_t i = 0; i < n; ++i) {
-      double* x = st.mutable_row(i);
-      x[0] = i % 3 == 0 ? 2.0 : 1.0;
-      x[1] = 0.2 * rng.normal();
-      x[2] = 1.0;
-      x[3] = rng.normal();
-      x[4] = rng.normal();
-      std::copy(x, x + 5, nb.mutable_row(i));
-      const double eta = 0.3 + 0.5 * x[3] - 0.2 * x[4] + x[1];
       double chi2 = 0.0;  // t with 4 degrees of freedom
       for (int k = 0; k < 4; ++k) chi2 += std::pow(rng.normal(), 2);
-      st.mutable_y()[i] = eta + 0.7 * rng.normal() / std::sqrt(chi2 / 4.0);
-      const double mu = std::exp(eta);  // geometric: negative binomial with phi = 1
-      nb.mutable_y()[i] = std::floor(std::log(rng.uniform()) / std::log(mu / (1.0 + mu)));
+      st[i] = eta[i] + 0.7 * rng.normal() / std::sqrt(chi2 / 4.0);
+      nb[i] = geometric(eta[i], rng);
     }
-    flymc::save_npy(st, (dir / "st.npy").string());
-    flymc::save_npy(nb, (dir / "nb.npy").string());
+    std::copy(st.begin(), st.end(), ds.mutable_y().begin());
+    flymc::save_npy(ds, (dir / "st.npy").string());
+    std::copy(nb.begin(), nb.end(), ds.mutable_y().begin());
+    flymc::save_npy(ds, (dir / "nb.npy").string());
     const std::string opts =
         " --weights 1 --offset 2 --algo smh --chains 2 --warmup 200 "
         "--iters 800 --seed 5 --quiet --shard-data --out ";
-    const std::vector<std::string> runs = {
-        "sample --data " + (dir / "st.npy").string() + " --model student_t" + opts,
-        "sample --data " + (dir / "nb.npy").string() + " --model negbin" + opts};
-    for (std::size_t r = 0; r < runs.size(); ++r) {
-      const fs::path one = dir / ("one-" + std::to_string(r));
-      Status s = run_one(runs[r] + one.string(), dir);
-      REQUIRE_MESSAGE(s.code == 0, s.err);
-      for (const int ranks : {2, 3}) {
-        CAPTURE(runs[r]);
-        CAPTURE(ranks);
-        const fs::path out = dir / ("np" + std::to_string(ranks) + "-" + std::to_string(r));
-        s = run_mpi(ranks, runs[r] + out.string(), dir);
-        REQUIRE_MESSAGE(s.code == 0, s.err);
-        flymc::test::check_same_run(one, out, 2);
-      }
-    }
+    check_ranks_agree({"sample --data " + (dir / "st.npy").string() + " --model student_t" + opts,
+                       "sample --data " + (dir / "nb.npy").string() + " --model negbin" + opts},
+                      dir);
     // A count out of the domain in the last rank's rows: every rank gives the error naming it.
-    nb.mutable_y()[8500] = -1.0;
-    flymc::save_npy(nb, (dir / "bad.npy").string());
+    ds.mutable_y()[8500] = -1.0;
+    flymc::save_npy(ds, (dir / "bad.npy").string());
     const Status s = run_mpi(
         3, "sample --data " + (dir / "bad.npy").string() + " --model negbin" + opts + "x", dir);
     CHECK(s.code == 65);
@@ -354,50 +377,30 @@ TEST_SUITE("mpi") {
       "and offsets; Gaussian regression with sigma inferred by regular MCMC; draws as one "
       "process") {
     const fs::path dir = flymc::test::temp_dir("flymc-mpi-", "flycounts");
-    // Columns after the response: weight, offset, then an intercept and two features; 9,000 rows
-    // are three blocks. The untuned bound keeps hundreds of data bright, most of them another
-    // rank's.
+    // The untuned bound keeps hundreds of data bright, most of them another rank's.
     const std::size_t n = 9000;
-    flymc::Dataset nb(n, 5, "counts"), gs(n, 5, "gaussian");
     flymc::Rng rng(13, 0);
+    std::vector<double> eta;
+    flymc::Dataset ds = rows_with_extras(n, rng, eta);
+    std::vector<double> gs(n);
     for (std::size_t i = 0; i < n; ++i) {
-      double* x = nb.mutable_row(i);
-      x[0] = i % 3 == 0 ? 2.0 : 1.0;
-      x[1] = 0.2 * rng.normal();
-      x[2] = 1.0;
-      x[3] = rng.normal();
-      x[4] = rng.normal();
-      std::copy(x, x + 5, gs.mutable_row(i));
-      const double eta = 0.3 + 0.5 * x[3] - 0.2 * x[4] + x[1];
-      const double mu = std::exp(eta);  // geometric: negative binomial with dispersion 1
-      nb.mutable_y()[i] = std::floor(std::log(rng.uniform()) / std::log(mu / (1.0 + mu)));
-      gs.mutable_y()[i] = eta + 0.8 * rng.normal();
+      ds.mutable_y()[i] = geometric(eta[i], rng);
+      gs[i] = eta[i] + 0.8 * rng.normal();
     }
-    flymc::save_npy(nb, (dir / "nb.npy").string());
-    flymc::save_npy(gs, (dir / "gs.npy").string());
+    flymc::save_npy(ds, (dir / "nb.npy").string());
+    std::copy(gs.begin(), gs.end(), ds.mutable_y().begin());
+    flymc::save_npy(ds, (dir / "gs.npy").string());
     const std::string opts =
         " --chains 2 --warmup 200 --iters 600 --seed 5 --quiet --shard-data --out ";
     const std::string fly = " --model negbin --dispersion 1 --algo flymc --bound untuned";
-    const std::vector<std::string> runs = {
-        "sample --data " + (dir / "nb.npy").string() + fly + " --weights 1 --offset 2" + opts,
-        // No extras: the factors of κ_n alone travel with the records.
-        "sample --data " + (dir / "nb.npy").string() + fly +
-            " --kernel rwmh --z explicit --resample-fraction 0.3" + opts,
-        "sample --data " + (dir / "gs.npy").string() +
-            " --model gaussian --weights 1 --offset 2 --algo full" + opts};
-    for (std::size_t r = 0; r < runs.size(); ++r) {
-      const fs::path one = dir / ("one-" + std::to_string(r));
-      Status s = run_one(runs[r] + one.string(), dir);
-      REQUIRE_MESSAGE(s.code == 0, s.err);
-      for (const int ranks : {2, 3}) {
-        CAPTURE(runs[r]);
-        CAPTURE(ranks);
-        const fs::path out = dir / ("np" + std::to_string(ranks) + "-" + std::to_string(r));
-        s = run_mpi(ranks, runs[r] + out.string(), dir);
-        REQUIRE_MESSAGE(s.code == 0, s.err);
-        flymc::test::check_same_run(one, out, 2);
-      }
-    }
+    check_ranks_agree(
+        {"sample --data " + (dir / "nb.npy").string() + fly + " --weights 1 --offset 2" + opts,
+         // No extras: the factors of κ_n alone travel with the records.
+         "sample --data " + (dir / "nb.npy").string() + fly +
+             " --kernel rwmh --z explicit --resample-fraction 0.3" + opts,
+         "sample --data " + (dir / "gs.npy").string() +
+             " --model gaussian --weights 1 --offset 2 --algo full" + opts},
+        dir);
     fs::remove_all(dir);
   }
 

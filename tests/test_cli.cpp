@@ -633,7 +633,7 @@ TEST_SUITE("unit") {
         {"--model logit", 64, "--model"},
         // A sampler that needs what the model does not offer (model_needs.hpp).
         {"--model softmax --algo smh", 78, "--algo smh"},
-        {"--model robust --algo smh --smh-order 3", 78, "--smh-order 3"},
+        {"--model softmax --algo smh --smh-order 3", 78, "--smh-order 3"},
         {"--model gaussian --algo zigzag-ss", 78, "--algo zigzag-ss"},
         {"--model custom", 78, "--model custom"},
         // Priors as written (core/prior_spec.hpp), and sigma's where it is a parameter.

@@ -449,7 +449,9 @@ TEST_SUITE("unit") {
     CHECK_THROWS_AS(check_model_fits(c), ConfigError);
     c.model = ModelKind::robust;
     CHECK_NOTHROW(check_model_fits(c));
-    c.smh_order = 3;  // no fourth-derivative bound for the Student-t likelihood
+    c.smh_order = 3;  // the Student-t likelihood's M4
+    CHECK_NOTHROW(check_model_fits(c));
+    c.model = ModelKind::softmax;
     CHECK_THROWS_AS(check_model_fits(c), ConfigError);
     c.model = ModelKind::logistic;
     CHECK_NOTHROW(check_model_fits(c));

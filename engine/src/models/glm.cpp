@@ -383,31 +383,20 @@ void GlmBound::share_records() {
   if (all.size() != width * rows)
     throw Error(data_->source() + ": the shards' bound records do not add up to the data set");
   rec_.resize(rows);
-  factor_.assign(has[0] != 0.0 ? rows : 0, 0.0);
-  shared_present_ = {has[1] != 0.0, has[2] != 0.0, has[3] != 0.0};
-  shared_extras_.assign(rows * (width - 4 - (factor_.empty() ? 0 : 1)), 0.0);
+  std::vector<double>* dest[] = {&factor_, &shared_off_, &shared_trials_, &shared_w_};
+  for (std::size_t k = 0; k < 4; ++k) dest[k]->assign(has[k] != 0.0 ? rows : 0, 0.0);
   for (std::size_t i = 0; i < rows; ++i) {
     const double* a = all.data() + width * i;
     rec_[i] = Record{a[0], a[1], a[2], a[3]};
     const double* more = a + 4;
-    if (!factor_.empty()) factor_[i] = *more++;
-    for (std::size_t slice = 0; more != a + width; ++slice)
-      shared_extras_[slice * rows + i] = *more++;
+    for (std::size_t k = 0; k < 4; ++k)
+      if (has[k] != 0.0) (*dest[k])[i] = *more++;
   }
+  shared_ = true;
 }
 
 RowExtras GlmBound::extras() const noexcept {
-  if (shared_extras_.empty()) return RowExtras::of(*data_);
-  // On a shard: slices of every row's offsets, trials and weights, in that order.
-  const std::size_t rows = rec_.size();
-  const double* next = shared_extras_.data();
-  std::span<const double> slice[3];
-  for (std::size_t k = 0; k < 3; ++k)
-    if (shared_present_[k]) {
-      slice[k] = {next, rows};
-      next += rows;
-    }
-  return {slice[0], slice[1], slice[2]};
+  return shared_ ? RowExtras{shared_off_, shared_trials_, shared_w_} : RowExtras::of(*data_);
 }
 
 double GlmBound::log_bound_sum(const double* theta, double* scratch, double* grad) const noexcept {

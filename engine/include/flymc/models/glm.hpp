@@ -7,7 +7,6 @@
 /// below f wherever f'' ≥ −κ (Taylor's theorem), tight at η̂_n, and quadratic in θ, so that its
 /// sum over the data collapses into a constant, a vector and (κ/2)Σ x_n x_nᵀ.
 #include <Eigen/Dense>
-#include <array>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -127,7 +126,7 @@ class GlmBound {
   /// extras (FlyMC evaluates bright data held elsewhere, docs/mpi.md); they are then indexed by
   /// the whole data set's rows.
   void share_records();
-  /// The row extras of the rows deltas() is given: the data's, or on a shard shared_extras_.
+  /// The row extras of the rows deltas() is given: the data's, or on a shard the shared ones.
   RowExtras extras() const noexcept;
 
   std::shared_ptr<const Dataset> data_;
@@ -136,9 +135,9 @@ class GlmBound {
   /// Datum n's curvature factor c_n (its weight times the family's datum and κ scales; κ_n =
   /// κ·c_n), empty where every c_n = 1 (no weights or trials, one κ for every response).
   std::vector<double> factor_;
-  /// On a shard, every row's offsets, trials and weights (those present, in that order).
-  std::vector<double> shared_extras_;
-  std::array<bool, 3> shared_present_{};
+  /// On a shard (shared_), every row's offsets, trials and weights (each empty where absent).
+  std::vector<double> shared_off_, shared_trials_, shared_w_;
+  bool shared_ = false;
   CollapsedQuadratic sum_;                           // Σ_n log B_n
   double kappa_ = 0.0, slack_ = 0.0, offset_ = 0.0;  // offset_: ε − raised excess
 };
